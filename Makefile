@@ -1,0 +1,118 @@
+# chidori — plain Makefile.  `make` builds build/chidori and build/chidori-worker.
+# `make test` runs every suite and ends with "tests: N passed, N failed".
+# `make asan` builds with AddressSanitizer + UBSan (clang) into build-asan/ and runs the same suite.
+
+PREFIX     ?= /usr/local
+LIBEXECDIR ?= $(PREFIX)/libexec/chidori
+BUILD      ?= build
+CC         ?= gcc
+SAN        ?=
+PKG_CONFIG ?= pkg-config
+
+PKGS_WORKER := javascriptcoregtk-4.1 libcjson
+PKGS_CLI    := javascriptcoregtk-4.1 libcjson sqlite3 libseccomp libcap libmnl
+
+WARN     := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-format-nonliteral -Werror=implicit-function-declaration -Werror=vla
+CPPFLAGS += -I. -DCHIDORI_LIBEXECDIR='"$(LIBEXECDIR)"'
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=gnu11 $(WARN) -fno-strict-aliasing -fstack-protector-strong -MMD -MP
+ifeq ($(SAN),1)
+CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS  += -fsanitize=address,undefined
+endif
+
+cflags_of = $(shell $(PKG_CONFIG) --cflags $(1))
+libs_of   = $(shell $(PKG_CONFIG) --libs $(1))
+
+COMMON_SRC   := $(wildcard common/*.c)
+PROTO_SRC    := $(wildcard proto/*.c)
+BROKER_SRC   := $(wildcard broker/*.c)
+LAUNCHER_SRC := $(filter-out launcher/main.c,$(wildcard launcher/*.c))
+CGROUP_SRC   := $(wildcard cgroup/*.c)
+NETNS_SRC    := $(wildcard netns/*.c)
+ENGINE_SRC   := $(filter-out engine/worker.c,$(wildcard engine/*.c))
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(patsubst %.S,$(BUILD)/obj/%.o,$(1)))
+
+ENGINE_OBJ := $(call obj,$(ENGINE_SRC) engine/embed.S)
+LIB_OBJ    := $(call obj,$(COMMON_SRC) $(PROTO_SRC) $(BROKER_SRC) $(LAUNCHER_SRC) $(CGROUP_SRC) $(NETNS_SRC)) $(ENGINE_OBJ)
+CLI_LIBS    = $(call libs_of,$(PKGS_CLI)) -lpthread
+WORKER_LIBS = $(call libs_of,$(PKGS_WORKER)) -lpthread
+
+UNIT_SRC  := $(wildcard tests/unit/test_*.c)
+UNIT_BIN  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+PROBE_SRC := $(wildcard tests/probes/*.c)
+PROBE_BIN := $(patsubst tests/probes/%.c,$(BUILD)/probes/%,$(PROBE_SRC))
+
+.PHONY: all deps test unit asan fuzz bench lint install clean check-deps
+all: $(BUILD)/chidori $(BUILD)/chidori-worker $(BUILD)/jsrun $(UNIT_BIN) $(PROBE_BIN) $(BUILD)/jsc_hello
+
+deps:
+	./scripts/deps.sh
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(call cflags_of,$(PKGS_CLI)) -c $< -o $@
+
+$(BUILD)/obj/engine/embed.o: engine/embed.S engine/web.js engine/prelude.js
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(filter-out -MMD -MP,$(CFLAGS)) -c $< -o $@
+
+$(BUILD)/libchidori.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/chidori: $(BUILD)/obj/launcher/main.o $(BUILD)/libchidori.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(CLI_LIBS)
+
+$(BUILD)/chidori-worker: $(BUILD)/obj/engine/worker.o $(ENGINE_OBJ) $(call obj,common/err.c $(PROTO_SRC))
+	$(CC) $(LDFLAGS) -o $@ $^ $(WORKER_LIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libchidori.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(call cflags_of,$(PKGS_CLI) cmocka) $< -o $@ $(LDFLAGS) $(BUILD)/libchidori.a $(CLI_LIBS) $(call libs_of,cmocka)
+
+$(BUILD)/probes/%: tests/probes/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $< -o $@ $(LDFLAGS)
+
+$(BUILD)/jsrun: tests/js/jsrun.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(call cflags_of,javascriptcoregtk-4.1) $< -o $@ $(LDFLAGS) $(call libs_of,javascriptcoregtk-4.1)
+
+$(BUILD)/jsc_hello: tests/bench/jsc_hello.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(call cflags_of,javascriptcoregtk-4.1) $< -o $@ $(LDFLAGS) $(call libs_of,javascriptcoregtk-4.1)
+
+# Builds (installing missing Debian packages first) and runs every suite.
+test: check-deps all
+	BUILD=$(BUILD) ./scripts/run-tests.sh
+
+check-deps:
+	@./scripts/deps.sh >/dev/null
+
+asan:
+	$(MAKE) BUILD=build-asan CC=clang SAN=1 CFLAGS="-O1 -g" test
+
+fuzz: $(BUILD)/fuzz_frame
+	./scripts/fuzz.sh $(BUILD)/fuzz_frame
+
+$(BUILD)/fuzz_frame: tests/fuzz/fuzz_frame.c proto/proto.c common/err.c
+	@mkdir -p $(dir $@)
+	clang -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined $(call cflags_of,libcjson) $^ -o $@ $(call libs_of,libcjson)
+
+bench: all
+	BUILD=$(BUILD) ./scripts/bench.sh
+
+lint:
+	./scripts/lint.sh
+
+install: $(BUILD)/chidori $(BUILD)/chidori-worker
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBEXECDIR)
+	install -m 0755 $(BUILD)/chidori $(DESTDIR)$(PREFIX)/bin/chidori
+	install -m 0755 $(BUILD)/chidori-worker $(DESTDIR)$(LIBEXECDIR)/chidori-worker
+
+clean:
+	rm -rf build build-asan
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,77 @@
+/* broker/broker.h — the parent side of a run: the frame loop, the dispatch
+ * table of effects, the journal (record) and the replay source.
+ *
+ * The broker never spawns anything: the launcher hands it a connected frame
+ * fd (and, for a child process, its stderr pipe and pidfd); the broker runs
+ * the conversation to its end and reports what happened.  Everything the
+ * worker sends is parsed here, through proto/, with limits.
+ */
+#ifndef CHIDORI_BROKER_H
+#define CHIDORI_BROKER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/err.h"
+
+struct cJSON;
+struct memstore;
+struct journal;
+struct replay;
+
+struct broker_config {
+        const char *script;       /* source handed to the worker (bundled if needed) */
+        const char *filename;     /* shown in stack traces: the agent's base name */
+        const struct cJSON *input;
+        const char *run_id;
+        long js_deadline_ms;      /* engine CPU-time limit, 0 = none */
+        struct memstore *mem;     /* may be NULL when replaying */
+        const char *mem_ns;       /* memory namespace of this agent */
+        const struct cJSON *answers; /* --answers FILE contents: array or object, or NULL */
+        bool interactive;         /* stdin is a TTY: prompt there for `input` */
+        struct journal *journal;  /* record here, or NULL */
+        struct replay *replay;    /* serve results from here instead of performing, or NULL */
+        long deadline_ms;         /* parent wall-clock deadline, 0 = none */
+        bool quiet_logs;          /* replay: agent logs are effects, not performed */
+};
+
+/* The worker's end as the launcher set it up. */
+struct broker_peer {
+        int frame_fd;    /* connected SOCK_STREAM socket, made non-blocking by the broker */
+        int stderr_fd;   /* worker's stderr pipe (forwarded line by line), or -1 */
+        int pidfd;       /* pidfd of the child (deadline kill), or -1 */
+        pid_t pid;       /* child pid, or 0 for an in-process worker */
+};
+
+enum broker_end {
+        BROKER_END_DONE_OK,      /* done frame, ok: value set */
+        BROKER_END_AGENT_ERROR,  /* done frame, agent threw / rejected / syntax / no entry */
+        BROKER_END_NEVER_SETTLED,
+        BROKER_END_CPU_LIMIT,    /* engine execution time limit */
+        BROKER_END_PROTOCOL,     /* either side broke the protocol (detail in message) */
+        BROKER_END_EOF,          /* worker went away without `done`: ask the wait status */
+        BROKER_END_DEADLINE,     /* parent deadline elapsed; worker killed */
+        BROKER_END_DIVERGED,     /* replay: the worker asked for something else */
+        BROKER_END_MAX
+};
+
+struct broker_outcome {
+        enum broker_end end;
+        struct cJSON *value;     /* DONE_OK: the agent's result (owned) */
+        struct cJSON *error;     /* AGENT_ERROR: {name,message,stack,file,line,column} (owned) */
+        char *message;           /* human detail for the other ends (owned) */
+        bool got_ready;
+        uint64_t effects;        /* host calls answered */
+        double wall_ms;
+};
+
+/* Run the whole conversation with one worker.  Returns 0 when the outcome is
+ * known (whatever it is), -1 only for a parent-side failure (err set).  The
+ * broker does not close the peer's fds. */
+int broker_run(const struct broker_config *cfg, const struct broker_peer *peer,
+               struct broker_outcome *ret, struct err **err);
+
+void broker_outcome_clear(struct broker_outcome *o);
+
+#endif

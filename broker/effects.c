@@ -1,0 +1,298 @@
+/* broker/effects.c — the dispatch table: op name -> handler.
+ *
+ * Every power the worker can ask the parent to use is a row of this table.
+ * Handler order: shape (args) -> effect -> answer.  (Policy and quotas hook in
+ * before the effect for the gated ops.)  Each row says why it is safe.
+ */
+#define _GNU_SOURCE
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "broker/broker-internal.h"
+#include "broker/journal.h"
+#include "broker/memstore.h"
+#include "broker/template.h"
+#include "common/cleanup.h"
+#include "common/util.h"
+
+static const char *arg_str(const cJSON *args, const char *name)
+{
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, name);
+        return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int need_str(const cJSON *args, const char *op, const char *name, const char **ret,
+                    struct err **err)
+{
+        const char *s = arg_str(args, name);
+        if (!s)
+                return err_set(err, 0, "%s: argument '%s' must be a string", op, name);
+        *ret = s;
+        return 0;
+}
+
+/* log: writes a line on the parent's stderr.  Safe: output only, no input. */
+static int do_log(struct broker *b, const cJSON *args, cJSON **ret, struct err **err)
+{
+        const char *msg = NULL, *level = arg_str(args, "level");
+        if (need_str(args, "log", "message", &msg, err) < 0)
+                return -1;
+        if (!level)
+                level = "info";
+        if (!b->cfg->quiet_logs) {
+                if (strcmp(level, "info") == 0)
+                        fprintf(stderr, "[agent] %s\n", msg);
+                else
+                        fprintf(stderr, "[agent:%s] %s\n", level, msg);
+                fflush(stderr);
+        }
+        *ret = cJSON_CreateNull();
+        return 0;
+}
+
+static int need_mem(struct broker *b, const char *op, struct err **err)
+{
+        if (!b->cfg->mem)
+                return err_set(err, 0, "%s: the memory store is not open", op);
+        return 0;
+}
+
+/* memory.*: a per-agent namespace in the parent's SQLite store.  Safe: the
+ * namespace is chosen by the parent, keys and sizes are bounded by memstore. */
+static int do_mem_get(struct broker *b, const cJSON *args, cJSON **ret, struct err **err)
+{
+        const char *key = NULL;
+        if (need_str(args, "memory.get", "key", &key, err) < 0 || need_mem(b, "memory.get", err) < 0)
+                return -1;
+        _cleanup_free_ char *json = NULL;
+        if (memstore_get(b->cfg->mem, b->cfg->mem_ns, key, &json, err) < 0)
+                return -1;
+        *ret = json ? cJSON_Parse(json) : cJSON_CreateNull();
+        if (!*ret)
+                return err_set(err, 0, "memory.get: stored value for '%s' is not valid JSON", key);
+        return 0;
+}
+
+static int do_mem_set(struct broker *b, const cJSON *args, cJSON **ret, struct err **err)
+{
+        const char *key = NULL;
+        if (need_str(args, "memory.set", "key", &key, err) < 0 || need_mem(b, "memory.set", err) < 0)
+                return -1;
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, "value");
+        _cleanup_free_ char *json = v ? cJSON_PrintUnformatted(v) : strdup("null");
+        if (!json)
+                return err_set(err, ENOMEM, "memory.set");
+        if (memstore_set(b->cfg->mem, b->cfg->mem_ns, key, json, err) < 0)
+                return -1;
+        *ret = cJSON_CreateNull();
+        return 0;
+}
+
+static int do_mem_delete(struct broker *b, const cJSON *args, cJSON **ret, struct err **err)
+{
+        const char *key = NULL;
+        bool existed = false;
+        if (need_str(args, "memory.delete", "key", &key, err) < 0 ||
+            need_mem(b, "memory.delete", err) < 0)
+                return -1;
+        if (memstore_delete(b->cfg->mem, b->cfg->mem_ns, key, &existed, err) < 0)
+                return -1;
+        *ret = cJSON_CreateBool(existed);
+        return 0;
+}
+
+static int do_mem_list(struct broker *b, const cJSON *args, cJSON **ret, struct err **err)
+{
+        const char *prefix = arg_str(args, "prefix");
+        if (need_mem(b, "memory.list", err) < 0)
+                return -1;
+        char **keys = NULL;
+        size_t n = 0;
+        if (memstore_list(b->cfg->mem, b->cfg->mem_ns, prefix ? prefix : "", &keys, &n, err) < 0)
+                return -1;
+        cJSON *arr = cJSON_CreateArray();
+        for (size_t i = 0; arr && i < n; i++)
+                cJSON_AddItemToArray(arr, cJSON_CreateString(keys[i]));
+        memstore_keys_free(keys);
+        if (!arr)
+                return err_set(err, ENOMEM, "memory.list");
+        *ret = arr;
+        return 0;
+}
+
+/* template: pure string work in the parent, bounded output. */
+static int do_template(struct broker *b, const cJSON *args, cJSON **ret, struct err **err)
+{
+        (void)b;
+        const char *tpl = NULL;
+        if (need_str(args, "template", "template", &tpl, err) < 0)
+                return -1;
+        const cJSON *vars = cJSON_GetObjectItemCaseSensitive(args, "vars");
+        cJSON *empty = NULL;
+        if (!vars || cJSON_IsNull(vars))
+                vars = empty = cJSON_CreateObject();
+        if (!cJSON_IsObject(vars)) {
+                cJSON_Delete(empty);
+                return err_set(err, 0, "template: 'vars' must be an object");
+        }
+        _cleanup_free_ char *out = NULL;
+        int r = template_render(tpl, vars, &out, err);
+        cJSON_Delete(empty);
+        if (r < 0)
+                return -1;
+        *ret = cJSON_CreateString(out);
+        return 0;
+}
+
+/* checkpoint: makes the journal durable up to here.  Safe: no input. */
+static int do_checkpoint(struct broker *b, const cJSON *args, cJSON **ret, struct err **err)
+{
+        (void)args;
+        if (b->cfg->journal && journal_sync(b->cfg->journal, err) < 0)
+                return err_wrap(err, "checkpoint");
+        *ret = cJSON_CreateNull();
+        return 0;
+}
+
+static int answer_from_file(struct broker *b, const char *prompt, cJSON **ret, struct err **err)
+{
+        const cJSON *a = b->cfg->answers;
+        const cJSON *v = NULL;
+        if (cJSON_IsArray(a)) {
+                v = cJSON_GetArrayItem(a, (int)b->answer_idx);
+                if (!v)
+                        return err_set(err, 0, "input: --answers has %d answers and all were used; add one for \"%s\"",
+                                       cJSON_GetArraySize(a), prompt);
+                b->answer_idx++;
+        } else {
+                v = cJSON_GetObjectItemCaseSensitive(a, prompt);
+                if (!v)
+                        return err_set(err, 0, "input: --answers has no answer for \"%s\"; add that key", prompt);
+        }
+        *ret = cJSON_IsString(v) ? cJSON_CreateString(v->valuestring) : cJSON_Duplicate(v, 1);
+        return 0;
+}
+
+static int answer_from_tty(const char *prompt, cJSON **ret, struct err **err)
+{
+        _cleanup_fclose_ FILE *tty = fopen("/dev/tty", "r+e");
+        if (!tty)
+                return err_set(err, errno, "input: cannot open the terminal");
+        fprintf(tty, "%s ", prompt);
+        fflush(tty);
+        char *line = NULL;
+        size_t cap = 0;
+        ssize_t n = getline(&line, &cap, tty);
+        if (n < 0) {
+                free(line);
+                return err_set(err, 0, "input: end of input on the terminal while asking \"%s\"", prompt);
+        }
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+                line[--n] = '\0';
+        *ret = cJSON_CreateString(line);
+        free(line);
+        return 0;
+}
+
+/* input: asks the human running chidori.  Safe: the answer is data. */
+static int do_input(struct broker *b, const cJSON *args, cJSON **ret, struct err **err)
+{
+        const char *prompt = arg_str(args, "prompt");
+        if (!prompt)
+                prompt = "";
+        if (b->cfg->answers)
+                return answer_from_file(b, prompt, ret, err);
+        if (b->cfg->interactive)
+                return answer_from_tty(prompt, ret, err);
+        return err_set(err, 0,
+                       "input: no answer for \"%s\": pass --answers FILE (a JSON array of answers, or an "
+                       "object mapping prompts to answers) or run chidori in a terminal",
+                       prompt);
+}
+
+/* clock.now: the parent's wall clock, recorded so replay is exact. */
+static int do_clock_now(struct broker *b, const cJSON *args, cJSON **ret, struct err **err)
+{
+        (void)b, (void)args, (void)err;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        *ret = cJSON_CreateNumber((double)ts.tv_sec * 1000.0 + (double)(ts.tv_nsec / 1000000));
+        return 0;
+}
+
+static int fill_random(void *buf, size_t n, struct err **err)
+{
+        size_t have = 0;
+        while (have < n) {
+                ssize_t r = getrandom((char *)buf + have, n - have, 0);
+                if (r < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return err_set(err, errno, "getrandom");
+                }
+                have += (size_t)r;
+        }
+        return 0;
+}
+
+/* random.seed / random.bytes: kernel randomness, recorded.  Bounded size. */
+static int do_random_seed(struct broker *b, const cJSON *args, cJSON **ret, struct err **err)
+{
+        (void)b, (void)args;
+        unsigned char seed[32];
+        char hex[65];
+        if (fill_random(seed, sizeof(seed), err) < 0)
+                return -1;
+        for (size_t i = 0; i < sizeof(seed); i++)
+                snprintf(hex + 2 * i, 3, "%02x", seed[i]);
+        *ret = cJSON_CreateString(hex);
+        return 0;
+}
+
+#define RANDOM_BYTES_MAX 65536
+
+static int do_random_bytes(struct broker *b, const cJSON *args, cJSON **ret, struct err **err)
+{
+        (void)b;
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(args, "n");
+        if (!cJSON_IsNumber(n) || n->valuedouble < 0 || n->valuedouble > RANDOM_BYTES_MAX ||
+            n->valuedouble != (double)(size_t)n->valuedouble)
+                return err_set(err, 0, "random.bytes: 'n' must be an integer from 0 to %d", RANDOM_BYTES_MAX);
+        size_t len = (size_t)n->valuedouble;
+        _cleanup_free_ unsigned char *buf = malloc(len ? len : 1);
+        if (!buf || fill_random(buf, len, err) < 0)
+                return buf ? -1 : err_set(err, ENOMEM, "random.bytes");
+        _cleanup_free_ char *b64 = base64_encode(buf, len);
+        if (!b64)
+                return err_set(err, ENOMEM, "random.bytes");
+        *ret = cJSON_CreateString(b64);
+        return 0;
+}
+
+static const struct effect effects[] = {
+        { "log", do_log },
+        { "memory.get", do_mem_get },
+        { "memory.set", do_mem_set },
+        { "memory.delete", do_mem_delete },
+        { "memory.list", do_mem_list },
+        { "template", do_template },
+        { "checkpoint", do_checkpoint },
+        { "input", do_input },
+        { "clock.now", do_clock_now },
+        { "random.seed", do_random_seed },
+        { "random.bytes", do_random_bytes },
+};
+
+const struct effect *broker_effect_find(const char *op)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(effects); i++)
+                if (strcmp(effects[i].op, op) == 0)
+                        return &effects[i];
+        return NULL;
+}

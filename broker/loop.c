@@ -1,0 +1,532 @@
+/* broker/loop.c — the frame loop: one conversation with one worker.
+ *
+ * poll() over the worker's frame socket (non-blocking, read incrementally so
+ * a worker stalling mid-frame cannot wedge us), its stderr pipe (forwarded
+ * line by line), and the deadline.  Outgoing frames go through a queue that
+ * is flushed on POLLOUT, so a worker writing a large call while we write a
+ * large result cannot deadlock the pair.
+ */
+#define _GNU_SOURCE
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "broker/broker-internal.h"
+#include "broker/journal.h"
+#include "common/cleanup.h"
+#include "common/util.h"
+
+struct outq {
+        char *buf;
+        size_t len, off, cap;
+};
+
+struct errfwd {
+        char line[4096];
+        size_t len;
+        bool eof;
+};
+
+struct loop {
+        struct broker b;
+        struct outq q;
+        struct errfwd ef;
+        double deadline_at;  /* mono_ms, 0 = none */
+};
+
+static void set_nonblock(int fd)
+{
+        int fl = fcntl(fd, F_GETFL);
+        if (fl >= 0)
+                fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+static int end_with(struct broker *b, enum broker_end end, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+
+static int end_with(struct broker *b, enum broker_end end, const char *fmt, ...)
+{
+        if (b->finished)
+                return 0;
+        b->finished = true;
+        b->out->end = end;
+        va_list ap;
+        va_start(ap, fmt);
+        if (vasprintf(&b->out->message, fmt, ap) < 0)
+                b->out->message = NULL;
+        va_end(ap);
+        return 0;
+}
+
+/* ---- outgoing frames ---- */
+
+static int outq_flush(struct loop *l, struct err **err)
+{
+        struct outq *q = &l->q;
+        while (q->off < q->len) {
+                ssize_t n = write(l->b.peer->frame_fd, q->buf + q->off, q->len - q->off);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN)
+                                return 0;
+                        return err_set(err, errno, "write to worker");
+                }
+                q->off += (size_t)n;
+        }
+        q->off = q->len = 0;
+        return 0;
+}
+
+static int send_json(struct loop *l, const cJSON *j, struct err **err)
+{
+        char *s = cJSON_PrintUnformatted(j);
+        if (!s)
+                return err_set(err, ENOMEM, "serialise frame");
+        size_t len = strlen(s);
+        if (len > FRAME_MAX_BYTES) {
+                free(s);
+                return err_set(err, 0, "frame of %zu bytes exceeds the %u-byte limit", len, FRAME_MAX_BYTES);
+        }
+        struct outq *q = &l->q;
+        if (q->len + 4 + len > q->cap) {
+                size_t cap = q->cap ? q->cap : 4096;
+                while (cap < q->len + 4 + len)
+                        cap *= 2;
+                char *nb = realloc(q->buf, cap);
+                if (!nb) {
+                        free(s);
+                        return err_set(err, ENOMEM, "queue frame");
+                }
+                q->buf = nb;
+                q->cap = cap;
+        }
+        unsigned char *h = (unsigned char *)q->buf + q->len;
+        h[0] = (unsigned char)(len >> 24), h[1] = (unsigned char)(len >> 16);
+        h[2] = (unsigned char)(len >> 8), h[3] = (unsigned char)len;
+        memcpy(q->buf + q->len + 4, s, len);
+        q->len += 4 + len;
+        free(s);
+        return outq_flush(l, err);
+}
+
+/* ---- answering calls ---- */
+
+static cJSON *error_obj(const char *name, const char *message)
+{
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", name);
+        cJSON_AddStringToObject(e, "message", message);
+        return e;
+}
+
+/* Deliver the answer to call `id`: frame to the worker, line in the journal.
+ * Takes ownership of value/error. */
+static int answer(struct loop *l, int64_t id, const char *op, const cJSON *args, cJSON *value,
+                  cJSON *error, struct err **err)
+{
+        struct broker *b = &l->b;
+        cJSON *res = cJSON_CreateObject();
+        cJSON_AddStringToObject(res, "type", "result");
+        cJSON_AddNumberToObject(res, "id", (double)id);
+        cJSON_AddBoolToObject(res, "ok", error == NULL);
+        if (error)
+                cJSON_AddItemToObject(res, "error", error);
+        else
+                cJSON_AddItemToObject(res, "value", value ? value : cJSON_CreateNull());
+        b->seq++;
+        b->out->effects++;
+        if (b->outstanding)
+                b->outstanding--;
+        int r = 0;
+        if (b->cfg->journal) {
+                cJSON *line = cJSON_CreateObject();
+                cJSON_AddStringToObject(line, "type", "call");
+                cJSON_AddNumberToObject(line, "seq", (double)b->seq);
+                cJSON_AddNumberToObject(line, "id", (double)id);
+                cJSON_AddStringToObject(line, "op", op);
+                cJSON_AddItemToObject(line, "args", args ? cJSON_Duplicate(args, 1) : cJSON_CreateObject());
+                cJSON_AddBoolToObject(line, "ok", error == NULL);
+                if (error)
+                        cJSON_AddItemReferenceToObject(line, "error", error);
+                else
+                        cJSON_AddItemReferenceToObject(line, "value", cJSON_GetObjectItem(res, "value"));
+                r = journal_append(b->cfg->journal, line, err);
+                cJSON_Delete(line);
+        }
+        if (r == 0)
+                r = send_json(l, res, err);
+        cJSON_Delete(res);
+        return r;
+}
+
+void broker_journal_note(struct broker *b, const char *kind, const char *message)
+{
+        if (!b->cfg->journal)
+                return;
+        cJSON *line = cJSON_CreateObject();
+        cJSON_AddStringToObject(line, "type", "note");
+        cJSON_AddStringToObject(line, "kind", kind);
+        cJSON_AddStringToObject(line, "message", message);
+        journal_append(b->cfg->journal, line, NULL);
+        cJSON_Delete(line);
+}
+
+static int perform(struct loop *l, int64_t id, const char *op, const cJSON *args, struct err **err)
+{
+        struct broker *b = &l->b;
+        const struct effect *e = broker_effect_find(op);
+        if (!e) {
+                char msg[256];
+                snprintf(msg, sizeof(msg), "unknown host call '%.64s': this chidori does not provide it", op);
+                fprintf(stderr, "chidori: %s\n", msg);
+                return answer(l, id, op, args, NULL, error_obj("Error", msg), err);
+        }
+        cJSON *value = NULL;
+        struct err *ferr = NULL;
+        if (e->fn(b, args, &value, &ferr) < 0) {
+                cJSON *eo = error_obj("Error", err_msg(ferr));
+                err_free(ferr);
+                cJSON_Delete(value);
+                return answer(l, id, op, args, NULL, eo, err);
+        }
+        return answer(l, id, op, args, value, NULL, err);
+}
+
+/* ---- replay ---- */
+
+static char *describe(const char *op, const cJSON *args)
+{
+        char *a = args ? cJSON_PrintUnformatted(args) : NULL, *s = NULL;
+        if (asprintf(&s, "%s %s", op, a ? a : "{}") < 0)
+                s = NULL;
+        free(a);
+        return s;
+}
+
+static int replay_pump(struct loop *l, struct err **err)
+{
+        struct broker *b = &l->b;
+        struct replay *r = b->cfg->replay;
+        struct replay_entry *e;
+        while ((e = replay_by_seq(r, b->replay_next)) && e->called && !e->delivered) {
+                const cJSON *ok = cJSON_GetObjectItemCaseSensitive(e->line, "ok");
+                const cJSON *v = cJSON_GetObjectItemCaseSensitive(e->line, "value");
+                const cJSON *er = cJSON_GetObjectItemCaseSensitive(e->line, "error");
+                cJSON *value = NULL, *error = NULL;
+                if (cJSON_IsTrue(ok))
+                        value = v ? cJSON_Duplicate(v, 1) : cJSON_CreateNull();
+                else
+                        error = er ? cJSON_Duplicate(er, 1) : error_obj("Error", "recorded failure");
+                e->delivered = true;
+                b->replay_next++;
+                if (answer(l, e->id, e->op, e->args, value, error, err) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
+static int replay_call(struct loop *l, int64_t id, const char *op, const cJSON *args, struct err **err)
+{
+        struct broker *b = &l->b;
+        struct replay_entry *e = replay_by_id(b->cfg->replay, id);
+        if (!e)
+                return end_with(b, BROKER_END_DIVERGED,
+                                "replay diverged at call %lld: expected <end of journal>, got %s", (long long)id, op);
+        if (strcmp(e->op, op) != 0)
+                return end_with(b, BROKER_END_DIVERGED, "replay diverged at call %lld: expected %s, got %s",
+                                (long long)id, e->op, op);
+        if (!cJSON_Compare(e->args, args, true)) {
+                _cleanup_free_ char *want = describe(e->op, e->args);
+                _cleanup_free_ char *got = describe(op, args);
+                return end_with(b, BROKER_END_DIVERGED, "replay diverged at call %lld: expected %s, got %s",
+                                (long long)id, want ? want : e->op, got ? got : op);
+        }
+        e->called = true;
+        return replay_pump(l, err);
+}
+
+/* ---- incoming frames ---- */
+
+static int on_call(struct loop *l, cJSON *j, struct err **err)
+{
+        struct broker *b = &l->b;
+        const cJSON *idj = cJSON_GetObjectItemCaseSensitive(j, "id");
+        const cJSON *opj = cJSON_GetObjectItemCaseSensitive(j, "op");
+        const cJSON *args = cJSON_GetObjectItemCaseSensitive(j, "args");
+        if (!cJSON_IsNumber(idj) || idj->valuedouble != (double)(int64_t)idj->valuedouble)
+                return end_with(b, BROKER_END_PROTOCOL, "call frame without an integer \"id\"");
+        int64_t id = (int64_t)idj->valuedouble;
+        if (id != b->last_id + 1)
+                return end_with(b, BROKER_END_PROTOCOL, "call id %lld out of order (expected %lld)", (long long)id,
+                                (long long)(b->last_id + 1));
+        if (!cJSON_IsString(opj) || !opj->valuestring[0] || strlen(opj->valuestring) > 128)
+                return end_with(b, BROKER_END_PROTOCOL, "call %lld without a string \"op\" (1..128 bytes)",
+                                (long long)id);
+        if (args && !cJSON_IsObject(args))
+                return end_with(b, BROKER_END_PROTOCOL, "call %lld: \"args\" must be an object", (long long)id);
+        b->last_id = id;
+        b->outstanding++;
+        cJSON *empty = NULL;
+        if (!args)
+                args = empty = cJSON_CreateObject();
+        int r = b->cfg->replay ? replay_call(l, id, opj->valuestring, args, err)
+                               : perform(l, id, opj->valuestring, args, err);
+        cJSON_Delete(empty);
+        return r;
+}
+
+static enum broker_end kind_to_end(const char *kind)
+{
+        if (!kind || strcmp(kind, "error") == 0 || strcmp(kind, "no_entry") == 0)
+                return BROKER_END_AGENT_ERROR;
+        if (strcmp(kind, "cpu_limit") == 0)
+                return BROKER_END_CPU_LIMIT;
+        if (strcmp(kind, "never_settled") == 0)
+                return BROKER_END_NEVER_SETTLED;
+        if (strcmp(kind, "protocol") == 0)
+                return BROKER_END_PROTOCOL;
+        return BROKER_END_AGENT_ERROR;
+}
+
+static int on_done(struct loop *l, cJSON *j)
+{
+        struct broker *b = &l->b;
+        const cJSON *ok = cJSON_GetObjectItemCaseSensitive(j, "ok");
+        if (!cJSON_IsBool(ok))
+                return end_with(b, BROKER_END_PROTOCOL, "done frame without a boolean \"ok\"");
+        if (b->cfg->replay && cJSON_IsTrue(ok)) {
+                struct replay_entry *e = replay_by_seq(b->cfg->replay, b->replay_next);
+                if (e && !e->called)
+                        return end_with(b, BROKER_END_DIVERGED,
+                                        "replay diverged at call %lld: expected %s, got <end of run>",
+                                        (long long)e->id, e->op);
+        }
+        if (cJSON_IsTrue(ok)) {
+                cJSON *v = cJSON_DetachItemFromObjectCaseSensitive(j, "value");
+                b->out->value = v ? v : cJSON_CreateNull();
+                return end_with(b, BROKER_END_DONE_OK, "ok");
+        }
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(j, "kind");
+        cJSON *e = cJSON_DetachItemFromObjectCaseSensitive(j, "error");
+        if (!cJSON_IsObject(e)) {
+                cJSON_Delete(e);
+                e = error_obj("Error", "the agent failed without an error object");
+        }
+        b->out->error = e;
+        const cJSON *msg = cJSON_GetObjectItemCaseSensitive(e, "message");
+        return end_with(b, kind_to_end(cJSON_IsString(kind) ? kind->valuestring : NULL), "%s",
+                        cJSON_IsString(msg) ? msg->valuestring : "");
+}
+
+static int send_init(struct loop *l, struct err **err)
+{
+        const struct broker_config *c = l->b.cfg;
+        cJSON *init = cJSON_CreateObject();
+        cJSON_AddStringToObject(init, "type", "init");
+        cJSON_AddStringToObject(init, "script", c->script);
+        cJSON_AddStringToObject(init, "filename", c->filename);
+        cJSON_AddItemToObject(init, "input", c->input ? cJSON_Duplicate(c->input, 1) : cJSON_CreateNull());
+        cJSON_AddStringToObject(init, "run_id", c->run_id ? c->run_id : "");
+        cJSON *lim = cJSON_AddObjectToObject(init, "limits");
+        cJSON_AddNumberToObject(lim, "js_deadline_ms", (double)c->js_deadline_ms);
+        int r = send_json(l, init, err);
+        cJSON_Delete(init);
+        return r;
+}
+
+static int on_frame(struct loop *l, char *body, size_t len, struct err **err)
+{
+        struct broker *b = &l->b;
+        cJSON *j = NULL;
+        enum frame_type t;
+        struct err *perr = NULL;
+        if (frame_decode(body, len, &j, &t, &perr) < 0) {
+                end_with(b, BROKER_END_PROTOCOL, "%s", err_msg(perr));
+                err_free(perr);
+                return 0;
+        }
+        int r = 0;
+        if (!b->out->got_ready) {
+                if (t != FRAME_READY)
+                        r = end_with(b, BROKER_END_PROTOCOL, "expected a ready frame first, got %s",
+                                     frame_type_name(t));
+                else {
+                        b->out->got_ready = true;
+                        r = send_init(l, err);
+                }
+        } else if (t == FRAME_CALL) {
+                r = on_call(l, j, err);
+        } else if (t == FRAME_DONE) {
+                r = on_done(l, j);
+        } else {
+                r = end_with(b, BROKER_END_PROTOCOL, "unexpected %s frame from the worker", frame_type_name(t));
+        }
+        cJSON_Delete(j);
+        return r;
+}
+
+static int read_frames(struct loop *l, struct err **err)
+{
+        struct broker *b = &l->b;
+        while (!b->finished) {
+                char *body = NULL;
+                size_t len = 0;
+                struct err *rerr = NULL;
+                int r = frame_reader_read(&b->reader, b->peer->frame_fd, &body, &len, &rerr);
+                if (r == 0)
+                        return 0;
+                if (r < 0) {
+                        if (err_code(rerr) == PROTO_E_EOF)
+                                end_with(b, BROKER_END_EOF, "worker closed the frame channel before done");
+                        else if (err_code(rerr) == PROTO_E_IO && rerr->errnum == ECONNRESET)
+                                end_with(b, BROKER_END_EOF, "worker reset the frame channel before done");
+                        else
+                                end_with(b, BROKER_END_PROTOCOL, "%s", err_msg(rerr));
+                        err_free(rerr);
+                        return 0;
+                }
+                int hr = on_frame(l, body, len, err);
+                free(body);
+                if (hr < 0)
+                        return -1;
+        }
+        return 0;
+}
+
+/* ---- worker stderr ---- */
+
+static void errfwd_flush(struct errfwd *f)
+{
+        if (f->len == 0)
+                return;
+        fprintf(stderr, "[worker] %.*s\n", (int)f->len, f->line);
+        fflush(stderr);
+        f->len = 0;
+}
+
+static void read_stderr(struct loop *l, int fd)
+{
+        struct errfwd *f = &l->ef;
+        char buf[4096];
+        for (;;) {
+                ssize_t n = read(fd, buf, sizeof(buf));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0) {
+                        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+                                errfwd_flush(f);
+                                f->eof = true;
+                        }
+                        return;
+                }
+                for (ssize_t i = 0; i < n; i++) {
+                        if (buf[i] == '\n') {
+                                if (f->len == 0)
+                                        fprintf(stderr, "[worker]\n");
+                                errfwd_flush(f);
+                                continue;
+                        }
+                        if (f->len == sizeof(f->line))
+                                errfwd_flush(f);
+                        f->line[f->len++] = buf[i];
+                }
+        }
+}
+
+/* ---- the loop ---- */
+
+static void kill_worker(const struct broker_peer *p)
+{
+        if (p->pidfd >= 0)
+                syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0);
+        else if (p->pid > 0)
+                kill(p->pid, SIGKILL);
+}
+
+int broker_run(const struct broker_config *cfg, const struct broker_peer *peer, struct broker_outcome *out,
+               struct err **err)
+{
+        memset(out, 0, sizeof(*out));
+        struct loop l = { 0 };
+        l.b.cfg = cfg;
+        l.b.peer = peer;
+        l.b.out = out;
+        frame_reader_init(&l.b.reader);
+        set_nonblock(peer->frame_fd);
+        bool have_err = peer->stderr_fd >= 0;
+        if (have_err)
+                set_nonblock(peer->stderr_fd);
+        double start = mono_ms();
+        if (cfg->deadline_ms > 0)
+                l.deadline_at = start + (double)cfg->deadline_ms;
+        int rc = 0;
+
+        while (!l.b.finished) {
+                struct pollfd pfd[2] = {
+                        { .fd = peer->frame_fd, .events = POLLIN | (l.q.len ? POLLOUT : 0) },
+                        { .fd = have_err && !l.ef.eof ? peer->stderr_fd : -1, .events = POLLIN },
+                };
+                int timeout = -1;
+                if (l.deadline_at > 0) {
+                        double left = l.deadline_at - mono_ms();
+                        if (left <= 0) {
+                                kill_worker(peer);
+                                end_with(&l.b, BROKER_END_DEADLINE, "deadline exceeded (%ld ms)", cfg->deadline_ms);
+                                break;
+                        }
+                        timeout = (int)left + 1;
+                }
+                int n = poll(pfd, 2, timeout);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        rc = err_set(err, errno, "poll");
+                        break;
+                }
+                if (pfd[1].revents)
+                        read_stderr(&l, peer->stderr_fd);
+                if (pfd[0].revents & POLLOUT && outq_flush(&l, err) < 0) {
+                        rc = -1;
+                        break;
+                }
+                if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR) && read_frames(&l, err) < 0) {
+                        rc = -1;
+                        break;
+                }
+        }
+        /* Drain what the worker still has to say on stderr (it exits right
+         * after its last frame), briefly. */
+        if (have_err) {
+                double until = mono_ms() + 250;
+                while (!l.ef.eof) {
+                        int left = (int)(until - mono_ms());
+                        if (left <= 0)
+                                break;
+                        struct pollfd p = { .fd = peer->stderr_fd, .events = POLLIN };
+                        if (poll(&p, 1, left) <= 0)
+                                break;
+                        read_stderr(&l, peer->stderr_fd);
+                }
+                errfwd_flush(&l.ef);
+        }
+        out->wall_ms = mono_ms() - start;
+        frame_reader_reset(&l.b.reader);
+        free(l.q.buf);
+        return rc;
+}
+
+void broker_outcome_clear(struct broker_outcome *o)
+{
+        cJSON_Delete(o->value);
+        cJSON_Delete(o->error);
+        free(o->message);
+        memset(o, 0, sizeof(*o));
+}

@@ -1,0 +1,27 @@
+/* broker/template.h — chidori.template(template, vars): mustache-style
+ * substitution for building prompts and text.  The language, and why it does
+ * no HTML escaping, is in docs/template.md.
+ *
+ *   {{ name }}        the variable (whitespace inside the braces is ignored)
+ *   {{ user.name }}   walk objects; {{ items.0 }} indexes arrays
+ *   \{{               a literal "{{"; \\{{ a backslash, then a substitution
+ *
+ * Strings insert verbatim; numbers as JavaScript prints them; true, false and
+ * null as words; objects and arrays as compact JSON.  A missing variable, a
+ * malformed tag or an unterminated "{{" is an error naming the line. */
+#ifndef CHIDORI_BROKER_TEMPLATE_H
+#define CHIDORI_BROKER_TEMPLATE_H
+
+struct cJSON;
+struct err;
+
+#define TEMPLATE_OUTPUT_MAX (16u * 1024u * 1024u)  /* bytes, without the NUL */
+#define TEMPLATE_DEPTH_MAX 1000                    /* nesting of an inserted value */
+
+/* Render `tpl` with `vars` (a JSON object; NULL means no variables).  One pass
+ * over the template.  On success *ret is a malloc'd NUL-terminated string the
+ * caller frees; on failure *ret is untouched and the error says what and on
+ * which line. */
+int template_render(const char *tpl, const struct cJSON *vars, char **ret, struct err **err);
+
+#endif

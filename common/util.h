@@ -1,0 +1,34 @@
+/* common/util.h — small helpers shared by the parent-side modules. */
+#ifndef CHIDORI_COMMON_UTIL_H
+#define CHIDORI_COMMON_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+/* Read a whole file (at most max bytes, else error).  *ret is NUL-terminated. */
+int read_file(const char *path, size_t max, char **ret, size_t *ret_len, struct err **err);
+
+/* Standard base64 with padding; malloc'd, NULL on OOM. */
+char *base64_encode(const unsigned char *buf, size_t len);
+
+/* SHA-256 (FIPS 180-4). */
+struct sha256 {
+        uint32_t h[8];
+        uint64_t len;
+        unsigned char buf[64];
+        size_t used;
+};
+void sha256_init(struct sha256 *s);
+void sha256_update(struct sha256 *s, const void *data, size_t len);
+void sha256_final(struct sha256 *s, unsigned char out[32]);
+/* Lower-case hex of the digest of buf; out must hold 65 bytes. */
+void sha256_hex(const void *buf, size_t len, char out[65]);
+
+/* Monotonic milliseconds (double). */
+double mono_ms(void);
+/* UTC time as "2026-11-29T20:11:36.123Z" into out (>= 32 bytes). */
+void utc_iso8601(char *out, size_t size);
+
+#endif

@@ -1,0 +1,24 @@
+/* engine/embed.S — web.js and prelude.js embedded in .rodata.
+ * Paths are relative to the repo root (the build runs there with -I.).
+ * Each blob is followed by a NUL byte, not counted by *_end, so the C side
+ * can hand it to JSStringCreateWithUTF8CString directly. */
+        .section .rodata
+        .global chidori_web_js
+        .global chidori_web_js_end
+        .type chidori_web_js, @object
+        .balign 16
+chidori_web_js:
+        .incbin "engine/web.js"
+chidori_web_js_end:
+        .byte 0
+
+        .global chidori_prelude_js
+        .global chidori_prelude_js_end
+        .type chidori_prelude_js, @object
+        .balign 16
+chidori_prelude_js:
+        .incbin "engine/prelude.js"
+chidori_prelude_js_end:
+        .byte 0
+
+        .section .note.GNU-stack,"",@progbits

@@ -1,0 +1,336 @@
+/* engine/engine.c — one run: context set-up, the init handshake, the event
+ * loop and the done frame.
+ *
+ * The loop is deterministic: it never looks at a real clock.
+ *   1. a result frame is queued      -> deliver it (settles that call's promise)
+ *   2. calls are outstanding         -> block reading the next result frame
+ *   3. a virtual timer is pending    -> advance the virtual clock, fire it
+ *   4. otherwise                     -> never_settled
+ * and stops as soon as the agent's promise settles.  Microtasks drain each
+ * time control returns to C from JSC.  Results are delivered in the order
+ * they arrive; calls still outstanding when the run ends are not waited for.
+ */
+#define _GNU_SOURCE
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/cleanup.h"
+#include "engine/engine.h"
+#include "engine/engine-internal.h"
+#include "proto/proto.h"
+
+static JSValueRef get_prop(JSContextRef ctx, JSObjectRef obj, const char *name)
+{
+        JSStringRef n = JSStringCreateWithUTF8CString(name);
+        JSValueRef v = JSObjectGetProperty(ctx, obj, n, NULL);
+        JSStringRelease(n);
+        return v;
+}
+
+static char *exception_text(JSContextRef ctx, JSValueRef exc)
+{
+        char *s = exc ? engine_value_to_utf8(ctx, exc, NULL) : NULL;
+        return s ? s : strdup("unknown exception");
+}
+
+/* A done frame the engine builds itself (not an agent outcome). */
+static char *failure_done(const char *kind, const char *name, const char *message)
+{
+        cJSON *done = cJSON_CreateObject();
+        cJSON *error = cJSON_CreateObject();
+        cJSON_AddStringToObject(done, "type", "done");
+        cJSON_AddFalseToObject(done, "ok");
+        cJSON_AddStringToObject(done, "kind", kind);
+        cJSON_AddStringToObject(error, "name", name);
+        cJSON_AddStringToObject(error, "message", message ? message : "");
+        cJSON_AddItemToObject(done, "error", error);
+        char *text = cJSON_PrintUnformatted(done);
+        cJSON_Delete(done);
+        return text;
+}
+
+static int eval_embedded(struct engine *e, const char *src, const char *url, JSValueRef *ret, struct err **err)
+{
+        JSStringRef s = JSStringCreateWithUTF8CString(src);
+        JSStringRef u = JSStringCreateWithUTF8CString(url);
+        JSValueRef exc = NULL;
+        JSValueRef v = JSEvaluateScript(e->ctx, s, NULL, u, 1, &exc);
+        JSStringRelease(s);
+        JSStringRelease(u);
+        if (exc || !v) {
+                _cleanup_free_ char *msg = exception_text(e->ctx, exc);
+                return err_set(err, 0, "evaluate %s: %s", url, msg);
+        }
+        if (ret)
+                *ret = v;
+        return 0;
+}
+
+static JSObjectRef get_hook(struct engine *e, JSObjectRef hooks, const char *name, struct err **err)
+{
+        JSValueRef v = get_prop(e->ctx, hooks, name);
+        if (!v || !JSValueIsObject(e->ctx, v) || !JSObjectIsFunction(e->ctx, (JSObjectRef)v)) {
+                err_set(err, 0, "prelude.js returned no '%s' hook", name);
+                return NULL;
+        }
+        JSValueProtect(e->ctx, v);
+        return (JSObjectRef)v;
+}
+
+/* Create the context and evaluate web.js and prelude.js. */
+static int setup(struct engine *e, struct err **err)
+{
+        e->group = JSContextGroupCreate();
+        if (!e->group)
+                return err_set(err, 0, "create JSC context group");
+        e->ctx = JSGlobalContextCreateInGroup(e->group, NULL);
+        if (!e->ctx)
+                return err_set(err, 0, "create JSC context");
+        e->str_type = JSStringCreateWithUTF8CString("type");
+        e->str_id = JSStringCreateWithUTF8CString("id");
+        e->str_ok = JSStringCreateWithUTF8CString("ok");
+
+        if (eval_embedded(e, chidori_web_js, "chidori:web.js", NULL, err) < 0)
+                return -1;
+        JSValueRef prelude;
+        if (eval_embedded(e, chidori_prelude_js, "chidori:prelude.js", &prelude, err) < 0)
+                return -1;
+        if (!JSValueIsObject(e->ctx, prelude) || !JSObjectIsFunction(e->ctx, (JSObjectRef)prelude))
+                return err_set(err, 0, "prelude.js does not evaluate to a function");
+        JSValueRef natives = engine_make_natives(e);
+        JSValueRef exc = NULL;
+        JSValueRef hooks = JSObjectCallAsFunction(e->ctx, (JSObjectRef)prelude, NULL, 1, &natives, &exc);
+        if (exc || !hooks || !JSValueIsObject(e->ctx, hooks)) {
+                _cleanup_free_ char *msg = exception_text(e->ctx, exc);
+                return err_set(err, 0, "run prelude.js: %s", msg);
+        }
+        JSObjectRef h = (JSObjectRef)hooks;
+        if (!(e->hook_start = get_hook(e, h, "start", err)) || !(e->hook_deliver = get_hook(e, h, "deliver", err)) ||
+            !(e->hook_fire_timer = get_hook(e, h, "fireTimer", err)) || !(e->hook_fail = get_hook(e, h, "fail", err)))
+                return -1;
+        return 0;
+}
+
+static void teardown(struct engine *e)
+{
+        if (e->ctx) {
+                engine_queue_clear(e);
+                JSObjectRef hooks[] = { e->hook_start, e->hook_deliver, e->hook_fire_timer, e->hook_fail };
+                for (size_t i = 0; i < ARRAY_SIZE(hooks); i++)
+                        if (hooks[i])
+                                JSValueUnprotect(e->ctx, hooks[i]);
+                JSGlobalContextRelease(e->ctx);
+        }
+        if (e->group)
+                JSContextGroupRelease(e->group);
+        if (e->native_class)
+                JSClassRelease(e->native_class);
+        JSStringRef strs[] = { e->str_type, e->str_id, e->str_ok };
+        for (size_t i = 0; i < ARRAY_SIZE(strs); i++)
+                if (strs[i])
+                        JSStringRelease(strs[i]);
+        free(e->call_state);
+        free(e->out_buf);
+        free(e->done_text);
+        free(e->protocol_msg);
+        err_free(e->transport_err);
+}
+
+/* Enter JS through a hook.  An exception escaping a hook (they catch what the
+ * agent throws, so this means e.g. the stack ran out inside the prelude) ends
+ * the run as an agent error. */
+static JSValueRef call_hook(struct engine *e, JSObjectRef hook, size_t argc, const JSValueRef argv[])
+{
+        JSValueRef exc = NULL;
+        JSValueRef r = engine_enter(e, hook, argc, argv, &exc);
+        if (!exc || e->end != ENGINE_RUNNING)
+                return r;
+        JSValueProtect(e->ctx, exc);
+        JSValueRef exc2 = NULL;
+        engine_enter(e, e->hook_fail, 1, &exc, &exc2);
+        if (e->end == ENGINE_RUNNING) {
+                _cleanup_free_ char *msg = exception_text(e->ctx, exc);
+                e->done_text = failure_done("error", "Error", msg);
+                e->end = ENGINE_SETTLED;
+        }
+        JSValueUnprotect(e->ctx, exc);
+        return NULL;
+}
+
+static void deliver(struct engine *e, uint64_t id, JSValueRef frame)
+{
+        JSValueRef argv[2] = { JSValueMakeNumber(e->ctx, (double)id), frame };
+        call_hook(e, e->hook_deliver, 2, argv);
+}
+
+static void run_loop(struct engine *e)
+{
+        while (e->end == ENGINE_RUNNING) {
+                uint64_t id;
+                JSValueRef frame;
+                if (engine_queue_pop(e, &id, &frame)) {
+                        deliver(e, id, frame);
+                        JSValueUnprotect(e->ctx, frame);
+                        continue;
+                }
+                if (e->outstanding > 0) {
+                        if (engine_read_result(e, &id, &frame) < 0)
+                                break;
+                        deliver(e, id, frame);
+                        continue;
+                }
+                JSValueRef fired = call_hook(e, e->hook_fire_timer, 0, NULL);
+                if (e->end != ENGINE_RUNNING)
+                        break;
+                if (fired && JSValueToBoolean(e->ctx, fired))
+                        continue;
+                e->end = ENGINE_NEVER_SETTLED;
+        }
+}
+
+/* Read the init frame and start the agent.  The run may end right here
+ * (protocol error, syntax error, synchronous agent). */
+static void start_run(struct engine *e)
+{
+        JSContextRef ctx = e->ctx;
+        JSValueRef v = engine_read_json_frame(e, "init");
+        if (!v)
+                return;
+        JSObjectRef init = (JSObjectRef)v;
+        JSValueRef script = get_prop(ctx, init, "script");
+        if (!script || !JSValueIsString(ctx, script)) {
+                engine_fail_protocol(e, "init frame has no string \"script\"");
+                return;
+        }
+        JSValueRef filename = get_prop(ctx, init, "filename");
+        if (JSValueIsUndefined(ctx, filename) || JSValueIsNull(ctx, filename)) {
+                JSStringRef def = JSStringCreateWithUTF8CString("agent.js");
+                filename = JSValueMakeString(ctx, def);
+                JSStringRelease(def);
+        } else if (!JSValueIsString(ctx, filename)) {
+                engine_fail_protocol(e, "init frame: \"filename\" is not a string");
+                return;
+        }
+        JSValueRef run_id = get_prop(ctx, init, "run_id");
+        if (JSValueIsUndefined(ctx, run_id) || JSValueIsNull(ctx, run_id)) {
+                JSStringRef empty = JSStringCreateWithUTF8CString("");
+                run_id = JSValueMakeString(ctx, empty);
+                JSStringRelease(empty);
+        } else if (!JSValueIsString(ctx, run_id)) {
+                engine_fail_protocol(e, "init frame: \"run_id\" is not a string");
+                return;
+        }
+        JSValueRef input = get_prop(ctx, init, "input");
+        if (JSValueIsUndefined(ctx, input))
+                input = JSValueMakeNull(ctx);
+        double deadline_ms = 0;
+        JSValueRef limits = get_prop(ctx, init, "limits");
+        if (JSValueIsObject(ctx, limits)) {
+                JSValueRef d = get_prop(ctx, (JSObjectRef)limits, "js_deadline_ms");
+                if (JSValueIsNumber(ctx, d))
+                        deadline_ms = JSValueToNumber(ctx, d, NULL);
+                else if (!JSValueIsUndefined(ctx, d) && !JSValueIsNull(ctx, d))
+                        deadline_ms = -1;
+        } else if (!JSValueIsUndefined(ctx, limits) && !JSValueIsNull(ctx, limits)) {
+                deadline_ms = -1;
+        }
+        if (!(deadline_ms >= 0 && deadline_ms <= 1e12)) {
+                engine_fail_protocol(e, "init frame: limits.js_deadline_ms must be a number of milliseconds >= 0");
+                return;
+        }
+        uint64_t ms = (uint64_t)deadline_ms;
+        engine_set_cpu_budget(e, ms + ((double)ms < deadline_ms));  /* round up */
+
+        JSStringRef src = JSValueToStringCopy(ctx, script, NULL);
+        JSStringRef file = JSValueToStringCopy(ctx, filename, NULL);
+        unsigned prefix_len = 0;
+        JSValueRef exc = NULL;
+        JSObjectRef wrapper = engine_compile(e, src, file, &prefix_len, &exc);
+        JSStringRelease(src);
+        JSStringRelease(file);
+        if (exc) {
+                call_hook(e, e->hook_fail, 1, &exc);
+                return;
+        }
+        if (!wrapper)
+                return;
+        JSValueRef argv[5] = { wrapper, input, run_id, filename, JSValueMakeNumber(ctx, prefix_len) };
+        call_hook(e, e->hook_start, 5, argv);
+}
+
+static int send_done(struct engine *e, struct err **err)
+{
+        if (e->end == ENGINE_TRANSPORT || e->transport_err) {
+                *err = take_ptr(&e->transport_err);
+                if (!*err)
+                        err_set(err, 0, "transport failed");
+                return -1;
+        }
+        _cleanup_free_ char *own = NULL;
+        const char *text = NULL;
+        char msg[128];
+        switch (e->end) {
+        case ENGINE_SETTLED:
+                text = e->done_text;
+                break;
+        case ENGINE_CPU_LIMIT:
+                snprintf(msg, sizeof(msg), "CPU time limit exceeded (%" PRIu64 " ms)", e->deadline_ms);
+                text = own = failure_done("cpu_limit", "Error", msg);
+                break;
+        case ENGINE_NEVER_SETTLED:
+                text = own = failure_done("never_settled", "Error", "agent never settled");
+                break;
+        case ENGINE_PROTOCOL:
+                text = own = failure_done("protocol", "ProtocolError", e->protocol_msg);
+                break;
+        default:
+                text = own = failure_done("error", "Error", "internal error: the run loop stopped early");
+                break;
+        }
+        if (!text)
+                return err_set(err, ENOMEM, "compose done frame");
+        if (frame_write_raw(e->out_fd, text, strlen(text), err) < 0)
+                return err_wrap(err, "send done frame");
+        return 0;
+}
+
+static int serve(struct engine *e, struct err **err)
+{
+        if (setup(e, err) < 0)
+                return err_wrap(err, "start engine");
+        static const char ready[] = "{\"type\":\"ready\",\"protocol\":1}";
+        if (frame_write_raw(e->out_fd, ready, sizeof(ready) - 1, err) < 0)
+                return err_wrap(err, "send ready frame");
+        start_run(e);
+        run_loop(e);
+        return send_done(e, err);
+}
+
+int engine_serve(int in_fd, int out_fd, struct err **err)
+{
+        /* A vanished parent must show up as EPIPE, not kill the process: block
+         * SIGPIPE on this thread, and discard one we raised before unblocking. */
+        sigset_t pipe_set, old_set;
+        sigemptyset(&pipe_set);
+        sigaddset(&pipe_set, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
+
+        struct engine e = { .in_fd = in_fd, .out_fd = out_fd };
+        int r = serve(&e, err);
+        teardown(&e);
+
+        if (!sigismember(&old_set, SIGPIPE)) {
+                struct timespec zero = { 0, 0 };
+                while (sigtimedwait(&pipe_set, NULL, &zero) > 0)
+                        ;
+        }
+        pthread_sigmask(SIG_SETMASK, &old_set, NULL);
+        return r;
+}

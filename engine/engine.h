@@ -1,0 +1,30 @@
+/* engine/engine.h — the JavaScript engine worker (JavaScriptCore embedding).
+ *
+ * The engine runs one agent with no ambient authority: every effect the
+ * agent asks for is a `call` frame to the parent (see proto/proto.h and
+ * docs/protocol.md).  The same entry point serves the separate
+ * `chidori-worker` process and the in-process mode, where it runs on a
+ * pthread.
+ */
+#ifndef CHIDORI_ENGINE_H
+#define CHIDORI_ENGINE_H
+
+#include "common/err.h"
+
+/* Serve exactly one run over a connected transport: in_fd to read frames,
+ * out_fd to write (may be the same fd: a SOCK_STREAM socketpair end).
+ * Creates the JSC context, evaluates web.js then prelude.js, sends `ready`,
+ * reads `init`, runs the agent, drives promises and virtual timers until the
+ * agent's promise settles (or the CPU budget runs out, or the parent breaks
+ * the protocol), then sends `done`.
+ *
+ * Returns 0 once `done` was written, -1 on a transport error (err set: the
+ * parent went away, a read or write failed, or the engine could not start).
+ * The fds stay open and owned by the caller.  Never calls exit(), never
+ * writes stdout.  SIGPIPE is blocked on the calling thread for the duration
+ * of the call, so a vanished parent is reported as an error rather than a
+ * signal.  Callable from any thread with a stack of at least 8 MiB; one run
+ * per call; each call creates and releases its own context group. */
+int engine_serve(int in_fd, int out_fd, struct err **err);
+
+#endif

@@ -1,0 +1,1166 @@
+/* engine/prelude.js — the agent-facing surface of the engine worker.
+ *
+ * Evaluated once per run, after web.js.  The file is a single function
+ * expression: the engine calls it with the natives and receives the hooks it
+ * drives the run with.  The natives exist only in this closure; nothing here
+ * stores them on globalThis or hands them to agent code.
+ *
+ * Natives (engine/natives.c):
+ *   call(op, argsJson) -> id          send a call frame; its result comes
+ *                                     back through deliver()
+ *   callSync(op, argsJson) -> frame   send a call frame and wait for its
+ *                                     result frame {ok, value|error}
+ *   finish(doneJson)                  the agent settled: the done frame
+ * Hooks (engine/engine.c):
+ *   start(wrapper, input, runId, filename, prefixLen)
+ *   deliver(id, frame)   settle the promise of call `id`
+ *   fireTimer() -> bool  fire the earliest virtual timer, false if none
+ *   fail(error)          end the run with an error
+ *
+ * Determinism: every call is sent synchronously, when the agent makes it, so
+ * ids follow program order.  Time comes from the sync clock.now op plus the
+ * virtual time that timers have advanced; randomness from random.seed and
+ * random.bytes.  Nothing here waits in real time.
+ */
+(function (native) {
+'use strict';
+
+const G = globalThis;
+const nativeCall = native.call;
+const nativeCallSync = native.callSync;
+const nativeFinish = native.finish;
+
+/* Intrinsics, captured before agent code can replace them. */
+const O = Object;
+const defineProperty = O.defineProperty;
+const getOwnPropertyDescriptor = O.getOwnPropertyDescriptor;
+const getPrototypeOf = O.getPrototypeOf;
+const create = O.create;
+const freeze = O.freeze;
+const is = O.is;
+const ownKeys = Reflect.ownKeys;
+const apply = Reflect.apply;
+const construct = Reflect.construct;
+const stringify = JSON.stringify;
+const PromiseC = Promise;
+const promiseThen = Promise.prototype.then;
+const promiseResolve = Promise.resolve;
+const promiseReject = Promise.reject;
+const ErrorC = Error;
+const TypeErrorC = TypeError;
+const RangeErrorC = RangeError;
+const StringC = String;
+const NumberC = Number;
+const isArray = Array.isArray;
+const imul = Math.imul;
+const floor = Math.floor;
+const objToString = O.prototype.toString;
+const hasOwn = O.prototype.hasOwnProperty;
+const propertyIsEnumerable = O.prototype.propertyIsEnumerable;
+const fnToString = Function.prototype.toString;
+const symToString = Symbol.prototype.toString;
+const RealDate = Date;
+const dateGetTime = Date.prototype.getTime;
+const dateToISOString = Date.prototype.toISOString;
+const regexpToString = RegExp.prototype.toString;
+const regexpSourceGet = getOwnPropertyDescriptor(RegExp.prototype, 'source').get;
+const mapSizeGet = getOwnPropertyDescriptor(Map.prototype, 'size').get;
+const mapForEach = Map.prototype.forEach;
+const setSizeGet = getOwnPropertyDescriptor(Set.prototype, 'size').get;
+const setForEach = Set.prototype.forEach;
+const abByteLengthGet = getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength').get;
+const TypedArrayProto = getPrototypeOf(Uint8Array.prototype);
+const taTagGet = getOwnPropertyDescriptor(TypedArrayProto, Symbol.toStringTag).get;
+const taLengthGet = getOwnPropertyDescriptor(TypedArrayProto, 'length').get;
+const taBufferGet = getOwnPropertyDescriptor(TypedArrayProto, 'buffer').get;
+const taByteOffsetGet = getOwnPropertyDescriptor(TypedArrayProto, 'byteOffset').get;
+const taByteLengthGet = getOwnPropertyDescriptor(TypedArrayProto, 'byteLength').get;
+const Uint8ArrayC = Uint8Array;
+const u8Set = TypedArrayProto.set;
+
+function define(obj, name, value) {
+        defineProperty(obj, name, { value, writable: true, enumerable: false, configurable: true });
+}
+function brand(getter, v) {
+        try {
+                apply(getter, v, []);
+                return true;
+        } catch (e) {
+                return false;
+        }
+}
+function safeString(v) {
+        try {
+                return StringC(v);
+        } catch (e) {
+                return apply(objToString, v, []);
+        }
+}
+
+/* ------------------------------------------------------------ host calls */
+
+const pending = create(null);  // id -> {resolve, reject}
+
+// Asynchronous call: the frame is sent now; the promise settles when the
+// engine's loop delivers the result.
+function hostCall(op, args) {
+        let resolve, reject;
+        const p = new PromiseC((res, rej) => {
+                resolve = res;
+                reject = rej;
+        });
+        let id;
+        try {
+                id = nativeCall(op, stringify(args));
+        } catch (e) {
+                reject(e);
+                return p;
+        }
+        pending[id] = { resolve, reject };
+        return p;
+}
+
+// Fire-and-forget: the result is read and dropped by the loop.
+function hostSend(op, args) {
+        nativeCall(op, stringify(args));
+}
+
+function hostCallSync(op, args) {
+        const f = nativeCallSync(op, stringify(args));
+        if (f.ok)
+                return f.value === undefined ? null : f.value;
+        throw hostError(f.error);
+}
+
+const ERROR_CTORS = { TypeError, RangeError, SyntaxError, ReferenceError, URIError, EvalError };
+
+// Turn a result's {name, message} into an Error the agent can catch.
+function hostError(e) {
+        let name = 'Error', message = 'host call failed';
+        if (e !== null && typeof e === 'object') {
+                if (typeof e.name === 'string' && e.name)
+                        name = e.name;
+                if (typeof e.message === 'string')
+                        message = e.message;
+        } else if (typeof e === 'string') {
+                message = e;
+        }
+        const C = apply(hasOwn, ERROR_CTORS, [name]) ? ERROR_CTORS[name] : ErrorC;
+        const err = new C(message);
+        if (C === ErrorC && name !== 'Error')
+                define(err, 'name', name);
+        if (e !== null && typeof e === 'object' && e.code !== undefined)
+                define(err, 'code', e.code);
+        return err;
+}
+
+function deliver(id, frame) {
+        const p = pending[id];
+        if (p === undefined)
+                return;  // fire-and-forget (console.*)
+        delete pending[id];
+        if (frame.ok)
+                p.resolve(frame.value === undefined ? null : frame.value);
+        else
+                p.reject(hostError(frame.error));
+}
+
+function rejected(err) {
+        return apply(promiseReject, PromiseC, [err]);
+}
+function unavailable(name) {
+        const f = function () {
+                return rejected(new ErrorC(name + ' is not available yet in this version of chidori'));
+        };
+        defineProperty(f, 'name', { value: name.slice(name.lastIndexOf('.') + 1) });
+        return f;
+}
+function needString(what, v) {
+        if (typeof v !== 'string')
+                throw new TypeErrorC(what + ' must be a string, got ' + (v === null ? 'null' : typeof v));
+}
+
+/* ------------------------------------------------------ formatting (util.format) */
+
+const MAX_DEPTH = 2;
+const MAX_ITEMS = 100;
+const IDENT = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+const NEEDS_ESCAPE = /[\x00-\x1f\x7f\\'"`]/;
+
+function quote(s) {
+        let q = "'";
+        if (s.indexOf("'") !== -1) {
+                if (s.indexOf('"') === -1)
+                        q = '"';
+                else if (s.indexOf('`') === -1 && s.indexOf('${') === -1)
+                        q = '`';
+        }
+        if (!NEEDS_ESCAPE.test(s))
+                return q + s + q;
+        let out = q;
+        for (let i = 0; i < s.length; i++) {
+                const c = s.charCodeAt(i), ch = s[i];
+                if (ch === q || ch === '\\')
+                        out += '\\' + ch;
+                else if (c === 10)
+                        out += '\\n';
+                else if (c === 9)
+                        out += '\\t';
+                else if (c === 13)
+                        out += '\\r';
+                else if (c === 8)
+                        out += '\\b';
+                else if (c === 12)
+                        out += '\\f';
+                else if (c === 11)
+                        out += '\\v';
+                else if (c < 0x20 || c === 0x7f)
+                        out += '\\x' + (c < 16 ? '0' : '') + c.toString(16).toUpperCase();
+                else
+                        out += ch;
+        }
+        return out + q;
+}
+
+function formatKey(k) {
+        if (typeof k === 'symbol')
+                return '[' + apply(symToString, k, []) + ']';
+        return IDENT.test(k) ? k : quote(k);
+}
+
+function errorHeader(e) {
+        let name, message;
+        try {
+                name = e.name;
+        } catch (x) { /* keep default */ }
+        try {
+                message = e.message;
+        } catch (x) { /* keep default */ }
+        name = name === undefined ? 'Error' : safeString(name);
+        message = message === undefined ? '' : safeString(message);
+        return message ? name + ': ' + message : name;
+}
+
+function formatError(e) {
+        let stack;
+        try {
+                stack = e.stack;
+        } catch (x) { /* no stack */ }
+        let out = errorHeader(e);
+        if (typeof stack === 'string' && stack) {
+                const lines = fixStack(stack).split('\n');
+                for (let i = 0; i < lines.length; i++)
+                        if (lines[i])
+                                out += '\n    at ' + lines[i];
+        }
+        return out;
+}
+
+function functionBase(f) {
+        let name = '';
+        try {
+                const d = getOwnPropertyDescriptor(f, 'name');
+                if (d && typeof d.value === 'string')
+                        name = d.value;
+        } catch (x) { /* anonymous */ }
+        let src = '';
+        try {
+                src = apply(fnToString, f, []);
+        } catch (x) { /* not inspectable */ }
+        if (src.slice(0, 5) === 'class' && /^class\b/.test(src))
+                return name ? '[class ' + name + ']' : '[class (anonymous)]';
+        const tag = apply(objToString, f, []).slice(8, -1);
+        const kind = tag === 'Function' ? 'Function' : tag;
+        return name ? '[' + kind + ': ' + name + ']' : '[' + kind + ' (anonymous)]';
+}
+
+function constructorName(v) {
+        let proto;
+        try {
+                proto = getPrototypeOf(v);
+        } catch (x) {
+                return 'Object';
+        }
+        if (proto === null)
+                return null;
+        try {
+                const d = getOwnPropertyDescriptor(proto, 'constructor');
+                if (d && typeof d.value === 'function' && typeof d.value.name === 'string' && d.value.name)
+                        return d.value.name;
+        } catch (x) { /* unknown */ }
+        return 'Object';
+}
+
+function propertyEntries(v, depth, seen, out, skipIndices) {
+        const keys = ownKeys(v);
+        for (let i = 0; i < keys.length; i++) {
+                const k = keys[i];
+                if (skipIndices && typeof k === 'string' && StringC(k >>> 0) === k && k >>> 0 !== 4294967295)
+                        continue;
+                let d;
+                try {
+                        d = getOwnPropertyDescriptor(v, k);
+                } catch (x) {
+                        continue;
+                }
+                if (!d || !d.enumerable)
+                        continue;
+                let s;
+                if (d.get && d.set)
+                        s = '[Getter/Setter]';
+                else if (d.get)
+                        s = '[Getter]';
+                else if (d.set)
+                        s = '[Setter]';
+                else
+                        s = inspectValue(d.value, depth + 1, seen);
+                out[out.length] = formatKey(k) + ': ' + s;
+        }
+}
+
+function wrapEntries(prefix, open, close, items) {
+        if (items.length === 0)
+                return prefix + open + close;
+        return prefix + open + ' ' + items.join(', ') + ' ' + close;
+}
+
+function inspectObject(v, depth, seen) {
+        for (let i = 0; i < seen.length; i++)
+                if (seen[i] === v)
+                        return '[Circular]';
+        const tag = apply(objToString, v, []).slice(8, -1);
+        if (typeof v === 'function') {
+                const base = functionBase(v);
+                const items = [];
+                if (depth <= MAX_DEPTH) {
+                        seen[seen.length] = v;
+                        propertyEntries(v, depth, seen, items, false);
+                        seen.length--;
+                }
+                return items.length ? wrapEntries(base + ' ', '{', '}', items) : base;
+        }
+        if (tag === 'Error' || v instanceof ErrorC)
+                return depth === 0 ? formatError(v) : '[' + errorHeader(v) + ']';
+        if (brand(dateGetTime, v)) {
+                const t = apply(dateGetTime, v, []);
+                return t === t ? apply(dateToISOString, v, []) : 'Invalid Date';
+        }
+        if (tag === 'RegExp' && brand(regexpSourceGet, v) && v !== RegExp.prototype)
+                return apply(regexpToString, v, []);
+        if (tag === 'Number' || tag === 'String' || tag === 'Boolean' || tag === 'BigInt' || tag === 'Symbol') {
+                try {
+                        const prim = v.valueOf();
+                        if (typeof prim !== 'object')
+                                return '[' + tag + ': ' + inspectValue(prim, depth + 1, seen) + ']';
+                } catch (x) { /* fall through to a plain object */ }
+        }
+        if (tag === 'WeakMap' || tag === 'WeakSet')
+                return tag + ' { <items unknown> }';
+        if (tag === 'Promise')
+                return 'Promise {}';
+
+        const ctor = constructorName(v);
+        const taTag = apply(taTagGet, v, []);
+        const isMap = !taTag && brand(mapSizeGet, v);
+        const isSet = !taTag && !isMap && brand(setSizeGet, v);
+        const isAB = !taTag && !isMap && !isSet && brand(abByteLengthGet, v);
+        const arr = isArray(v);
+        let prefix = '';
+        if (ctor === null)
+                prefix = '[' + (arr ? 'Array' : 'Object') + ': null prototype] ';
+        else if (taTag)
+                prefix = ctor + '(' + apply(taLengthGet, v, []) + ') ';
+        else if (isMap)
+                prefix = ctor + '(' + apply(mapSizeGet, v, []) + ') ';
+        else if (isSet)
+                prefix = ctor + '(' + apply(setSizeGet, v, []) + ') ';
+        else if (ctor !== (arr ? 'Array' : 'Object'))
+                prefix = ctor + ' ';
+        if (depth > MAX_DEPTH)
+                return '[' + (ctor === null ? 'Object: null prototype' : arr ? 'Array' : ctor) + ']';
+
+        seen[seen.length] = v;
+        const items = [];
+        let open = '{', close = '}';
+        if (arr || taTag) {
+                open = '[';
+                close = ']';
+                const len = taTag ? apply(taLengthGet, v, []) : v.length;
+                const shown = len < MAX_ITEMS ? len : MAX_ITEMS;
+                let holes = 0;
+                for (let i = 0; i < shown; i++) {
+                        if (!taTag && !apply(hasOwn, v, [i])) {
+                                holes++;
+                                continue;
+                        }
+                        if (holes) {
+                                items[items.length] = '<' + holes + ' empty item' + (holes > 1 ? 's' : '') + '>';
+                                holes = 0;
+                        }
+                        let s;
+                        const d = taTag ? null : getOwnPropertyDescriptor(v, i);
+                        if (d && d.get)
+                                s = d.set ? '[Getter/Setter]' : '[Getter]';
+                        else if (d && d.set)
+                                s = '[Setter]';
+                        else
+                                s = inspectValue(taTag ? v[i] : d.value, depth + 1, seen);
+                        items[items.length] = s;
+                }
+                if (holes)
+                        items[items.length] = '<' + holes + ' empty item' + (holes > 1 ? 's' : '') + '>';
+                if (len > shown)
+                        items[items.length] = '... ' + (len - shown) + ' more item' + (len - shown > 1 ? 's' : '');
+                if (!taTag)
+                        propertyEntries(v, depth, seen, items, true);
+        } else if (isMap) {
+                let n = 0;
+                apply(mapForEach, v, [(val, key) => {
+                        if (n++ < MAX_ITEMS)
+                                items[items.length] = inspectValue(key, depth + 1, seen) + ' => ' +
+                                        inspectValue(val, depth + 1, seen);
+                }]);
+                if (n > MAX_ITEMS)
+                        items[items.length] = '... ' + (n - MAX_ITEMS) + ' more item' + (n - MAX_ITEMS > 1 ? 's' : '');
+                propertyEntries(v, depth, seen, items, false);
+        } else if (isSet) {
+                let n = 0;
+                apply(setForEach, v, [(val) => {
+                        if (n++ < MAX_ITEMS)
+                                items[items.length] = inspectValue(val, depth + 1, seen);
+                }]);
+                if (n > MAX_ITEMS)
+                        items[items.length] = '... ' + (n - MAX_ITEMS) + ' more item' + (n - MAX_ITEMS > 1 ? 's' : '');
+                propertyEntries(v, depth, seen, items, false);
+        } else if (isAB) {
+                items[items.length] = 'byteLength: ' + apply(abByteLengthGet, v, []);
+        } else {
+                propertyEntries(v, depth, seen, items, false);
+        }
+        seen.length--;
+        return wrapEntries(prefix, open, close, items);
+}
+
+function inspectValue(v, depth, seen) {
+        switch (typeof v) {
+        case 'string':
+                return quote(v);
+        case 'number':
+                return is(v, -0) ? '-0' : '' + v;
+        case 'bigint':
+                return v + 'n';
+        case 'boolean':
+                return v ? 'true' : 'false';
+        case 'undefined':
+                return 'undefined';
+        case 'symbol':
+                return apply(symToString, v, []);
+        }
+        if (v === null)
+                return 'null';
+        return inspectObject(v, depth, seen);
+}
+
+function inspect(v) {
+        try {
+                return inspectValue(v, 0, []);
+        } catch (e) {
+                if (e instanceof RangeErrorC)
+                        throw e;  // out of stack: let it surface
+                return '[object ' + (typeof v) + ']';
+        }
+}
+
+function formatNumber(n) {
+        return is(n, -0) ? '-0' : '' + n;
+}
+
+// Node's util.format: printf-like specifiers in a leading string, then the
+// remaining arguments separated by spaces (strings raw, the rest inspected).
+function format(args) {
+        const n = args.length;
+        if (n === 0)
+                return '';
+        let out = '', i = 0;
+        const first = args[0];
+        if (typeof first === 'string') {
+                if (n === 1)
+                        return first;
+                i = 1;
+                let last = 0;
+                for (let j = 0; j < first.length - 1; j++) {
+                        if (first.charCodeAt(j) !== 37)  // '%'
+                                continue;
+                        const c = first[j + 1];
+                        if (c === '%') {
+                                out += first.slice(last, j) + '%';
+                                last = j + 2;
+                                j++;
+                                continue;
+                        }
+                        if (i >= n)
+                                continue;
+                        let rep;
+                        const a = args[i];
+                        switch (c) {
+                        case 's':
+                                if (typeof a === 'string')
+                                        rep = a;
+                                else if (typeof a === 'bigint')
+                                        rep = a + 'n';
+                                else if (typeof a === 'number')
+                                        rep = formatNumber(a);
+                                else if (typeof a === 'symbol')
+                                        rep = apply(symToString, a, []);
+                                else if (a !== null && (typeof a === 'object' || typeof a === 'function'))
+                                        rep = inspect(a);
+                                else
+                                        rep = StringC(a);
+                                break;
+                        case 'd':
+                                rep = typeof a === 'bigint' ? a + 'n' : typeof a === 'symbol' ? 'NaN' :
+                                        (a !== null && typeof a === 'object') ? 'NaN' : formatNumber(NumberC(a));
+                                break;
+                        case 'i':
+                                rep = typeof a === 'bigint' ? a + 'n' : typeof a === 'symbol' ? 'NaN' :
+                                        formatNumber(parseInt(a));
+                                break;
+                        case 'f':
+                                rep = typeof a === 'symbol' ? 'NaN' : formatNumber(parseFloat(a));
+                                break;
+                        case 'j':
+                                try {
+                                        rep = stringify(a);
+                                        if (rep === undefined)
+                                                rep = 'undefined';
+                                } catch (e) {
+                                        rep = '[Circular]';
+                                }
+                                break;
+                        case 'o':
+                        case 'O':
+                                rep = inspect(a);
+                                break;
+                        case 'c':
+                                rep = '';
+                                break;
+                        default:
+                                continue;
+                        }
+                        out += first.slice(last, j) + rep;
+                        last = j + 2;
+                        j++;
+                        i++;
+                }
+                out += first.slice(last);
+        }
+        for (; i < n; i++) {
+                const a = args[i];
+                if (out || i > 0)
+                        out += ' ';
+                out += typeof a === 'string' ? a : inspect(a);
+        }
+        return out;
+}
+
+/* ------------------------------------------------------------- console */
+
+function sendLog(level, message) {
+        hostSend('log', { level, message });
+}
+function logMethod(name, level) {
+        const f = function (...a) {
+                sendLog(level, format(a));
+        };
+        defineProperty(f, 'name', { value: name });
+        return f;
+}
+const counts = create(null);
+const timersByLabel = create(null);
+const consoleObject = {
+        log: logMethod('log', 'info'),
+        info: logMethod('info', 'info'),
+        debug: logMethod('debug', 'debug'),
+        warn: logMethod('warn', 'warn'),
+        error: logMethod('error', 'error'),
+        trace: logMethod('trace', 'debug'),
+        dir(v) {
+                sendLog('info', inspect(v));
+        },
+        table(...a) {
+                sendLog('info', format(a));
+        },
+        assert(cond, ...a) {
+                if (!cond)
+                        sendLog('error', 'Assertion failed' + (a.length ? ': ' + format(a) : ''));
+        },
+        count(label = 'default') {
+                label = safeString(label);
+                counts[label] = (counts[label] || 0) + 1;
+                sendLog('info', label + ': ' + counts[label]);
+        },
+        countReset(label = 'default') {
+                delete counts[safeString(label)];
+        },
+        time(label = 'default') {
+                timersByLabel[safeString(label)] = performanceNow();
+        },
+        timeLog(label = 'default', ...a) {
+                label = safeString(label);
+                const t = timersByLabel[label];
+                if (t !== undefined)
+                        sendLog('info', label + ': ' + (performanceNow() - t) + 'ms' + (a.length ? ' ' + format(a) : ''));
+        },
+        timeEnd(label = 'default') {
+                label = safeString(label);
+                const t = timersByLabel[label];
+                if (t !== undefined) {
+                        delete timersByLabel[label];
+                        sendLog('info', label + ': ' + (performanceNow() - t) + 'ms');
+                }
+        },
+        group() {},
+        groupCollapsed() {},
+        groupEnd() {},
+};
+
+/* ------------------------------------------------------------- chidori.* */
+
+const chidori = {
+        log(...a) {
+                return hostCall('log', { level: 'info', message: format(a) });
+        },
+        memory: {
+                get(key) {
+                        try {
+                                needString('chidori.memory.get: key', key);
+                        } catch (e) {
+                                return rejected(e);
+                        }
+                        return hostCall('memory.get', { key });
+                },
+                set(key, value) {
+                        try {
+                                needString('chidori.memory.set: key', key);
+                        } catch (e) {
+                                return rejected(e);
+                        }
+                        return hostCall('memory.set', { key, value: value === undefined ? null : value });
+                },
+                delete(key) {
+                        try {
+                                needString('chidori.memory.delete: key', key);
+                        } catch (e) {
+                                return rejected(e);
+                        }
+                        return hostCall('memory.delete', { key });
+                },
+                list(prefix) {
+                        if (prefix === undefined || prefix === null)
+                                prefix = '';
+                        try {
+                                needString('chidori.memory.list: prefix', prefix);
+                        } catch (e) {
+                                return rejected(e);
+                        }
+                        return hostCall('memory.list', { prefix });
+                },
+        },
+        template(template, vars) {
+                if (vars === undefined || vars === null)
+                        vars = {};
+                try {
+                        needString('chidori.template: template', template);
+                        if (typeof vars !== 'object')
+                                throw new TypeErrorC('chidori.template: vars must be an object');
+                } catch (e) {
+                        return rejected(e);
+                }
+                return hostCall('template', { template, vars });
+        },
+        checkpoint(label) {
+                return hostCall('checkpoint', { label: label === undefined || label === null ? null : safeString(label) });
+        },
+        input(prompt) {
+                return hostCall('input', { prompt: prompt === undefined || prompt === null ? '' : safeString(prompt) });
+        },
+        prompt: unavailable('chidori.prompt'),
+        tool: unavailable('chidori.tool'),
+        callAgent: unavailable('chidori.callAgent'),
+        workspace: {
+                list: unavailable('chidori.workspace.list'),
+                read: unavailable('chidori.workspace.read'),
+                write: unavailable('chidori.workspace.write'),
+                delete: unavailable('chidori.workspace.delete'),
+                manifest: unavailable('chidori.workspace.manifest'),
+        },
+};
+freeze(chidori.memory);
+freeze(chidori.workspace);
+freeze(chidori);
+
+const fetch = unavailable('fetch');
+
+/* ------------------------------------------------------------- time */
+
+let virtualNow = 0;  // ms the virtual timer clock has advanced
+
+// Wall time: the host's clock.now plus the virtual time timers have
+// advanced, so code that sleeps with setTimeout sees time pass.
+function now() {
+        const t = NumberC(hostCallSync('clock.now', {}));
+        if (!(t === t && t !== Infinity && t !== -Infinity))
+                throw new TypeErrorC('clock.now returned a non-number');
+        return floor(t) + virtualNow;
+}
+
+let perfOrigin;
+function performanceNow() {
+        const t = now();
+        if (perfOrigin === undefined)
+                perfOrigin = t;
+        return t - perfOrigin;
+}
+const performance = {
+        now() {
+                return performanceNow();
+        },
+};
+
+const DateShim = function Date(...args) {
+        if (new.target === undefined)
+                return new RealDate(now()).toString();  // Date() ignores its arguments
+        if (args.length === 0)
+                return construct(RealDate, [now()], new.target);
+        return construct(RealDate, args, new.target);
+};
+defineProperty(DateShim, 'length', { value: 7 });
+defineProperty(DateShim, 'prototype', { value: RealDate.prototype, writable: false, enumerable: false, configurable: false });
+define(DateShim, 'now', function now_() {
+        return now();
+});
+defineProperty(DateShim.now, 'name', { value: 'now' });
+define(DateShim, 'parse', RealDate.parse);
+define(DateShim, 'UTC', RealDate.UTC);
+define(RealDate.prototype, 'constructor', DateShim);
+
+// Intl.DateTimeFormat#format() and #formatToParts() with no date read the
+// current time: route them through now() too.
+try {
+        const dtf = Intl.DateTimeFormat.prototype;
+        const formatGet = getOwnPropertyDescriptor(dtf, 'format').get;
+        const formatToParts = dtf.formatToParts;
+        defineProperty(dtf, 'format', {
+                get() {
+                        const f = apply(formatGet, this, []);
+                        return function (date) {
+                                return f(date === undefined ? now() : date);
+                        };
+                },
+                enumerable: false,
+                configurable: true,
+        });
+        define(dtf, 'formatToParts', function formatToParts_(date) {
+                return apply(formatToParts, this, [date === undefined ? now() : date]);
+        });
+} catch (e) { /* no Intl */ }
+
+/* ------------------------------------------------------------- randomness */
+
+// xoshiro128** (Blackman & Vigna), seeded once from the host's random.seed.
+let s0 = 0, s1 = 0, s2 = 0, s3 = 0, seeded = false;
+function seed() {
+        const hex = hostCallSync('random.seed', {});
+        if (typeof hex !== 'string' || !/^[0-9a-fA-F]{64}$/.test(hex))
+                throw new TypeErrorC('random.seed returned a malformed seed');
+        const w = (i) => parseInt(hex.slice(i * 8, i * 8 + 8), 16) | 0;
+        s0 = w(0) ^ w(4);
+        s1 = w(1) ^ w(5);
+        s2 = w(2) ^ w(6);
+        s3 = w(3) ^ w(7);
+        if ((s0 | s1 | s2 | s3) === 0)
+                s0 = 1;
+        seeded = true;
+}
+function next32() {
+        const r = imul(rotl(imul(s1, 5), 7), 9);
+        const t = s1 << 9;
+        s2 ^= s0;
+        s3 ^= s1;
+        s1 ^= s2;
+        s0 ^= s3;
+        s2 ^= t;
+        s3 = rotl(s3, 11);
+        return r >>> 0;
+}
+function rotl(x, k) {
+        return (x << k) | (x >>> (32 - k));
+}
+function random() {
+        if (!seeded)
+                seed();
+        // 53 random bits, like a double from [0, 1).
+        return ((next32() >>> 5) * 67108864 + (next32() >>> 6)) / 9007199254740992;
+}
+
+const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+let b64map;
+function base64Decode(s) {
+        if (!b64map) {
+                b64map = new Int16Array(128).fill(-1);
+                for (let i = 0; i < 64; i++)
+                        b64map[B64.charCodeAt(i)] = i;
+        }
+        const out = new Uint8ArrayC((s.length * 3) >> 2);
+        let acc = 0, bits = 0, j = 0;
+        for (let i = 0; i < s.length; i++) {
+                const c = s.charCodeAt(i);
+                if (c === 61)  // '='
+                        break;
+                const v = c < 128 ? b64map[c] : -1;
+                if (v < 0)
+                        throw new TypeErrorC('random.bytes returned malformed base64');
+                acc = ((acc << 6) | v) & 0xffffff;
+                bits += 6;
+                if (bits >= 8) {
+                        bits -= 8;
+                        out[j++] = (acc >> bits) & 255;
+                }
+        }
+        return j === out.length ? out : out.subarray(0, j);
+}
+
+const MAX_RANDOM_BYTES = 65536;
+function randomBytes(n) {
+        const b = base64Decode(StringC(hostCallSync('random.bytes', { n })));
+        if (b.length !== n)
+                throw new TypeErrorC('random.bytes returned ' + b.length + ' bytes, expected ' + n);
+        return b;
+}
+
+const INTEGER_ARRAYS = {
+        Int8Array: 1, Uint8Array: 1, Uint8ClampedArray: 1, Int16Array: 1, Uint16Array: 1,
+        Int32Array: 1, Uint32Array: 1, BigInt64Array: 1, BigUint64Array: 1,
+};
+function domException(message, name, Fallback) {
+        return typeof G.DOMException === 'function' ? new G.DOMException(message, name) : new Fallback(message);
+}
+function getRandomValues(array) {
+        const tag = apply(taTagGet, array, []);
+        if (tag === undefined || !apply(hasOwn, INTEGER_ARRAYS, [tag]))
+                throw domException("Failed to execute 'getRandomValues' on 'Crypto': The provided ArrayBufferView is not an integer array type",
+                                   'TypeMismatchError', TypeErrorC);
+        const n = apply(taByteLengthGet, array, []);
+        if (n > MAX_RANDOM_BYTES)
+                throw domException("Failed to execute 'getRandomValues' on 'Crypto': The ArrayBufferView's byte length (" +
+                                   n + ') exceeds the number of bytes of entropy available via this API (65536)',
+                                   'QuotaExceededError', RangeErrorC);
+        if (n > 0) {
+                const view = new Uint8ArrayC(apply(taBufferGet, array, []), apply(taByteOffsetGet, array, []), n);
+                apply(u8Set, view, [randomBytes(n)]);
+        }
+        return array;
+}
+const HEX = '0123456789abcdef';
+function randomUUID() {
+        const b = randomBytes(16);
+        b[6] = (b[6] & 0x0f) | 0x40;
+        b[8] = (b[8] & 0x3f) | 0x80;
+        let s = '';
+        for (let i = 0; i < 16; i++) {
+                if (i === 4 || i === 6 || i === 8 || i === 10)
+                        s += '-';
+                s += HEX[b[i] >> 4] + HEX[b[i] & 15];
+        }
+        return s;
+}
+const crypto = { getRandomValues, randomUUID };
+
+/* ------------------------------------------------------------- virtual timers */
+
+// Timers never wait: when nothing else can happen, the engine's loop calls
+// fireTimer(), which advances the virtual clock to the earliest timer (by due
+// time, then creation order) and runs it.
+const TIMEOUT_MAX = 2147483647;
+const timers = create(null);  // id -> timer, while active
+const heap = [];
+let nextTimerId = 1, timerSeq = 0;
+
+function earlier(a, b) {
+        return a.due < b.due || (a.due === b.due && a.seq < b.seq);
+}
+function heapPush(t) {
+        let i = heap.length;
+        heap[i] = t;
+        while (i > 0) {
+                const p = (i - 1) >> 1;
+                if (!earlier(heap[i], heap[p]))
+                        break;
+                const x = heap[i];
+                heap[i] = heap[p];
+                heap[p] = x;
+                i = p;
+        }
+}
+function heapPop() {
+        const n = heap.length;
+        if (n === 0)
+                return undefined;
+        const top = heap[0];
+        heap[0] = heap[n - 1];
+        heap.length = n - 1;
+        for (let i = 0, m = n - 1;;) {
+                const l = 2 * i + 1, r = l + 1;
+                let s = i;
+                if (l < m && earlier(heap[l], heap[s]))
+                        s = l;
+                if (r < m && earlier(heap[r], heap[s]))
+                        s = r;
+                if (s === i)
+                        break;
+                const x = heap[i];
+                heap[i] = heap[s];
+                heap[s] = x;
+                i = s;
+        }
+        return top;
+}
+
+function addTimer(fn, delay, args, repeat) {
+        if (typeof fn !== 'function')
+                throw new TypeErrorC('The "callback" argument must be of type function');
+        // As Node: delays below 1 ms or above TIMEOUT_MAX become 1 ms.
+        let d = NumberC(delay);
+        if (!(d >= 1 && d <= TIMEOUT_MAX))
+                d = 1;
+        d = floor(d);
+        const t = { id: nextTimerId++, due: virtualNow + d, seq: timerSeq++, fn, args, delay: d, repeat };
+        timers[t.id] = t;
+        heapPush(t);
+        return t.id;
+}
+function setTimeout(fn, delay, ...args) {
+        return addTimer(fn, delay, args, false);
+}
+function setInterval(fn, delay, ...args) {
+        return addTimer(fn, delay, args, true);
+}
+function clearTimeout(id) {
+        if (typeof id === 'number')
+                delete timers[id];
+}
+function clearInterval(id) {
+        clearTimeout(id);
+}
+
+function fireTimer() {
+        for (;;) {
+                const t = heapPop();
+                if (t === undefined)
+                        return false;
+                if (timers[t.id] !== t)
+                        continue;  // cleared
+                if (t.due > virtualNow)
+                        virtualNow = t.due;
+                if (!t.repeat)
+                        delete timers[t.id];
+                try {
+                        apply(t.fn, undefined, t.args);
+                } catch (e) {
+                        fail(e);  // an exception in a timer ends the run
+                        return true;
+                }
+                if (t.repeat && timers[t.id] === t) {
+                        t.due = virtualNow + t.delay;
+                        t.seq = timerSeq++;
+                        heapPush(t);
+                }
+                return true;
+        }
+}
+
+/* ------------------------------------------------------------- require */
+
+const NOT_YET = { 'node:fs': 1, fs: 1, 'fs/promises': 1, 'node:fs/promises': 1, 'node:crypto': 1, crypto: 1 };
+function require(name) {
+        const n = safeString(name);
+        if (apply(hasOwn, NOT_YET, [n]))
+                throw new ErrorC(n + ' is not available yet in this version of chidori');
+        const e = new ErrorC("Cannot find module '" + n + "': chidori agents are one script; bundle dependencies with esbuild");
+        define(e, 'code', 'MODULE_NOT_FOUND');
+        throw e;
+}
+
+/* ------------------------------------------------------------- running the agent */
+
+let agentFile = '', prefixLen = 0, settled = false;
+
+// JSC frames look like "fn@file:line:column".  Columns on the script's first
+// line include the module wrapper's prefix; take it off.
+function fixFrame(l) {
+        const c2 = l.lastIndexOf(':');
+        const c1 = c2 > 0 ? l.lastIndexOf(':', c2 - 1) : -1;
+        if (c1 < 0 || l.slice(c1 + 1, c2) !== '1')
+                return l;
+        if (l.slice(l.lastIndexOf('@', c1) + 1, c1) !== agentFile)
+                return l;
+        const col = +l.slice(c2 + 1);
+        return col > prefixLen ? l.slice(0, c2 + 1) + (col - prefixLen) : l;
+}
+function fixStack(stack) {
+        if (!agentFile || stack.indexOf(agentFile + ':1:') === -1)
+                return stack;
+        const lines = stack.split('\n');
+        for (let i = 0; i < lines.length; i++)
+                lines[i] = fixFrame(lines[i]);
+        return lines.join('\n');
+}
+// The first frame of the stack that is in the agent's file: [line, column].
+function agentFrame(stack) {
+        const lines = stack.split('\n');
+        for (let i = 0; i < lines.length; i++) {
+                const l = lines[i];
+                const c2 = l.lastIndexOf(':');
+                const c1 = c2 > 0 ? l.lastIndexOf(':', c2 - 1) : -1;
+                if (c1 > 0 && l.slice(l.lastIndexOf('@', c1) + 1, c1) === agentFile)
+                        return [+l.slice(c1 + 1, c2), +l.slice(c2 + 1)];
+        }
+        return null;
+}
+
+function errorInfo(e) {
+        const info = { name: 'Error', message: '', stack: '' };
+        if (e === null || (typeof e !== 'object' && typeof e !== 'function')) {
+                info.message = typeof e === 'string' ? e : inspect(e);
+                return info;
+        }
+        let name, message, stack, line, column, url;
+        try {
+                name = e.name;
+        } catch (x) { /* absent */ }
+        try {
+                message = e.message;
+        } catch (x) { /* absent */ }
+        try {
+                stack = e.stack;
+        } catch (x) { /* absent */ }
+        try {
+                line = e.line;
+                column = e.column;
+                url = e.sourceURL;
+        } catch (x) { /* absent */ }
+        if (name === undefined && message === undefined) {
+                info.message = inspect(e);  // throw {code: 1}
+        } else {
+                if (name !== undefined)
+                        info.name = safeString(name);
+                if (message !== undefined)
+                        info.message = safeString(message);
+        }
+        let where = null;
+        if (url === agentFile && typeof line === 'number' && typeof column === 'number')
+                where = [line, column];
+        else if (typeof stack === 'string')
+                where = agentFrame(stack);
+        if (typeof stack === 'string')
+                info.stack = fixStack(stack);
+        if (where) {
+                if (where[0] === 1 && where[1] > prefixLen)
+                        where[1] -= prefixLen;
+                info.file = agentFile;
+                info.line = where[0];
+                info.column = where[1];
+        }
+        return info;
+}
+
+function errorDone(e) {
+        return stringify({ type: 'done', ok: false, kind: 'error', error: errorInfo(e) });
+}
+
+function ok(v) {
+        if (settled)
+                return;
+        settled = true;
+        let text;
+        try {
+                let vs = stringify(v === undefined ? null : v);
+                if (vs === undefined)
+                        vs = 'null';  // a function or a symbol
+                text = '{"type":"done","ok":true,"value":' + vs + '}';
+        } catch (e) {
+                text = errorDone(e);  // BigInt, cycle, a throwing toJSON
+        }
+        nativeFinish(text);
+}
+
+function fail(e) {
+        if (settled)
+                return;
+        settled = true;
+        let text;
+        try {
+                text = errorDone(e);
+        } catch (x) {
+                text = '{"type":"done","ok":false,"kind":"error","error":{"name":"Error","message":"the agent failed with an unprintable error","stack":""}}';
+        }
+        nativeFinish(text);
+}
+
+function noEntry() {
+        settled = true;
+        nativeFinish(stringify({
+                type: 'done',
+                ok: false,
+                kind: 'no_entry',
+                error: {
+                        name: 'Error',
+                        message: 'no entry point: the agent must export a default function ' +
+                                '(export default async function main(input, ctx) {...}), assign a function to ' +
+                                'module.exports, or define a function named main',
+                },
+        }));
+}
+
+function start(wrapper, input, runId, filename, plen) {
+        agentFile = filename;
+        prefixLen = plen;
+        try {
+                const module = { exports: {} };
+                const main = apply(wrapper, module.exports, [module, module.exports, require]);
+                const ex = module.exports;
+                let entry;
+                if (ex !== null && (typeof ex === 'object' || typeof ex === 'function') && typeof ex.default === 'function')
+                        entry = ex.default;
+                else if (typeof ex === 'function')
+                        entry = ex;
+                else if (typeof main === 'function')
+                        entry = main;
+                else
+                        return noEntry();
+                const r = apply(entry, undefined, [input, { runId, filename }]);
+                if (r !== null && (typeof r === 'object' || typeof r === 'function') && typeof r.then === 'function')
+                        apply(promiseThen, apply(promiseResolve, PromiseC, [r]), [ok, fail]);
+                else
+                        ok(r);
+        } catch (e) {
+                fail(e);
+        }
+}
+
+/* ------------------------------------------------------------- globals */
+
+define(G, 'chidori', chidori);
+define(G, 'console', consoleObject);
+define(G, 'fetch', fetch);
+define(G, 'setTimeout', setTimeout);
+define(G, 'setInterval', setInterval);
+define(G, 'clearTimeout', clearTimeout);
+define(G, 'clearInterval', clearInterval);
+define(G, 'Date', DateShim);
+define(G, 'performance', performance);
+define(G, 'crypto', crypto);
+define(Math, 'random', random);
+
+return { start, deliver, fireTimer, fail };
+})

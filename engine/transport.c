@@ -1,0 +1,294 @@
+/* engine/transport.c — frames between the engine and the parent: composing
+ * call frames, reading and checking result frames, and the queue of results
+ * that arrived while a synchronous call was waiting.
+ *
+ * Incoming frames are parsed once, by JSC's JSON parser
+ * (JSValueMakeFromJSONString); the checks on type/id/ok use the C API on the
+ * parsed object, and the object itself is what the prelude receives. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cleanup.h"
+#include "engine/engine-internal.h"
+#include "proto/proto.h"
+
+/* A composed call frame larger than this is not kept around for reuse. */
+#define OUT_BUF_KEEP (1u << 20)
+
+void engine_fail_protocol(struct engine *e, const char *fmt, ...)
+{
+        if (e->end != ENGINE_RUNNING)
+                return;
+        va_list ap;
+        va_start(ap, fmt);
+        char *msg = NULL;
+        if (vasprintf(&msg, fmt, ap) < 0)
+                msg = NULL;
+        va_end(ap);
+        free(e->protocol_msg);
+        e->protocol_msg = msg;
+        e->end = ENGINE_PROTOCOL;
+        engine_request_abort(e);
+}
+
+/* Takes ownership of err.  A transport failure is recorded even when the run
+ * already ended for another reason: done cannot be delivered either way. */
+void engine_fail_transport(struct engine *e, struct err *err)
+{
+        if (!e->transport_err)
+                e->transport_err = err;
+        else
+                err_free(err);
+        if (e->end == ENGINE_RUNNING)
+                e->end = ENGINE_TRANSPORT;
+        engine_request_abort(e);
+}
+
+char *engine_js_to_utf8(JSStringRef s, size_t *ret_len)
+{
+        size_t max = JSStringGetMaximumUTF8CStringSize(s);
+        char *buf = malloc(max);
+        if (!buf)
+                return NULL;
+        size_t n = JSStringGetUTF8CString(s, buf, max);  /* counts the NUL */
+        if (n == 0)
+                buf[0] = '\0';
+        if (ret_len)
+                *ret_len = n ? n - 1 : 0;
+        return buf;
+}
+
+char *engine_value_to_utf8(JSContextRef ctx, JSValueRef v, size_t *ret_len)
+{
+        JSStringRef s = JSValueToStringCopy(ctx, v, NULL);
+        if (!s)
+                return NULL;
+        char *r = engine_js_to_utf8(s, ret_len);
+        JSStringRelease(s);
+        return r;
+}
+
+int engine_write_frame(struct engine *e, const char *body, size_t len)
+{
+        struct err *err = NULL;
+        if (frame_write_raw(e->out_fd, body, len, &err) < 0) {
+                err_wrap(&err, "send frame to parent");
+                engine_fail_transport(e, err);
+                return -1;
+        }
+        return 0;
+}
+
+static int grow_call_state(struct engine *e, uint64_t id)
+{
+        if (id < e->call_state_cap)
+                return 0;
+        size_t cap = e->call_state_cap ? e->call_state_cap : 256;
+        while (cap <= id)
+                cap *= 2;
+        uint8_t *p = realloc(e->call_state, cap);
+        if (!p)
+                return -1;
+        memset(p + e->call_state_cap, CALL_UNUSED, cap - e->call_state_cap);
+        e->call_state = p;
+        e->call_state_cap = cap;
+        return 0;
+}
+
+/* Compose {"type":"call","id":N,"op":"<op>","args":<args>} and send it.  The
+ * op is one of the prelude's constants (checked by the caller); args is the
+ * prelude's JSON.stringify output and is copied verbatim.  On failure sets
+ * *exception for the JS caller and returns -1. */
+int engine_send_call(struct engine *e, const char *op, JSStringRef args, uint64_t *ret_id,
+                     JSValueRef *exception)
+{
+        uint64_t id = e->last_id + 1;
+        char head[128];
+        int hn = snprintf(head, sizeof(head), "{\"type\":\"call\",\"id\":%" PRIu64 ",\"op\":\"%s\",\"args\":",
+                          id, op);
+        if (hn < 0 || (size_t)hn >= sizeof(head)) {
+                *exception = engine_make_error(e->ctx, "TypeError", "bad host call op");
+                return -1;
+        }
+        size_t max = JSStringGetMaximumUTF8CStringSize(args);
+        size_t need = (size_t)hn + max + 2;
+        if (need > e->out_cap) {
+                char *p = realloc(e->out_buf, need);
+                if (!p) {
+                        *exception = engine_make_error(e->ctx, "RangeError", "out of memory composing host call '%s'",
+                                                       op);
+                        return -1;
+                }
+                e->out_buf = p;
+                e->out_cap = need;
+        }
+        memcpy(e->out_buf, head, (size_t)hn);
+        size_t n = JSStringGetUTF8CString(args, e->out_buf + hn, max);
+        size_t len = (size_t)hn + (n ? n - 1 : 0);
+        e->out_buf[len++] = '}';
+        e->out_buf[len] = '\0';
+        if (len > FRAME_MAX_BYTES) {
+                *exception = engine_make_error(e->ctx, "RangeError",
+                                               "host call '%s' is %zu bytes, over the %u-byte frame limit", op,
+                                               len, FRAME_MAX_BYTES);
+                return -1;
+        }
+        if (grow_call_state(e, id) < 0) {
+                *exception = engine_make_error(e->ctx, "RangeError", "out of memory recording host call");
+                return -1;
+        }
+        int r = engine_write_frame(e, e->out_buf, len);
+        if (e->out_cap > OUT_BUF_KEEP) {
+                free(e->out_buf);
+                e->out_buf = NULL;
+                e->out_cap = 0;
+        }
+        if (r < 0) {
+                *exception = engine_make_error(e->ctx, "Error", "host call '%s' failed: %s", op,
+                                               err_msg(e->transport_err));
+                return -1;
+        }
+        e->last_id = id;
+        e->call_state[id] = CALL_OUTSTANDING;
+        e->outstanding++;
+        *ret_id = id;
+        return 0;
+}
+
+/* Read one frame, parse it and check it is an object of the expected type.
+ * Returns the parsed object, or NULL with the run ended (protocol or
+ * transport). */
+JSValueRef engine_read_json_frame(struct engine *e, const char *expect_type)
+{
+        _cleanup_free_ char *body = NULL;
+        size_t len = 0;
+        struct err *err = NULL;
+        if (frame_read_raw(e->in_fd, &body, &len, &err) < 0) {
+                switch (err_code(err)) {
+                case PROTO_E_OVERSIZE:
+                case PROTO_E_EMPTY:
+                        /* The stream is out of step, but the parent is still
+                         * there to read why. */
+                        engine_fail_protocol(e, "%s", err_msg(err));
+                        err_free(err);
+                        break;
+                default:
+                        err_wrap(&err, "read frame from parent");
+                        engine_fail_transport(e, err);
+                        break;
+                }
+                return NULL;
+        }
+        if (strlen(body) != len) {
+                engine_fail_protocol(e, "frame contains a NUL byte");
+                return NULL;
+        }
+        JSStringRef s = JSStringCreateWithUTF8CString(body);
+        JSValueRef v = JSValueMakeFromJSONString(e->ctx, s);
+        JSStringRelease(s);
+        if (!v || !JSValueIsObject(e->ctx, v) || JSValueIsArray(e->ctx, v)) {
+                engine_fail_protocol(e, "frame is not a JSON object (%zu bytes)", len);
+                return NULL;
+        }
+        JSValueRef t = JSObjectGetProperty(e->ctx, (JSObjectRef)v, e->str_type, NULL);
+        if (!t || !JSValueIsString(e->ctx, t)) {
+                engine_fail_protocol(e, "frame has no string \"type\" member");
+                return NULL;
+        }
+        JSStringRef ts = JSValueToStringCopy(e->ctx, t, NULL);
+        bool match = JSStringIsEqualToUTF8CString(ts, expect_type);
+        if (!match) {
+                _cleanup_free_ char *tn = engine_js_to_utf8(ts, NULL);
+                JSStringRelease(ts);
+                engine_fail_protocol(e, "unexpected frame type \"%.64s\" (expected %s)", tn ? tn : "?",
+                                     expect_type);
+                return NULL;
+        }
+        JSStringRelease(ts);
+        return v;
+}
+
+/* Read one result frame for an outstanding call and mark the call answered.
+ * 0 with the id and the parsed frame ({type, id, ok, value|error}), or -1
+ * with the run ended. */
+int engine_read_result(struct engine *e, uint64_t *ret_id, JSValueRef *ret_frame)
+{
+        JSValueRef v = engine_read_json_frame(e, "result");
+        if (!v)
+                return -1;
+        JSObjectRef o = (JSObjectRef)v;
+        JSValueRef idv = JSObjectGetProperty(e->ctx, o, e->str_id, NULL);
+        if (!idv || !JSValueIsNumber(e->ctx, idv)) {
+                engine_fail_protocol(e, "result frame has no numeric \"id\"");
+                return -1;
+        }
+        double d = JSValueToNumber(e->ctx, idv, NULL);
+        if (!(d >= 1 && d <= (double)e->last_id && d == (double)(uint64_t)d)) {
+                engine_fail_protocol(e, "result for unknown call id %.17g", d);
+                return -1;
+        }
+        uint64_t id = (uint64_t)d;
+        if (e->call_state[id] != CALL_OUTSTANDING) {
+                engine_fail_protocol(e, "second result for call id %" PRIu64, id);
+                return -1;
+        }
+        JSValueRef ok = JSObjectGetProperty(e->ctx, o, e->str_ok, NULL);
+        if (!ok || !JSValueIsBoolean(e->ctx, ok)) {
+                engine_fail_protocol(e, "result for call id %" PRIu64 " has no boolean \"ok\"", id);
+                return -1;
+        }
+        e->call_state[id] = CALL_ANSWERED;
+        e->outstanding--;
+        *ret_id = id;
+        *ret_frame = v;
+        return 0;
+}
+
+int engine_queue_push(struct engine *e, uint64_t id, JSValueRef frame)
+{
+        if (e->queue_head + e->queue_len == e->queue_cap) {
+                if (e->queue_head > 0) {
+                        memmove(e->queue, e->queue + e->queue_head, e->queue_len * sizeof(*e->queue));
+                        e->queue_head = 0;
+                } else {
+                        size_t cap = e->queue_cap ? e->queue_cap * 2 : 16;
+                        struct engine_result *q = realloc(e->queue, cap * sizeof(*q));
+                        if (!q)
+                                return -1;
+                        e->queue = q;
+                        e->queue_cap = cap;
+                }
+        }
+        JSValueProtect(e->ctx, frame);
+        e->queue[e->queue_head + e->queue_len++] = (struct engine_result){ .id = id, .frame = frame };
+        return 0;
+}
+
+/* The caller owns one protection of *ret_frame and must JSValueUnprotect it. */
+bool engine_queue_pop(struct engine *e, uint64_t *ret_id, JSValueRef *ret_frame)
+{
+        if (e->queue_len == 0)
+                return false;
+        struct engine_result r = e->queue[e->queue_head++];
+        if (--e->queue_len == 0)
+                e->queue_head = 0;
+        *ret_id = r.id;
+        *ret_frame = r.frame;
+        return true;
+}
+
+void engine_queue_clear(struct engine *e)
+{
+        uint64_t id;
+        JSValueRef frame;
+        while (engine_queue_pop(e, &id, &frame))
+                JSValueUnprotect(e->ctx, frame);
+        free(e->queue);
+        e->queue = NULL;
+        e->queue_cap = 0;
+}

@@ -1,0 +1,27 @@
+/* engine/worker.c — main of chidori-worker: one run over fd 3.
+ *
+ * The parent passes one end of a SOCK_STREAM socketpair as fd 3 and speaks
+ * the frame protocol on it in both directions.  stdout is never written.
+ * Exit status: 0 once the done frame was written; 70 when the transport
+ * failed or the engine could not start (message on stderr). */
+#include <stdio.h>
+#include <unistd.h>
+
+#include "common/err.h"
+#include "engine/engine.h"
+
+#define WORKER_FD 3
+
+int main(void)
+{
+        /* sandbox self-lockdown (seccomp allowlist) goes here, before any input is read */
+
+        struct err *err = NULL;
+        if (engine_serve(WORKER_FD, WORKER_FD, &err) < 0) {
+                fprintf(stderr, "chidori-worker: %s\n", err_msg(err));
+                err_free(err);
+                _exit(70);
+        }
+        /* The done frame is out: skip exit handlers and library teardown. */
+        _exit(0);
+}

@@ -1,0 +1,93 @@
+/* launcher/box.h — the one spawn path into the sandbox ("the box"), used by
+ * `chidori run` for the engine worker and by `chidori launch` for any program.
+ *
+ * Lockdown order in the child (each step reported, see docs/sandbox.md):
+ *   clone3(user, pid, mnt, net, ipc, uts, cgroup ns; pidfd; into the cgroup)
+ *   -> parent writes uid/gid maps, attaches v1 cgroups, says go
+ *   -> setresuid/gid(0) inside -> tmpfs root, read-only binds, private /dev,
+ *      fresh procfs, pivot_root, old root detached, root read-only
+ *   -> hostname, lo up -> rlimits -> setsid, fds -> no_new_privs, not
+ *      dumpable, pdeathsig -> capabilities dropped -> Landlock -> seccomp
+ *   -> report to the parent -> execve.
+ * Any failure after clone is sent to the parent and the child _exits(78).
+ */
+#ifndef CHIDORI_LAUNCHER_BOX_H
+#define CHIDORI_LAUNCHER_BOX_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "common/err.h"
+#include "launcher/seccomp.h"
+
+enum box_layer {
+        LAYER_USERNS,
+        LAYER_PIDNS,
+        LAYER_MNTNS,   /* mount ns + minimal read-only root */
+        LAYER_NETNS,
+        LAYER_IPCNS,
+        LAYER_UTSNS,
+        LAYER_CGROUPNS,
+        LAYER_CAPS,
+        LAYER_LANDLOCK,
+        LAYER_SECCOMP,
+        LAYER_RLIMITS,
+        LAYER_MAX
+};
+
+const char *box_layer_name(enum box_layer l);
+/* Parse "net,landlock" into a bitmask; -1 with err naming the bad word. */
+int box_parse_layers(const char *list, unsigned *ret_mask, struct err **err);
+
+struct box_bind {
+        const char *src;  /* host path */
+        const char *dst;  /* path inside (defaults to src) */
+        bool rw;
+};
+
+struct box_opts {
+        bool worker;                   /* engine worker: fd 3 frames, fd 4 stage-2 filter */
+        const char *program;           /* absolute host path, bound read-only at the same path */
+        char *const *argv;
+        char *const *envp;             /* the fixed minimal environment */
+        const struct box_bind *binds;
+        size_t nbinds;
+        int fd0, fd1, fd2;             /* become 0, 1, 2 in the box */
+        int frame_fd;                  /* worker: becomes fd 3 */
+        int stage2_fd;                 /* worker: becomes fd 4 */
+        const struct seccomp_prog *filter; /* stage 1 (worker) or launch filter; NULL if disabled */
+        unsigned disable;              /* layers turned off (--unsafe-disable), bitmask of 1<<LAYER_* */
+        bool require;                  /* fail closed when a core layer cannot be applied */
+        long nofile;                   /* RLIMIT_NOFILE (default 256) */
+        long cpu_secs;                 /* RLIMIT_CPU, 0 = unset */
+        long fsize;                    /* RLIMIT_FSIZE bytes, 0 = unset */
+        int cgroup_fd;                 /* v2 leaf for CLONE_INTO_CGROUP, or -1 */
+        int (*attach)(void *arg, pid_t pid, struct err **err); /* v1: place the child before exec */
+        void *attach_arg;
+};
+
+struct box {
+        pid_t pid;
+        int pidfd;
+        int notify_fd;                 /* seccomp user-notification listener, or -1 */
+        unsigned applied;              /* bitmask of 1<<LAYER_* */
+        int landlock_abi;
+        char skipped[LAYER_MAX][120];  /* why a layer was not applied ("" if applied) */
+};
+
+/* Start the program in a new box.  On success the child is running (it has
+ * exec'd) and *ret owns pidfd and notify_fd.  Error codes: BOX_E_LAYER when a
+ * required layer is unavailable (the message names it), BOX_E_SETUP for any
+ * other failure. */
+enum { BOX_E_LAYER = 1, BOX_E_SETUP, BOX_E_EXEC };
+int box_spawn(const struct box_opts *o, struct box *ret, struct err **err);
+void box_close(struct box *b);  /* closes fds; does not kill or reap */
+
+/* The Isolation: banner text for what was applied. */
+void box_describe(const struct box *b, const char *extra, char *buf, size_t len);
+
+/* Handle one seccomp notification: returns the syscall number that was
+ * blocked (>= 0), or -1 if nothing could be read. */
+int box_notify_read(int notify_fd);
+
+#endif

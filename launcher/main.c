@@ -1,0 +1,51 @@
+/* launcher/main.c — argv[1] selects a subcommand; everything else is in the
+ * subcommand's file. */
+#include <stdio.h>
+#include <string.h>
+
+#include "launcher/launcher.h"
+#include "launcher/options.h"
+
+static void help(FILE *f)
+{
+        fprintf(f, "chidori %s — a sandboxed runtime for JavaScript agents\n"
+                   "\n"
+                   "Usage: chidori COMMAND [OPTIONS] ...\n"
+                   "\n"
+                   "Commands:\n"
+                   "  run AGENT        run one agent to completion and print its result\n"
+                   "  replay JOURNAL   re-run a recorded run from its journal, performing no effect\n"
+                   "  launch -- PROG   run any program inside the same sandbox\n"
+                   "  doctor           report which isolation layers this host can apply\n"
+                   "\n"
+                   "  chidori COMMAND --help   shows the options of a command\n"
+                   "  chidori --version        prints the version\n",
+                CHIDORI_VERSION);
+}
+
+int main(int argc, char **argv)
+{
+        if (argc < 2) {
+                help(stderr);
+                return EXIT_USAGE;
+        }
+        const char *cmd = argv[1];
+        if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0 || strcmp(cmd, "version") == 0) {
+                printf("chidori %s\n", CHIDORI_VERSION);
+                return EXIT_OK;
+        }
+        if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+                help(stdout);
+                return EXIT_OK;
+        }
+        if (strcmp(cmd, "run") == 0)
+                return cmd_run(argc - 1, argv + 1);
+        if (strcmp(cmd, "replay") == 0)
+                return cmd_replay(argc - 1, argv + 1);
+        if (strcmp(cmd, "launch") == 0)
+                return cmd_launch(argc - 1, argv + 1);
+        if (strcmp(cmd, "doctor") == 0)
+                return cmd_doctor(argc - 1, argv + 1);
+        fprintf(stderr, "chidori: unknown command '%s'\nTry 'chidori --help'.\n", cmd);
+        return EXIT_USAGE;
+}

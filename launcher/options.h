@@ -1,0 +1,83 @@
+/* launcher/options.h — sandbox options shared by `run` and `launch`, and the
+ * start/wait helpers around box_spawn.  Each option has an environment
+ * variable; a malformed value is a usage error, never ignored. */
+#ifndef CHIDORI_LAUNCHER_OPTIONS_H
+#define CHIDORI_LAUNCHER_OPTIONS_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "launcher/box.h"
+#include "launcher/seccomp.h"
+
+struct sandbox_opts {
+        long deadline_ms;        /* --deadline / CHIDORI_ISOLATE_DEADLINE_MS */
+        long cpu_secs;           /* --cpu-secs / CHIDORI_ISOLATE_CPU_SECS */
+        long nofile;             /* --nofile (default 256) */
+        long fsize;              /* --fsize BYTES (opt-in) */
+        bool require;            /* --require-sandbox / CHIDORI_ISOLATE_REQUIRE_SANDBOX=1 */
+        unsigned disable;        /* --unsafe-disable=LAYER,... */
+        int jit;                 /* -1 default, 0 --no-jit, 1 --jit */
+};
+
+enum {
+        SOPT_DEADLINE = 700, SOPT_CPU_SECS, SOPT_NOFILE, SOPT_FSIZE, SOPT_REQUIRE, SOPT_UNSAFE_DISABLE,
+        SOPT_JIT, SOPT_NO_JIT,
+};
+
+#define SANDBOX_LONGOPTS                                                                              \
+        { "deadline", required_argument, NULL, SOPT_DEADLINE },                                       \
+        { "cpu-secs", required_argument, NULL, SOPT_CPU_SECS },                                       \
+        { "nofile", required_argument, NULL, SOPT_NOFILE },                                           \
+        { "fsize", required_argument, NULL, SOPT_FSIZE },                                             \
+        { "require-sandbox", no_argument, NULL, SOPT_REQUIRE },                                       \
+        { "unsafe-disable", required_argument, NULL, SOPT_UNSAFE_DISABLE },                           \
+        { "jit", no_argument, NULL, SOPT_JIT },                                                       \
+        { "no-jit", no_argument, NULL, SOPT_NO_JIT }
+
+#define SANDBOX_OPTIONS_HELP                                                                          \
+        "  --deadline MS         wall-clock deadline; the box is killed (exit 124), 0 = none\n"      \
+        "                        [CHIDORI_ISOLATE_DEADLINE_MS]\n"                                    \
+        "  --cpu-secs N          RLIMIT_CPU in seconds (exit 152), 0 = none [CHIDORI_ISOLATE_CPU_SECS]\n" \
+        "  --nofile N            RLIMIT_NOFILE (default 256)\n"                                      \
+        "  --fsize BYTES         RLIMIT_FSIZE, opt-in\n"                                             \
+        "  --require-sandbox     fail (exit 78) unless user, pid, mount and net namespaces, seccomp\n" \
+        "                        and Landlock (where the kernel has it) all apply\n"                 \
+        "                        [CHIDORI_ISOLATE_REQUIRE_SANDBOX=1]\n"                              \
+        "  --unsafe-disable=L,.. turn single layers off, for tests and debugging only (user, pid,\n" \
+        "                        mnt, net, ipc, uts, cgroup, caps, landlock, seccomp, rlimits)\n"    \
+        "  --jit / --no-jit      JavaScriptCore's JIT; --no-jit also denies new executable memory\n"
+
+void sandbox_opts_init(struct sandbox_opts *o);
+/* Read the CHIDORI_* variables; prints and returns -1 on a malformed one. */
+int sandbox_opts_env(struct sandbox_opts *o);
+/* 1 handled, 0 not ours, -1 bad (printed). */
+int sandbox_opts_parse(struct sandbox_opts *o, const char *cmd, int c, const char *arg);
+/* Cross-option checks (--unsafe-disable with --require-sandbox...). */
+int sandbox_opts_check(const struct sandbox_opts *o);
+
+struct sandbox_run {
+        struct box box;
+        struct seccomp_prog filter;
+        char banner[768];
+        int stage2_fd;
+        bool jit;
+};
+
+/* Start bo->program in a box with these options.  Returns 0, or an exit code
+ * (78 layer unavailable, 70 setup failure) with err set. */
+int sandbox_start(const struct sandbox_opts *o, struct box_opts *bo, const char *surface, struct sandbox_run *ret,
+                  struct err **err);
+/* launch: wait for the box to end, enforcing the deadline and naming a
+ * blocked syscall; prints the failure and returns the exit code. */
+int sandbox_wait(const struct sandbox_opts *o, struct sandbox_run *r, int *ret_status);
+void sandbox_run_free(struct sandbox_run *r);
+
+/* Helpers shared with run.c */
+int parse_nonneg(const char *s, long *ret);
+int cmd_launch(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
+
+#endif

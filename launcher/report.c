@@ -1,0 +1,149 @@
+/* launcher/report.c — every way a run can end, mapped to what the user reads
+ * (ARCHITECTURE.md, "Failure mapping").  Only this file and main.c print. */
+#define _GNU_SOURCE
+#include <cjson/cJSON.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "launcher/launcher.h"
+
+static const char *sig_name(int sig)
+{
+        const char *n = sigabbrev_np(sig);
+        static char buf[32];
+        if (n) {
+                snprintf(buf, sizeof(buf), "SIG%s", n);
+                return buf;
+        }
+        snprintf(buf, sizeof(buf), "signal %d", sig);
+        return buf;
+}
+
+static const char *str_member(const cJSON *o, const char *k)
+{
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+        return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static void print_agent_error(const cJSON *e)
+{
+        const char *name = str_member(e, "name"), *msg = str_member(e, "message");
+        const char *file = str_member(e, "file"), *stack = str_member(e, "stack");
+        const cJSON *line = cJSON_GetObjectItemCaseSensitive(e, "line");
+        const cJSON *col = cJSON_GetObjectItemCaseSensitive(e, "column");
+        fprintf(stderr, "chidori: agent error: %s: %s", name ? name : "Error", msg ? msg : "");
+        if (file && cJSON_IsNumber(line)) {
+                if (cJSON_IsNumber(col))
+                        fprintf(stderr, " (at %s:%d:%d)", file, line->valueint, col->valueint);
+                else
+                        fprintf(stderr, " (at %s:%d)", file, line->valueint);
+        }
+        fputc('\n', stderr);
+        if (stack && *stack) {
+                /* Indent the engine's stack (one frame per line). */
+                const char *p = stack;
+                while (*p) {
+                        const char *nl = strchr(p, '\n');
+                        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+                        if (n)
+                                fprintf(stderr, "    at %.*s\n", (int)n, p);
+                        p += n + (nl ? 1 : 0);
+                }
+        }
+}
+
+static void print_json(bool ok, const cJSON *value, const cJSON *error, const char *message, int code,
+                       const struct broker_outcome *o, const char *run_id)
+{
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddBoolToObject(j, "ok", ok);
+        if (ok)
+                cJSON_AddItemToObject(j, "value", value ? cJSON_Duplicate(value, 1) : cJSON_CreateNull());
+        else {
+                cJSON *e = error ? cJSON_Duplicate(error, 1) : cJSON_CreateObject();
+                if (!cJSON_GetObjectItem(e, "message"))
+                        cJSON_AddStringToObject(e, "message", message ? message : "");
+                cJSON_AddItemToObject(j, "error", e);
+        }
+        cJSON_AddNumberToObject(j, "exit", code);
+        cJSON *st = cJSON_AddObjectToObject(j, "stats");
+        cJSON_AddStringToObject(st, "run_id", run_id ? run_id : "");
+        cJSON_AddNumberToObject(st, "wall_ms", (double)(long)(o->wall_ms * 1000) / 1000.0);
+        cJSON_AddNumberToObject(st, "effects", (double)o->effects);
+        char *s = cJSON_PrintUnformatted(j);
+        if (s)
+                printf("%s\n", s);
+        free(s);
+        cJSON_Delete(j);
+}
+
+static int fail(const struct broker_outcome *o, bool json, const char *run_id, int code, const char *fmt, ...)
+        __attribute__((format(printf, 5, 6)));
+
+static int fail(const struct broker_outcome *o, bool json, const char *run_id, int code, const char *fmt, ...)
+{
+        char msg[2048];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "chidori: %s\n", msg);
+        if (json)
+                print_json(false, NULL, NULL, msg, code, o, run_id);
+        return code;
+}
+
+int report_outcome(const struct broker_outcome *o, int status, bool json, long js_deadline_ms, const char *run_id)
+{
+        switch (o->end) {
+        case BROKER_END_DONE_OK: {
+                if (json) {
+                        print_json(true, o->value, NULL, NULL, EXIT_OK, o, run_id);
+                } else {
+                        char *s = cJSON_PrintUnformatted(o->value);
+                        printf("%s\n", s ? s : "null");
+                        free(s);
+                }
+                fflush(stdout);
+                return EXIT_OK;
+        }
+        case BROKER_END_AGENT_ERROR:
+                print_agent_error(o->error);
+                if (json)
+                        print_json(false, NULL, o->error, o->message, EXIT_AGENT_ERROR, o, run_id);
+                return EXIT_AGENT_ERROR;
+        case BROKER_END_NEVER_SETTLED:
+                return fail(o, json, run_id, EXIT_AGENT_ERROR,
+                            "agent never settled: its promise is still pending and nothing is left to run "
+                            "(no outstanding host call, no timer)");
+        case BROKER_END_CPU_LIMIT:
+                return fail(o, json, run_id, EXIT_CPU, "CPU limit exceeded (%g s)", (double)js_deadline_ms / 1000.0);
+        case BROKER_END_DEADLINE:
+                return fail(o, json, run_id, EXIT_DEADLINE, "%s", o->message);
+        case BROKER_END_DIVERGED:
+                return fail(o, json, run_id, EXIT_AGENT_ERROR, "%s", o->message);
+        case BROKER_END_PROTOCOL:
+                return fail(o, json, run_id, EXIT_PROTOCOL, "protocol error: %s", o->message);
+        case BROKER_END_EOF:
+        case BROKER_END_MAX:
+                break;
+        }
+        /* The worker went away without `done`: its wait status says why. */
+        if (WIFSIGNALED(status)) {
+                int sig = WTERMSIG(status);
+                if (sig == SIGSYS)
+                        return fail(o, json, run_id, EXIT_SECCOMP, "sandbox violation: blocked syscall (unknown)");
+                if (sig == SIGXCPU)
+                        return fail(o, json, run_id, EXIT_CPU, "CPU limit exceeded");
+                return fail(o, json, run_id, 128 + sig, "engine crashed (signal %s)", sig_name(sig));
+        }
+        if (!o->got_ready)
+                return fail(o, json, run_id, EXIT_PROTOCOL,
+                            "protocol error: worker exited before ready (exit status %d)",
+                            WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        return fail(o, json, run_id, EXIT_PROTOCOL, "protocol error: worker exited before done (exit status %d)",
+                    WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}

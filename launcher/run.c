@@ -1,0 +1,551 @@
+/* launcher/run.c — `chidori run` and `chidori replay`: options, then one
+ * spawn -> broker -> wait -> report sequence shared by both. */
+#define _GNU_SOURCE
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "broker/journal.h"
+#include "broker/memstore.h"
+#include "common/cleanup.h"
+#include "common/util.h"
+#include "launcher/launcher.h"
+
+struct run_opts {
+        const char *agent_path;
+        const char *input_json;
+        const char *input_file;
+        const char *journal_path;
+        const char *state_dir;
+        const char *answers_path;
+        const char *mem_ns;
+        long js_deadline_ms;
+        long deadline_ms;
+        bool json, quiet, in_process;
+};
+
+static int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int usage_error(const char *cmd, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        fprintf(stderr, "chidori: ");
+        vfprintf(stderr, fmt, ap);
+        fprintf(stderr, "\nTry 'chidori %s --help'.\n", cmd);
+        va_end(ap);
+        return EXIT_USAGE;
+}
+
+/* Strict non-negative integer parse: the whole string, no sign, no overflow. */
+static int parse_ms(const char *s, long *ret)
+{
+        if (!s || !*s || *s == '-' || *s == '+')
+                return -1;
+        char *end;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        if (errno || *end || v < 0)
+                return -1;
+        *ret = v;
+        return 0;
+}
+
+static int env_ms(const char *name, long *ret)
+{
+        const char *v = getenv(name);
+        if (!v || !*v)
+                return 0;
+        if (parse_ms(v, ret) < 0) {
+                fprintf(stderr, "chidori: %s='%s' is not a number of milliseconds (expected an integer >= 0)\n",
+                        name, v);
+                return -1;
+        }
+        return 0;
+}
+
+/* CHIDORI_ISOLATE: "process" (default) or "off". */
+static int env_isolate(bool *in_process)
+{
+        const char *v = getenv("CHIDORI_ISOLATE");
+        if (!v || !*v || strcmp(v, "process") == 0)
+                return 0;
+        if (strcmp(v, "off") == 0) {
+                *in_process = true;
+                return 0;
+        }
+        fprintf(stderr, "chidori: CHIDORI_ISOLATE='%s' is not valid (expected 'process' or 'off')\n", v);
+        return -1;
+}
+
+/* "line L, column C" of a position in text. */
+static void line_col(const char *text, const char *at, int *line, int *col)
+{
+        *line = 1, *col = 1;
+        for (const char *p = text; p < at && *p; p++) {
+                if (*p == '\n')
+                        (*line)++, *col = 1;
+                else
+                        (*col)++;
+        }
+}
+
+static int parse_json_arg(const char *what, const char *text, cJSON **ret)
+{
+        const char *end = NULL;
+        cJSON *j = cJSON_ParseWithOpts(text, &end, 1);
+        if (!j) {
+                const char *at = cJSON_GetErrorPtr();
+                int l, c;
+                line_col(text, at ? at : text, &l, &c);
+                fprintf(stderr, "chidori: %s is not valid JSON (line %d, column %d); quote strings, e.g. '\"text\"'\n",
+                        what, l, c);
+                return -1;
+        }
+        *ret = j;
+        return 0;
+}
+
+static void make_run_id(char out[40])
+{
+        unsigned char b[8];
+        if (getrandom(b, sizeof(b), 0) != sizeof(b))
+                memset(b, 0, sizeof(b));
+        snprintf(out, 40, "run-%02x%02x%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]);
+}
+
+static void banner(const struct run_opts *o, const char *what)
+{
+        if (o->quiet)
+                return;
+        if (o->in_process)
+                fprintf(stderr, "Isolation: off (in-process engine: --no-isolate / CHIDORI_ISOLATE=off)\n");
+        else
+                fprintf(stderr, "Isolation: process (engine in a separate worker process; OS confinement "
+                                "layers: skipped: not implemented in this build)\n");
+        fprintf(stderr, "Policy: permissive (chidori %s default)\n", what);
+}
+
+struct run_ctx {
+        struct agent agent;
+        cJSON *input;
+        cJSON *answers;
+        struct memstore *mem;
+        struct journal *journal;
+        struct replay *replay;
+        char *ns;
+        char run_id[40];
+};
+
+static void run_ctx_free(struct run_ctx *c)
+{
+        agent_free(&c->agent);
+        cJSON_Delete(c->input);
+        cJSON_Delete(c->answers);
+        memstore_close(c->mem);
+        journal_close(c->journal);
+        replay_free(c->replay);
+        free(c->ns);
+}
+
+static void journal_header(struct run_ctx *c)
+{
+        char ts[40];
+        utc_iso8601(ts, sizeof(ts));
+        cJSON *h = cJSON_CreateObject();
+        cJSON_AddStringToObject(h, "type", "header");
+        cJSON_AddStringToObject(h, "chidori", CHIDORI_VERSION);
+        cJSON_AddNumberToObject(h, "protocol", 1);
+        cJSON_AddStringToObject(h, "run_id", c->run_id);
+        cJSON_AddStringToObject(h, "agent", c->agent.abspath);
+        cJSON_AddStringToObject(h, "agent_sha256", c->agent.sha256);
+        cJSON_AddStringToObject(h, "filename", c->agent.filename);
+        cJSON_AddStringToObject(h, "memory_ns", c->ns);
+        cJSON_AddItemToObject(h, "input", cJSON_Duplicate(c->input, 1));
+        cJSON_AddStringToObject(h, "started", ts);
+        journal_append(c->journal, h, NULL);
+        cJSON_Delete(h);
+}
+
+static const char *end_name(enum broker_end e)
+{
+        static const char *n[BROKER_END_MAX] = {
+                [BROKER_END_DONE_OK] = "ok",           [BROKER_END_AGENT_ERROR] = "agent_error",
+                [BROKER_END_NEVER_SETTLED] = "never_settled", [BROKER_END_CPU_LIMIT] = "cpu_limit",
+                [BROKER_END_PROTOCOL] = "protocol_error", [BROKER_END_EOF] = "worker_exited",
+                [BROKER_END_DEADLINE] = "deadline",    [BROKER_END_DIVERGED] = "replay_diverged",
+        };
+        return (unsigned)e < BROKER_END_MAX ? n[e] : "unknown";
+}
+
+static void journal_end(struct run_ctx *c, const struct broker_outcome *o, int status, int code)
+{
+        char ts[40];
+        utc_iso8601(ts, sizeof(ts));
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "type", "end");
+        cJSON_AddStringToObject(e, "outcome", end_name(o->end));
+        cJSON_AddNumberToObject(e, "exit", code);
+        if (o->value)
+                cJSON_AddItemToObject(e, "value", cJSON_Duplicate(o->value, 1));
+        if (o->error)
+                cJSON_AddItemToObject(e, "error", cJSON_Duplicate(o->error, 1));
+        if (o->end != BROKER_END_DONE_OK && o->message)
+                cJSON_AddStringToObject(e, "message", o->message);
+        if (o->end == BROKER_END_EOF)
+                cJSON_AddNumberToObject(e, "wait_status", status);
+        cJSON_AddStringToObject(e, "ended", ts);
+        cJSON *st = cJSON_AddObjectToObject(e, "stats");
+        cJSON_AddNumberToObject(st, "wall_ms", (double)(long)(o->wall_ms * 1000) / 1000.0);
+        cJSON_AddNumberToObject(st, "effects", (double)o->effects);
+        journal_append(c->journal, e, NULL);
+        journal_sync(c->journal, NULL);
+        cJSON_Delete(e);
+}
+
+/* spawn -> broker -> wait -> report. */
+static int execute(const struct run_opts *o, struct run_ctx *c, const char *surface)
+{
+        struct err *err = NULL;
+        _cleanup_free_ char *worker_path = NULL;
+        if (!o->in_process && find_worker(&worker_path, &err) < 0) {
+                fprintf(stderr, "chidori: %s\n", err_msg(err));
+                err_free(err);
+                return EXIT_USAGE;
+        }
+        banner(o, surface);
+        struct broker_config cfg = {
+                .script = c->agent.script,
+                .filename = c->agent.filename,
+                .input = c->input,
+                .run_id = c->run_id,
+                .js_deadline_ms = o->js_deadline_ms,
+                .mem = c->mem,
+                .mem_ns = c->ns,
+                .answers = c->answers,
+                .interactive = isatty(0) == 1,
+                .journal = c->journal,
+                .replay = c->replay,
+                .deadline_ms = o->deadline_ms,
+                .quiet_logs = c->replay != NULL,
+        };
+        struct spawn_opts so = { .in_process = o->in_process, .worker_path = worker_path };
+        struct worker w;
+        if (spawn_worker(&so, &w, &err) < 0) {
+                fprintf(stderr, "chidori: start the engine worker: %s\n", err_msg(err));
+                err_free(err);
+                return EXIT_PROTOCOL;
+        }
+        struct broker_outcome out;
+        int rc = broker_run(&cfg, &(struct broker_peer){ .frame_fd = w.frame_fd,
+                                                          .stderr_fd = w.stderr_fd,
+                                                          .pidfd = w.pidfd,
+                                                          .pid = w.pid },
+                            &out, &err);
+        int status = 0;
+        bool kill_first = rc < 0 || out.end != BROKER_END_DONE_OK;
+        struct err *werr = NULL;
+        if (worker_finish(&w, kill_first, &status, &werr) < 0) {
+                fprintf(stderr, "chidori: %s\n", err_msg(werr));
+                err_free(werr);
+        }
+        if (rc < 0) {
+                fprintf(stderr, "chidori: %s\n", err_msg(err));
+                err_free(err);
+                broker_outcome_clear(&out);
+                return EXIT_PROTOCOL;
+        }
+        int code = report_outcome(&out, status, o->json, o->js_deadline_ms, c->run_id);
+        if (c->journal)
+                journal_end(c, &out, status, code);
+        broker_outcome_clear(&out);
+        return code;
+}
+
+static int open_memory(const struct run_opts *o, struct run_ctx *c)
+{
+        struct err *err = NULL;
+        _cleanup_free_ char *dir = NULL;
+        if (o->state_dir)
+                dir = strdup(o->state_dir);
+        else if (memstore_default_dir(&dir, &err) < 0)
+                goto fail;
+        if (memstore_open(dir, &c->mem, &err) < 0)
+                goto fail;
+        return 0;
+fail:
+        fprintf(stderr, "chidori: open the memory store: %s; choose another place with --state-dir DIR\n",
+                err_msg(err));
+        err_free(err);
+        return -1;
+}
+
+static void run_help(void)
+{
+        printf("Usage: chidori run [OPTIONS] AGENT [--input JSON | --input-file FILE]\n"
+               "\n"
+               "Run one agent (AGENT.js, .mjs, .cjs or .ts) to completion in the sandbox and print its\n"
+               "result as JSON on stdout.\n"
+               "\n"
+               "Options (environment variable in brackets):\n"
+               "  --input JSON          the agent's input (default null)\n"
+               "  --input-file FILE     read the input JSON from FILE\n"
+               "  --journal FILE        record every host call to FILE (JSON lines) for replay\n"
+               "  --answers FILE        answers for chidori.input(): a JSON array (in order) or an\n"
+               "                        object mapping prompts to answers\n"
+               "  --state-dir DIR       where agent memory is kept\n"
+               "                        [default $XDG_STATE_HOME/chidori or ~/.local/state/chidori]\n"
+               "  --memory-ns NAME      memory namespace (default: the agent's absolute path)\n"
+               "  --js-deadline MS      engine CPU-time limit in ms, 0 = none [CHIDORI_JS_DEADLINE_MS]\n"
+               "  --deadline MS         wall-clock deadline; the worker is killed, 0 = none\n"
+               "                        [CHIDORI_ISOLATE_DEADLINE_MS]\n"
+               "  --no-isolate          run the engine inside this process (embedders, debugging)\n"
+               "                        [CHIDORI_ISOLATE=off]\n"
+               "  --isolate             run the engine in a separate worker process (default)\n"
+               "                        [CHIDORI_ISOLATE=process]\n"
+               "  --json                print {ok, value|error, exit, stats} instead of the bare value\n"
+               "  --quiet               do not print the Isolation:/Policy: banner\n"
+               "  -h, --help            show this help\n"
+               "\n"
+               "Other environment: CHIDORI_WORKER (path of chidori-worker), CHIDORI_ESBUILD (path of\n"
+               "esbuild, used for ES modules and TypeScript).\n"
+               "\n"
+               "Exit status: 0 ok, 1 agent error, 2 usage, 70 protocol error, 124 deadline,\n"
+               "134/139 engine crash, 152 CPU limit.\n");
+}
+
+enum {
+        OPT_INPUT = 256, OPT_INPUT_FILE, OPT_JOURNAL, OPT_ANSWERS, OPT_STATE_DIR, OPT_MEM_NS,
+        OPT_JS_DEADLINE, OPT_DEADLINE, OPT_NO_ISOLATE, OPT_ISOLATE, OPT_JSON, OPT_QUIET,
+};
+
+static const struct option run_longopts[] = {
+        { "input", required_argument, NULL, OPT_INPUT },
+        { "input-file", required_argument, NULL, OPT_INPUT_FILE },
+        { "journal", required_argument, NULL, OPT_JOURNAL },
+        { "answers", required_argument, NULL, OPT_ANSWERS },
+        { "state-dir", required_argument, NULL, OPT_STATE_DIR },
+        { "memory-ns", required_argument, NULL, OPT_MEM_NS },
+        { "js-deadline", required_argument, NULL, OPT_JS_DEADLINE },
+        { "deadline", required_argument, NULL, OPT_DEADLINE },
+        { "no-isolate", no_argument, NULL, OPT_NO_ISOLATE },
+        { "isolate", no_argument, NULL, OPT_ISOLATE },
+        { "json", no_argument, NULL, OPT_JSON },
+        { "quiet", no_argument, NULL, OPT_QUIET },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+};
+
+/* Options common to run and replay; returns 1 if handled, 0 if not, -1 bad. */
+static int common_opt(const char *cmd, int c, struct run_opts *o)
+{
+        switch (c) {
+        case OPT_JS_DEADLINE:
+                if (parse_ms(optarg, &o->js_deadline_ms) < 0)
+                        return usage_error(cmd, "--js-deadline '%s' is not a number of milliseconds", optarg), -1;
+                return 1;
+        case OPT_DEADLINE:
+                if (parse_ms(optarg, &o->deadline_ms) < 0)
+                        return usage_error(cmd, "--deadline '%s' is not a number of milliseconds", optarg), -1;
+                return 1;
+        case OPT_NO_ISOLATE: o->in_process = true; return 1;
+        case OPT_ISOLATE: o->in_process = false; return 1;
+        case OPT_JSON: o->json = true; return 1;
+        case OPT_QUIET: o->quiet = true; return 1;
+        }
+        return 0;
+}
+
+static int env_defaults(struct run_opts *o)
+{
+        if (env_ms("CHIDORI_JS_DEADLINE_MS", &o->js_deadline_ms) < 0 ||
+            env_ms("CHIDORI_ISOLATE_DEADLINE_MS", &o->deadline_ms) < 0 || env_isolate(&o->in_process) < 0)
+                return -1;
+        return 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+        struct run_opts o = { 0 };
+        if (env_defaults(&o) < 0)
+                return EXIT_USAGE;
+        optind = 1;
+        int c;
+        while ((c = getopt_long(argc, argv, "h", run_longopts, NULL)) != -1) {
+                int h = common_opt("run", c, &o);
+                if (h < 0)
+                        return EXIT_USAGE;
+                if (h > 0)
+                        continue;
+                switch (c) {
+                case OPT_INPUT: o.input_json = optarg; break;
+                case OPT_INPUT_FILE: o.input_file = optarg; break;
+                case OPT_JOURNAL: o.journal_path = optarg; break;
+                case OPT_ANSWERS: o.answers_path = optarg; break;
+                case OPT_STATE_DIR: o.state_dir = optarg; break;
+                case OPT_MEM_NS: o.mem_ns = optarg; break;
+                case 'h': run_help(); return EXIT_OK;
+                default: return usage_error("run", "unknown option");
+                }
+        }
+        if (optind >= argc)
+                return usage_error("run", "no agent file given");
+        if (argc - optind > 1)
+                return usage_error("run", "one agent file expected, got also '%s'", argv[optind + 1]);
+        o.agent_path = argv[optind];
+        if (o.input_json && o.input_file)
+                return usage_error("run", "give --input or --input-file, not both");
+
+        struct run_ctx ctx = { 0 };
+        int code = EXIT_USAGE;
+        struct err *err = NULL;
+        if (o.input_file) {
+                _cleanup_free_ char *text = NULL;
+                if (read_file(o.input_file, 64u << 20, &text, NULL, &err) < 0) {
+                        fprintf(stderr, "chidori: --input-file: %s\n", err_msg(err));
+                        goto out;
+                }
+                if (parse_json_arg("--input-file", text, &ctx.input) < 0)
+                        goto out;
+        } else if (o.input_json) {
+                if (parse_json_arg("--input", o.input_json, &ctx.input) < 0)
+                        goto out;
+        } else {
+                ctx.input = cJSON_CreateNull();
+        }
+        if (o.answers_path) {
+                _cleanup_free_ char *text = NULL;
+                if (read_file(o.answers_path, 64u << 20, &text, NULL, &err) < 0) {
+                        fprintf(stderr, "chidori: --answers: %s\n", err_msg(err));
+                        goto out;
+                }
+                if (parse_json_arg("--answers", text, &ctx.answers) < 0)
+                        goto out;
+                if (!cJSON_IsArray(ctx.answers) && !cJSON_IsObject(ctx.answers)) {
+                        fprintf(stderr, "chidori: --answers must hold a JSON array or object\n");
+                        goto out;
+                }
+        }
+        if (agent_load(o.agent_path, &ctx.agent, &err) < 0) {
+                if (err_code(err) == AGENT_E_BUNDLE) {
+                        fprintf(stderr, "chidori: agent error: SyntaxError: %s\n", err_msg(err));
+                        code = EXIT_AGENT_ERROR;
+                } else {
+                        fprintf(stderr, "chidori: %s\n", err_msg(err));
+                }
+                goto out;
+        }
+        ctx.ns = strdup(o.mem_ns ? o.mem_ns : ctx.agent.abspath);
+        if (open_memory(&o, &ctx) < 0)
+                goto out;
+        make_run_id(ctx.run_id);
+        if (o.journal_path) {
+                if (journal_open(o.journal_path, &ctx.journal, &err) < 0) {
+                        fprintf(stderr, "chidori: --journal: %s\n", err_msg(err));
+                        goto out;
+                }
+                journal_header(&ctx);
+        }
+        code = execute(&o, &ctx, "run");
+out:
+        err_free(err);
+        run_ctx_free(&ctx);
+        return code;
+}
+
+static void replay_help(void)
+{
+        printf("Usage: chidori replay [OPTIONS] JOURNAL\n"
+               "\n"
+               "Re-run a recorded run: the same agent and input, every host call answered from the\n"
+               "journal, no effect performed.  Prints the same stdout byte for byte.  A call that differs\n"
+               "from the journal stops the replay with 'replay diverged at call N' (exit 1).\n"
+               "\n"
+               "Options (environment variable in brackets):\n"
+               "  --agent FILE          the agent to replay (default: the path in the journal header)\n"
+               "  --js-deadline MS      engine CPU-time limit in ms [CHIDORI_JS_DEADLINE_MS]\n"
+               "  --deadline MS         wall-clock deadline [CHIDORI_ISOLATE_DEADLINE_MS]\n"
+               "  --no-isolate          run the engine inside this process [CHIDORI_ISOLATE=off]\n"
+               "  --isolate             run the engine in a worker process (default)\n"
+               "  --json                print {ok, value|error, exit, stats}\n"
+               "  --quiet               do not print the banner\n"
+               "  -h, --help            show this help\n");
+}
+
+enum { OPT_AGENT = 400 };
+
+int cmd_replay(int argc, char **argv)
+{
+        static const struct option longopts[] = {
+                { "agent", required_argument, NULL, OPT_AGENT },
+                { "js-deadline", required_argument, NULL, OPT_JS_DEADLINE },
+                { "deadline", required_argument, NULL, OPT_DEADLINE },
+                { "no-isolate", no_argument, NULL, OPT_NO_ISOLATE },
+                { "isolate", no_argument, NULL, OPT_ISOLATE },
+                { "json", no_argument, NULL, OPT_JSON },
+                { "quiet", no_argument, NULL, OPT_QUIET },
+                { "help", no_argument, NULL, 'h' },
+                { NULL, 0, NULL, 0 },
+        };
+        struct run_opts o = { 0 };
+        const char *agent_override = NULL;
+        if (env_defaults(&o) < 0)
+                return EXIT_USAGE;
+        optind = 1;
+        int c;
+        while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+                int h = common_opt("replay", c, &o);
+                if (h < 0)
+                        return EXIT_USAGE;
+                if (h > 0)
+                        continue;
+                switch (c) {
+                case OPT_AGENT: agent_override = optarg; break;
+                case 'h': replay_help(); return EXIT_OK;
+                default: return usage_error("replay", "unknown option");
+                }
+        }
+        if (optind >= argc)
+                return usage_error("replay", "no journal file given");
+        struct run_ctx ctx = { 0 };
+        struct err *err = NULL;
+        int code = EXIT_USAGE;
+        if (replay_open(argv[optind], &ctx.replay, &err) < 0) {
+                fprintf(stderr, "chidori: replay: %s\n", err_msg(err));
+                goto out;
+        }
+        const cJSON *h = replay_header(ctx.replay);
+        const cJSON *agent = cJSON_GetObjectItemCaseSensitive(h, "agent");
+        const cJSON *sha = cJSON_GetObjectItemCaseSensitive(h, "agent_sha256");
+        const cJSON *rid = cJSON_GetObjectItemCaseSensitive(h, "run_id");
+        const char *path = agent_override ? agent_override : cJSON_IsString(agent) ? agent->valuestring : NULL;
+        if (!path) {
+                fprintf(stderr, "chidori: replay: the journal header names no agent; pass --agent FILE\n");
+                goto out;
+        }
+        if (agent_load(path, &ctx.agent, &err) < 0) {
+                fprintf(stderr, "chidori: replay: %s\n", err_msg(err));
+                goto out;
+        }
+        if (cJSON_IsString(sha) && strcmp(sha->valuestring, ctx.agent.sha256) != 0) {
+                fprintf(stderr,
+                        "chidori: replay: %s has changed since the journal was recorded (sha256 %s, journal has "
+                        "%s); replay needs the same agent\n",
+                        path, ctx.agent.sha256, sha->valuestring);
+                code = EXIT_AGENT_ERROR;
+                goto out;
+        }
+        const cJSON *in = cJSON_GetObjectItemCaseSensitive(h, "input");
+        ctx.input = in ? cJSON_Duplicate(in, 1) : cJSON_CreateNull();
+        snprintf(ctx.run_id, sizeof(ctx.run_id), "%s", cJSON_IsString(rid) ? rid->valuestring : "replay");
+        code = execute(&o, &ctx, "replay");
+out:
+        err_free(err);
+        run_ctx_free(&ctx);
+        return code;
+}

@@ -1,0 +1,196 @@
+/* launcher/spawn.c — start the engine worker: a child process (isolated
+ * mode) or a thread of this process (in-process mode, for embedders), both
+ * talking frames over one end of a socketpair.
+ *
+ * The OS confinement layers (namespaces, rootfs, Landlock, seccomp) plug in
+ * between fork and exec here; see docs/sandbox.md.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "engine/engine.h"
+#include "launcher/launcher.h"
+
+#ifndef CHIDORI_LIBEXECDIR
+#define CHIDORI_LIBEXECDIR "/usr/local/libexec/chidori"
+#endif
+
+#define WORKER_FRAME_FD 3
+
+int find_worker(char **ret_path, struct err **err)
+{
+        const char *env = getenv("CHIDORI_WORKER");
+        if (env && *env) {
+                if (access(env, X_OK) < 0)
+                        return err_set(err, errno, "CHIDORI_WORKER='%s' is not an executable file", env);
+                *ret_path = strdup(env);
+                return *ret_path ? 0 : err_set(err, ENOMEM, "find worker");
+        }
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        if (n > 0) {
+                self[n] = '\0';
+                char *slash = strrchr(self, '/');
+                if (slash) {
+                        *slash = '\0';
+                        char *p = NULL;
+                        if (asprintf(&p, "%s/chidori-worker", self) >= 0 && access(p, X_OK) == 0) {
+                                *ret_path = p;
+                                return 0;
+                        }
+                        free(p);
+                }
+        }
+        char *p = strdup(CHIDORI_LIBEXECDIR "/chidori-worker");
+        if (p && access(p, X_OK) == 0) {
+                *ret_path = p;
+                return 0;
+        }
+        free(p);
+        return err_set(err, 0,
+                       "cannot find chidori-worker next to chidori or in " CHIDORI_LIBEXECDIR
+                       "; reinstall chidori or set CHIDORI_WORKER=/path/to/chidori-worker");
+}
+
+static void *engine_thread(void *arg)
+{
+        struct worker *w = arg;
+        struct err *e = NULL;
+        w->engine_rc = engine_serve(w->engine_fd, w->engine_fd, &e);
+        if (w->engine_rc < 0)
+                w->engine_err = strdup(err_msg(e));
+        err_free(e);
+        return NULL;
+}
+
+/* The worker's environment is fixed: nothing of the caller's leaks in.  The
+ * sanitizer variables pass through only in sanitizer builds' test runs. */
+static char **worker_env(void)
+{
+        static char *env[8];
+        static const char *pass[] = { "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS" };
+        static char buf[3][1024];
+        size_t n = 0;
+        env[n++] = "LANG=C.UTF-8";
+        for (size_t i = 0; i < ARRAY_SIZE(pass); i++) {
+                const char *v = getenv(pass[i]);
+                if (v && snprintf(buf[i], sizeof(buf[i]), "%s=%s", pass[i], v) < (int)sizeof(buf[i]))
+                        env[n++] = buf[i];
+        }
+        env[n] = NULL;
+        return env;
+}
+
+static int spawn_in_process(struct worker *w, struct err **err)
+{
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+                return err_set(err, errno, "socketpair");
+        w->frame_fd = sv[0];
+        w->engine_fd = sv[1];
+        w->in_process = true;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, 16u << 20); /* JSC sizes its recursion limit from this */
+        int r = pthread_create(&w->thread, &attr, engine_thread, w);
+        pthread_attr_destroy(&attr);
+        if (r != 0) {
+                close(sv[0]);
+                close(sv[1]);
+                return err_set(err, r, "start the in-process engine thread");
+        }
+        return 0;
+}
+
+int spawn_worker(const struct spawn_opts *o, struct worker *w, struct err **err)
+{
+        memset(w, 0, sizeof(*w));
+        w->pidfd = -1;
+        w->engine_fd = -1;
+        w->stderr_fd = -1;
+        w->frame_fd = -1;
+        if (o->in_process)
+                return spawn_in_process(w, err);
+
+        int sv[2], ep[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+                return err_set(err, errno, "socketpair");
+        if (pipe2(ep, O_CLOEXEC) < 0) {
+                int e = errno;
+                close(sv[0]);
+                close(sv[1]);
+                return err_set(err, e, "pipe");
+        }
+        /* argv[0] is the path as found: a test worker reads its mode from it. */
+        char *const argv[] = { (char *)o->worker_path, NULL };
+        char **envp = worker_env();
+        pid_t pid = fork();
+        if (pid < 0) {
+                int e = errno;
+                close(sv[0]), close(sv[1]), close(ep[0]), close(ep[1]);
+                return err_set(err, e, "fork");
+        }
+        if (pid == 0) {
+                /* Child: fd 3 = frames, 2 = stderr pipe, 0/1 = /dev/null. */
+                int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+                if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(ep[1], 2) < 0 ||
+                    dup2(sv[1], WORKER_FRAME_FD) < 0)
+                        _exit(127);
+                syscall(SYS_close_range, WORKER_FRAME_FD + 1, ~0U, 0);
+                execve(o->worker_path, argv, envp);
+                dprintf(2, "cannot execute %s: %s\n", o->worker_path, strerror(errno));
+                _exit(127);
+        }
+        close(sv[1]);
+        close(ep[1]);
+        w->pid = pid;
+        w->frame_fd = sv[0];
+        w->stderr_fd = ep[0];
+        w->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        return 0;
+}
+
+int worker_finish(struct worker *w, bool kill_first, int *ret_status, struct err **err)
+{
+        int status = 0;
+        if (w->in_process) {
+                /* Closing our end makes the engine's next read fail, so a
+                 * thread still waiting for a frame returns. */
+                if (w->frame_fd >= 0)
+                        shutdown(w->frame_fd, SHUT_RDWR);
+                pthread_join(w->thread, NULL);
+                close(w->engine_fd);
+                free(w->engine_err);
+        } else {
+                if (kill_first && w->pidfd >= 0)
+                        syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
+                else if (kill_first)
+                        kill(w->pid, SIGKILL);
+                while (waitpid(w->pid, &status, 0) < 0) {
+                        if (errno != EINTR) {
+                                int e = errno;
+                                return err_set(err, e, "wait for the worker (pid %d)", (int)w->pid);
+                        }
+                }
+                if (w->pidfd >= 0)
+                        close(w->pidfd);
+                if (w->stderr_fd >= 0)
+                        close(w->stderr_fd);
+        }
+        if (w->frame_fd >= 0)
+                close(w->frame_fd);
+        w->frame_fd = w->stderr_fd = w->pidfd = -1;
+        *ret_status = status;
+        return 0;
+}

@@ -1,0 +1,250 @@
+/* proto/proto.c — frame codec.  See proto.h and docs/protocol.md. */
+#define _GNU_SOURCE
+#include "proto/proto.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+static const char *const type_names[FRAME_TYPE_MAX] = {
+        [FRAME_READY] = "ready",   [FRAME_INIT] = "init", [FRAME_CALL] = "call",
+        [FRAME_RESULT] = "result", [FRAME_DONE] = "done",
+};
+
+const char *frame_type_name(enum frame_type t)
+{
+        return (unsigned)t < FRAME_TYPE_MAX ? type_names[t] : "?";
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+        p[0] = (uint8_t)(v >> 24);
+        p[1] = (uint8_t)(v >> 16);
+        p[2] = (uint8_t)(v >> 8);
+        p[3] = (uint8_t)v;
+}
+
+static uint32_t get_be32(const uint8_t *p)
+{
+        return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static int check_len(uint32_t len, struct err **err)
+{
+        if (len == 0)
+                return err_setc(err, PROTO_E_EMPTY, 0, "frame has length 0 (expected 1..%u bytes)",
+                                FRAME_MAX_BYTES);
+        if (len > FRAME_MAX_BYTES)
+                return err_setc(err, PROTO_E_OVERSIZE, 0,
+                                "frame of %u bytes exceeds the %u-byte limit", len, FRAME_MAX_BYTES);
+        return 0;
+}
+
+int frame_write_raw(int fd, const char *body, size_t len, struct err **err)
+{
+        if (len == 0 || len > FRAME_MAX_BYTES)
+                return check_len(len > FRAME_MAX_BYTES ? FRAME_MAX_BYTES + 1u : 0, err);
+        uint8_t hdr[FRAME_HEADER_BYTES];
+        put_be32(hdr, (uint32_t)len);
+        struct iovec iov[2] = {
+                { .iov_base = hdr, .iov_len = sizeof(hdr) },
+                { .iov_base = (void *)body, .iov_len = len },
+        };
+        struct iovec *v = iov;
+        int cnt = 2;
+        while (cnt > 0) {
+                ssize_t n = writev(fd, v, cnt);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return err_setc(err, PROTO_E_IO, errno, "write frame");
+                }
+                size_t left = (size_t)n;
+                while (cnt > 0 && left >= v->iov_len) {
+                        left -= v->iov_len;
+                        v++;
+                        cnt--;
+                }
+                if (cnt > 0) {
+                        v->iov_base = (char *)v->iov_base + left;
+                        v->iov_len -= left;
+                }
+        }
+        return 0;
+}
+
+/* Read exactly len bytes; returns bytes read before EOF (== len on success), -1 on error. */
+static ssize_t read_full(int fd, void *buf, size_t len)
+{
+        size_t have = 0;
+        while (have < len) {
+                ssize_t n = read(fd, (char *)buf + have, len - have);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -1;
+                }
+                if (n == 0)
+                        break;
+                have += (size_t)n;
+        }
+        return (ssize_t)have;
+}
+
+int frame_read_raw(int fd, char **ret_body, size_t *ret_len, struct err **err)
+{
+        uint8_t hdr[FRAME_HEADER_BYTES];
+        ssize_t n = read_full(fd, hdr, sizeof(hdr));
+        if (n < 0)
+                return err_setc(err, PROTO_E_IO, errno, "read frame header");
+        if (n == 0)
+                return err_setc(err, PROTO_E_EOF, 0, "end of stream");
+        if ((size_t)n < sizeof(hdr))
+                return err_setc(err, PROTO_E_SHORT_HEADER, 0,
+                                "short frame header: got %zd of %u bytes before end of stream", n,
+                                FRAME_HEADER_BYTES);
+        uint32_t len = get_be32(hdr);
+        if (check_len(len, err) < 0)
+                return -1;
+        char *body = malloc((size_t)len + 1);
+        if (!body)
+                return err_setc(err, PROTO_E_IO, ENOMEM, "allocate %u-byte frame", len);
+        n = read_full(fd, body, len);
+        if (n < 0 || (size_t)n < len) {
+                int e = errno;
+                free(body);
+                if (n < 0)
+                        return err_setc(err, PROTO_E_IO, e, "read frame body");
+                return err_setc(err, PROTO_E_SHORT_BODY, 0,
+                                "short frame body: got %zd of %u bytes before end of stream", n, len);
+        }
+        body[len] = '\0';
+        *ret_body = body;
+        *ret_len = len;
+        return 0;
+}
+
+void frame_reader_init(struct frame_reader *r)
+{
+        memset(r, 0, sizeof(*r));
+}
+
+void frame_reader_reset(struct frame_reader *r)
+{
+        free(r->body);
+        frame_reader_init(r);
+}
+
+int frame_reader_read(struct frame_reader *r, int fd, char **ret_body, size_t *ret_len,
+                      struct err **err)
+{
+        for (;;) {
+                void *dst;
+                size_t want;
+                if (r->hdr_have < FRAME_HEADER_BYTES) {
+                        dst = r->hdr + r->hdr_have;
+                        want = FRAME_HEADER_BYTES - r->hdr_have;
+                } else {
+                        dst = r->body + r->body_have;
+                        want = r->body_len - r->body_have;
+                }
+                ssize_t n = read(fd, dst, want);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN || errno == EWOULDBLOCK)
+                                return 0;
+                        return err_setc(err, PROTO_E_IO, errno, "read frame");
+                }
+                if (n == 0) {
+                        if (r->hdr_have == 0)
+                                return err_setc(err, PROTO_E_EOF, 0, "end of stream");
+                        if (r->hdr_have < FRAME_HEADER_BYTES)
+                                return err_setc(err, PROTO_E_SHORT_HEADER, 0,
+                                                "short frame header: got %zu of %u bytes before end of stream",
+                                                r->hdr_have, FRAME_HEADER_BYTES);
+                        return err_setc(err, PROTO_E_SHORT_BODY, 0,
+                                        "short frame body: got %zu of %zu bytes before end of stream",
+                                        r->body_have, r->body_len);
+                }
+                if (r->hdr_have < FRAME_HEADER_BYTES) {
+                        r->hdr_have += (size_t)n;
+                        if (r->hdr_have < FRAME_HEADER_BYTES)
+                                continue;
+                        uint32_t len = get_be32(r->hdr);
+                        if (check_len(len, err) < 0)
+                                return -1;
+                        r->body = malloc((size_t)len + 1);
+                        if (!r->body)
+                                return err_setc(err, PROTO_E_IO, ENOMEM, "allocate %u-byte frame", len);
+                        r->body_len = len;
+                        r->body_have = 0;
+                        continue;
+                }
+                r->body_have += (size_t)n;
+                if (r->body_have == r->body_len) {
+                        r->body[r->body_len] = '\0';
+                        *ret_body = r->body;
+                        *ret_len = r->body_len;
+                        r->body = NULL;
+                        frame_reader_init(r);
+                        return 1;
+                }
+        }
+}
+
+int frame_decode(const char *body, size_t len, cJSON **ret_json, enum frame_type *ret_type,
+                 struct err **err)
+{
+        const char *end = NULL;
+        cJSON *j = cJSON_ParseWithLengthOpts(body, len, &end, 0);
+        if (!j) {
+                size_t off = end && end >= body ? (size_t)(end - body) : 0;
+                return err_setc(err, PROTO_E_BAD_JSON, 0, "frame is not valid JSON (error near byte %zu of %zu)",
+                                off, len);
+        }
+        /* Trailing bytes other than whitespace make the frame ambiguous: refuse. */
+        for (const char *p = end; p && p < body + len; p++) {
+                if (*p != ' ' && *p != '\n' && *p != '\r' && *p != '\t') {
+                        cJSON_Delete(j);
+                        return err_setc(err, PROTO_E_BAD_JSON, 0,
+                                        "frame has trailing bytes after the JSON value (at byte %zu of %zu)",
+                                        (size_t)(p - body), len);
+                }
+        }
+        if (!cJSON_IsObject(j)) {
+                cJSON_Delete(j);
+                return err_setc(err, PROTO_E_BAD_JSON, 0, "frame is JSON but not an object");
+        }
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "type");
+        if (!cJSON_IsString(t) || !t->valuestring) {
+                cJSON_Delete(j);
+                return err_setc(err, PROTO_E_NO_TYPE, 0, "frame has no string \"type\" member");
+        }
+        for (int i = 0; i < FRAME_TYPE_MAX; i++) {
+                if (strcmp(t->valuestring, type_names[i]) == 0) {
+                        *ret_type = (enum frame_type)i;
+                        *ret_json = j;
+                        return 0;
+                }
+        }
+        char name[64];
+        snprintf(name, sizeof(name), "%s", t->valuestring);
+        cJSON_Delete(j);
+        return err_setc(err, PROTO_E_UNKNOWN_TYPE, 0,
+                        "unknown frame type \"%s\" (expected ready, init, call, result or done)", name);
+}
+
+int frame_write_json(int fd, const cJSON *json, struct err **err)
+{
+        char *s = cJSON_PrintUnformatted(json);
+        if (!s)
+                return err_setc(err, PROTO_E_IO, ENOMEM, "serialise frame");
+        int r = frame_write_raw(fd, s, strlen(s), err);
+        free(s);
+        return r;
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Install everything chidori needs to build and test on Debian 12, idempotently.
+# Run as root (or with sudo). Safe to re-run: it installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PKGS=(
+  build-essential pkg-config clang libclang-rt-14-dev
+  libjavascriptcoregtk-4.1-dev libcjson-dev libsqlite3-dev libcmocka-dev
+  libseccomp-dev libcap-dev libmnl-dev libcurl4-openssl-dev
+  bats bc nodejs npm
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# nodejs/npm may come from outside Debian's packages (e.g. a preinstalled node): accept them on PATH.
+if command -v node >/dev/null && command -v npm >/dev/null; then
+  tmp=(); for p in "${missing[@]}"; do [[ $p == nodejs || $p == npm ]] || tmp+=("$p"); done
+  missing=("${tmp[@]+"${tmp[@]}"}")
+fi
+
+if ((${#missing[@]})); then
+  SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+  echo "deps: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# esbuild, project-local, for ES-module and TypeScript agents.
+if [[ ! -x tools/node_modules/.bin/esbuild ]]; then
+  echo "deps: installing esbuild into tools/"
+  mkdir -p tools
+  [[ -f tools/package.json ]] || echo '{"name":"chidori-tools","private":true}' > tools/package.json
+  (cd tools && npm install --no-audit --no-fund --silent esbuild@0.24.2)
+fi
+echo "deps: ok"

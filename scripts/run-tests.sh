@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Run every suite against the binaries in $BUILD and print one closing line:
+#   tests: N passed, N failed[, N skipped]
+# Suites: C unit tests (cmocka), JS web-platform tests (build/jsrun), end-to-end bats.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+export CHIDORI_BIN="$PWD/$BUILD/chidori" CHIDORI_BUILD="$PWD/$BUILD"
+pass=0 fail=0 skip=0
+logdir=$(mktemp -d /tmp/chidori-tests.XXXXXX)
+
+count_cmocka() { # file
+  local p f
+  p=$(grep -Eo '^\[  PASSED  \] [0-9]+' "$1" | awk '{s+=$4} END{print s+0}')
+  f=$(grep -Eo '^\[  FAILED  \] [0-9]+ test' "$1" | awk '{s+=$4} END{print s+0}')
+  local s; s=$(grep -Ec '^\[  SKIPPED \] [a-z_]' "$1")
+  pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
+  echo "  passed $p, failed $f, skipped $s"
+}
+
+echo "== unit tests (cmocka)"
+for t in "$BUILD"/tests/test_*; do
+  [[ -x $t ]] || continue
+  name=$(basename "$t")
+  echo "-- $name"
+  if ! "$t" >"$logdir/$name.log" 2>&1; then
+    if ! grep -q '^\[  FAILED  \]' "$logdir/$name.log"; then
+      echo "  $name crashed:"; tail -n 20 "$logdir/$name.log" | sed 's/^/    /'
+      fail=$((fail + 1)); continue
+    fi
+    grep -E '^\[  FAILED  \]|^\[  ERROR   \]' "$logdir/$name.log" | sed 's/^/    /'
+  fi
+  count_cmocka "$logdir/$name.log"
+done
+
+if [[ -x $BUILD/jsrun ]] && compgen -G "tests/js/*.test.js" >/dev/null; then
+  echo "== JS web-platform tests"
+  "$BUILD"/jsrun tests/js/*.test.js >"$logdir/js.log" 2>&1
+  grep '^not ok' "$logdir/js.log" | sed 's/^/    /'
+  line=$(grep -E '^# js: [0-9]+ passed, [0-9]+ failed' "$logdir/js.log" | tail -n 1)
+  if [[ -n $line ]]; then
+    p=$(awk '{print $3}' <<<"$line"); f=$(awk '{print $5}' <<<"$line")
+    pass=$((pass + p)); fail=$((fail + f)); echo "  passed $p, failed $f"
+  else
+    echo "  js runner crashed:"; tail -n 20 "$logdir/js.log" | sed 's/^/    /'; fail=$((fail + 1))
+  fi
+fi
+
+echo "== end-to-end tests (bats)"
+if compgen -G "tests/bats/*.bats" >/dev/null; then
+  bats --tap tests/bats/*.bats >"$logdir/bats.log" 2>&1
+  grep -E '^not ok' -A 12 "$logdir/bats.log" | sed 's/^/    /'
+  p=$(grep -Ec '^ok [0-9]+ ' "$logdir/bats.log")
+  s=$(grep -Ec '^ok [0-9]+ .*# skip' "$logdir/bats.log")
+  f=$(grep -Ec '^not ok [0-9]+ ' "$logdir/bats.log")
+  p=$((p - s))
+  pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
+  echo "  passed $p, failed $f, skipped $s"
+  grep -E '^ok [0-9]+ .*# skip' "$logdir/bats.log" | sed 's/^/    /'
+fi
+
+echo "logs: $logdir"
+if ((skip > 0)); then
+  echo "tests: $pass passed, $fail failed, $skip skipped"
+else
+  echo "tests: $pass passed, $fail failed"
+fi
+((fail == 0))

@@ -1,0 +1,132 @@
+/* tests/probes/bad_worker.c — a deliberately broken engine worker, for the
+ * parent's bad-input tests.  Selected with CHIDORI_WORKER=<symlink>, where the
+ * symlink's name ("bad-<mode>") picks the misbehaviour; argv[0] carries it. */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FD 3
+
+static void put(const void *b, size_t n)
+{
+        const char *p = b;
+        while (n) {
+                ssize_t w = write(FD, p, n);
+                if (w <= 0)
+                        exit(9);
+                p += w, n -= (size_t)w;
+        }
+}
+
+static void frame(const char *json)
+{
+        size_t n = strlen(json);
+        unsigned char h[4] = { (unsigned char)(n >> 24), (unsigned char)(n >> 16), (unsigned char)(n >> 8),
+                               (unsigned char)n };
+        put(h, 4);
+        put(json, n);
+}
+
+/* Read and discard one frame (the init); returns its body. */
+static char *read_frame(void)
+{
+        unsigned char h[4];
+        if (read(FD, h, 4) != 4)
+                exit(8);
+        size_t n = (size_t)h[0] << 24 | (size_t)h[1] << 16 | (size_t)h[2] << 8 | h[3];
+        char *b = malloc(n + 1);
+        size_t have = 0;
+        while (have < n) {
+                ssize_t r = read(FD, b + have, n - have);
+                if (r <= 0)
+                        exit(8);
+                have += (size_t)r;
+        }
+        b[n] = 0;
+        return b;
+}
+
+static void ready_init(void)
+{
+        frame("{\"type\":\"ready\",\"protocol\":1}");
+        free(read_frame());
+}
+
+int main(int argc, char **argv)
+{
+        (void)argc;
+        const char *mode = strrchr(argv[0], '/');
+        mode = mode ? mode + 1 : argv[0];
+        if (strncmp(mode, "bad-", 4) == 0)
+                mode += 4;
+
+        if (!strcmp(mode, "exit-before-ready"))
+                return 3;
+        if (!strcmp(mode, "oversize")) {
+                put("\x7f\xff\xff\xff", 4);
+                pause();
+        }
+        if (!strcmp(mode, "zero-length")) {
+                put("\0\0\0\0", 4);
+                pause();
+        }
+        if (!strcmp(mode, "short-header")) {
+                put("\0\0", 2);
+                return 0;
+        }
+        if (!strcmp(mode, "short-body")) {
+                put("\0\0\0\x64{\"type\":", 13);
+                return 0;
+        }
+        if (!strcmp(mode, "garbage")) {
+                put("\0\0\0\x05hello", 9);
+                pause();
+        }
+        if (!strcmp(mode, "unknown-type")) {
+                frame("{\"type\":\"bogus\"}");
+                pause();
+        }
+        if (!strcmp(mode, "call-before-ready")) {
+                frame("{\"type\":\"call\",\"id\":1,\"op\":\"log\",\"args\":{}}");
+                pause();
+        }
+        if (!strcmp(mode, "stall-midframe")) {
+                frame("{\"type\":\"ready\",\"protocol\":1}");
+                put("\0\0", 2);
+                for (;;)
+                        pause();
+        }
+        ready_init();
+        if (!strcmp(mode, "bad-id")) {
+                frame("{\"type\":\"call\",\"id\":5,\"op\":\"log\",\"args\":{\"message\":\"x\"}}");
+                pause();
+        }
+        if (!strcmp(mode, "result-frame")) {
+                frame("{\"type\":\"result\",\"id\":1,\"ok\":true,\"value\":1}");
+                pause();
+        }
+        if (!strcmp(mode, "crash"))
+                raise(SIGSEGV);
+        if (!strcmp(mode, "abort"))
+                abort();
+        if (!strcmp(mode, "exit-before-done"))
+                return 4;
+        if (!strcmp(mode, "hang"))
+                for (;;)
+                        pause();
+        if (!strcmp(mode, "unknown-op")) {
+                frame("{\"type\":\"call\",\"id\":1,\"op\":\"nope\",\"args\":{}}");
+                char *r = read_frame();
+                /* Echo the parent's answer back as the run's value. */
+                size_t cap = strlen(r) + 64;
+                char *out = malloc(cap);
+                snprintf(out, cap, "{\"type\":\"done\",\"ok\":true,\"value\":%s}", r);
+                frame(out);
+                return 0;
+        }
+        fprintf(stderr, "bad_worker: unknown mode '%s'\n", mode);
+        return 99;
+}
