@@ -79,6 +79,15 @@ int cg_host_detect_opts(const struct cg_detect_opts *o, struct cgroup_host **ret
                         struct err **err);
 void cg_hier_clear(struct hier *hi); /* frees the strings, does not close */
 
+/* Controllers a run with these limits uses: memory always; v2 also pids
+ * (cheap, and pids.events is read); v1 pids only with a pids limit; cpu only
+ * with a CPU limit.  A hierarchy is used when it is cgroup2 or serves one. */
+unsigned cg_want(const struct cgroup_host *h, const struct cgroup_limits *lim);
+static inline bool cg_hier_used(const struct hier *hi, unsigned want)
+{
+        return hi->v2 || (hi->ctls & want);
+}
+
 /* ---- util.c: files ------------------------------------------------------- */
 
 /* Write s in one write(2) (cgroupfs wants one).  0 or -errno. */

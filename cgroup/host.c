@@ -79,10 +79,22 @@ static int enable_parent(struct cgroup_host *h, const struct hier *hi, int pfd, 
         return 0;
 }
 
+unsigned cg_want(const struct cgroup_host *h, const struct cgroup_limits *lim)
+{
+        unsigned want = CTL_BIT(CGROUP_CTL_MEMORY);
+        if (h->version == 2 || (lim && lim->pids_max))
+                want |= CTL_BIT(CGROUP_CTL_PIDS);
+        if (lim && lim->cpus > 0)
+                want |= CTL_BIT(CGROUP_CTL_CPU);
+        return want;
+}
+
 static int prepare_locked(struct cgroup_host *h, unsigned want, struct err **err)
 {
         for (size_t i = 0; i < h->nhier; i++) {
                 struct hier *hi = &h->hier[i];
+                if (!cg_hier_used(hi, want))
+                        continue;
                 unsigned w = want & hi->ctls;
                 bool need_enable = hi->v2 && (w & ~h->enabled);
                 if (hi->launcher_fd >= 0 && !need_enable)
@@ -127,9 +139,7 @@ int cgroup_host_prepare(struct cgroup_host *h, const struct cgroup_limits *lim, 
         if (!h || h->version == 0)
                 return err_setc(err, CGROUP_E_UNAVAILABLE, 0, "no usable cgroup (%s)",
                                 cgroup_host_reason(h));
-        unsigned want = CTL_BIT(CGROUP_CTL_MEMORY) | CTL_BIT(CGROUP_CTL_PIDS);
-        if (lim && lim->cpus > 0)
-                want |= CTL_BIT(CGROUP_CTL_CPU);
+        unsigned want = cg_want(h, lim);
         pthread_mutex_lock(&h->lock);
         int r = prepare_locked(h, want, err);
         pthread_mutex_unlock(&h->lock);

@@ -162,17 +162,23 @@ static int wait_unpopulated(int dirfd, int64_t deadline)
         _cleanup_close_ int ev = openat(dirfd, "cgroup.events", O_RDONLY | O_CLOEXEC);
         if (ev < 0)
                 return -errno;
+        /* The kernel signals a change of cgroup.events with POLLPRI, but at
+         * most once per 10 ms per file (CGROUP_FILE_NOTIFY_MIN_INTV): a run
+         * that ends within 10 ms of its start would wait for that timer.  So
+         * the wait is also bounded by a short, growing timeout. */
+        long pause_us = 50;
         for (;;) {
                 int p = populated(ev);
                 if (p <= 0)
                         return p;
-                int64_t left = deadline - now_ms();
-                if (left <= 0)
+                if (now_ms() >= deadline)
                         return -EBUSY;
-                /* the kernel signals a change of cgroup.events with POLLPRI */
                 struct pollfd pfd = { .fd = ev, .events = POLLPRI };
-                if (poll(&pfd, 1, left > 50 ? 50 : (int)left) < 0 && errno != EINTR)
+                struct timespec ts = { 0, pause_us * 1000 };
+                if (ppoll(&pfd, 1, &ts, NULL) < 0 && errno != EINTR)
                         return -errno;
+                if (pause_us < 10000)
+                        pause_us *= 2;
         }
 }
 

@@ -179,8 +179,11 @@ int cgroup_run_create(struct cgroup_host *h, const char *run_id, const struct cg
         for (int i = 0; i < CGROUP_CTL_MAX; i++)
                 r->leaf_fd[i] = -1;
         snprintf(r->name, sizeof(r->name), CG_RUN_PREFIX "%s", run_id);
+        unsigned want = cg_want(h, lim);
         for (size_t i = 0; i < h->nhier; i++) {
                 const struct hier *hi = &h->hier[i];
+                if (!cg_hier_used(hi, want))
+                        continue;
                 if (mkdirat(hi->launcher_fd, r->name, 0755) < 0) {
                         int e = errno;
                         err_setc(err, e == EEXIST ? CGROUP_E_EXISTS : CGROUP_E_IO, e,
@@ -221,6 +224,8 @@ int cgroup_run_attach(struct cgroup_run *r, pid_t pid, struct err **err)
         char buf[24];
         snprintf(buf, sizeof(buf), "%d", (int)pid);
         for (size_t i = 0; i < r->h->nhier; i++) {
+                if (r->leaf_fd[i] < 0)
+                        continue;
                 int e = cg_write_at(r->leaf_fd[i], "cgroup.procs", buf);
                 if (e < 0)
                         return err_setc(err, CGROUP_E_IO, -e, "attach pid %d to %s", (int)pid,
@@ -235,6 +240,8 @@ int cgroup_run_kill(struct cgroup_run *r, struct err **err)
         for (size_t i = 0; i < r->h->nhier; i++) {
                 const struct hier *hi = &r->h->hier[i];
                 int e;
+                if (r->leaf_fd[i] < 0)
+                        continue;
                 if (hi->v2 && !r->h->no_kill_file) {
                         e = cg_write_at(r->leaf_fd[i], "cgroup.kill", "1");
                         if (e == 0)
@@ -292,8 +299,12 @@ int cgroup_run_stats(struct cgroup_run *r, struct cgroup_stats *ret, struct err 
                         st.oom_kills = v;
                         st.oom_killed = v > 0;
                 }
-                if (cg_read_u64_at(mfd, "memory.failcnt", &v) == 0)
-                        st.memory_limit_hit = v > 0;
+                /* with memsw limited, the memsw counter is charged first and
+                 * is the one that fails */
+                if (cg_read_u64_at(mfd, "memory.failcnt", &v) == 0 && v > 0)
+                        st.memory_limit_hit = true;
+                if (cg_read_u64_at(mfd, "memory.memsw.failcnt", &v) == 0 && v > 0)
+                        st.memory_limit_hit = true;
                 e = cg_read_u64_at(mfd, "memory.max_usage_in_bytes", &st.peak_bytes);
                 st.peak_known = e == 0;
         }

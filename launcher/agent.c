@@ -241,7 +241,7 @@ static int check_inputs(const char *meta_path, const char *dir, struct err **err
         {
                 const char *k = in->string;
                 if (k[0] == '/' || strncmp(k, "../", 3) == 0 || strcmp(k, "..") == 0 || strstr(k, "/../")) {
-                        rc = err_setc(err, AGENT_E_BUNDLE, 0,
+                        rc = err_setc(err, AGENT_E_IMPORT, 0,
                                       "the agent imports '%s', which is outside its directory %s; agents may "
                                       "only bundle files beneath their own directory",
                                       k, dir);
@@ -269,30 +269,36 @@ static int bundle(struct agent *a, struct err **err)
         char tmpl[] = "/tmp/chidori-bundle-XXXXXX";
         if (!mkdtemp(tmpl))
                 return err_set(err, errno, "create a temporary directory for bundling");
-        _cleanup_free_ char *meta = NULL, *metaarg = NULL;
-        if (asprintf(&meta, "%s/meta.json", tmpl) < 0 || asprintf(&metaarg, "--metafile=%s", meta) < 0)
+        _cleanup_free_ char *meta = NULL, *metaarg = NULL, *outfile = NULL, *outarg = NULL;
+        if (asprintf(&meta, "%s/meta.json", tmpl) < 0 || asprintf(&metaarg, "--metafile=%s", meta) < 0 ||
+            asprintf(&outfile, "%s/bundle.js", tmpl) < 0 || asprintf(&outarg, "--outfile=%s", outfile) < 0)
                 return err_set(err, ENOMEM, "bundle");
         char *argv[] = { esbuild, a->abspath, "--bundle", "--format=cjs", "--platform=neutral",
                          "--target=es2022", "--log-level=error", "--color=false", "--charset=utf8",
                          "--external:node:*", "--external:fs", "--external:fs/promises", "--external:crypto",
-                         "--main-fields=module,main", "--legal-comments=none", metaarg, NULL };
+                         "--main-fields=module,main", "--legal-comments=none", metaarg, outarg, NULL };
         char *out = NULL, *errtext = NULL;
         int status = 0;
         int rc = run_capture(argv, dir, &out, &errtext, &status, err);
         if (rc == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
                 _cleanup_free_ char *d = esbuild_diagnosis(errtext);
-                rc = err_setc(err, AGENT_E_BUNDLE, 0, "%s", d ? d : errtext);
+                const char *m = d ? d : errtext;
+                rc = err_setc(err, strncmp(m, "Could not resolve", 17) == 0 ? AGENT_E_IMPORT : AGENT_E_BUNDLE, 0,
+                              "%s", m);
         }
         if (rc == 0)
                 rc = check_inputs(meta, dir, err);
+        char *script = NULL;
+        if (rc == 0 && read_file(outfile, (size_t)AGENT_MAX_BYTES * 4, &script, NULL, err) < 0)
+                rc = err_wrap(err, "read the bundle");
         unlink(meta);
+        unlink(outfile);
         rmdir(tmpl);
         free(errtext);
-        if (rc < 0) {
-                free(out);
+        free(out);
+        if (rc < 0)
                 return -1;
-        }
-        a->script = out;
+        a->script = script;
         return 0;
 }
 

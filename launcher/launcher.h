@@ -66,7 +66,7 @@ struct agent {
  * file:line:col). */
 int agent_load(const char *path, struct agent *ret, struct err **err);
 void agent_free(struct agent *a);
-enum { AGENT_E_NOT_FOUND = 1, AGENT_E_BUNDLE, AGENT_E_NO_ESBUILD };
+enum { AGENT_E_NOT_FOUND = 1, AGENT_E_BUNDLE, AGENT_E_IMPORT, AGENT_E_NO_ESBUILD };
 
 /* ---- report.c ---- */
 /* Print the outcome (stdout for the value, stderr for failures) and return

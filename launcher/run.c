@@ -432,8 +432,9 @@ int cmd_run(int argc, char **argv)
                 }
         }
         if (agent_load(o.agent_path, &ctx.agent, &err) < 0) {
-                if (err_code(err) == AGENT_E_BUNDLE) {
-                        fprintf(stderr, "chidori: agent error: SyntaxError: %s\n", err_msg(err));
+                if (err_code(err) == AGENT_E_BUNDLE || err_code(err) == AGENT_E_IMPORT) {
+                        fprintf(stderr, "chidori: agent error: %s: %s\n",
+                                err_code(err) == AGENT_E_BUNDLE ? "SyntaxError" : "ImportError", err_msg(err));
                         code = EXIT_AGENT_ERROR;
                 } else {
                         fprintf(stderr, "chidori: %s\n", err_msg(err));
