@@ -14,11 +14,11 @@ PKGS_CLI    := javascriptcoregtk-4.1 libcjson sqlite3 libseccomp libcap libmnl
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-format-nonliteral -Werror=implicit-function-declaration -Werror=vla
 CPPFLAGS += -I. -DCHIDORI_LIBEXECDIR='"$(LIBEXECDIR)"'
-CFLAGS   ?= -O2 -g
-CFLAGS   += -std=gnu11 $(WARN) -fno-strict-aliasing -fstack-protector-strong -MMD -MP
+OPTFLAGS ?= -O2 -g
+override CFLAGS := $(OPTFLAGS) -std=gnu11 $(WARN) -fno-strict-aliasing -fstack-protector-strong -MMD -MP $(CFLAGS)
 ifeq ($(SAN),1)
-CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
-LDFLAGS  += -fsanitize=address,undefined
+override CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+override LDFLAGS += -fsanitize=address,undefined
 endif
 
 cflags_of = $(shell $(PKG_CONFIG) --cflags $(1))
@@ -92,7 +92,7 @@ check-deps:
 	@./scripts/deps.sh >/dev/null
 
 asan:
-	$(MAKE) BUILD=build-asan CC=clang SAN=1 CFLAGS="-O1 -g" test
+	$(MAKE) BUILD=build-asan CC=clang SAN=1 OPTFLAGS="-O1 -g" test
 
 fuzz: $(BUILD)/fuzz_frame
 	./scripts/fuzz.sh $(BUILD)/fuzz_frame

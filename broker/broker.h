@@ -41,6 +41,7 @@ struct broker_peer {
         int frame_fd;    /* connected SOCK_STREAM socket, made non-blocking by the broker */
         int stderr_fd;   /* worker's stderr pipe (forwarded line by line), or -1 */
         int pidfd;       /* pidfd of the child (deadline kill), or -1 */
+        int notify_fd;   /* seccomp user-notification listener, or -1 */
         pid_t pid;       /* child pid, or 0 for an in-process worker */
 };
 
@@ -53,6 +54,7 @@ enum broker_end {
         BROKER_END_EOF,          /* worker went away without `done`: ask the wait status */
         BROKER_END_DEADLINE,     /* parent deadline elapsed; worker killed */
         BROKER_END_DIVERGED,     /* replay: the worker asked for something else */
+        BROKER_END_SECCOMP,      /* a blocked syscall: blocked_syscall says which */
         BROKER_END_MAX
 };
 
@@ -62,8 +64,11 @@ struct broker_outcome {
         struct cJSON *error;     /* AGENT_ERROR: {name,message,stack,file,line,column} (owned) */
         char *message;           /* human detail for the other ends (owned) */
         bool got_ready;
+        int blocked_syscall;     /* syscall nr a seccomp filter stopped, or -1 */
+        int fatal_signal;        /* the worker reported dying of this signal, or 0 */
         uint64_t effects;        /* host calls answered */
         double wall_ms;
+        double cpu_ms;           /* the worker's CPU time (filled by the launcher after wait) */
 };
 
 /* Run the whole conversation with one worker.  Returns 0 when the outcome is

@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/seccomp.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -403,10 +405,32 @@ static int read_frames(struct loop *l, struct err **err)
 
 /* ---- worker stderr ---- */
 
-static void errfwd_flush(struct errfwd *f)
+#define SIGSYS_MARK "chidori-worker: blocked syscall "
+
+static void errfwd_flush(struct loop *l)
 {
+        struct errfwd *f = &l->ef;
         if (f->len == 0)
                 return;
+        size_t ml = strlen(SIGSYS_MARK);
+        if (f->len > ml && f->len < ml + 8 && memcmp(f->line, SIGSYS_MARK, ml) == 0) {
+                /* The worker's stage-2 SIGSYS reporter: remember, do not echo. */
+                int nr = 0;
+                for (size_t i = ml; i < f->len && f->line[i] >= '0' && f->line[i] <= '9'; i++)
+                        nr = nr * 10 + (f->line[i] - '0');
+                l->b.out->blocked_syscall = nr;
+                f->len = 0;
+                return;
+        }
+        static const char fatal[] = "chidori-worker: fatal signal ";
+        if (f->len > sizeof(fatal) - 1 && f->len < sizeof(fatal) + 3 && memcmp(f->line, fatal, sizeof(fatal) - 1) == 0) {
+                int sig = 0;
+                for (size_t i = sizeof(fatal) - 1; i < f->len && f->line[i] >= '0' && f->line[i] <= '9'; i++)
+                        sig = sig * 10 + (f->line[i] - '0');
+                l->b.out->fatal_signal = sig;
+                f->len = 0;
+                return;
+        }
         fprintf(stderr, "[worker] %.*s\n", (int)f->len, f->line);
         fflush(stderr);
         f->len = 0;
@@ -422,7 +446,7 @@ static void read_stderr(struct loop *l, int fd)
                         continue;
                 if (n <= 0) {
                         if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
-                                errfwd_flush(f);
+                                errfwd_flush(l);
                                 f->eof = true;
                         }
                         return;
@@ -431,11 +455,11 @@ static void read_stderr(struct loop *l, int fd)
                         if (buf[i] == '\n') {
                                 if (f->len == 0)
                                         fprintf(stderr, "[worker]\n");
-                                errfwd_flush(f);
+                                errfwd_flush(l);
                                 continue;
                         }
                         if (f->len == sizeof(f->line))
-                                errfwd_flush(f);
+                                errfwd_flush(l);
                         f->line[f->len++] = buf[i];
                 }
         }
@@ -455,6 +479,7 @@ int broker_run(const struct broker_config *cfg, const struct broker_peer *peer, 
                struct err **err)
 {
         memset(out, 0, sizeof(*out));
+        out->blocked_syscall = -1;
         struct loop l = { 0 };
         l.b.cfg = cfg;
         l.b.peer = peer;
@@ -470,9 +495,10 @@ int broker_run(const struct broker_config *cfg, const struct broker_peer *peer, 
         int rc = 0;
 
         while (!l.b.finished) {
-                struct pollfd pfd[2] = {
+                struct pollfd pfd[3] = {
                         { .fd = peer->frame_fd, .events = POLLIN | (l.q.len ? POLLOUT : 0) },
                         { .fd = have_err && !l.ef.eof ? peer->stderr_fd : -1, .events = POLLIN },
+                        { .fd = peer->notify_fd, .events = POLLIN },
                 };
                 int timeout = -1;
                 if (l.deadline_at > 0) {
@@ -484,12 +510,25 @@ int broker_run(const struct broker_config *cfg, const struct broker_peer *peer, 
                         }
                         timeout = (int)left + 1;
                 }
-                int n = poll(pfd, 2, timeout);
+                int n = poll(pfd, 3, timeout);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
                         rc = err_set(err, errno, "poll");
                         break;
+                }
+                if (pfd[2].revents & POLLIN) {
+                        /* The stage-1 filter stopped a syscall: the calling
+                         * thread waits in the kernel until we answer; we
+                         * never do — the box dies with it. */
+                        struct seccomp_notif req;
+                        memset(&req, 0, sizeof(req));
+                        if (ioctl(peer->notify_fd, SECCOMP_IOCTL_NOTIF_RECV, &req) == 0) {
+                                out->blocked_syscall = req.data.nr;
+                                kill_worker(peer);
+                                end_with(&l.b, BROKER_END_SECCOMP, "blocked syscall %d", req.data.nr);
+                                break;
+                        }
                 }
                 if (pfd[1].revents)
                         read_stderr(&l, peer->stderr_fd);
@@ -515,7 +554,7 @@ int broker_run(const struct broker_config *cfg, const struct broker_peer *peer, 
                                 break;
                         read_stderr(&l, peer->stderr_fd);
                 }
-                errfwd_flush(&l.ef);
+                errfwd_flush(&l);
         }
         out->wall_ms = mono_ms() - start;
         frame_reader_reset(&l.b.reader);

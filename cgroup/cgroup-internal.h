@@ -63,6 +63,7 @@ struct cgroup_run {
         char name[sizeof(CG_RUN_PREFIX) + CG_RUN_ID_MAX];
         int leaf_fd[CGROUP_CTL_MAX];   /* per h->hier index */
         char *leaf_cg[CGROUP_CTL_MAX]; /* per h->hier index */
+        unsigned enabled;              /* v2: controllers on in the leaf */
         uint64_t memory_limit;
         uint64_t pids_limit;
         bool swap_limited;

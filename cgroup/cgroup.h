@@ -173,10 +173,12 @@ int cgroup_run_kill(struct cgroup_run *r, struct err **err);
 
 struct cgroup_stats {
         bool oom_killed;        /* the kernel OOM killer killed in this leaf */
-        uint64_t oom_kills;     /* how many processes it killed */
+        uint64_t oom_kills;     /* kills counted by the kernel (6.1 counts an
+                                 * oom.group victim twice) */
         bool oom_known;         /* false: this kernel does not count OOM kills
                                  * (v1 < 4.13); infer from SIGKILL + memory_limit_hit */
-        bool memory_limit_hit;  /* v2 memory.events max > 0, v1 memory.failcnt > 0 */
+        bool memory_limit_hit;  /* v2 memory.events max > 0; v1 failcnt or
+                                 * memsw.failcnt > 0, an OOM kill, or peak at the limit */
         uint64_t peak_bytes;    /* v2 memory.peak, v1 memory.max_usage_in_bytes */
         bool peak_known;        /* false on v2 before 5.19 (no memory.peak) */
         bool pids_limit_hit;    /* pids.events max > 0: a fork failed at pids.max */

@@ -217,9 +217,20 @@ static int try_v2(struct cgroup_host *h, struct scan *s, int force)
         }
         if (!(h->v2_mount = strdup(m->mount)))
                 return -ENOMEM;
+        /* Already moved into <P>/chidori-launcher (by an earlier host of this
+         * process, or inherited from the launcher that started us): the runs
+         * go beside it, under P, not below it. */
+        _cleanup_free_ char *base = strdup(own);
+        if (!base)
+                return -ENOMEM;
+        char *slash = strrchr(base, '/');
+        if (slash && slash != base && strcmp(slash + 1, CG_LAUNCHER_LEAF) == 0) {
+                *slash = '\0';
+                h->moved = true;
+        }
         struct hier hi = { .v2 = true, .launcher_fd = -1 };
         char *why = NULL;
-        int r = set_parent(s, m, own, &hi, &why);
+        int r = set_parent(s, m, base, &hi, &why);
         if (r != 0) {
                 h->v2_note = why;
                 cg_hier_clear(&hi);
@@ -480,13 +491,18 @@ int cg_host_detect_opts(const struct cg_detect_opts *o, struct cgroup_host **ret
                                               : "",
                                       h->v2_note ? " (cgroup2 not used)" : "");
         } else {
-                bool any = s.nm > 0;
+                bool any = s.nm > 0, v1 = false;
+                for (size_t i = 0; i < s.nm; i++)
+                        v1 = v1 || !s.m[i].v2;
+                const char *v1why = v1 ? s.v1_memory_why : NULL;
                 h->reason = s.deleg_fail ? R_NODELEG : s.busy ? R_BUSY : any ? R_NOMEM : R_NOFS;
-                h->detail = xasprintf("%s%s%s", h->v2_note ? h->v2_note : "",
-                                      h->v2_note && s.v1_memory_why ? "; v1: " : "",
-                                      s.v1_memory_why ? s.v1_memory_why
-                                      : h->v2_note     ? ""
-                                                       : "no cgroup hierarchy with a memory controller");
+                if (h->v2_note || v1why)
+                        h->detail = xasprintf("%s%s%s", h->v2_note ? h->v2_note : "",
+                                              h->v2_note && v1why ? "; v1: " : "",
+                                              v1why ? v1why : "");
+                else
+                        h->detail = strdup(any ? "no cgroup hierarchy with a memory controller"
+                                               : "no cgroup filesystem mounted");
         }
         if (!h->detail) {
                 err_set(err, ENOMEM, "detect cgroups");

@@ -49,10 +49,9 @@ static int set(struct cgroup_run *r, enum cgroup_ctl c, const char *file, const 
 
 static int limits_v2(struct cgroup_run *r, const struct cgroup_limits *lim, struct err **err)
 {
-        const struct cgroup_host *h = r->h;
         char buf[64];
         int e;
-        if (h->enabled & CTL_BIT(CGROUP_CTL_MEMORY)) {
+        if (r->enabled & CTL_BIT(CGROUP_CTL_MEMORY)) {
                 if (lim->memory_bytes) {
                         snprintf(buf, sizeof(buf), "%" PRIu64, lim->memory_bytes);
                         if (set(r, CGROUP_CTL_MEMORY, "memory.max", buf, err) < 0)
@@ -178,6 +177,9 @@ int cgroup_run_create(struct cgroup_host *h, const char *run_id, const struct cg
         r->h = h;
         for (int i = 0; i < CGROUP_CTL_MAX; i++)
                 r->leaf_fd[i] = -1;
+        pthread_mutex_lock(&h->lock);
+        r->enabled = h->enabled;
+        pthread_mutex_unlock(&h->lock);
         snprintf(r->name, sizeof(r->name), CG_RUN_PREFIX "%s", run_id);
         unsigned want = cg_want(h, lim);
         for (size_t i = 0; i < h->nhier; i++) {
@@ -272,7 +274,7 @@ int cgroup_run_stats(struct cgroup_run *r, struct cgroup_stats *ret, struct err 
         int mfd = leaf_of(r, CGROUP_CTL_MEMORY), pfd = leaf_of(r, CGROUP_CTL_PIDS);
         uint64_t v;
         int e;
-        if (r->h->version == 2 && mfd >= 0 && (r->h->enabled & CTL_BIT(CGROUP_CTL_MEMORY))) {
+        if (r->h->version == 2 && mfd >= 0 && (r->enabled & CTL_BIT(CGROUP_CTL_MEMORY))) {
                 _cleanup_free_ char *ev = NULL;
                 e = cg_read_at(mfd, "memory.events", &ev);
                 if (e < 0)
@@ -307,8 +309,13 @@ int cgroup_run_stats(struct cgroup_run *r, struct cgroup_stats *ret, struct err 
                         st.memory_limit_hit = true;
                 e = cg_read_u64_at(mfd, "memory.max_usage_in_bytes", &st.peak_bytes);
                 st.peak_known = e == 0;
+                /* 6.18: with memsw limited neither failcnt moves (the memsw
+                 * counter fails first and does not count failures on v1) */
+                if (st.oom_kills > 0 ||
+                    (st.peak_known && r->memory_limit && st.peak_bytes >= r->memory_limit))
+                        st.memory_limit_hit = true;
         }
-        bool pids_on = r->h->version == 1 || (r->h->enabled & CTL_BIT(CGROUP_CTL_PIDS));
+        bool pids_on = r->h->version == 1 || (r->enabled & CTL_BIT(CGROUP_CTL_PIDS));
         if (pfd >= 0 && pids_on) {
                 _cleanup_free_ char *ev = NULL;
                 e = cg_read_at(pfd, "pids.events", &ev);

@@ -55,6 +55,12 @@ static bool is_line_break(JSChar c)
         return c == '\n' || c == '\r' || c == 0x2028 || c == 0x2029;
 }
 
+static bool is_word(JSChar c)
+{
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$' ||
+               c >= 0x80;
+}
+
 /* Offsets of the start and end (exclusive, before the break) of a 1-based
  * line, counting breaks the way JSC does (\r\n is one). */
 static size_t line_span(const JSChar *p, size_t n, unsigned line, size_t *ret_end)
@@ -141,16 +147,19 @@ static unsigned error_column(JSContextRef ctx, const JSChar *p, size_t n, JSStri
                 else
                         lo = mid;
         }
-        /* hi is the end of the offending token; find its start. */
+        /* hi is the end of the offending token; find its start: the token
+         * the message quotes, else a whole word, else the last character. */
         size_t tok = hi - 1;
         const JSChar *t;
         size_t tl;
-        if (quoted_token(msg, &t, &tl)) {
-                if (hi - start >= tl && memcmp(p + hi - tl, t, tl * sizeof(JSChar)) == 0)
-                        tok = hi - tl;
-                else if (hi - start >= tl + 2 && (p[hi - 1] == '"' || p[hi - 1] == '\'') &&
-                         memcmp(p + hi - 1 - tl, t, tl * sizeof(JSChar)) == 0)
-                        tok = hi - tl - 2;
+        if (quoted_token(msg, &t, &tl) && hi - start >= tl && memcmp(p + hi - tl, t, tl * sizeof(JSChar)) == 0) {
+                tok = hi - tl;
+        } else if (quoted_token(msg, &t, &tl) && hi - start >= tl + 2 && (p[hi - 1] == '"' || p[hi - 1] == '\'') &&
+                   memcmp(p + hi - 1 - tl, t, tl * sizeof(JSChar)) == 0) {
+                tok = hi - tl - 2;
+        } else {
+                while (tok > start && is_word(p[tok]) && is_word(p[tok - 1]))
+                        tok--;
         }
         return (unsigned)(tok - start + 1);
 }

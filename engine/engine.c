@@ -99,18 +99,23 @@ static int setup(struct engine *e, struct err **err)
 
         if (eval_embedded(e, chidori_web_js, "chidori:web.js", NULL, err) < 0)
                 return -1;
-        JSValueRef prelude;
-        if (eval_embedded(e, chidori_prelude_js, "chidori:prelude.js", &prelude, err) < 0)
+
+        /* The natives go in as a hidden global that the prelude's first
+         * statement captures and deletes; the prelude's completion value is
+         * the hooks object.  No agent code has run yet. */
+        JSObjectRef global = JSContextGetGlobalObject(e->ctx);
+        JSStringRef name = JSStringCreateWithUTF8CString("__chidoriNative");
+        JSObjectSetProperty(e->ctx, global, name, engine_make_natives(e), kJSPropertyAttributeDontEnum, NULL);
+        JSValueRef hooks = NULL;
+        int r = eval_embedded(e, chidori_prelude_js, "chidori:prelude.js", &hooks, err);
+        bool leaked = JSObjectHasProperty(e->ctx, global, name);
+        JSStringRelease(name);
+        if (r < 0)
                 return -1;
-        if (!JSValueIsObject(e->ctx, prelude) || !JSObjectIsFunction(e->ctx, (JSObjectRef)prelude))
-                return err_set(err, 0, "prelude.js does not evaluate to a function");
-        JSValueRef natives = engine_make_natives(e);
-        JSValueRef exc = NULL;
-        JSValueRef hooks = JSObjectCallAsFunction(e->ctx, (JSObjectRef)prelude, NULL, 1, &natives, &exc);
-        if (exc || !hooks || !JSValueIsObject(e->ctx, hooks)) {
-                _cleanup_free_ char *msg = exception_text(e->ctx, exc);
-                return err_set(err, 0, "run prelude.js: %s", msg);
-        }
+        if (leaked)
+                return err_set(err, 0, "prelude.js left __chidoriNative on the global object");
+        if (!JSValueIsObject(e->ctx, hooks))
+                return err_set(err, 0, "prelude.js did not evaluate to the hooks object");
         JSObjectRef h = (JSObjectRef)hooks;
         if (!(e->hook_start = get_hook(e, h, "start", err)) || !(e->hook_deliver = get_hook(e, h, "deliver", err)) ||
             !(e->hook_fire_timer = get_hook(e, h, "fireTimer", err)) || !(e->hook_fail = get_hook(e, h, "fail", err)))
@@ -315,22 +320,30 @@ static int serve(struct engine *e, struct err **err)
 
 int engine_serve(int in_fd, int out_fd, struct err **err)
 {
-        /* A vanished parent must show up as EPIPE, not kill the process: block
-         * SIGPIPE on this thread, and discard one we raised before unblocking. */
+        /* A vanished parent must show up as EPIPE, not kill the process.  If
+         * SIGPIPE is not ignored already (chidori-worker ignores it), block it
+         * on this thread and discard one we raised before unblocking.  The
+         * worker thus needs only rt_sigaction here, no rt_sigprocmask or
+         * rt_sigtimedwait, which keeps its seccomp allowlist short. */
+        struct sigaction old_action;
+        bool guard = sigaction(SIGPIPE, NULL, &old_action) == 0 && old_action.sa_handler != SIG_IGN;
         sigset_t pipe_set, old_set;
         sigemptyset(&pipe_set);
         sigaddset(&pipe_set, SIGPIPE);
-        pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
+        if (guard)
+                pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
 
         struct engine e = { .in_fd = in_fd, .out_fd = out_fd };
         int r = serve(&e, err);
         teardown(&e);
 
-        if (!sigismember(&old_set, SIGPIPE)) {
-                struct timespec zero = { 0, 0 };
-                while (sigtimedwait(&pipe_set, NULL, &zero) > 0)
-                        ;
+        if (guard) {
+                if (!sigismember(&old_set, SIGPIPE)) {
+                        struct timespec zero = { 0, 0 };
+                        while (sigtimedwait(&pipe_set, NULL, &zero) > 0)
+                                ;
+                }
+                pthread_sigmask(SIG_SETMASK, &old_set, NULL);
         }
-        pthread_sigmask(SIG_SETMASK, &old_set, NULL);
         return r;
 }

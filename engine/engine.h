@@ -21,10 +21,22 @@
  * Returns 0 once `done` was written, -1 on a transport error (err set: the
  * parent went away, a read or write failed, or the engine could not start).
  * The fds stay open and owned by the caller.  Never calls exit(), never
- * writes stdout.  SIGPIPE is blocked on the calling thread for the duration
- * of the call, so a vanished parent is reported as an error rather than a
- * signal.  Callable from any thread with a stack of at least 8 MiB; one run
- * per call; each call creates and releases its own context group. */
+ * writes stdout.  Unless SIGPIPE is ignored, it is blocked on the calling
+ * thread for the duration of the call, so a vanished parent is reported as
+ * an error rather than a signal.  Callable from any thread with a stack of
+ * at least 8 MiB; one run per call; each call creates and releases its own
+ * context group.
+ *
+ * JSC installs SIGSEGV, SIGBUS and SIGUSR1 handlers the first time a context
+ * group is created and relies on them (its VM traps make JIT code fault on
+ * purpose to stop it at the CPU limit; the GC suspends threads with
+ * SIGUSR1).  A host process must not replace them afterwards. */
 int engine_serve(int in_fd, int out_fd, struct err **err);
+
+/* The worker's first act inside the box (engine/lockdown.c): if the parent
+ * passed the stage-2 seccomp filter on fd 4, install a SIGSYS reporter and
+ * the filter, and mark the process not dumpable.  0 when there is no fd 4
+ * (seccomp disabled, or not in a box). */
+int engine_lockdown(struct err **err);
 
 #endif

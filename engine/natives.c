@@ -1,9 +1,10 @@
 /* engine/natives.c — the C functions the prelude calls, and the CPU budget.
  *
- * The natives are handed to the prelude as arguments of its outer function,
- * so they never appear on globalThis: agent code cannot reach the raw
- * transport.  Each native is a callable object of one JSClass whose private
- * data says which native it is and which engine it belongs to.
+ * The natives reach the prelude through a hidden global that the prelude
+ * deletes in its first statement, before any agent code exists: agent code
+ * cannot reach the raw transport.  Each native is a callable object of one
+ * JSClass whose private data says which native it is and which engine it
+ * belongs to.
  *
  * CPU budget: JSC's watchdog counts CPU time from each VM entry and re-arms
  * on every entry, so before each C->JS entry the engine installs the budget

@@ -1,9 +1,12 @@
 /* engine/prelude.js — the agent-facing surface of the engine worker.
  *
- * Evaluated once per run, after web.js.  The file is a single function
- * expression: the engine calls it with the natives and receives the hooks it
- * drives the run with.  The natives exist only in this closure; nothing here
- * stores them on globalThis or hands them to agent code.
+ * Evaluated once per run, after web.js and before any agent code.  The
+ * engine installs the natives as a hidden (non-enumerable) global,
+ * __chidoriNative; the first statement below captures it and deletes it, so
+ * agent code cannot reach the raw transport.  Everything else lives in one
+ * strict block, so nothing here becomes a global by accident.  The script's
+ * completion value (its last expression statement) is the object of hooks
+ * the engine drives the run with.
  *
  * Natives (engine/natives.c):
  *   call(op, argsJson) -> id          send a call frame; its result comes
@@ -22,8 +25,10 @@
  * virtual time that timers have advanced; randomness from random.seed and
  * random.bytes.  Nothing here waits in real time.
  */
-(function (native) {
 'use strict';
+{
+const native = globalThis.__chidoriNative;
+delete globalThis.__chidoriNative;
 
 const G = globalThis;
 const nativeCall = native.call;
@@ -56,7 +61,7 @@ const imul = Math.imul;
 const floor = Math.floor;
 const objToString = O.prototype.toString;
 const hasOwn = O.prototype.hasOwnProperty;
-const propertyIsEnumerable = O.prototype.propertyIsEnumerable;
+const FunctionProto = Function.prototype;
 const fnToString = Function.prototype.toString;
 const symToString = Symbol.prototype.toString;
 const RealDate = Date;
@@ -182,7 +187,7 @@ function needString(what, v) {
 
 /* ------------------------------------------------------ formatting (util.format) */
 
-const MAX_DEPTH = 2;
+let maxDepth = 2;  // nesting shown before [Object]; %s uses 0
 const MAX_ITEMS = 100;
 const IDENT = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 const NEEDS_ESCAPE = /[\x00-\x1f\x7f\\'"`]/;
@@ -267,8 +272,15 @@ function functionBase(f) {
         try {
                 src = apply(fnToString, f, []);
         } catch (x) { /* not inspectable */ }
-        if (src.slice(0, 5) === 'class' && /^class\b/.test(src))
-                return name ? '[class ' + name + ']' : '[class (anonymous)]';
+        if (src.slice(0, 5) === 'class' && /^class\b/.test(src)) {
+                let ext = '';
+                try {
+                        const sup = getPrototypeOf(f);
+                        if (sup !== null && sup !== FunctionProto)
+                                ext = ' extends ' + (typeof sup.name === 'string' && sup.name ? sup.name : '(anonymous)');
+                } catch (x) { /* no superclass shown */ }
+                return '[class ' + (name || '(anonymous)') + ext + ']';
+        }
         const tag = apply(objToString, f, []).slice(8, -1);
         const kind = tag === 'Function' ? 'Function' : tag;
         return name ? '[' + kind + ': ' + name + ']' : '[' + kind + ' (anonymous)]';
@@ -332,7 +344,7 @@ function inspectObject(v, depth, seen) {
         if (typeof v === 'function') {
                 const base = functionBase(v);
                 const items = [];
-                if (depth <= MAX_DEPTH) {
+                if (depth <= maxDepth) {
                         seen[seen.length] = v;
                         propertyEntries(v, depth, seen, items, false);
                         seen.length--;
@@ -376,7 +388,7 @@ function inspectObject(v, depth, seen) {
                 prefix = ctor + '(' + apply(setSizeGet, v, []) + ') ';
         else if (ctor !== (arr ? 'Array' : 'Object'))
                 prefix = ctor + ' ';
-        if (depth > MAX_DEPTH)
+        if (depth > maxDepth)
                 return '[' + (ctor === null ? 'Object: null prototype' : arr ? 'Array' : ctor) + ']';
 
         seen[seen.length] = v;
@@ -436,6 +448,9 @@ function inspectObject(v, depth, seen) {
                 items[items.length] = 'byteLength: ' + apply(abByteLengthGet, v, []);
         } else {
                 propertyEntries(v, depth, seen, items, false);
+                const proto = ctor === null ? null : getPrototypeOf(v);
+                if (proto !== null && isWebClass(proto.constructor, ctor))
+                        webClassEntries(v, proto, depth, seen, items);
         }
         seen.length--;
         return wrapEntries(prefix, open, close, items);
@@ -461,13 +476,68 @@ function inspectValue(v, depth, seen) {
         return inspectObject(v, depth, seen);
 }
 
-function inspect(v) {
+function inspect(v, depthLimit = 2) {
+        const saved = maxDepth;
+        maxDepth = depthLimit;
         try {
                 return inspectValue(v, 0, []);
         } catch (e) {
                 if (e instanceof RangeErrorC)
                         throw e;  // out of stack: let it surface
                 return '[object ' + (typeof v) + ']';
+        } finally {
+                maxDepth = saved;
+        }
+}
+
+// The global constructors that exist before agent code runs (JSC's and
+// web.js's), by name.
+const GLOBAL_CTORS = create(null);
+for (const n of O.getOwnPropertyNames(G)) {
+        const d = /^[A-Z][a-zA-Z0-9]+$/.test(n) ? getOwnPropertyDescriptor(G, n) : undefined;
+        if (d && typeof d.value === 'function')
+                GLOBAL_CTORS[n] = d.value;
+}
+function isNative(f) {
+        try {
+                return apply(fnToString, f, []).indexOf('[native code]') !== -1;
+        } catch (e) {
+                return false;
+        }
+}
+const webClassCache = create(null);
+// A class defined by web.js (URL, TextEncoder...): its state is private, so
+// inspection shows its accessors' values instead of own properties.
+function isWebClass(ctor, name) {
+        if (GLOBAL_CTORS[name] !== ctor)
+                return false;
+        if (webClassCache[name] === undefined)
+                webClassCache[name] = !isNative(ctor);
+        return webClassCache[name];
+}
+function webClassEntries(v, proto, depth, seen, out) {
+        const keys = O.getOwnPropertyNames(proto);
+        for (let i = 0; i < keys.length; i++) {
+                const d = getOwnPropertyDescriptor(proto, keys[i]);
+                if (!d.get || keys[i] === 'constructor')
+                        continue;
+                try {
+                        out[out.length] = formatKey(keys[i]) + ': ' + inspectValue(apply(d.get, v, []), depth + 1, seen);
+                } catch (e) { /* not shown */ }
+        }
+}
+
+// For %s: an object whose toString is built in (native) is inspected; a
+// toString written in JS (the agent's, or web.js's URL) is called, as Node's
+// util.format does.
+function hasBuiltinToString(o) {
+        try {
+                const f = o.toString;
+                if (typeof f !== 'function')
+                        return true;
+                return !apply(hasOwn, o, ['toString']) && isNative(f);
+        } catch (e) {
+                return true;
         }
 }
 
@@ -512,8 +582,8 @@ function format(args) {
                                         rep = formatNumber(a);
                                 else if (typeof a === 'symbol')
                                         rep = apply(symToString, a, []);
-                                else if (a !== null && (typeof a === 'object' || typeof a === 'function'))
-                                        rep = inspect(a);
+                                else if (a !== null && typeof a === 'object')
+                                        rep = hasBuiltinToString(a) ? inspect(a, 0) : safeString(a);
                                 else
                                         rep = StringC(a);
                                 break;
@@ -773,14 +843,29 @@ function seed() {
         const hex = hostCallSync('random.seed', {});
         if (typeof hex !== 'string' || !/^[0-9a-fA-F]{64}$/.test(hex))
                 throw new TypeErrorC('random.seed returned a malformed seed');
-        const w = (i) => parseInt(hex.slice(i * 8, i * 8 + 8), 16) | 0;
-        s0 = w(0) ^ w(4);
-        s1 = w(1) ^ w(5);
-        s2 = w(2) ^ w(6);
-        s3 = w(3) ^ w(7);
+        // Mix all 256 bits into the 128-bit state (a plain fold would turn a
+        // seed with equal halves into the all-zero state).
+        const st = [0, 0, 0, 0];
+        let acc = 0x6a09e667;
+        for (let i = 0; i < 8; i++) {
+                acc = mix32((acc ^ parseInt(hex.slice(i * 8, i * 8 + 8), 16)) + 0x9e3779b9);
+                st[i & 3] ^= acc;
+        }
+        s0 = st[0];
+        s1 = st[1];
+        s2 = st[2];
+        s3 = st[3];
         if ((s0 | s1 | s2 | s3) === 0)
                 s0 = 1;
         seeded = true;
+}
+// lowbias32 (C. Wellons): a 32-bit integer hash with good avalanche.
+function mix32(x) {
+        x ^= x >>> 16;
+        x = imul(x, 0x7feb352d);
+        x ^= x >>> 15;
+        x = imul(x, 0x846ca68b);
+        return x ^ (x >>> 16);
 }
 function next32() {
         const r = imul(rotl(imul(s1, 5), 7), 9);
@@ -1007,13 +1092,20 @@ function fixFrame(l) {
         const col = +l.slice(c2 + 1);
         return col > prefixLen ? l.slice(0, c2 + 1) + (col - prefixLen) : l;
 }
+// Also drops the engine's own frames (chidori:prelude.js, chidori:web.js).
 function fixStack(stack) {
-        if (!agentFile || stack.indexOf(agentFile + ':1:') === -1)
+        const fix = agentFile && stack.indexOf(agentFile + ':1:') !== -1;
+        if (!fix && stack.indexOf('chidori:') === -1)
                 return stack;
-        const lines = stack.split('\n');
-        for (let i = 0; i < lines.length; i++)
-                lines[i] = fixFrame(lines[i]);
-        return lines.join('\n');
+        const lines = stack.split('\n'), out = [];
+        for (let i = 0; i < lines.length; i++) {
+                const l = lines[i];
+                const at = l.lastIndexOf('@');
+                if (l.slice(at + 1, at + 9) === 'chidori:')
+                        continue;
+                out[out.length] = fix ? fixFrame(l) : l;
+        }
+        return out.join('\n');
 }
 // The first frame of the stack that is in the agent's file: [line, column].
 function agentFrame(stack) {
@@ -1162,5 +1254,6 @@ define(G, 'performance', performance);
 define(G, 'crypto', crypto);
 define(Math, 'random', random);
 
-return { start, deliver, fireTimer, fail };
-})
+// The completion value of this script: the hooks.
+({ start, deliver, fireTimer, fail });
+}

@@ -4,6 +4,7 @@
  * the frame protocol on it in both directions.  stdout is never written.
  * Exit status: 0 once the done frame was written; 70 when the transport
  * failed or the engine could not start (message on stderr). */
+#include <signal.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -14,9 +15,19 @@
 
 int main(void)
 {
-        /* sandbox self-lockdown (seccomp allowlist) goes here, before any input is read */
+        /* A parent that goes away shows up as EPIPE on the next write. */
+        signal(SIGPIPE, SIG_IGN);
 
+        /* Sandbox self-lockdown, before any input is read: the tight
+         * stage-2 seccomp allowlist (no execve, no new processes, no
+         * sockets) replaces nothing — it stacks on the launcher's filter. */
         struct err *err = NULL;
+        if (engine_lockdown(&err) < 0) {
+                fprintf(stderr, "chidori-worker: %s\n", err_msg(err));
+                err_free(err);
+                _exit(78);
+        }
+
         if (engine_serve(WORKER_FD, WORKER_FD, &err) < 0) {
                 fprintf(stderr, "chidori-worker: %s\n", err_msg(err));
                 err_free(err);

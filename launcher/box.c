@@ -368,8 +368,12 @@ __attribute__((noreturn)) static void child_main(const struct box_opts *o, unsig
                         fds[i] = d;
                 }
         }
-        for (int i = 0; i < keep; i++)
-                move_fd(fds[i], i);
+        for (int i = 0; i < keep; i++) {
+                if (fds[i] < 0)
+                        close(i); /* nothing to pass here: never leak what was there */
+                else
+                        move_fd(fds[i], i);
+        }
         if (syscall(SYS_close_range, keep, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
                 child_fail(BOX_E_SETUP, errno, "close inherited descriptors");
 
@@ -391,9 +395,11 @@ __attribute__((noreturn)) static void child_main(const struct box_opts *o, unsig
                 const char *ro_box[] = { "/", NULL };
                 const char *ro_host[] = { "/usr", "/lib", "/lib64", "/etc/ld.so.cache", "/dev/null", "/dev/urandom",
                                           "/proc/self", o->program, NULL };
-                const char *rw[17] = { NULL };
-                size_t nrw = 0;
-                for (size_t i = 0; i < o->nbinds && nrw < 16; i++)
+                /* The harmless devices stay writable (programs write to
+                 * /dev/null); binds marked rw follow. */
+                const char *rw[20] = { "/dev/null", "/dev/zero", "/dev/full", NULL };
+                size_t nrw = 3;
+                for (size_t i = 0; i < o->nbinds && nrw < 19; i++)
                         if (o->binds[i].rw)
                                 rw[nrw++] = o->binds[i].dst ? o->binds[i].dst : o->binds[i].src;
                 struct landlock_result lr = { 0 };

@@ -36,15 +36,19 @@ struct worker {
         pthread_t thread;
         int engine_rc;
         char *engine_err;
+        int notify_fd;     /* seccomp listener, -1 if none */
 };
 
+struct sandbox_opts;
 struct spawn_opts {
         bool in_process;
         const char *worker_path; /* resolved path of chidori-worker */
+        const struct sandbox_opts *sandbox;
+        char banner[1024];       /* out: the Isolation: line's text */
 };
 
 /* Start a worker.  On success *ret owns fds and the child/thread. */
-int spawn_worker(const struct spawn_opts *o, struct worker *ret, struct err **err);
+int spawn_worker(struct spawn_opts *o, struct worker *ret, struct err **err);
 /* Wait for the worker to end; *ret_status is a waitpid status (0 in-process).
  * Kills it first when kill_first is set.  Closes the worker's fds. */
 int worker_finish(struct worker *w, bool kill_first, int *ret_status, struct err **err);
@@ -71,8 +75,10 @@ enum { AGENT_E_NOT_FOUND = 1, AGENT_E_BUNDLE, AGENT_E_IMPORT, AGENT_E_NO_ESBUILD
 /* ---- report.c ---- */
 /* Print the outcome (stdout for the value, stderr for failures) and return
  * the exit code.  status: the worker's wait status. */
-int report_outcome(const struct broker_outcome *o, int status, bool json, long js_deadline_ms,
+int report_outcome(const struct broker_outcome *o, int status, bool json, long js_deadline_ms, long cpu_secs,
                    const char *run_id);
+/* Exit code for a spawn failure (78 for a missing required layer). */
+int spawn_exit_code(const struct err *e);
 
 /* ---- commands ---- */
 int cmd_run(int argc, char **argv);

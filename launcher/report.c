@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include "launcher/launcher.h"
+#include "launcher/seccomp.h"
 
 static const char *sig_name(int sig)
 {
@@ -96,7 +97,8 @@ static int fail(const struct broker_outcome *o, bool json, const char *run_id, i
         return code;
 }
 
-int report_outcome(const struct broker_outcome *o, int status, bool json, long js_deadline_ms, const char *run_id)
+int report_outcome(const struct broker_outcome *o, int status, bool json, long js_deadline_ms, long cpu_secs,
+                   const char *run_id)
 {
         switch (o->end) {
         case BROKER_END_DONE_OK: {
@@ -127,6 +129,9 @@ int report_outcome(const struct broker_outcome *o, int status, bool json, long j
                 return fail(o, json, run_id, EXIT_AGENT_ERROR, "%s", o->message);
         case BROKER_END_PROTOCOL:
                 return fail(o, json, run_id, EXIT_PROTOCOL, "protocol error: %s", o->message);
+        case BROKER_END_SECCOMP:
+                return fail(o, json, run_id, EXIT_SECCOMP, "sandbox violation: blocked syscall %s",
+                            seccomp_syscall_name(o->blocked_syscall));
         case BROKER_END_EOF:
         case BROKER_END_MAX:
                 break;
@@ -135,11 +140,17 @@ int report_outcome(const struct broker_outcome *o, int status, bool json, long j
         if (WIFSIGNALED(status)) {
                 int sig = WTERMSIG(status);
                 if (sig == SIGSYS)
-                        return fail(o, json, run_id, EXIT_SECCOMP, "sandbox violation: blocked syscall (unknown)");
-                if (sig == SIGXCPU)
-                        return fail(o, json, run_id, EXIT_CPU, "CPU limit exceeded");
+                        return fail(o, json, run_id, EXIT_SECCOMP, "sandbox violation: blocked syscall %s",
+                                    o->blocked_syscall >= 0 ? seccomp_syscall_name(o->blocked_syscall)
+                                                            : "(unknown)");
+                if (sig == SIGXCPU || (sig == SIGKILL && cpu_secs > 0 && o->end == BROKER_END_EOF &&
+                                       o->cpu_ms >= (double)cpu_secs * 1000.0))
+                        return fail(o, json, run_id, EXIT_CPU, "CPU limit exceeded (%ld s)", cpu_secs);
                 return fail(o, json, run_id, 128 + sig, "engine crashed (signal %s)", sig_name(sig));
         }
+        if (o->fatal_signal > 0 && o->fatal_signal < 64)
+                return fail(o, json, run_id, 128 + o->fatal_signal, "engine crashed (signal %s)",
+                            sig_name(o->fatal_signal));
         if (!o->got_ready)
                 return fail(o, json, run_id, EXIT_PROTOCOL,
                             "protocol error: worker exited before ready (exit status %d)",

@@ -16,6 +16,7 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "launcher/launcher.h"
+#include "launcher/options.h"
 
 struct run_opts {
         const char *agent_path;
@@ -26,7 +27,7 @@ struct run_opts {
         const char *answers_path;
         const char *mem_ns;
         long js_deadline_ms;
-        long deadline_ms;
+        struct sandbox_opts sb;
         bool json, quiet, in_process;
 };
 
@@ -119,15 +120,11 @@ static void make_run_id(char out[40])
         snprintf(out, 40, "run-%02x%02x%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]);
 }
 
-static void banner(const struct run_opts *o, const char *what)
+static void banner(const struct run_opts *o, const char *isolation, const char *what)
 {
         if (o->quiet)
                 return;
-        if (o->in_process)
-                fprintf(stderr, "Isolation: off (in-process engine: --no-isolate / CHIDORI_ISOLATE=off)\n");
-        else
-                fprintf(stderr, "Isolation: process (engine in a separate worker process; OS confinement "
-                                "layers: skipped: not implemented in this build)\n");
+        fprintf(stderr, "Isolation: %s\n", isolation);
         fprintf(stderr, "Policy: permissive (chidori %s default)\n", what);
 }
 
@@ -218,7 +215,11 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
                 err_free(err);
                 return EXIT_USAGE;
         }
-        banner(o, surface);
+        if (o->in_process && o->sb.require) {
+                fprintf(stderr, "chidori: sandbox layer unavailable: process isolation (--no-isolate / "
+                                "CHIDORI_ISOLATE=off runs the engine in this process)\n");
+                return EXIT_LAYER_UNAVAILABLE;
+        }
         struct broker_config cfg = {
                 .script = c->agent.script,
                 .filename = c->agent.filename,
@@ -231,20 +232,26 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
                 .interactive = isatty(0) == 1,
                 .journal = c->journal,
                 .replay = c->replay,
-                .deadline_ms = o->deadline_ms,
+                .deadline_ms = o->sb.deadline_ms,
                 .quiet_logs = c->replay != NULL,
         };
-        struct spawn_opts so = { .in_process = o->in_process, .worker_path = worker_path };
+        struct spawn_opts so = { .in_process = o->in_process, .worker_path = worker_path, .sandbox = &o->sb };
         struct worker w;
         if (spawn_worker(&so, &w, &err) < 0) {
-                fprintf(stderr, "chidori: start the engine worker: %s\n", err_msg(err));
+                int code = spawn_exit_code(err);
+                if (code == EXIT_LAYER_UNAVAILABLE)
+                        fprintf(stderr, "chidori: %s\n", err_msg(err));
+                else
+                        fprintf(stderr, "chidori: start the engine worker: %s\n", err_msg(err));
                 err_free(err);
-                return EXIT_PROTOCOL;
+                return code;
         }
+        banner(o, so.banner, surface);
         struct broker_outcome out;
         int rc = broker_run(&cfg, &(struct broker_peer){ .frame_fd = w.frame_fd,
                                                           .stderr_fd = w.stderr_fd,
                                                           .pidfd = w.pidfd,
+                                                          .notify_fd = w.notify_fd,
                                                           .pid = w.pid },
                             &out, &err);
         int status = 0;
@@ -260,7 +267,7 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
                 broker_outcome_clear(&out);
                 return EXIT_PROTOCOL;
         }
-        int code = report_outcome(&out, status, o->json, o->js_deadline_ms, c->run_id);
+        int code = report_outcome(&out, status, o->json, o->js_deadline_ms, o->sb.cpu_secs, c->run_id);
         if (c->journal)
                 journal_end(c, &out, status, code);
         broker_outcome_clear(&out);
@@ -302,8 +309,7 @@ static void run_help(void)
                "                        [default $XDG_STATE_HOME/chidori or ~/.local/state/chidori]\n"
                "  --memory-ns NAME      memory namespace (default: the agent's absolute path)\n"
                "  --js-deadline MS      engine CPU-time limit in ms, 0 = none [CHIDORI_JS_DEADLINE_MS]\n"
-               "  --deadline MS         wall-clock deadline; the worker is killed, 0 = none\n"
-               "                        [CHIDORI_ISOLATE_DEADLINE_MS]\n"
+               SANDBOX_OPTIONS_HELP
                "  --no-isolate          run the engine inside this process (embedders, debugging)\n"
                "                        [CHIDORI_ISOLATE=off]\n"
                "  --isolate             run the engine in a separate worker process (default)\n"
@@ -315,13 +321,13 @@ static void run_help(void)
                "Other environment: CHIDORI_WORKER (path of chidori-worker), CHIDORI_ESBUILD (path of\n"
                "esbuild, used for ES modules and TypeScript).\n"
                "\n"
-               "Exit status: 0 ok, 1 agent error, 2 usage, 70 protocol error, 124 deadline,\n"
-               "134/139 engine crash, 152 CPU limit.\n");
+               "Exit status: 0 ok, 1 agent error, 2 usage, 70 protocol error, 78 sandbox layer\n"
+               "unavailable, 124 deadline, 134/139 engine crash, 152 CPU limit, 159 blocked syscall.\n");
 }
 
 enum {
         OPT_INPUT = 256, OPT_INPUT_FILE, OPT_JOURNAL, OPT_ANSWERS, OPT_STATE_DIR, OPT_MEM_NS,
-        OPT_JS_DEADLINE, OPT_DEADLINE, OPT_NO_ISOLATE, OPT_ISOLATE, OPT_JSON, OPT_QUIET,
+        OPT_JS_DEADLINE, OPT_NO_ISOLATE, OPT_ISOLATE, OPT_JSON, OPT_QUIET,
 };
 
 static const struct option run_longopts[] = {
@@ -332,26 +338,25 @@ static const struct option run_longopts[] = {
         { "state-dir", required_argument, NULL, OPT_STATE_DIR },
         { "memory-ns", required_argument, NULL, OPT_MEM_NS },
         { "js-deadline", required_argument, NULL, OPT_JS_DEADLINE },
-        { "deadline", required_argument, NULL, OPT_DEADLINE },
         { "no-isolate", no_argument, NULL, OPT_NO_ISOLATE },
         { "isolate", no_argument, NULL, OPT_ISOLATE },
         { "json", no_argument, NULL, OPT_JSON },
         { "quiet", no_argument, NULL, OPT_QUIET },
         { "help", no_argument, NULL, 'h' },
+        SANDBOX_LONGOPTS,
         { NULL, 0, NULL, 0 },
 };
 
 /* Options common to run and replay; returns 1 if handled, 0 if not, -1 bad. */
 static int common_opt(const char *cmd, int c, struct run_opts *o)
 {
+        int h = sandbox_opts_parse(&o->sb, cmd, c, optarg);
+        if (h != 0)
+                return h;
         switch (c) {
         case OPT_JS_DEADLINE:
                 if (parse_ms(optarg, &o->js_deadline_ms) < 0)
                         return usage_error(cmd, "--js-deadline '%s' is not a number of milliseconds", optarg), -1;
-                return 1;
-        case OPT_DEADLINE:
-                if (parse_ms(optarg, &o->deadline_ms) < 0)
-                        return usage_error(cmd, "--deadline '%s' is not a number of milliseconds", optarg), -1;
                 return 1;
         case OPT_NO_ISOLATE: o->in_process = true; return 1;
         case OPT_ISOLATE: o->in_process = false; return 1;
@@ -363,8 +368,9 @@ static int common_opt(const char *cmd, int c, struct run_opts *o)
 
 static int env_defaults(struct run_opts *o)
 {
-        if (env_ms("CHIDORI_JS_DEADLINE_MS", &o->js_deadline_ms) < 0 ||
-            env_ms("CHIDORI_ISOLATE_DEADLINE_MS", &o->deadline_ms) < 0 || env_isolate(&o->in_process) < 0)
+        sandbox_opts_init(&o->sb);
+        if (env_ms("CHIDORI_JS_DEADLINE_MS", &o->js_deadline_ms) < 0 || sandbox_opts_env(&o->sb) < 0 ||
+            env_isolate(&o->in_process) < 0)
                 return -1;
         return 0;
 }
@@ -395,6 +401,8 @@ int cmd_run(int argc, char **argv)
         }
         if (optind >= argc)
                 return usage_error("run", "no agent file given");
+        if (sandbox_opts_check(&o.sb) < 0)
+                return EXIT_USAGE;
         if (argc - optind > 1)
                 return usage_error("run", "one agent file expected, got also '%s'", argv[optind + 1]);
         o.agent_path = argv[optind];
@@ -470,7 +478,7 @@ static void replay_help(void)
                "Options (environment variable in brackets):\n"
                "  --agent FILE          the agent to replay (default: the path in the journal header)\n"
                "  --js-deadline MS      engine CPU-time limit in ms [CHIDORI_JS_DEADLINE_MS]\n"
-               "  --deadline MS         wall-clock deadline [CHIDORI_ISOLATE_DEADLINE_MS]\n"
+               SANDBOX_OPTIONS_HELP
                "  --no-isolate          run the engine inside this process [CHIDORI_ISOLATE=off]\n"
                "  --isolate             run the engine in a worker process (default)\n"
                "  --json                print {ok, value|error, exit, stats}\n"
@@ -485,7 +493,7 @@ int cmd_replay(int argc, char **argv)
         static const struct option longopts[] = {
                 { "agent", required_argument, NULL, OPT_AGENT },
                 { "js-deadline", required_argument, NULL, OPT_JS_DEADLINE },
-                { "deadline", required_argument, NULL, OPT_DEADLINE },
+                SANDBOX_LONGOPTS,
                 { "no-isolate", no_argument, NULL, OPT_NO_ISOLATE },
                 { "isolate", no_argument, NULL, OPT_ISOLATE },
                 { "json", no_argument, NULL, OPT_JSON },
@@ -513,6 +521,8 @@ int cmd_replay(int argc, char **argv)
         }
         if (optind >= argc)
                 return usage_error("replay", "no journal file given");
+        if (sandbox_opts_check(&o.sb) < 0)
+                return EXIT_USAGE;
         struct run_ctx ctx = { 0 };
         struct err *err = NULL;
         int code = EXIT_USAGE;
@@ -533,7 +543,11 @@ int cmd_replay(int argc, char **argv)
                 fprintf(stderr, "chidori: replay: %s\n", err_msg(err));
                 goto out;
         }
-        if (cJSON_IsString(sha) && strcmp(sha->valuestring, ctx.agent.sha256) != 0) {
+        if (cJSON_IsString(sha) && strcmp(sha->valuestring, ctx.agent.sha256) != 0 && agent_override) {
+                fprintf(stderr, "chidori: replay: warning: %s differs from the recorded agent (sha256 %s, journal has "
+                                "%s); replaying it anyway because --agent names it\n",
+                        path, ctx.agent.sha256, sha->valuestring);
+        } else if (cJSON_IsString(sha) && strcmp(sha->valuestring, ctx.agent.sha256) != 0) {
                 fprintf(stderr,
                         "chidori: replay: %s has changed since the journal was recorded (sha256 %s, journal has "
                         "%s); replay needs the same agent\n",

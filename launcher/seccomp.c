@@ -64,12 +64,13 @@ static const struct rule rules[] = {
         { "rt_sigprocmask", W | L, "signal masks around critical sections" },
         { "rt_sigreturn", W | L, "return from a signal handler" },
         { "rt_sigtimedwait", L, "ordinary programs" },
-        { "rt_sigsuspend", L, "ordinary programs" },
         { "rt_sigpending", L, "ordinary programs" },
         { "rt_sigqueueinfo", L, "signals within the box" },
         { "sigaltstack", W | L, "JSC's signal stacks" },
         { "sched_yield", W | L, "JSC spin locks" },
         { "sched_getaffinity", W | L, "JSC sizes its thread pools from it" },
+        { "sched_setscheduler", W | L, "JSC lowers its helper threads' priority" },
+        { "rt_sigsuspend", W | L, "JSC's thread suspension for GC" },
         { "sched_getparam", L, "ordinary programs" },
         { "sched_getscheduler", L, "ordinary programs" },
         { "sched_get_priority_max", L, "ordinary programs" },
@@ -186,6 +187,7 @@ static const struct rule rules[] = {
         { "llistxattr", L, "ls -l and friends" },
         /* processes (launch only: the worker never starts a process) */
         { "execve", S1 | L, "the launcher's exec of the worker; programs under launch" },
+        { "seccomp", S1 | L, "the worker installs its stage-2 filter (filters only ever add restrictions)" },
         { "execveat", L, "programs under launch" },
         { "fork", L, "programs under launch (pids.max bounds them)" },
         { "vfork", L, "programs under launch" },
@@ -228,7 +230,7 @@ static const struct rule rules[] = {
         { "setsockopt", L, "programs under launch" },
         { "sendto", L, "programs under launch" },
         { "recvfrom", L, "programs under launch" },
-        { "sendmsg", L, "programs under launch" },
+        { "sendmsg", S1 | L, "the launcher hands the seccomp listener to the parent before exec; programs under launch" },
         { "recvmsg", L, "programs under launch" },
         { "shutdown", L, "programs under launch" },
 };
@@ -252,7 +254,7 @@ static const char *const deny_always[] = {
         "delete_module", "reboot", "swapon", "swapoff", "acct", "quotactl", "iopl", "ioperm",
         "settimeofday", "clock_settime", "adjtimex", "clock_adjtime", "syslog", "vhangup",
         "lookup_dcookie", "landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self",
-        "seccomp", "pidfd_getfd", "kcmp", "move_pages", "migrate_pages", "mbind", "set_mempolicy",
+        "pidfd_getfd", "kcmp", "move_pages", "migrate_pages", "mbind", "set_mempolicy",
         "uselib", "ustat", "sysfs", "_sysctl", "nfsservctl", "create_module", "get_kernel_syms",
         "query_module",
 };
@@ -341,10 +343,19 @@ static int add_conditional(scmp_filter_ctx ctx, enum seccomp_profile p, bool jit
                 if (add(ctx, allow, "prlimit64", 1, c, err) < 0)
                         return -1;
                 static const int opts[] = { PR_SET_NAME, PR_GET_NAME, 0x53564d41 /* PR_SET_VMA */, PR_CAPBSET_READ,
-                                            PR_GET_DUMPABLE, PR_GET_NO_NEW_PRIVS };
+                                            PR_GET_DUMPABLE, PR_GET_NO_NEW_PRIVS, PR_GET_SECCOMP };
                 for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
                         struct scmp_arg_cmp o[] = { SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)opts[i]) };
                         if (add(ctx, allow, "prctl", 1, o, err) < 0)
+                                return -1;
+                }
+                if (p == SECCOMP_STAGE1_WORKER) {
+                        /* The worker's lockdown: no_new_privs (already set)
+                         * and not dumpable, both one-way. */
+                        struct scmp_arg_cmp nnp[] = { SCMP_A0_32(SCMP_CMP_EQ, PR_SET_NO_NEW_PRIVS) };
+                        struct scmp_arg_cmp dmp[] = { SCMP_A0_32(SCMP_CMP_EQ, PR_SET_DUMPABLE),
+                                                      SCMP_A1_64(SCMP_CMP_EQ, 0) };
+                        if (add(ctx, allow, "prctl", 1, nnp, err) < 0 || add(ctx, allow, "prctl", 2, dmp, err) < 0)
                                 return -1;
                 }
         } else {

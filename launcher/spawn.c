@@ -20,13 +20,14 @@
 
 #include "common/cleanup.h"
 #include "engine/engine.h"
+#include "launcher/box.h"
 #include "launcher/launcher.h"
+#include "launcher/options.h"
 
 #ifndef CHIDORI_LIBEXECDIR
 #define CHIDORI_LIBEXECDIR "/usr/local/libexec/chidori"
 #endif
 
-#define WORKER_FRAME_FD 3
 
 int find_worker(char **ret_path, struct err **err)
 {
@@ -75,7 +76,7 @@ static void *engine_thread(void *arg)
 }
 
 /* The worker's environment is fixed: nothing of the caller's leaks in.  The
- * sanitizer variables pass through only in sanitizer builds' test runs. */
+ * sanitizer variables pass through (sanitizer builds' test runs need them). */
 static char **worker_env(void)
 {
         static char *env[8];
@@ -113,51 +114,69 @@ static int spawn_in_process(struct worker *w, struct err **err)
         return 0;
 }
 
-int spawn_worker(const struct spawn_opts *o, struct worker *w, struct err **err)
+int spawn_exit_code(const struct err *e)
+{
+        return err_code(e) == BOX_E_LAYER ? EXIT_LAYER_UNAVAILABLE : EXIT_PROTOCOL;
+}
+
+int spawn_worker(struct spawn_opts *o, struct worker *w, struct err **err)
 {
         memset(w, 0, sizeof(*w));
         w->pidfd = -1;
         w->engine_fd = -1;
         w->stderr_fd = -1;
         w->frame_fd = -1;
-        if (o->in_process)
+        w->notify_fd = -1;
+        if (o->in_process) {
+                snprintf(o->banner, sizeof(o->banner), "off (in-process engine: --no-isolate / CHIDORI_ISOLATE=off)");
                 return spawn_in_process(w, err);
-
+        }
         int sv[2], ep[2];
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
                 return err_set(err, errno, "socketpair");
         if (pipe2(ep, O_CLOEXEC) < 0) {
                 int e = errno;
-                close(sv[0]);
-                close(sv[1]);
+                close(sv[0]), close(sv[1]);
                 return err_set(err, e, "pipe");
         }
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         /* argv[0] is the path as found: a test worker reads its mode from it. */
-        char *const argv[] = { (char *)o->worker_path, NULL };
-        char **envp = worker_env();
-        pid_t pid = fork();
-        if (pid < 0) {
+        char *argv[] = { (char *)o->worker_path, NULL };
+        /* Bind and exec the real file; argv[0] keeps the name as given. */
+        char *real = realpath(o->worker_path, NULL);
+        if (!real) {
                 int e = errno;
                 close(sv[0]), close(sv[1]), close(ep[0]), close(ep[1]);
-                return err_set(err, e, "fork");
+                if (null >= 0)
+                        close(null);
+                return err_set(err, e, "resolve the worker path '%s'", o->worker_path);
         }
-        if (pid == 0) {
-                /* Child: fd 3 = frames, 2 = stderr pipe, 0/1 = /dev/null. */
-                int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-                if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(ep[1], 2) < 0 ||
-                    dup2(sv[1], WORKER_FRAME_FD) < 0)
-                        _exit(127);
-                syscall(SYS_close_range, WORKER_FRAME_FD + 1, ~0U, 0);
-                execve(o->worker_path, argv, envp);
-                dprintf(2, "cannot execute %s: %s\n", o->worker_path, strerror(errno));
-                _exit(127);
+        struct box_opts bo = {
+                .worker = true,
+                .program = real,
+                .argv = argv,
+                .envp = worker_env(),
+                .fd0 = null,
+                .fd1 = null,
+                .fd2 = ep[1],
+                .frame_fd = sv[1],
+        };
+        struct sandbox_run sr;
+        int code = sandbox_start(o->sandbox, &bo, "run", &sr, err);
+        free(real);
+        close(sv[1]), close(ep[1]);
+        if (null >= 0)
+                close(null);
+        if (code != 0) {
+                close(sv[0]), close(ep[0]);
+                return -1;
         }
-        close(sv[1]);
-        close(ep[1]);
-        w->pid = pid;
+        snprintf(o->banner, sizeof(o->banner), "%s", sr.banner);
+        w->pid = sr.box.pid;
+        w->pidfd = sr.box.pidfd;
+        w->notify_fd = sr.box.notify_fd;
         w->frame_fd = sv[0];
         w->stderr_fd = ep[0];
-        w->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
         return 0;
 }
 
@@ -187,6 +206,8 @@ int worker_finish(struct worker *w, bool kill_first, int *ret_status, struct err
                         close(w->pidfd);
                 if (w->stderr_fd >= 0)
                         close(w->stderr_fd);
+                if (w->notify_fd >= 0)
+                        close(w->notify_fd);
         }
         if (w->frame_fd >= 0)
                 close(w->frame_fd);

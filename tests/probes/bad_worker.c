@@ -2,6 +2,7 @@
  * parent's bad-input tests.  Selected with CHIDORI_WORKER=<symlink>, where the
  * symlink's name ("bad-<mode>") picks the misbehaviour; argv[0] carries it. */
 #define _GNU_SOURCE
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,24 @@ static char *read_frame(void)
         return b;
 }
 
+/* pause() is not on the worker's seccomp allowlist; poll is. */
+static void wait_forever(void)
+{
+        for (;;)
+                poll(NULL, 0, 1000);
+}
+
+/* What engine/lockdown.c does for SIGABRT: the worker is pid 1 of its pid
+ * namespace, where a self-sent SIGABRT with the default action is ignored. */
+static void on_abort(int sig)
+{
+        (void)sig;
+        static const char m[] = "chidori-worker: fatal signal 6\n";
+        if (write(2, m, sizeof(m) - 1) < 0)
+                _exit(134);
+        _exit(134);
+}
+
 static void ready_init(void)
 {
         frame("{\"type\":\"ready\",\"protocol\":1}");
@@ -67,11 +86,11 @@ int main(int argc, char **argv)
                 return 3;
         if (!strcmp(mode, "oversize")) {
                 put("\x7f\xff\xff\xff", 4);
-                pause();
+                wait_forever();
         }
         if (!strcmp(mode, "zero-length")) {
                 put("\0\0\0\0", 4);
-                pause();
+                wait_forever();
         }
         if (!strcmp(mode, "short-header")) {
                 put("\0\0", 2);
@@ -83,40 +102,42 @@ int main(int argc, char **argv)
         }
         if (!strcmp(mode, "garbage")) {
                 put("\0\0\0\x05hello", 9);
-                pause();
+                wait_forever();
         }
         if (!strcmp(mode, "unknown-type")) {
                 frame("{\"type\":\"bogus\"}");
-                pause();
+                wait_forever();
         }
         if (!strcmp(mode, "call-before-ready")) {
                 frame("{\"type\":\"call\",\"id\":1,\"op\":\"log\",\"args\":{}}");
-                pause();
+                wait_forever();
         }
         if (!strcmp(mode, "stall-midframe")) {
                 frame("{\"type\":\"ready\",\"protocol\":1}");
                 put("\0\0", 2);
-                for (;;)
-                        pause();
+                wait_forever();
         }
         ready_init();
         if (!strcmp(mode, "bad-id")) {
                 frame("{\"type\":\"call\",\"id\":5,\"op\":\"log\",\"args\":{\"message\":\"x\"}}");
-                pause();
+                wait_forever();
         }
         if (!strcmp(mode, "result-frame")) {
                 frame("{\"type\":\"result\",\"id\":1,\"ok\":true,\"value\":1}");
-                pause();
+                wait_forever();
         }
-        if (!strcmp(mode, "crash"))
-                raise(SIGSEGV);
-        if (!strcmp(mode, "abort"))
+        if (!strcmp(mode, "crash")) {
+                int *volatile p = NULL;
+                *p = 1; /* a real fault: delivered even to pid 1 */
+        }
+        if (!strcmp(mode, "abort")) {
+                signal(SIGABRT, on_abort);
                 abort();
+        }
         if (!strcmp(mode, "exit-before-done"))
                 return 4;
         if (!strcmp(mode, "hang"))
-                for (;;)
-                        pause();
+                wait_forever();
         if (!strcmp(mode, "unknown-op")) {
                 frame("{\"type\":\"call\",\"id\":1,\"op\":\"nope\",\"args\":{}}");
                 char *r = read_frame();

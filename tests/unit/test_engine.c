@@ -19,8 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cmocka.h>
+#include <JavaScriptCore/JavaScript.h>
 #include <cjson/cJSON.h>
+#include <cmocka.h>
 
 #include "common/err.h"
 #include "engine/engine.h"
@@ -28,6 +29,27 @@
 
 /* ------------------------------------------------------------ harness */
 
+/* JSC installs SIGSEGV, SIGBUS and SIGUSR1 handlers when it initialises and
+ * relies on them: its VM traps make JIT code fault on purpose to stop it
+ * (the CPU limit), and the GC suspends threads with SIGUSR1.  cmocka swaps
+ * in its own SIGSEGV/SIGBUS handlers around every test, so each test puts
+ * JSC's back (cmocka restores them after the test anyway). */
+static struct sigaction jsc_segv, jsc_bus;
+
+static void jsc_signals_save(void)
+{
+        JSContextGroupRelease(JSContextGroupCreate());  /* initialises JSC */
+        sigaction(SIGSEGV, NULL, &jsc_segv);
+        sigaction(SIGBUS, NULL, &jsc_bus);
+}
+
+static void jsc_signals_restore(void)
+{
+        sigaction(SIGSEGV, &jsc_segv, NULL);
+        sigaction(SIGBUS, &jsc_bus, NULL);
+}
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX_LOGS 64
 #define MAX_OPS 256
 
@@ -108,6 +130,7 @@ static const char *type_of(const cJSON *f)
 /* Start the engine and do the handshake: ready, then init. */
 static void parent_start(struct parent *p, const char *script, const char *input_json, int deadline_ms)
 {
+        jsc_signals_restore();
         int sv[2];
         assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
         p->fd = sv[0];
@@ -630,6 +653,25 @@ static void test_parent_gone(void **state)
         close(p.engine_fd);
 }
 
+/* With SIGPIPE at its default action, a write to a parent that went away is
+ * an error return, not a dead process. */
+static void test_sigpipe_guard(void **state)
+{
+        (void)state;
+        signal(SIGPIPE, SIG_DFL);
+        struct parent p = { 0 };
+        parent_start(&p, "function main() { for (let i = 0; i < 1e6; i++) console.log('spam', i); }", NULL, 0);
+        cJSON *f = read_frame(&p);
+        cJSON_Delete(f);
+        close(p.fd);
+        pthread_join(p.thread, NULL);
+        assert_int_equal(p.rc, -1);
+        assert_non_null(strstr(err_msg(p.err), "Broken pipe"));
+        err_free(p.err);
+        close(p.engine_fd);
+        signal(SIGPIPE, SIG_IGN);
+}
+
 /* ------------------------------------------------------------ determinism */
 
 static void test_clock(void **state)
@@ -840,7 +882,7 @@ static void test_console_format(void **state)
                                 "  console.debug(function foo() {}, class Bar {}, () => {}, new Date(0), /re/g, new Uint8Array(2));\n"
                                 "  console.warn(Object.create(null), new (class P { constructor() { this.x = 1; } })(), { g: 1, get h() { return 2; } });\n"
                                 "  console.error(new Error('boom'));\n"
-                                "  console.log();\n"
+                                "  console.log('%s|%s', new (class Foo { toString() { return 'FOO'; } })(), { a: { b: 1 } }, class B extends Array {});\n"
                                 "  await chidori.log('via', 'chidori', 1);\n"
                                 "  return 1;\n"
                                 "}",
@@ -855,8 +897,9 @@ static void test_console_format(void **state)
         assert_string_equal(p.logs[2], "debug: [Function: foo] [class Bar] [Function (anonymous)] "
                                        "1970-01-01T00:00:00.000Z /re/g Uint8Array(2) [ 0, 0 ]");
         assert_string_equal(p.logs[3], "warn: [Object: null prototype] {} P { x: 1 } { g: 1, h: [Getter] }");
-        assert_true(strncmp(p.logs[4], "error: Error: boom\n    at main@agent.js:6:", 42) == 0);
-        assert_string_equal(p.logs[5], "info: ");
+        if (strncmp(p.logs[4], "error: Error: boom\n    at main@agent.js:7:", 42) != 0)
+                fail_msg("log 4: %s", p.logs[4]);
+        assert_string_equal(p.logs[5], "info: FOO|{ a: [Object] } [class B extends Array]");
         assert_string_equal(p.logs[6], "info: via chidori 1");
         cJSON_Delete(done);
 }
@@ -897,6 +940,64 @@ static void test_globals_hidden(void **state)
                      "          typeof structuredClone, typeof URL];\n"
                      "}",
                      NULL, "[[],[],\"function\",\"function\",\"function\",\"function\"]");
+}
+
+/* Two runs alive at once on two threads: each has its own VM. */
+static void test_concurrent_runs(void **state)
+{
+        (void)state;
+        struct parent a = { 0 }, b = { 0 };
+        parent_start(&a, "async function main() { return 'a:' + (await chidori.memory.get('x')); }", NULL, 0);
+        cJSON *f = read_frame(&a);  /* a waits for its result... */
+        assert_string_equal(type_of(f), "call");
+        cJSON_Delete(f);
+        a.ncalls = 1;
+        parent_start(&b, "async function main() { return 'b:' + (await chidori.input('q')) + Math.random(); }", NULL, 0);
+        cJSON *done_b = parent_finish(&b);  /* ...while b runs to completion */
+        char *v = done_value(done_b);
+        if (strncmp(v, "\"b:typed0.", 10) != 0)
+                fail_msg("b: %s", v);
+        free(v);
+        cJSON_Delete(done_b);
+        send_result(&a, 1, cJSON_CreateString("X"));
+        cJSON *done_a = parent_finish(&a);
+        v = done_value(done_a);
+        assert_string_equal(v, "\"a:X\"");
+        free(v);
+        cJSON_Delete(done_a);
+}
+
+/* A parent that sends something other than init gets a protocol done. */
+static void test_bad_init(void **state)
+{
+        (void)state;
+        const char *bad[] = {
+                "{\"type\":\"result\",\"id\":1,\"ok\":true}",
+                "{\"type\":\"init\"}",
+                "{\"type\":\"init\",\"script\":\"\",\"limits\":{\"js_deadline_ms\":-5}}",
+                "not json",
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+                jsc_signals_restore();
+                int sv[2];
+                assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+                struct parent p = { .fd = sv[0], .engine_fd = sv[1] };
+                pthread_attr_t attr;
+                pthread_attr_init(&attr);
+                pthread_attr_setstacksize(&attr, 8u << 20);
+                assert_int_equal(pthread_create(&p.thread, &attr, engine_thread, &p), 0);
+                pthread_attr_destroy(&attr);
+                cJSON *ready = read_frame(&p);
+                cJSON_Delete(ready);
+                send_text(&p, bad[i]);
+                cJSON *done = read_frame(&p);
+                expect_failure(done, "protocol");
+                cJSON_Delete(done);
+                pthread_join(p.thread, NULL);
+                assert_int_equal(p.rc, 0);
+                close(sv[0]);
+                close(sv[1]);
+        }
 }
 
 /* ------------------------------------------------------------ the worker binary */
@@ -955,6 +1056,46 @@ static void test_worker_binary(void **state)
 
 /* ------------------------------------------------------------ benchmark */
 
+static double process_cpu_us(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+        return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static double clock_us(clockid_t c)
+{
+        struct timespec ts;
+        clock_gettime(c, &ts);
+        return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+/* parent_finish, reading the engine thread's CPU clock just before done. */
+static cJSON *parent_finish_timed(struct parent *p, clockid_t engine_clock, double *ret_cpu)
+{
+        for (;;) {
+                cJSON *f = read_frame(p);
+                assert_non_null(f);
+                if (strcmp(type_of(f), "done") == 0) {
+                        *ret_cpu = clock_us(engine_clock);
+                        pthread_join(p->thread, NULL);
+                        assert_int_equal(p->rc, 0);
+                        close(p->fd);
+                        close(p->engine_fd);
+                        return f;
+                }
+                send_result(p, cJSON_GetObjectItem(f, "id")->valueint, NULL);
+                cJSON_Delete(f);
+        }
+}
+
+static double thread_cpu_us(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
 static void test_bench_round_trip(void **state)
 {
         (void)state;
@@ -967,14 +1108,20 @@ static void test_bench_round_trip(void **state)
                      "  return n;\n"
                      "}",
                      NULL, 0);
-        double t0 = mono_ms_();
-        cJSON *done = parent_finish(&p);
+        clockid_t engine_clock;
+        pthread_getcpuclockid(p.thread, &engine_clock);
+        double t0 = mono_ms_(), cpu0 = clock_us(engine_clock), par0 = thread_cpu_us(), all0 = process_cpu_us();
+        double engine_cpu = 0;
+        cJSON *done = parent_finish_timed(&p, engine_clock, &engine_cpu);
         double us = (mono_ms_() - t0) * 1000.0 / N;
+        engine_cpu = (engine_cpu - cpu0) / N;
+        double parent_cpu = (thread_cpu_us() - par0) / N, other_cpu = (process_cpu_us() - all0) / N - engine_cpu - parent_cpu;
         char *v = done_value(done);
         assert_string_equal(v, "10000");
         free(v);
         cJSON_Delete(done);
-        fprintf(stderr, "engine: %d awaited memory.get round trips: %.1f us each\n", N, us);
+        fprintf(stderr, "engine: %d awaited memory.get round trips: %.1f us each (CPU per round trip: engine thread "
+                "%.1f us, test parent %.1f us, other threads %.1f us)\n", N, us, engine_cpu, parent_cpu, other_cpu);
 
         /* The same with a CPU budget armed on every entry. */
         p = (struct parent){ 0 };
@@ -1004,6 +1151,7 @@ static void test_bench_round_trip(void **state)
 int main(void)
 {
         signal(SIGPIPE, SIG_IGN);
+        jsc_signals_save();
         if (getenv("TEST_FILTER"))
                 cmocka_set_test_filter(getenv("TEST_FILTER"));
         const struct CMUnitTest tests[] = {
@@ -1023,6 +1171,7 @@ int main(void)
                 cmocka_unit_test(test_protocol_errors),
                 cmocka_unit_test(test_protocol_error_in_sync_call),
                 cmocka_unit_test(test_parent_gone),
+                cmocka_unit_test(test_sigpipe_guard),
                 cmocka_unit_test(test_clock),
                 cmocka_unit_test(test_math_random_determinism),
                 cmocka_unit_test(test_crypto),
@@ -1035,6 +1184,8 @@ int main(void)
                 cmocka_unit_test(test_console_format),
                 cmocka_unit_test(test_call_ordering),
                 cmocka_unit_test(test_globals_hidden),
+                cmocka_unit_test(test_concurrent_runs),
+                cmocka_unit_test(test_bad_init),
                 cmocka_unit_test(test_worker_binary),
                 cmocka_unit_test(test_bench_round_trip),
         };

@@ -142,7 +142,7 @@ while read -r so rest; do   # "libz.so.1 (libc6,x86-64) => /lib/x86_64-linux-gnu
   [[ $rest == *x86-64*'=> '* ]] || continue
   [[ -n ${SOPATH[$so]:-} ]] || SOPATH[$so]="${rest##*=> }"
 done < <(ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null || true)
-for round in $(seq 20); do
+for _ in $(seq 20); do
   ldd_todo=() grep_todo=()
   for f in "${!ELF[@]}"; do
     [[ ${ELF[$f]} == top && -z ${LDD_DONE[$f]:-} ]] && { ldd_todo+=("$f"); LDD_DONE[$f]=1; }

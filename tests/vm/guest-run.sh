@@ -31,8 +31,11 @@ for who in root tester; do
   if [ $who = root ]; then f="$(vm-features)"; else f="$(vm-runas 1000:1000 vm-features)"; fi
   line "features ($who):" "$(echo "$f" | grep -v '^uid=' | tr '\n' ' ')"
 done
+if modprobe overlay 2>/dev/null && grep -qw overlay /proc/filesystems; then m=ok; else m="not loadable"; fi
+line "modprobe overlay:" "$m ($(ls "/lib/modules/$(uname -r)"/kernel/*/* 2>/dev/null | sed 's#.*/##' | tr '\n' ' '))"
 if [ -x "$REPO/build/chidori" ]; then
-  line "chidori --version:" "$("$REPO/build/chidori" --version 2>&1 | head -1; echo " (exit $?)")"
+  v="$("$REPO/build/chidori" --version 2>&1)"; rc=$?
+  line "chidori --version:" "$(echo "$v" | head -1) (exit $rc)"
 else
   line "chidori --version:" "no $REPO/build/chidori in the image"
 fi
@@ -84,12 +87,13 @@ for c in $cases; do
     n=$((n + 1))
     tmp="$(mktemp -d /tmp/case.XXXXXX)"
     log="$LOGDIR/$name.$u.log"
+    runner="sh"; [ -x "$c" ] && runner=""   # executable: its #! line decides
     t0="$(cut -d' ' -f1 /proc/uptime)"
     if [ "$u" = root ]; then
       cg=$CGROOT/vm-root; mkdir -p $cg
       env CHIDORI_VM_USER=root CHIDORI_VM_CGROUP=$cg CHIDORI_VM_REPO="$REPO" CHIDORI_VM_LIB="$HERE/lib.sh" \
           TMPDIR="$tmp" HOME=/root USER=root LOGNAME=root \
-        timeout -s KILL "$to" sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec sh "$@"' case "$cg" "$c" \
+        timeout -s KILL "$to" sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec $0 "$@"' "${runner:-env}" "$cg" "$c" \
         >"$log" 2>&1 </dev/null
       rc=$?
     else
@@ -97,7 +101,7 @@ for c in $cases; do
       chown 1000:1000 "$tmp"
       env CHIDORI_VM_USER=tester CHIDORI_VM_CGROUP=$cg CHIDORI_VM_REPO="$REPO" CHIDORI_VM_LIB="$HERE/lib.sh" \
           TMPDIR="$tmp" HOME=/home/tester USER=tester LOGNAME=tester \
-        timeout -s KILL "$to" vm-runas 1000:1000 --cgroup "$cg" sh "$c" \
+        timeout -s KILL "$to" vm-runas 1000:1000 --cgroup "$cg" ${runner:-env} "$c" \
         >"$log" 2>&1 </dev/null
       rc=$?
     fi

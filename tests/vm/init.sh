@@ -14,13 +14,31 @@
 #   ...everything the entry script writes to stdout/stderr...
 #   ===CHIDORI-VM-END-<nonce>===
 #   CHIDORI-VM-EXIT=<status>
+#   CHIDORI-VM-TIMES=init:<uptime when /init got to mount /proc> boot:<uptime when the
+#                    script started> end:<uptime at its end>
 # and the guest powers off.
+# Stage 1: the initramfs is the kernel's rootfs, the root of the whole mount tree, and
+# pivot_root(2) refuses to move that (EINVAL) — every sandbox that pivots would fail here
+# but not on a real host. So bind-mount it onto itself, move the bind over /, chroot
+# into it and start again: the root then is an ordinary mount with a parent, as on a
+# disk-booted system (switch_root without the copy and without deleting anything).
+if [ "${CHIDORI_INIT_STAGE:-1}" = 1 ]; then
+  /usr/bin/busybox mkdir -p /newroot
+  /usr/bin/busybox mount --bind / /newroot
+  cd /newroot && /usr/bin/busybox mount --move . / && export CHIDORI_INIT_STAGE=2 && \
+    exec /usr/bin/busybox chroot . /init "$@"
+  echo "init: could not move the root off rootfs; pivot_root will fail in sandboxes" >&2
+  cd /
+fi
+unset CHIDORI_INIT_STAGE
+read -r INIT_UPTIME _ < /proc/uptime 2>/dev/null || INIT_UPTIME="?"   # proc not mounted yet: see below
 /usr/bin/busybox --install -s 2>/dev/null   # applet symlinks; existing files win
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root TERM=dumb LANG=C.UTF-8
 umask 022
 
 mount -t proc -o nosuid,nodev,noexec proc /proc
+[ "$INIT_UPTIME" = "?" ] && read -r INIT_UPTIME _ < /proc/uptime
 mount -t sysfs -o nosuid,nodev,noexec sysfs /sys
 mount -t devtmpfs -o nosuid,mode=0755 devtmpfs /dev
 mkdir -p /dev/pts /dev/shm /dev/mqueue
@@ -76,6 +94,8 @@ ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
 # Debian kernels carry kernel.unprivileged_userns_clone; make sure it is on.
 [ -e /proc/sys/kernel/unprivileged_userns_clone ] && echo 1 > /proc/sys/kernel/unprivileged_userns_clone
 chown -R 1000:1000 /home/tester
+# Modules shipped by run.sh (overlay, veth, dummy, tun): index them for modprobe.
+[ -d "/lib/modules/$(uname -r)" ] && depmod -a 2>/dev/null
 ln -sf /proc/self/fd /dev/fd 2>/dev/null
 ln -sf /proc/self/fd/0 /dev/stdin 2>/dev/null
 ln -sf /proc/self/fd/1 /dev/stdout 2>/dev/null
@@ -88,6 +108,7 @@ if [ "$(param shell || true)" = 1 ]; then
 fi
 
 # ---- run the entry script ----------------------------------------------------------
+BOOT_UPTIME="$(cut -d' ' -f1 /proc/uptime)"
 echo; echo "===CHIDORI-VM-BEGIN-$NONCE==="
 if [ -z "$TEST" ]; then
   echo "init: no chidori.test=PATH on the kernel command line"; rc=2
@@ -95,7 +116,7 @@ elif [ ! -e "$TEST" ]; then
   echo "init: $TEST: not in the initramfs"; rc=2
 else
   cd /
-  RUN=sh; [ -x "$TEST" ] && RUN=""   # executable: its #! line decides
+  RUN="sh"; [ -x "$TEST" ] && RUN=""   # executable: its #! line decides
   if [ "$TIMEOUT" -gt 0 ] 2>/dev/null; then
     # shellcheck disable=SC2086
     timeout -s KILL "$TIMEOUT" $RUN "$TEST" $ARGS </dev/null 2>&1; rc=$?
@@ -108,6 +129,7 @@ fi
 sync
 echo "===CHIDORI-VM-END-$NONCE==="
 echo "CHIDORI-VM-EXIT=$rc"
+echo "CHIDORI-VM-TIMES=init:$INIT_UPTIME boot:$BOOT_UPTIME end:$(cut -d' ' -f1 /proc/uptime)"
 poweroff -f
 # poweroff -f should not return; if it does, panic=-1 + -no-reboot ends qemu.
 echo o > /proc/sysrq-trigger 2>/dev/null

@@ -1,4 +1,5 @@
 # tests/vm/lib.sh — helpers for tests/vm/cases/*.sh (sourced; busybox ash / POSIX sh).
+# shellcheck shell=sh disable=SC2034
 #
 # A case runs once as root and once as the unprivileged user `tester` (uid 1000) unless
 # it says otherwise with a `# vm-users: root` / `# vm-users: tester` line. Its
@@ -48,4 +49,12 @@ vm_enter_leaf() {
 vm_in_cgroup() {
   _dir="$1"; shift
   sh -c 'echo $$ > "$1/cgroup.procs" || exit 126; shift; exec "$@"' vm_in_cgroup "$_dir" "$@"
+}
+
+# vm_cgroup_parent [NAME]: vm_enter_leaf, then create $CG/NAME (default "chidori") and
+# export CHIDORI_CGROUP_PARENT pointing at it: where chidori puts its run cgroups.
+vm_cgroup_parent() {
+  vm_enter_leaf self || return 1
+  mkdir -p "$CG/${1:-chidori}" || return 1
+  CHIDORI_CGROUP_PARENT="$CG/${1:-chidori}"; export CHIDORI_CGROUP_PARENT
 }

@@ -75,12 +75,17 @@ for c in "$HERE"/probes/*.c; do
   [[ -e $c ]] || continue
   n="$(basename "$c" .c)"
   if [[ ! -x $PROBES/$n || $c -nt $PROBES/$n ]]; then
-    gcc -static -O2 -Wall -Wextra -Werror -o "$PROBES/$n.tmp" "$c" && mv -f "$PROBES/$n.tmp" "$PROBES/$n"
+    gcc -static -O2 -Wall -Wextra -Werror -o "$PROBES/$n.tmp.$$" "$c" && mv -f "$PROBES/$n.tmp.$$" "$PROBES/$n"
   fi
   FILES+=("$PROBES/$n=/usr/local/bin/$n")
 done
 
 # ---- what goes into the image --------------------------------------------------------
+# Modules of the default kernel (overlay, veth, dummy, tun; see setup.sh) at /lib/modules.
+if [[ $KERNEL == "$CACHE"/vmlinu[xz] ]]; then
+  kdir="$(dirname "$(readlink -f "$KERNEL")")"
+  for m in "$kdir"/modules/lib/modules/*; do [[ -d $m ]] && FILES+=("$m=/lib/modules/${m##*/}"); done
+fi
 FILES+=("$SCRIPT" "$HERE")      # the harness itself (cases, lib) at its host path
 for f in "$@"; do FILES+=("$(realpath -e "$f")"); done
 if ((REPO_DIRS)); then
@@ -112,12 +117,13 @@ QEMU=(qemu-system-x86_64 -accel tcg -cpu max -m "$MEM" -smp "$SMP"
       -kernel "$KERNEL" -initrd "$INITRD" -append "$CMDLINE")
 
 if ((SHELL_MODE)); then
-  exec "${QEMU[@]}" -serial mon:stdio
+  "${QEMU[@]}" -serial mon:stdio; exit 0
 fi
 
 LOG="$WORK/console.log"; : > "$LOG"
 "${QEMU[@]}" -serial "file:$LOG" -monitor none -parallel none </dev/null >"$WORK/qemu.out" 2>&1 &
 QPID=$!
+TQ=$(date +%s.%N)
 log "qemu pid $QPID started at $(elapsed)s (timeout ${TIMEOUT}s)"
 
 BEGIN="===CHIDORI-VM-BEGIN-$NONCE==="
@@ -133,10 +139,9 @@ if ((LIVE)); then
   STREAM_PID=$!
 fi
 
-timed_out=0; first=""
-deadline=$(( $(date +%s) + TIMEOUT ))
+timed_out=0
+deadline=$(awk -v a="$T0" -v t="$TIMEOUT" 'BEGIN{printf "%d", a + t}')   # counted from run.sh's start
 while kill -0 "$QPID" 2>/dev/null; do
-  if [[ -z $first ]] && grep -qF "$BEGIN" "$LOG" 2>/dev/null; then first="$(elapsed)"; fi
   if (( $(date +%s) >= deadline )); then
     timed_out=1
     log "TIMEOUT after ${TIMEOUT}s: killing qemu (pid $QPID)"
@@ -147,10 +152,10 @@ while kill -0 "$QPID" 2>/dev/null; do
   fi
   sleep 0.2
 done
-wait "$QPID" 2>/dev/null; qrc=$?
+qrc=0; wait "$QPID" 2>/dev/null || qrc=$?
 QPID=""
+QWALL="$(awk -v a="$TQ" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')"
 [[ -n $STREAM_PID ]] && wait "$STREAM_PID" 2>/dev/null || true
-[[ -z $first ]] && grep -qF "$BEGIN" "$LOG" && first="?"
 
 tr -d '\r' < "$LOG" > "$WORK/console.txt"
 cp -f "$WORK/console.txt" "$CACHE/last-console.log" 2>/dev/null || true
@@ -167,5 +172,6 @@ if [[ -z $status ]]; then
   [[ -s $WORK/qemu.out ]] && { log "qemu said:"; cat "$WORK/qemu.out" >&2; }
   if ((timed_out)); then status=124; else log "no CHIDORI-VM-EXIT line (qemu exit $qrc)"; status=1; fi
 fi
-log "guest exit status $status; first output at ${first:-never}s, total $(elapsed)s (console log: $CACHE/last-console.log)"
+times="$(sed -n 's/^CHIDORI-VM-TIMES=//p' "$WORK/console.txt" | tail -1)"
+log "guest exit status $status; qemu ${QWALL}s (guest uptime ${times:-?}), total $(elapsed)s; console log: $CACHE/last-console.log"
 exit "$status"

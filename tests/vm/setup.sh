@@ -60,8 +60,8 @@ current="$(readlink "$CACHE/vmlinuz" 2>/dev/null || true)"     # kernel/<pkg>/vm
 have_pkg=""; [[ -n $current && -f $CACHE/$current ]] && have_pkg="$(basename "$(dirname "$current")")"
 
 want_pkg="${CHIDORI_VM_KERNEL_PKG:-}"
+resolve() { apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}'; }
 if [[ -z $want_pkg && ${CHIDORI_VM_OFFLINE:-0} != 1 ]]; then
-  resolve() { apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}'; }
   want_pkg="$(resolve)"
   if [[ -z $want_pkg && -z $have_pkg ]]; then apt_update_once; want_pkg="$(resolve)"; fi
 fi
@@ -74,8 +74,13 @@ if [[ $want_pkg != "$have_pkg" || ! -f $CACHE/kernel/$want_pkg/vmlinuz ]]; then
   trap 'rm -rf "$work"' EXIT
   # apt-get download writes into the cwd; it runs as _apt when it can, so make cwd writable.
   chmod 0777 "$work"
-  ( cd "$work" && apt_locked apt-get download -qq "$want_pkg" ) \
-    || { apt_update_once; ( cd "$work" && apt_locked apt-get download -qq "$want_pkg" ); }
+  if ! ( cd "$work" && apt_locked apt-get download -qq "$want_pkg" ) 2>/dev/null; then
+    # Stale package lists (the mirror dropped that version): refresh, resolve again, retry.
+    apt_update_once
+    [[ -n ${CHIDORI_VM_KERNEL_PKG:-} ]] || want_pkg="$(resolve)"
+    log "retrying with $want_pkg"
+    ( cd "$work" && apt_locked apt-get download -qq "$want_pkg" )
+  fi
   deb="$(ls "$work"/*.deb | head -1)"
   dpkg-deb -x "$deb" "$work/x"
   vz="$(ls "$work"/x/boot/vmlinuz-* | head -1)"

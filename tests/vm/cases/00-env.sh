@@ -4,6 +4,7 @@
 # (with their shared libraries) that run.
 # vm-timeout: 60
 # vm-include: /usr/bin/sqlite3
+# shellcheck source=tests/vm/lib.sh
 . "$CHIDORI_VM_LIB"
 
 grep -q '^cgroup2 /sys/fs/cgroup cgroup2 ' /proc/mounts || vm_fail "cgroup2 not mounted on /sys/fs/cgroup"
@@ -17,7 +18,7 @@ out="$(vm-features)" || vm_fail "vm-features failed"
 echo "$out" | sed 's/^/  /'
 abi="$(echo "$out" | sed -n 's/^landlock_abi=//p')"
 [ "${abi:-none}" -ge 1 ] 2>/dev/null || vm_fail "Landlock unavailable (landlock_abi=$abi)"
-echo "$out" | grep -qx 'userns_all=ok' || vm_fail "user namespace (+mnt,pid,net,ipc,uts,cgroup) failed"
+echo "$out" | grep -qx 'userns_all+pivot_root=ok' || vm_fail "user namespace (+mnt,pid,net,ipc,uts,cgroup) and pivot_root failed"
 echo "$out" | grep -qx 'seccomp_filter=ok' || vm_fail "seccomp filters unavailable"
 unshare -r -m -p -n -f true || vm_fail "busybox unshare -r -m -p -n -f true failed"
 echo "  ok: busybox unshare -r -m -p -n -f"

@@ -3,6 +3,7 @@
 # placed in it that touches more than memory.max is OOM-killed (SIGKILL), while one that
 # stays under the limit runs to completion.
 # vm-timeout: 60
+# shellcheck source=tests/vm/lib.sh
 . "$CHIDORI_VM_LIB"
 
 vm_check "enter a leaf and enable controllers in $CG" vm_enter_leaf self

@@ -8,7 +8,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,6 +33,8 @@ static int write_file(const char *path, const char *s) {
 static int try_userns(int extra, char *why, size_t whylen) {
     uid_t uid = getuid(); gid_t gid = getgid();
     int pfd[2]; if (pipe(pfd)) return -1;
+    char dir[] = "/tmp/vm-features.XXXXXX";
+    if ((extra & CLONE_NEWNS) && !mkdtemp(dir)) { snprintf(why, whylen, "mkdtemp: %s", strerror(errno)); return -1; }
     pid_t pid = fork();
     if (pid == 0) {
         close(pfd[0]);
@@ -42,6 +47,16 @@ static int try_userns(int extra, char *why, size_t whylen) {
         else if (snprintf(map, sizeof map, "0 %u 1", gid), write_file("/proc/self/gid_map", map))
             snprintf(msg, sizeof msg, "gid_map: %s", strerror(errno));
         else if (getuid() != 0) snprintf(msg, sizeof msg, "uid is %u, not 0", getuid());
+        else if (extra & CLONE_NEWNS) {
+            /* What a sandbox does next: a private tmpfs as the new root, pivot_root into it
+             * (fails with EINVAL when / is the initramfs' rootfs itself). */
+            char old[64];
+            if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) snprintf(msg, sizeof msg, "make-rprivate: %s", strerror(errno));
+            else if (mount("tmpfs", dir, "tmpfs", 0, "size=1m")) snprintf(msg, sizeof msg, "mount tmpfs: %s", strerror(errno));
+            else if (snprintf(old, sizeof old, "%s/old", dir), mkdir(old, 0700)) snprintf(msg, sizeof msg, "mkdir: %s", strerror(errno));
+            else if (syscall(SYS_pivot_root, dir, old)) snprintf(msg, sizeof msg, "pivot_root: %s", strerror(errno));
+            else snprintf(msg, sizeof msg, "ok");
+        }
         if (write(pfd[1], msg, strlen(msg) + 1) < 0) _exit(1);
         _exit(0);
     }
@@ -50,6 +65,7 @@ static int try_userns(int extra, char *why, size_t whylen) {
     why[n > 0 ? n : 0] = 0;
     close(pfd[0]);
     int st; waitpid(pid, &st, 0);
+    if (extra & CLONE_NEWNS) rmdir(dir);   /* empty in our mount namespace */
     return strcmp(why, "ok") == 0 ? 0 : -1;
 }
 
@@ -63,7 +79,7 @@ int main(void) {
     try_userns(0, why, sizeof why);
     printf("userns=%s\n", why);
     try_userns(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP, why, sizeof why);
-    printf("userns_all=%s\n", why);
+    printf("userns_all+pivot_root=%s\n", why);
 
     int r = prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
     printf("seccomp_mode=%d\n", r);

@@ -7,7 +7,9 @@
 
 int main(int argc, char **argv) {
     if (argc != 2) { fprintf(stderr, "usage: vm-memhog MIB\n"); return 2; }
-    long mib = atol(argv[1]);
+    char *end;
+    long mib = strtol(argv[1], &end, 10);
+    if (*end || mib < 0) { fprintf(stderr, "vm-memhog: bad MIB %s\n", argv[1]); return 2; }
     long page = sysconf(_SC_PAGESIZE);
     for (long i = 0; i < mib; i++) {
         char *p = malloc(1 << 20);
