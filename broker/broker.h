@@ -69,6 +69,11 @@ struct broker_outcome {
         uint64_t effects;        /* host calls answered */
         double wall_ms;
         double cpu_ms;           /* the worker's CPU time (filled by the launcher after wait) */
+        /* Filled by the launcher from the run's cgroup after the wait. */
+        bool oom_killed;
+        bool pids_limit_hit;
+        uint64_t peak_bytes;     /* 0 if unknown */
+        uint64_t memory_limit;   /* 0 if none */
 };
 
 /* Run the whole conversation with one worker.  Returns 0 when the outcome is

@@ -39,8 +39,14 @@
 static const char *const layer_names[LAYER_MAX] = {
         [LAYER_USERNS] = "user",       [LAYER_PIDNS] = "pid",         [LAYER_MNTNS] = "mnt",
         [LAYER_NETNS] = "net",         [LAYER_IPCNS] = "ipc",         [LAYER_UTSNS] = "uts",
-        [LAYER_CGROUPNS] = "cgroup",   [LAYER_CAPS] = "caps",         [LAYER_LANDLOCK] = "landlock",
-        [LAYER_SECCOMP] = "seccomp",   [LAYER_RLIMITS] = "rlimits",
+        [LAYER_CGROUPNS] = "cgroupns", [LAYER_CAPS] = "caps",         [LAYER_LANDLOCK] = "landlock",
+        [LAYER_SECCOMP] = "seccomp",   [LAYER_RLIMITS] = "rlimits",   [LAYER_CGROUP] = "cgroup",
+};
+
+/* How the banner names the namespaces. */
+static const char *const ns_display[] = {
+        [LAYER_USERNS] = "user", [LAYER_PIDNS] = "pid", [LAYER_MNTNS] = "mnt",      [LAYER_NETNS] = "net",
+        [LAYER_IPCNS] = "ipc",   [LAYER_UTSNS] = "uts", [LAYER_CGROUPNS] = "cgroup",
 };
 
 const char *box_layer_name(enum box_layer l)
@@ -61,8 +67,8 @@ int box_parse_layers(const char *list, unsigned *ret_mask, struct err **err)
                                 found = i;
                 if (found < 0)
                         return err_set(err, 0,
-                                       "unknown layer '%s' (expected user, pid, mnt, net, ipc, uts, cgroup, caps, "
-                                       "landlock, seccomp or rlimits)",
+                                       "unknown layer '%s' (expected user, pid, mnt, net, ipc, uts, cgroupns, caps, "
+                                       "landlock, seccomp, rlimits or cgroup)",
                                        w);
                 mask |= LAYER_BIT(found);
         }
@@ -308,7 +314,8 @@ static void move_fd(int from, int to)
                 child_fail(BOX_E_SETUP, errno, "dup2 %d -> %d", from, to);
 }
 
-__attribute__((noreturn)) static void child_main(const struct box_opts *o, unsigned ns_applied, pid_t parent)
+__attribute__((noreturn)) static void child_main(const struct box_opts *o, unsigned ns_applied, pid_t parent,
+                                                 bool late_cgroupns)
 {
         rep.applied = ns_applied;
         /* Wait until the parent has written our id maps (and placed us in
@@ -319,6 +326,12 @@ __attribute__((noreturn)) static void child_main(const struct box_opts *o, unsig
         if (ns_applied & LAYER_BIT(LAYER_USERNS)) {
                 if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
                         child_fail(BOX_E_SETUP, errno, "become root inside the user namespace");
+        }
+        if (late_cgroupns) {
+                if (unshare(CLONE_NEWCGROUP) < 0)
+                        layer_skip(o, LAYER_CGROUPNS, false, "unshare: %s", strerror(errno));
+                else
+                        rep.applied |= LAYER_BIT(LAYER_CGROUPNS);
         }
         if (ns_applied & LAYER_BIT(LAYER_MNTNS))
                 setup_rootfs(o);
@@ -538,6 +551,11 @@ int box_spawn(const struct box_opts *o, struct box *b, struct err **err)
                 flags |= ns[i].flag;
                 want |= LAYER_BIT(ns[i].l);
         }
+        /* A child placed by attach() enters its cgroup namespace after the
+         * move, so the namespace is rooted at its leaf. */
+        bool late_cgroupns = o->attach && (flags & CLONE_NEWCGROUP);
+        if (late_cgroupns)
+                flags &= ~(uint64_t)CLONE_NEWCGROUP;
         /* Without a user namespace, only root can create the others. */
         if (!(flags & CLONE_NEWUSER) && getuid() != 0) {
                 flags = 0;
@@ -585,7 +603,7 @@ int box_spawn(const struct box_opts *o, struct box *b, struct err **err)
                                                    layer_names[l], rep.skipped[l]);
                 }
                 /* getppid() as the child sees it (0 across a pid namespace). */
-                child_main(o, want, getppid());
+                child_main(o, want, getppid(), late_cgroupns);
         }
         close(sv[1]);
         b->pid = pid;
@@ -643,13 +661,13 @@ void box_close(struct box *b)
         b->pidfd = b->notify_fd = -1;
 }
 
-void box_describe(const struct box *b, const char *extra, char *buf, size_t len)
+void box_describe(const struct box *b, const char *cgroup, const char *extra, char *buf, size_t len)
 {
         char nsl[128] = "";
         size_t n = 0;
         for (enum box_layer l = LAYER_USERNS; l <= LAYER_CGROUPNS; l++)
                 if (b->applied & LAYER_BIT(l))
-                        n += (size_t)snprintf(nsl + n, sizeof(nsl) - n, "%s%s", n ? "," : "", layer_names[l]);
+                        n += (size_t)snprintf(nsl + n, sizeof(nsl) - n, "%s%s", n ? "," : "", ns_display[l]);
         char skipped[512] = "";
         size_t s = 0;
         for (int l = 0; l < LAYER_MAX; l++)
@@ -659,9 +677,9 @@ void box_describe(const struct box *b, const char *extra, char *buf, size_t len)
         char ll[32] = "";
         if (b->applied & LAYER_BIT(LAYER_LANDLOCK))
                 snprintf(ll, sizeof(ll), "; landlock abi %d", b->landlock_abi);
-        snprintf(buf, len, "process (%s%s%s%s%s%s%s)", nsl[0] ? nsl : "no", " ns", extra && *extra ? "; " : "",
-                 extra ? extra : "", ll, (b->applied & LAYER_BIT(LAYER_SECCOMP)) ? "; seccomp allowlist" : "",
-                 skipped);
+        snprintf(buf, len, "process (%s ns%s%s%s%s%s%s%s)", nsl[0] ? nsl : "no", cgroup && *cgroup ? "; " : "",
+                 cgroup ? cgroup : "", ll, (b->applied & LAYER_BIT(LAYER_SECCOMP)) ? "; seccomp allowlist" : "",
+                 extra && *extra ? "; " : "", extra ? extra : "", skipped);
 }
 
 int box_notify_read(int notify_fd)

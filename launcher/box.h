@@ -32,6 +32,7 @@ enum box_layer {
         LAYER_LANDLOCK,
         LAYER_SECCOMP,
         LAYER_RLIMITS,
+        LAYER_CGROUP,  /* the cgroup resource ceiling (memory, pids, cpu): applied by the launcher */
         LAYER_MAX
 };
 
@@ -62,7 +63,10 @@ struct box_opts {
         long cpu_secs;                 /* RLIMIT_CPU, 0 = unset */
         long fsize;                    /* RLIMIT_FSIZE bytes, 0 = unset */
         int cgroup_fd;                 /* v2 leaf for CLONE_INTO_CGROUP, or -1 */
-        int (*attach)(void *arg, pid_t pid, struct err **err); /* v1: place the child before exec */
+        /* v1 (or v2 without CLONE_INTO_CGROUP): place the child before it
+         * does anything; the child then enters its cgroup namespace, so the
+         * namespace is rooted at its leaf. */
+        int (*attach)(void *arg, pid_t pid, struct err **err);
         void *attach_arg;
 };
 
@@ -83,8 +87,10 @@ enum { BOX_E_LAYER = 1, BOX_E_SETUP, BOX_E_EXEC };
 int box_spawn(const struct box_opts *o, struct box *ret, struct err **err);
 void box_close(struct box *b);  /* closes fds; does not kill or reap */
 
-/* The Isolation: banner text for what was applied. */
-void box_describe(const struct box *b, const char *extra, char *buf, size_t len);
+/* The Isolation: banner text for what was applied.  cgroup: the ceiling
+ * fragment ("cgroup1 memory.limit_in_bytes=512M pids.max=64"); extra: e.g.
+ * the JIT posture. */
+void box_describe(const struct box *b, const char *cgroup, const char *extra, char *buf, size_t len);
 
 /* Handle one seccomp notification: returns the syscall number that was
  * blocked (>= 0), or -1 if nothing could be read. */

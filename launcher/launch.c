@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -153,7 +154,12 @@ int cmd_launch(int argc, char **argv)
                 .fd0 = 0, .fd1 = 1, .fd2 = 2,
                 .frame_fd = -1, .stage2_fd = -1,
         };
-        int code = sandbox_start(&so, &bo, "launch", &sr, &err);
+        char run_id[40];
+        unsigned char rb[6];
+        if (getrandom(rb, sizeof(rb), 0) != (ssize_t)sizeof(rb))
+                memset(rb, 0, sizeof(rb));
+        snprintf(run_id, sizeof(run_id), "launch-%02x%02x%02x%02x%02x%02x", rb[0], rb[1], rb[2], rb[3], rb[4], rb[5]);
+        int code = sandbox_start(&so, &bo, run_id, &sr, &err);
         if (code != 0) {
                 fprintf(stderr, "chidori: %s\n", err_msg(err));
                 err_free(err);

@@ -9,6 +9,7 @@
 
 #include "broker/broker.h"
 #include "common/err.h"
+#include "launcher/options.h"
 
 #define CHIDORI_VERSION "0.1.0"
 
@@ -37,12 +38,14 @@ struct worker {
         int engine_rc;
         char *engine_err;
         int notify_fd;     /* seccomp listener, -1 if none */
+        struct sandbox_run sr;
+        bool have_sr;
 };
 
-struct sandbox_opts;
 struct spawn_opts {
         bool in_process;
         const char *worker_path; /* resolved path of chidori-worker */
+        const char *run_id;
         const struct sandbox_opts *sandbox;
         char banner[1024];       /* out: the Isolation: line's text */
 };
@@ -51,7 +54,8 @@ struct spawn_opts {
 int spawn_worker(struct spawn_opts *o, struct worker *ret, struct err **err);
 /* Wait for the worker to end; *ret_status is a waitpid status (0 in-process).
  * Kills it first when kill_first is set.  Closes the worker's fds. */
-int worker_finish(struct worker *w, bool kill_first, int *ret_status, struct err **err);
+int worker_finish(struct worker *w, bool kill_first, int *ret_status, struct sandbox_usage *ret_usage,
+                  double *ret_cpu_ms, struct err **err);
 /* Find chidori-worker: $CHIDORI_WORKER, next to this binary, libexec. */
 int find_worker(char **ret_path, struct err **err);
 

@@ -20,11 +20,15 @@ struct sandbox_opts {
         bool require;            /* --require-sandbox / CHIDORI_ISOLATE_REQUIRE_SANDBOX=1 */
         unsigned disable;        /* --unsafe-disable=LAYER,... */
         int jit;                 /* -1 default, 0 --no-jit, 1 --jit */
+        uint64_t memory_bytes;   /* --memory / CHIDORI_JS_MEM_CAP_MB (default 512 MiB) */
+        uint64_t pids_max;       /* --pids / CHIDORI_PIDS_MAX (default 64) */
+        double cpus;             /* --cpus, 0 = no cpu.max */
+        const char *cgroup_parent; /* --cgroup-parent / CHIDORI_CGROUP_PARENT */
 };
 
 enum {
         SOPT_DEADLINE = 700, SOPT_CPU_SECS, SOPT_NOFILE, SOPT_FSIZE, SOPT_REQUIRE, SOPT_UNSAFE_DISABLE,
-        SOPT_JIT, SOPT_NO_JIT,
+        SOPT_JIT, SOPT_NO_JIT, SOPT_MEMORY, SOPT_PIDS, SOPT_CPUS, SOPT_CGROUP_PARENT,
 };
 
 #define SANDBOX_LONGOPTS                                                                              \
@@ -35,7 +39,11 @@ enum {
         { "require-sandbox", no_argument, NULL, SOPT_REQUIRE },                                       \
         { "unsafe-disable", required_argument, NULL, SOPT_UNSAFE_DISABLE },                           \
         { "jit", no_argument, NULL, SOPT_JIT },                                                       \
-        { "no-jit", no_argument, NULL, SOPT_NO_JIT }
+        { "no-jit", no_argument, NULL, SOPT_NO_JIT },                                                 \
+        { "memory", required_argument, NULL, SOPT_MEMORY },                                           \
+        { "pids", required_argument, NULL, SOPT_PIDS },                                               \
+        { "cpus", required_argument, NULL, SOPT_CPUS },                                               \
+        { "cgroup-parent", required_argument, NULL, SOPT_CGROUP_PARENT }
 
 #define SANDBOX_OPTIONS_HELP                                                                          \
         "  --deadline MS         wall-clock deadline; the box is killed (exit 124), 0 = none\n"      \
@@ -48,7 +56,13 @@ enum {
         "                        [CHIDORI_ISOLATE_REQUIRE_SANDBOX=1]\n"                              \
         "  --unsafe-disable=L,.. turn single layers off, for tests and debugging only (user, pid,\n" \
         "                        mnt, net, ipc, uts, cgroup, caps, landlock, seccomp, rlimits)\n"    \
-        "  --jit / --no-jit      JavaScriptCore's JIT; --no-jit also denies new executable memory\n"
+        "  --jit / --no-jit      JavaScriptCore's JIT; --no-jit also denies new executable memory\n"  \
+        "  --memory SIZE         cgroup memory ceiling, e.g. 256M or 1G (default 512M; exit 137)\n" \
+        "                        [CHIDORI_JS_MEM_CAP_MB, in MiB]\n"                                 \
+        "  --pids N              cgroup pids.max (default 64) [CHIDORI_PIDS_MAX]\n"                 \
+        "  --cpus FRACTION       cgroup cpu.max as a fraction of one CPU, e.g. 0.5\n"                \
+        "  --cgroup-parent PATH  cgroup under which run cgroups are created\n"                      \
+        "                        [CHIDORI_CGROUP_PARENT] (default: below this process's cgroup)\n"
 
 void sandbox_opts_init(struct sandbox_opts *o);
 /* Read the CHIDORI_* variables; prints and returns -1 on a malformed one. */
@@ -58,22 +72,38 @@ int sandbox_opts_parse(struct sandbox_opts *o, const char *cmd, int c, const cha
 /* Cross-option checks (--unsafe-disable with --require-sandbox...). */
 int sandbox_opts_check(const struct sandbox_opts *o);
 
+struct cgroup_run;
 struct sandbox_run {
         struct box box;
-        struct seccomp_prog filter;
+        struct cgroup_run *cg;   /* the run's cgroup leaf, or NULL */
         char banner[768];
         int stage2_fd;
         bool jit;
 };
 
+/* What the cgroup saw, after the box has ended. */
+struct sandbox_usage {
+        bool known;              /* a cgroup was in use */
+        bool oom_killed;
+        bool pids_limit_hit;
+        uint64_t peak_bytes;     /* 0 if unknown */
+        uint64_t memory_limit;
+};
+
 /* Start bo->program in a box with these options.  Returns 0, or an exit code
  * (78 layer unavailable, 70 setup failure) with err set. */
-int sandbox_start(const struct sandbox_opts *o, struct box_opts *bo, const char *surface, struct sandbox_run *ret,
+int sandbox_start(const struct sandbox_opts *o, struct box_opts *bo, const char *run_id, struct sandbox_run *ret,
                   struct err **err);
 /* launch: wait for the box to end, enforcing the deadline and naming a
  * blocked syscall; prints the failure and returns the exit code. */
 int sandbox_wait(const struct sandbox_opts *o, struct sandbox_run *r, int *ret_status);
-void sandbox_run_free(struct sandbox_run *r);
+/* Read the cgroup's counters, kill what is left, remove the leaf, close the
+ * box's fds.  usage may be NULL. */
+void sandbox_finish(struct sandbox_run *r, struct sandbox_usage *usage);
+/* Kill everything the box started (deadline). */
+void sandbox_kill(struct sandbox_run *r);
+/* Environment for the worker given the JIT posture (static storage). */
+char **sandbox_worker_env(bool jit);
 
 /* Helpers shared with run.c */
 int parse_nonneg(const char *s, long *ret);

@@ -74,6 +74,10 @@ static void print_json(bool ok, const cJSON *value, const cJSON *error, const ch
         cJSON_AddStringToObject(st, "run_id", run_id ? run_id : "");
         cJSON_AddNumberToObject(st, "wall_ms", (double)(long)(o->wall_ms * 1000) / 1000.0);
         cJSON_AddNumberToObject(st, "effects", (double)o->effects);
+        if (o->peak_bytes)
+                cJSON_AddNumberToObject(st, "peak_memory_bytes", (double)o->peak_bytes);
+        if (o->memory_limit)
+                cJSON_AddNumberToObject(st, "memory_limit_bytes", (double)o->memory_limit);
         char *s = cJSON_PrintUnformatted(j);
         if (s)
                 printf("%s\n", s);
@@ -136,9 +140,15 @@ int report_outcome(const struct broker_outcome *o, int status, bool json, long j
         case BROKER_END_MAX:
                 break;
         }
-        /* The worker went away without `done`: its wait status says why. */
+        /* The worker went away without `done`: the cgroup and its wait
+         * status say why. */
+        if (o->oom_killed && (WIFSIGNALED(status) || o->end == BROKER_END_EOF))
+                return fail(o, json, run_id, EXIT_OOM, "memory limit exceeded (limit %llu MiB)",
+                            (unsigned long long)(o->memory_limit >> 20));
         if (WIFSIGNALED(status)) {
                 int sig = WTERMSIG(status);
+                if (sig == SIGKILL && o->pids_limit_hit)
+                        return fail(o, json, run_id, 128 + sig, "process limit reached (the engine could not start a thread)");
                 if (sig == SIGSYS)
                         return fail(o, json, run_id, EXIT_SECCOMP, "sandbox violation: blocked syscall %s",
                                     o->blocked_syscall >= 0 ? seccomp_syscall_name(o->blocked_syscall)

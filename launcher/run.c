@@ -200,6 +200,10 @@ static void journal_end(struct run_ctx *c, const struct broker_outcome *o, int s
         cJSON *st = cJSON_AddObjectToObject(e, "stats");
         cJSON_AddNumberToObject(st, "wall_ms", (double)(long)(o->wall_ms * 1000) / 1000.0);
         cJSON_AddNumberToObject(st, "effects", (double)o->effects);
+        if (o->peak_bytes)
+                cJSON_AddNumberToObject(st, "peak_memory_bytes", (double)o->peak_bytes);
+        if (o->memory_limit)
+                cJSON_AddNumberToObject(st, "memory_limit_bytes", (double)o->memory_limit);
         journal_append(c->journal, e, NULL);
         journal_sync(c->journal, NULL);
         cJSON_Delete(e);
@@ -235,7 +239,9 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
                 .deadline_ms = o->sb.deadline_ms,
                 .quiet_logs = c->replay != NULL,
         };
-        struct spawn_opts so = { .in_process = o->in_process, .worker_path = worker_path, .sandbox = &o->sb };
+        struct spawn_opts so = {
+                .in_process = o->in_process, .worker_path = worker_path, .run_id = c->run_id, .sandbox = &o->sb,
+        };
         struct worker w;
         if (spawn_worker(&so, &w, &err) < 0) {
                 int code = spawn_exit_code(err);
@@ -257,10 +263,15 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
         int status = 0;
         bool kill_first = rc < 0 || out.end != BROKER_END_DONE_OK;
         struct err *werr = NULL;
-        if (worker_finish(&w, kill_first, &status, &werr) < 0) {
+        struct sandbox_usage usage;
+        if (worker_finish(&w, kill_first, &status, &usage, &out.cpu_ms, &werr) < 0) {
                 fprintf(stderr, "chidori: %s\n", err_msg(werr));
                 err_free(werr);
         }
+        out.oom_killed = usage.oom_killed;
+        out.pids_limit_hit = usage.pids_limit_hit;
+        out.peak_bytes = usage.peak_bytes;
+        out.memory_limit = usage.memory_limit;
         if (rc < 0) {
                 fprintf(stderr, "chidori: %s\n", err_msg(err));
                 err_free(err);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "cgroup/cgroup.h"
 #include "common/util.h"
 #include "launcher/launcher.h"
 #include "launcher/options.h"
@@ -37,6 +38,8 @@ void sandbox_opts_init(struct sandbox_opts *o)
         memset(o, 0, sizeof(*o));
         o->nofile = 256;
         o->jit = -1;
+        o->memory_bytes = 512ull << 20;
+        o->pids_max = 64;
 }
 
 static int env_long(const char *name, long *ret, const char *what)
@@ -56,6 +59,21 @@ int sandbox_opts_env(struct sandbox_opts *o)
         if (env_long("CHIDORI_ISOLATE_DEADLINE_MS", &o->deadline_ms, "a number of milliseconds") < 0 ||
             env_long("CHIDORI_ISOLATE_CPU_SECS", &o->cpu_secs, "a number of seconds") < 0)
                 return -1;
+        long mb = -1, pids = -1;
+        if (env_long("CHIDORI_JS_MEM_CAP_MB", &mb, "a number of MiB") < 0 ||
+            env_long("CHIDORI_PIDS_MAX", &pids, "a number of processes") < 0)
+                return -1;
+        if (mb >= 0)
+                o->memory_bytes = (uint64_t)mb << 20; /* 0: no memory ceiling */
+        if (pids == 0) {
+                fprintf(stderr, "chidori: CHIDORI_PIDS_MAX=0 would forbid the engine's own threads; use 1 or more\n");
+                return -1;
+        }
+        if (pids > 0)
+                o->pids_max = (uint64_t)pids;
+        const char *cp = getenv("CHIDORI_CGROUP_PARENT");
+        if (cp && *cp)
+                o->cgroup_parent = cp;
         const char *r = getenv("CHIDORI_ISOLATE_REQUIRE_SANDBOX");
         if (r && *r) {
                 if (strcmp(r, "1") == 0 || strcmp(r, "true") == 0)
@@ -83,6 +101,34 @@ int sandbox_opts_parse(struct sandbox_opts *o, const char *cmd, int c, const cha
         case SOPT_REQUIRE: o->require = true; return 1;
         case SOPT_JIT: o->jit = 1; return 1;
         case SOPT_NO_JIT: o->jit = 0; return 1;
+        case SOPT_CGROUP_PARENT: o->cgroup_parent = arg; return 1;
+        case SOPT_MEMORY: {
+                struct err *e = NULL;
+                if (cgroup_parse_size(arg, &o->memory_bytes, &e) < 0) {
+                        fprintf(stderr, "chidori: --memory: %s\nTry 'chidori %s --help'.\n", err_msg(e), cmd);
+                        err_free(e);
+                        return -1;
+                }
+                return 1;
+        }
+        case SOPT_CPUS: {
+                struct err *e = NULL;
+                if (cgroup_parse_cpus(arg, &o->cpus, &e) < 0) {
+                        fprintf(stderr, "chidori: --cpus: %s\nTry 'chidori %s --help'.\n", err_msg(e), cmd);
+                        err_free(e);
+                        return -1;
+                }
+                return 1;
+        }
+        case SOPT_PIDS: {
+                long v = 0;
+                if (parse_nonneg(arg, &v) < 0 || v < 1) {
+                        fprintf(stderr, "chidori: --pids '%s' is not a number of processes >= 1\n", arg);
+                        return -1;
+                }
+                o->pids_max = (uint64_t)v;
+                return 1;
+        }
         case SOPT_UNSAFE_DISABLE: {
                 struct err *e = NULL;
                 unsigned m = 0;
@@ -159,10 +205,85 @@ static int stage2_memfd(bool jit, struct err **err)
         return fd;
 }
 
-int sandbox_start(const struct sandbox_opts *o, struct box_opts *bo, const char *surface, struct sandbox_run *r,
+char **sandbox_worker_env(bool jit)
+{
+        static char *env[8];
+        static const char *pass[] = { "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS" };
+        static char buf[3][1024];
+        size_t n = 0;
+        env[n++] = "LANG=C.UTF-8";
+        if (!jit)
+                env[n++] = "JSC_useJIT=false";
+        /* The sanitizer variables pass through: sanitizer builds' test runs need them. */
+        for (size_t i = 0; i < ARRAY_SIZE(pass); i++) {
+                const char *v = getenv(pass[i]);
+                if (v && snprintf(buf[i], sizeof(buf[i]), "%s=%s", pass[i], v) < (int)sizeof(buf[i]))
+                        env[n++] = buf[i];
+        }
+        env[n] = NULL;
+        return env;
+}
+
+/* The cgroup host, detected once per launcher process. */
+static struct cgroup_host *cg_host;
+
+static void cg_host_free(void)
+{
+        cgroup_host_free(cg_host);
+        cg_host = NULL;
+}
+
+static int cg_attach(void *arg, pid_t pid, struct err **err)
+{
+        return cgroup_run_attach(arg, pid, err);
+}
+
+/* Create the run's leaf.  Returns 0 (leaf or, when not required, no leaf
+ * with the reason in banner), or an exit code. */
+static int cgroup_setup(const struct sandbox_opts *o, struct box_opts *bo, const char *run_id, struct sandbox_run *r,
+                        char *banner, size_t blen, struct err **err)
+{
+        if (o->disable & (1u << LAYER_CGROUP)) {
+                snprintf(banner, blen, "memory ceiling: none (disabled by --unsafe-disable)");
+                return 0;
+        }
+        if (!cg_host) {
+                if (cgroup_host_detect(o->cgroup_parent, &cg_host, err) < 0)
+                        return err_wrap(err, "cgroup parent"), EXIT_USAGE;
+                atexit(cg_host_free);
+                if (cgroup_host_version(cg_host) > 0)
+                        cgroup_cleanup_stale(cg_host, NULL);
+        }
+        struct cgroup_limits lim = { .memory_bytes = o->memory_bytes, .pids_max = o->pids_max, .cpus = o->cpus };
+        if (cgroup_host_version(cg_host) == 0) {
+                const char *why = cgroup_host_reason(cg_host);
+                if (o->require)
+                        return err_setc(err, BOX_E_LAYER, 0, "sandbox layer unavailable: memory ceiling (%s)",
+                                        why ? why : "no cgroup"),
+                               EXIT_LAYER_UNAVAILABLE;
+                snprintf(banner, blen, "memory ceiling: none (%s)", why ? why : "no cgroup");
+                return 0;
+        }
+        if (cgroup_run_create(cg_host, run_id, &lim, &r->cg, err) < 0) {
+                if (o->require || err_code(*err) == CGROUP_E_INVALID)
+                        return err_wrap(err, "sandbox layer unavailable: memory ceiling"), EXIT_LAYER_UNAVAILABLE;
+                snprintf(banner, blen, "memory ceiling: none (%s)", err_msg(*err));
+                err_free(*err);
+                *err = NULL;
+                return 0;
+        }
+        cgroup_banner(cg_host, &lim, banner, blen);
+        bo->cgroup_fd = cgroup_run_clone_fd(r->cg);
+        if (bo->cgroup_fd < 0) {
+                bo->attach = cg_attach;
+                bo->attach_arg = r->cg;
+        }
+        return 0;
+}
+
+int sandbox_start(const struct sandbox_opts *o, struct box_opts *bo, const char *run_id, struct sandbox_run *r,
                   struct err **err)
 {
-        (void)surface;
         memset(r, 0, sizeof(*r));
         r->stage2_fd = -1;
         r->jit = o->jit == 1 || (o->jit < 0 && bo->worker);
@@ -172,39 +293,76 @@ int sandbox_start(const struct sandbox_opts *o, struct box_opts *bo, const char 
         bo->cpu_secs = o->cpu_secs;
         bo->fsize = o->fsize;
         bo->cgroup_fd = -1;
+        if (bo->worker)
+                bo->envp = sandbox_worker_env(r->jit);
+        char cgbanner[256] = "";
+        int code = cgroup_setup(o, bo, run_id, r, cgbanner, sizeof(cgbanner), err);
+        if (code != 0)
+                return code;
         const struct seccomp_prog *filter = NULL;
         if (!(o->disable & (1u << LAYER_SECCOMP))) {
-                if (get_filter(bo->worker ? SECCOMP_STAGE1_WORKER : SECCOMP_LAUNCH, true, &filter, err) < 0)
-                        return err_wrap(err, "build the seccomp filter"), EXIT_PROTOCOL;
+                if (get_filter(bo->worker ? SECCOMP_STAGE1_WORKER : SECCOMP_LAUNCH, true, &filter, err) < 0) {
+                        err_wrap(err, "build the seccomp filter");
+                        code = EXIT_PROTOCOL;
+                        goto fail;
+                }
                 if (bo->worker) {
                         r->stage2_fd = stage2_memfd(r->jit, err);
-                        if (r->stage2_fd < 0)
-                                return EXIT_PROTOCOL;
+                        if (r->stage2_fd < 0) {
+                                code = EXIT_PROTOCOL;
+                                goto fail;
+                        }
                 }
         }
         bo->filter = filter;
         bo->stage2_fd = r->stage2_fd;
         if (box_spawn(bo, &r->box, err) < 0) {
-                if (r->stage2_fd >= 0)
-                        close(r->stage2_fd);
-                r->stage2_fd = -1;
-                return err_code(*err) == BOX_E_LAYER ? EXIT_LAYER_UNAVAILABLE
+                code = err_code(*err) == BOX_E_LAYER ? EXIT_LAYER_UNAVAILABLE
                        : err_code(*err) == BOX_E_EXEC ? 127
                                                       : EXIT_LAYER_UNAVAILABLE;
+                goto fail;
         }
-        if (r->stage2_fd >= 0) {
+        if (r->stage2_fd >= 0)
                 close(r->stage2_fd);
-                r->stage2_fd = -1;
-        }
+        r->stage2_fd = -1;
         char extra[64] = "";
         if (bo->worker)
                 snprintf(extra, sizeof(extra), "%s", r->jit ? "jit on" : "jit off, no executable memory");
-        box_describe(&r->box, extra, r->banner, sizeof(r->banner));
+        box_describe(&r->box, cgbanner, extra, r->banner, sizeof(r->banner));
         return 0;
+fail:
+        if (r->stage2_fd >= 0)
+                close(r->stage2_fd);
+        r->stage2_fd = -1;
+        cgroup_run_destroy(r->cg, NULL);
+        r->cg = NULL;
+        return code;
 }
 
-void sandbox_run_free(struct sandbox_run *r)
+void sandbox_kill(struct sandbox_run *r)
 {
+        if (r->box.pidfd >= 0)
+                syscall(SYS_pidfd_send_signal, r->box.pidfd, SIGKILL, NULL, 0);
+        if (r->cg)
+                cgroup_run_kill(r->cg, NULL);
+}
+
+void sandbox_finish(struct sandbox_run *r, struct sandbox_usage *u)
+{
+        if (u)
+                memset(u, 0, sizeof(*u));
+        if (r->cg) {
+                struct cgroup_stats st;
+                if (u && cgroup_run_stats(r->cg, &st, NULL) == 0) {
+                        u->known = true;
+                        u->oom_killed = st.oom_killed || (!st.oom_known && st.memory_limit_hit);
+                        u->pids_limit_hit = st.pids_limit_hit;
+                        u->peak_bytes = st.peak_known ? st.peak_bytes : 0;
+                        u->memory_limit = st.memory_limit;
+                }
+                cgroup_run_destroy(r->cg, NULL);
+                r->cg = NULL;
+        }
         box_close(&r->box);
 }
 
@@ -232,7 +390,7 @@ int sandbox_wait(const struct sandbox_opts *o, struct sandbox_run *r, int *ret_s
                         double left = deadline_at - mono_ms();
                         if (left <= 0) {
                                 deadline_hit = true;
-                                syscall(SYS_pidfd_send_signal, b->pidfd, SIGKILL, NULL, 0);
+                                sandbox_kill(r);
                                 break;
                         }
                         timeout = (int)left + 1;
@@ -242,7 +400,7 @@ int sandbox_wait(const struct sandbox_opts *o, struct sandbox_run *r, int *ret_s
                         break;
                 if (n > 0 && (p[1].revents & POLLIN)) {
                         blocked = box_notify_read(b->notify_fd);
-                        syscall(SYS_pidfd_send_signal, b->pidfd, SIGKILL, NULL, 0);
+                        sandbox_kill(r);
                         break;
                 }
                 if (n > 0 && p[0].revents)
@@ -252,7 +410,8 @@ int sandbox_wait(const struct sandbox_opts *o, struct sandbox_run *r, int *ret_s
         struct rusage ru;
         while (wait4(b->pid, &status, 0, &ru) < 0 && errno == EINTR)
                 ;
-        sandbox_run_free(r);
+        struct sandbox_usage u;
+        sandbox_finish(r, &u);
         if (ret_status)
                 *ret_status = status;
         double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
@@ -265,6 +424,14 @@ int sandbox_wait(const struct sandbox_opts *o, struct sandbox_run *r, int *ret_s
                 fprintf(stderr, "chidori: deadline exceeded (%ld ms)\n", o->deadline_ms);
                 return EXIT_DEADLINE;
         }
+        if (u.oom_killed && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {
+                fprintf(stderr, "chidori: memory limit exceeded (limit %llu MiB)\n",
+                        (unsigned long long)(u.memory_limit >> 20));
+                return EXIT_OOM;
+        }
+        if (u.pids_limit_hit)
+                fprintf(stderr, "chidori: process limit reached (pids.max %llu): a fork in the box failed\n",
+                        (unsigned long long)o->pids_max);
         if (WIFEXITED(status))
                 return WEXITSTATUS(status);
         int sig = WTERMSIG(status);

@@ -21,6 +21,10 @@
 
 #include "common/cleanup.h"
 
+/* libseccomp's SCMP_A*() macros leave datum_b unset for one-operand
+ * comparisons, which clang reports; the zero it gets is what they mean. */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 /* Profiles a row applies to. */
 #define W  (1u << 0)  /* engine worker (stage 1 and stage 2) */
 #define L  (1u << 1)  /* chidori launch: ordinary programs */

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -73,24 +74,6 @@ static void *engine_thread(void *arg)
                 w->engine_err = strdup(err_msg(e));
         err_free(e);
         return NULL;
-}
-
-/* The worker's environment is fixed: nothing of the caller's leaks in.  The
- * sanitizer variables pass through (sanitizer builds' test runs need them). */
-static char **worker_env(void)
-{
-        static char *env[8];
-        static const char *pass[] = { "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS" };
-        static char buf[3][1024];
-        size_t n = 0;
-        env[n++] = "LANG=C.UTF-8";
-        for (size_t i = 0; i < ARRAY_SIZE(pass); i++) {
-                const char *v = getenv(pass[i]);
-                if (v && snprintf(buf[i], sizeof(buf[i]), "%s=%s", pass[i], v) < (int)sizeof(buf[i]))
-                        env[n++] = buf[i];
-        }
-        env[n] = NULL;
-        return env;
 }
 
 static int spawn_in_process(struct worker *w, struct err **err)
@@ -155,14 +138,14 @@ int spawn_worker(struct spawn_opts *o, struct worker *w, struct err **err)
                 .worker = true,
                 .program = real,
                 .argv = argv,
-                .envp = worker_env(),
+                .envp = NULL, /* sandbox_start sets it (it depends on the JIT posture) */
                 .fd0 = null,
                 .fd1 = null,
                 .fd2 = ep[1],
                 .frame_fd = sv[1],
         };
-        struct sandbox_run sr;
-        int code = sandbox_start(o->sandbox, &bo, "run", &sr, err);
+        struct sandbox_run *sr = &w->sr;
+        int code = sandbox_start(o->sandbox, &bo, o->run_id, sr, err);
         free(real);
         close(sv[1]), close(ep[1]);
         if (null >= 0)
@@ -171,18 +154,24 @@ int spawn_worker(struct spawn_opts *o, struct worker *w, struct err **err)
                 close(sv[0]), close(ep[0]);
                 return -1;
         }
-        snprintf(o->banner, sizeof(o->banner), "%s", sr.banner);
-        w->pid = sr.box.pid;
-        w->pidfd = sr.box.pidfd;
-        w->notify_fd = sr.box.notify_fd;
+        snprintf(o->banner, sizeof(o->banner), "%s", sr->banner);
+        w->have_sr = true;
+        w->pid = sr->box.pid;
+        w->pidfd = sr->box.pidfd;
+        w->notify_fd = sr->box.notify_fd;
         w->frame_fd = sv[0];
         w->stderr_fd = ep[0];
         return 0;
 }
 
-int worker_finish(struct worker *w, bool kill_first, int *ret_status, struct err **err)
+int worker_finish(struct worker *w, bool kill_first, int *ret_status, struct sandbox_usage *ret_usage,
+                  double *ret_cpu_ms, struct err **err)
 {
         int status = 0;
+        if (ret_usage)
+                memset(ret_usage, 0, sizeof(*ret_usage));
+        if (ret_cpu_ms)
+                *ret_cpu_ms = 0;
         if (w->in_process) {
                 /* Closing our end makes the engine's next read fail, so a
                  * thread still waiting for a frame returns. */
@@ -192,26 +181,27 @@ int worker_finish(struct worker *w, bool kill_first, int *ret_status, struct err
                 close(w->engine_fd);
                 free(w->engine_err);
         } else {
-                if (kill_first && w->pidfd >= 0)
-                        syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
-                else if (kill_first)
-                        kill(w->pid, SIGKILL);
-                while (waitpid(w->pid, &status, 0) < 0) {
+                if (kill_first && w->have_sr)
+                        sandbox_kill(&w->sr);
+                struct rusage ru;
+                while (wait4(w->pid, &status, 0, &ru) < 0) {
                         if (errno != EINTR) {
                                 int e = errno;
                                 return err_set(err, e, "wait for the worker (pid %d)", (int)w->pid);
                         }
                 }
-                if (w->pidfd >= 0)
-                        close(w->pidfd);
+                if (ret_cpu_ms)
+                        *ret_cpu_ms = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+                                      (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+                if (w->have_sr)
+                        sandbox_finish(&w->sr, ret_usage); /* closes pidfd and notify fd */
+                w->have_sr = false;
                 if (w->stderr_fd >= 0)
                         close(w->stderr_fd);
-                if (w->notify_fd >= 0)
-                        close(w->notify_fd);
         }
         if (w->frame_fd >= 0)
                 close(w->frame_fd);
-        w->frame_fd = w->stderr_fd = w->pidfd = -1;
+        w->frame_fd = w->stderr_fd = w->pidfd = w->notify_fd = -1;
         *ret_status = status;
         return 0;
 }
