@@ -44,7 +44,7 @@ UNIT_BIN  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 PROBE_SRC := $(wildcard tests/probes/*.c)
 PROBE_BIN := $(patsubst tests/probes/%.c,$(BUILD)/probes/%,$(PROBE_SRC))
 
-.PHONY: all deps test unit asan fuzz bench lint install clean check-deps
+.PHONY: all deps test unit asan fuzz bench lint install clean check-deps test-vm
 all: $(BUILD)/chidori $(BUILD)/chidori-worker $(BUILD)/jsrun $(UNIT_BIN) $(PROBE_BIN) $(BUILD)/jsc_hello
 
 deps:
@@ -85,8 +85,13 @@ $(BUILD)/jsc_hello: tests/bench/jsc_hello.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(call cflags_of,javascriptcoregtk-4.1) $< -o $@ $(LDFLAGS) $(call libs_of,javascriptcoregtk-4.1)
 
 # Builds (installing missing Debian packages first) and runs every suite.
-test: check-deps all
+test: check-deps all $(BUILD)/fuzz_frame
 	BUILD=$(BUILD) ./scripts/run-tests.sh
+
+# cgroup v2 and a second kernel (6.1) in a qemu guest; `make test` runs it too
+# when qemu is installed (scripts/deps.sh installs it).
+test-vm: $(BUILD)/chidori $(BUILD)/chidori-worker
+	tests/vm/setup.sh && tests/vm/run.sh tests/vm/guest-run.sh
 
 check-deps:
 	@./scripts/deps.sh >/dev/null

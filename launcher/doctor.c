@@ -22,6 +22,31 @@
 #include "launcher/landlock.h"
 #include "launcher/launcher.h"
 #include "launcher/options.h"
+#include "launcher/seccomp.h"
+
+static void emit_row(const char *name, const char *why, void *arg)
+{
+        (void)arg;
+        printf("| `%s` | %s |\n", name, why);
+}
+
+static int print_tables(void)
+{
+        static const struct {
+                enum seccomp_profile p;
+                const char *title;
+        } t[] = {
+                { SECCOMP_STAGE2_WORKER, "engine worker (stage 2, installed by the worker itself)" },
+                { SECCOMP_STAGE1_WORKER, "engine worker start-up (stage 1: stage 2 plus the loader's needs)" },
+                { SECCOMP_LAUNCH, "chidori launch (ordinary programs)" },
+        };
+        for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+                printf("### %s\n\n| syscall | why |\n| --- | --- |\n", t[i].title);
+                seccomp_dump_table(t[i].p, emit_row, NULL);
+                printf("\n");
+        }
+        return EXIT_OK;
+}
 
 struct probe {
         const char *layer;
@@ -87,6 +112,7 @@ int cmd_doctor(int argc, char **argv)
         bool require = false;
         static const struct option longopts[] = {
                 { "require", no_argument, NULL, 'r' },
+                { "seccomp-table", no_argument, NULL, 's' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -95,11 +121,14 @@ int cmd_doctor(int argc, char **argv)
         while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
                 if (c == 'r')
                         require = true;
+                else if (c == 's')
+                        return print_tables();
                 else if (c == 'h') {
-                        printf("Usage: chidori doctor [--require]\n\n"
+                        printf("Usage: chidori doctor [--require] [--seccomp-table]\n\n"
                                "Report which isolation layers this host can apply, one line per layer, and why\n"
                                "a layer is unavailable.  --require exits 78 when a core layer (user, pid, mount\n"
                                "or net namespace, seccomp, Landlock on kernels that have it) is missing.\n"
+                               "--seccomp-table prints the seccomp allowlists with the reason for each syscall.\n"
                                "Environment: CHIDORI_CGROUP_PARENT (where run cgroups go).\n");
                         return EXIT_OK;
                 } else {

@@ -35,4 +35,9 @@ if [[ ! -x tools/node_modules/.bin/esbuild ]]; then
   [[ -f tools/package.json ]] || echo '{"name":"chidori-tools","private":true}' > tools/package.json
   (cd tools && npm install --no-audit --no-fund --silent esbuild@0.24.2)
 fi
+# The qemu guest that tests cgroup v2 and kernel 6.1 (tests/vm): qemu,
+# busybox-static and Debian's kernel package, cached under tests/vm/.cache.
+if [[ ${CHIDORI_SKIP_VM:-0} != 1 && -x tests/vm/setup.sh ]]; then
+  tests/vm/setup.sh >/dev/null || echo "deps: warning: the qemu guest could not be prepared (tests/vm/setup.sh); make test will report it"
+fi
 echo "deps: ok"

@@ -13,7 +13,7 @@ count_cmocka() { # file
   local p f
   p=$(grep -Eo '^\[  PASSED  \] [0-9]+' "$1" | awk '{s+=$4} END{print s+0}')
   f=$(grep -Eo '^\[  FAILED  \] [0-9]+ test' "$1" | awk '{s+=$4} END{print s+0}')
-  local s; s=$(grep -Ec '^\[  SKIPPED \] [a-z_]' "$1")
+  local s; s=$(grep -Eo '^\[  SKIPPED \] [0-9]+ test' "$1" | awk '{s+=$4} END{print s+0}')
   pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
   echo "  passed $p, failed $f, skipped $s"
 }
@@ -57,6 +57,37 @@ if compgen -G "tests/bats/*.bats" >/dev/null; then
   pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
   echo "  passed $p, failed $f, skipped $s"
   grep -E '^ok [0-9]+ .*# skip' "$logdir/bats.log" | sed 's/^/    /'
+fi
+
+if [[ -x $BUILD/fuzz_frame ]]; then
+  secs=${FUZZ_SECONDS:-20}
+  echo "== frame decoder fuzzing (libFuzzer, ${secs}s)"
+  if FUZZ_SECONDS=$secs ./scripts/fuzz.sh "$BUILD/fuzz_frame" >"$logdir/fuzz.log" 2>&1; then
+    pass=$((pass + 1)); echo "  passed 1 (no finding in ${secs}s)"
+  else
+    fail=$((fail + 1)); echo "  FAILED: the fuzzer found something:"; tail -n 30 "$logdir/fuzz.log" | sed 's/^/    /'
+  fi
+fi
+
+if [[ ${CHIDORI_SKIP_VM:-0} != 1 ]] && command -v qemu-system-x86_64 >/dev/null && [[ -x tests/vm/run.sh ]]; then
+  echo "== qemu guest: cgroup v2 and kernel 6.1 (tests/vm)"
+  if tests/vm/setup.sh >"$logdir/vm-setup.log" 2>&1; then
+    tests/vm/run.sh tests/vm/guest-run.sh >"$logdir/vm.log" 2>&1
+    grep -E '^not ok' "$logdir/vm.log" | sed 's/^/    /'
+    line=$(grep -E '^# vm: [0-9]+ passed, [0-9]+ failed' "$logdir/vm.log" | tail -n 1)
+    if [[ -n $line ]]; then
+      p=$(awk '{print $3}' <<<"$line"); f=$(awk '{print $5}' <<<"$line")
+      s=$(grep -oE '[0-9]+ skipped' <<<"$line" | awk '{print $1}'); s=${s:-0}
+      pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s)); echo "  passed $p, failed $f, skipped $s"
+    else
+      echo "  the guest run did not finish:"; tail -n 20 "$logdir/vm.log" | sed 's/^/    /'; fail=$((fail + 1))
+    fi
+  else
+    echo "  guest setup failed:"; tail -n 10 "$logdir/vm-setup.log" | sed 's/^/    /'; fail=$((fail + 1))
+  fi
+else
+  echo "== qemu guest: skipped (qemu-system-x86_64 not installed, or CHIDORI_SKIP_VM=1)"
+  skip=$((skip + 1))
 fi
 
 echo "logs: $logdir"

@@ -1,18 +1,22 @@
 /* tests/bench/timeit.c — time commands side by side: fork/exec/wait, medians.
  *
- * Usage: timeit [-n N] [-w W] [-b] CMD ARGS... [::: CMD ARGS...]...
+ * Usage: timeit [-n N] [-w W] [-p MS] [-b] CMD ARGS... [::: CMD ARGS...]...
  *
  * Every command gets W warm-up runs (default 2, not counted), then N timed
  * runs (default 20).  Commands separated by ':::' run interleaved — round r
  * runs each command once, starting at command r mod K — so a load burst on
  * the shared machine hits all of them alike instead of one whole series.
  * stdin/stdout/stderr of each run go to /dev/null; a run that does not exit 0
- * makes timeit fail (exit 1) and name it.
+ * makes timeit fail (exit 1) and name it.  -p MS sleeps MS ms before every
+ * timed run, to measure a cold start (e.g. a cgroup v1 migration that waits
+ * for an RCU grace period when none happened recently).
  *
  * Output: one line per command, in the order given:
- *     median_ms p10_ms p90_ms cpu_ms [sys_ms]
+ *     median_ms p10_ms p90_ms cpu_ms faults [sys_ms]
  * cpu_ms is the median user+system CPU of the command and every descendant
- * it waited for (wait4 rusage).  It misses work the kernel does later on its
+ * it waited for (wait4 rusage), faults the median count of their minor page
+ * faults (on a paravirtualised guest each one is a trip to the hypervisor,
+ * so this column explains much of the wall time and does not vary with load).  It misses work the kernel does later on its
  * own threads, e.g. tearing down a network namespace.  -b adds sys_ms:
  * commands then run in blocks (all N runs of one command, then a 300 ms
  * settle) instead of interleaved, and sys_ms is the machine-wide busy CPU per
@@ -33,7 +37,7 @@
 
 struct cmd {
         char **argv;
-        double *wall, *cpu;
+        double *wall, *cpu, *flt;
         double sys_ms;
 };
 
@@ -77,7 +81,7 @@ static void settle(int ms)
 }
 
 /* Run argv once; wall and CPU time in ms.  -1 on a failed run. */
-static int run_once(char **argv, double *wall, double *cpu)
+static int run_once(char **argv, double *wall, double *cpu, double *flt)
 {
         double a = now_ms();
         pid_t pid = fork();
@@ -111,31 +115,35 @@ static int run_once(char **argv, double *wall, double *cpu)
         *wall = b - a;
         *cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
                (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+        *flt = (double)ru.ru_minflt;
         return 0;
 }
 
 static void usage(void)
 {
-        fprintf(stderr, "usage: timeit [-n N] [-w WARMUP] [-b] CMD ARGS... [::: CMD ARGS...]...\n");
+        fprintf(stderr, "usage: timeit [-n N] [-w WARMUP] [-p MS] [-b] CMD ARGS... [::: CMD ARGS...]...\n");
         exit(2);
 }
 
 int main(int argc, char **argv)
 {
-        long n = 20, warm = 2;
+        long n = 20, warm = 2, pause = 0;
         int blocks = 0, i = 1;
         for (; i < argc && argv[i][0] == '-'; i++) {
                 char *end;
                 if (strcmp(argv[i], "-b") == 0) {
                         blocks = 1;
-                } else if ((strcmp(argv[i], "-n") == 0 || strcmp(argv[i], "-w") == 0) && i + 1 < argc) {
+                } else if ((strcmp(argv[i], "-n") == 0 || strcmp(argv[i], "-w") == 0 ||
+                            strcmp(argv[i], "-p") == 0) && i + 1 < argc) {
                         long v = strtol(argv[i + 1], &end, 10);
                         if (*end || v < 0 || v > 100000)
                                 usage();
                         if (argv[i][1] == 'n')
                                 n = v;
-                        else
+                        else if (argv[i][1] == 'w')
                                 warm = v;
+                        else
+                                pause = v;
                         i++;
                 } else if (strcmp(argv[i], "--") == 0) {
                         i++;
@@ -164,6 +172,7 @@ int main(int argc, char **argv)
                         argv[j] = NULL; /* terminates this command's argv */
                 c[k].wall = calloc((size_t)n, sizeof(double));
                 c[k].cpu = calloc((size_t)n, sizeof(double));
+                c[k].flt = calloc((size_t)n, sizeof(double));
                 c[k].sys_ms = 0;
                 k++;
                 i = j + 1;
@@ -171,8 +180,8 @@ int main(int argc, char **argv)
 
         for (int j = 0; j < k; j++)
                 for (long w = 0; w < warm; w++) {
-                        double x, y;
-                        if (run_once(c[j].argv, &x, &y) < 0)
+                        double x, y, z;
+                        if (run_once(c[j].argv, &x, &y, &z) < 0)
                                 return 1;
                 }
 
@@ -183,9 +192,12 @@ int main(int argc, char **argv)
                 double idle = busy_ms() - b0; /* background busy CPU per 300 ms */
                 for (int j = 0; j < k; j++) {
                         double t0 = now_ms(), s0 = busy_ms();
-                        for (long r = 0; r < n; r++)
-                                if (run_once(c[j].argv, &c[j].wall[r], &c[j].cpu[r]) < 0)
+                        for (long r = 0; r < n; r++) {
+                                if (pause)
+                                        settle((int)pause);
+                                if (run_once(c[j].argv, &c[j].wall[r], &c[j].cpu[r], &c[j].flt[r]) < 0)
                                         return 1;
+                        }
                         double runs_ms = now_ms() - t0;
                         settle(300);
                         double busy = busy_ms() - s0;
@@ -197,7 +209,9 @@ int main(int argc, char **argv)
                 for (long r = 0; r < n; r++)
                         for (int q = 0; q < k; q++) {
                                 int j = (int)((q + r) % k);
-                                if (run_once(c[j].argv, &c[j].wall[r], &c[j].cpu[r]) < 0)
+                                if (pause)
+                                        settle((int)pause);
+                                if (run_once(c[j].argv, &c[j].wall[r], &c[j].cpu[r], &c[j].flt[r]) < 0)
                                         return 1;
                         }
         }
@@ -205,8 +219,9 @@ int main(int argc, char **argv)
         for (int j = 0; j < k; j++) {
                 qsort(c[j].wall, (size_t)n, sizeof(double), cmp);
                 qsort(c[j].cpu, (size_t)n, sizeof(double), cmp);
-                printf("%.3f %.3f %.3f %.3f", c[j].wall[n / 2], c[j].wall[n / 10], c[j].wall[(n * 9) / 10],
-                       c[j].cpu[n / 2]);
+                qsort(c[j].flt, (size_t)n, sizeof(double), cmp);
+                printf("%.3f %.3f %.3f %.3f %.0f", c[j].wall[n / 2], c[j].wall[n / 10], c[j].wall[(n * 9) / 10],
+                       c[j].cpu[n / 2], c[j].flt[n / 2]);
                 if (blocks)
                         printf(" %.3f", c[j].sys_ms);
                 printf("\n");
