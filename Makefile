@@ -10,7 +10,7 @@ SAN        ?=
 PKG_CONFIG ?= pkg-config
 
 PKGS_WORKER := javascriptcoregtk-4.1 libcjson
-PKGS_CLI    := javascriptcoregtk-4.1 libcjson sqlite3 libseccomp libcap libmnl
+PKGS_CLI    := javascriptcoregtk-4.1 libcjson sqlite3 libseccomp libcap libmnl libcurl
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-format-nonliteral -Werror=implicit-function-declaration -Werror=vla
 CPPFLAGS += -I. -DCHIDORI_LIBEXECDIR='"$(LIBEXECDIR)"'

@@ -38,6 +38,7 @@ struct errfwd {
 
 struct loop {
         struct broker b;
+        bool just_answered;
         struct outq q;
         struct errfwd ef;
         double deadline_at;  /* mono_ms, 0 = none */
@@ -166,6 +167,7 @@ static int answer(struct loop *l, int64_t id, const char *op, const cJSON *args,
         if (r == 0)
                 r = send_json(l, res, err);
         cJSON_Delete(res);
+        l->just_answered = true;
         return r;
 }
 
@@ -510,7 +512,18 @@ int broker_run(const struct broker_config *cfg, const struct broker_peer *peer, 
                         }
                         timeout = (int)left + 1;
                 }
-                int n = poll(pfd, 3, timeout);
+                /* Right after an answer the worker usually asks again within
+                 * microseconds: look before sleeping, so the common round
+                 * trip avoids a cross-CPU wake-up (docs/decisions.md #17). */
+                int n = 0;
+                if (l.just_answered) {
+                        l.just_answered = false;
+                        double until = mono_ms() + 0.05;
+                        while ((n = poll(pfd, 3, 0)) == 0 && mono_ms() < until)
+                                ;
+                }
+                if (n == 0)
+                        n = poll(pfd, 3, timeout);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;

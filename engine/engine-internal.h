@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "proto/proto.h"
 
 /* JSContextGroupSetExecutionTimeLimit and JSContextGroupClearExecutionTimeLimit
  * are exported by libjavascriptcoregtk-4.1, but their header
@@ -67,6 +68,7 @@ enum {
 
 struct engine {
         int in_fd;
+        struct frame_reader reader; /* buffered: a small frame is one read(2) */
         int out_fd;
 
         JSContextGroupRef group;

@@ -334,8 +334,10 @@ int engine_serve(int in_fd, int out_fd, struct err **err)
                 pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
 
         struct engine e = { .in_fd = in_fd, .out_fd = out_fd };
+        frame_reader_init(&e.reader);
         int r = serve(&e, err);
         teardown(&e);
+        frame_reader_reset(&e.reader);
 
         if (guard) {
                 if (!sigismember(&old_set, SIGPIPE)) {

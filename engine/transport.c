@@ -168,7 +168,10 @@ JSValueRef engine_read_json_frame(struct engine *e, const char *expect_type)
         _cleanup_free_ char *body = NULL;
         size_t len = 0;
         struct err *err = NULL;
-        if (frame_read_raw(e->in_fd, &body, &len, &err) < 0) {
+        int got;
+        while ((got = frame_reader_read(&e->reader, e->in_fd, &body, &len, &err)) == 0)
+                ; /* a blocking fd never returns 0; be safe if someone made it non-blocking */
+        if (got < 0) {
                 switch (err_code(err)) {
                 case PROTO_E_OVERSIZE:
                 case PROTO_E_EMPTY:

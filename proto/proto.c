@@ -135,24 +135,97 @@ void frame_reader_init(struct frame_reader *r)
 
 void frame_reader_reset(struct frame_reader *r)
 {
+        free(r->buf);
         free(r->body);
         frame_reader_init(r);
 }
 
-int frame_reader_read(struct frame_reader *r, int fd, char **ret_body, size_t *ret_len,
-                      struct err **err)
+static int eof_error(const struct frame_reader *r, struct err **err)
 {
+        size_t have = r->len - r->off;
+        if (r->body)
+                return err_setc(err, PROTO_E_SHORT_BODY, 0,
+                                "short frame body: got %zu of %zu bytes before end of stream", r->body_have,
+                                r->body_len);
+        if (have == 0)
+                return err_setc(err, PROTO_E_EOF, 0, "end of stream");
+        if (have < FRAME_HEADER_BYTES)
+                return err_setc(err, PROTO_E_SHORT_HEADER, 0,
+                                "short frame header: got %zu of %u bytes before end of stream", have,
+                                FRAME_HEADER_BYTES);
+        uint32_t len = get_be32((const uint8_t *)r->buf + r->off);
+        return err_setc(err, PROTO_E_SHORT_BODY, 0, "short frame body: got %zu of %u bytes before end of stream",
+                        have - FRAME_HEADER_BYTES, len);
+}
+
+int frame_reader_read(struct frame_reader *r, int fd, char **ret_body, size_t *ret_len, struct err **err)
+{
+        if (!r->buf && !(r->buf = malloc(FRAME_READER_BUF)))
+                return err_setc(err, PROTO_E_IO, ENOMEM, "allocate the frame buffer");
         for (;;) {
-                void *dst;
-                size_t want;
-                if (r->hdr_have < FRAME_HEADER_BYTES) {
-                        dst = r->hdr + r->hdr_have;
-                        want = FRAME_HEADER_BYTES - r->hdr_have;
-                } else {
-                        dst = r->body + r->body_have;
-                        want = r->body_len - r->body_have;
+                if (r->body) {
+                        /* A large frame: drain what is buffered, then read
+                         * straight into the body. */
+                        size_t take = r->len - r->off;
+                        if (take > r->body_len - r->body_have)
+                                take = r->body_len - r->body_have;
+                        memcpy(r->body + r->body_have, r->buf + r->off, take);
+                        r->off += take;
+                        r->body_have += take;
+                        if (r->body_have == r->body_len) {
+                                r->body[r->body_len] = '\0';
+                                *ret_body = r->body;
+                                *ret_len = r->body_len;
+                                r->body = NULL;
+                                r->body_len = r->body_have = 0;
+                                return 1;
+                        }
+                        ssize_t n = read(fd, r->body + r->body_have, r->body_len - r->body_have);
+                        if (n < 0) {
+                                if (errno == EINTR)
+                                        continue;
+                                if (errno == EAGAIN || errno == EWOULDBLOCK)
+                                        return 0;
+                                return err_setc(err, PROTO_E_IO, errno, "read frame");
+                        }
+                        if (n == 0)
+                                return eof_error(r, err);
+                        r->body_have += (size_t)n;
+                        continue;
                 }
-                ssize_t n = read(fd, dst, want);
+                size_t have = r->len - r->off;
+                if (have >= FRAME_HEADER_BYTES) {
+                        uint32_t len = get_be32((const uint8_t *)r->buf + r->off);
+                        if (check_len(len, err) < 0)
+                                return -1;
+                        if (have >= FRAME_HEADER_BYTES + (size_t)len) {
+                                char *body = malloc((size_t)len + 1);
+                                if (!body)
+                                        return err_setc(err, PROTO_E_IO, ENOMEM, "allocate %u-byte frame", len);
+                                memcpy(body, r->buf + r->off + FRAME_HEADER_BYTES, len);
+                                body[len] = '\0';
+                                r->off += FRAME_HEADER_BYTES + (size_t)len;
+                                *ret_body = body;
+                                *ret_len = len;
+                                return 1;
+                        }
+                        if ((size_t)len + FRAME_HEADER_BYTES > FRAME_READER_BUF) {
+                                r->body = malloc((size_t)len + 1);
+                                if (!r->body)
+                                        return err_setc(err, PROTO_E_IO, ENOMEM, "allocate %u-byte frame", len);
+                                r->body_len = len;
+                                r->body_have = 0;
+                                r->off += FRAME_HEADER_BYTES;
+                                continue;
+                        }
+                }
+                /* Need more bytes: compact, then read as much as fits. */
+                if (r->off > 0) {
+                        memmove(r->buf, r->buf + r->off, r->len - r->off);
+                        r->len -= r->off;
+                        r->off = 0;
+                }
+                ssize_t n = read(fd, r->buf + r->len, FRAME_READER_BUF - r->len);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -160,40 +233,9 @@ int frame_reader_read(struct frame_reader *r, int fd, char **ret_body, size_t *r
                                 return 0;
                         return err_setc(err, PROTO_E_IO, errno, "read frame");
                 }
-                if (n == 0) {
-                        if (r->hdr_have == 0)
-                                return err_setc(err, PROTO_E_EOF, 0, "end of stream");
-                        if (r->hdr_have < FRAME_HEADER_BYTES)
-                                return err_setc(err, PROTO_E_SHORT_HEADER, 0,
-                                                "short frame header: got %zu of %u bytes before end of stream",
-                                                r->hdr_have, FRAME_HEADER_BYTES);
-                        return err_setc(err, PROTO_E_SHORT_BODY, 0,
-                                        "short frame body: got %zu of %zu bytes before end of stream",
-                                        r->body_have, r->body_len);
-                }
-                if (r->hdr_have < FRAME_HEADER_BYTES) {
-                        r->hdr_have += (size_t)n;
-                        if (r->hdr_have < FRAME_HEADER_BYTES)
-                                continue;
-                        uint32_t len = get_be32(r->hdr);
-                        if (check_len(len, err) < 0)
-                                return -1;
-                        r->body = malloc((size_t)len + 1);
-                        if (!r->body)
-                                return err_setc(err, PROTO_E_IO, ENOMEM, "allocate %u-byte frame", len);
-                        r->body_len = len;
-                        r->body_have = 0;
-                        continue;
-                }
-                r->body_have += (size_t)n;
-                if (r->body_have == r->body_len) {
-                        r->body[r->body_len] = '\0';
-                        *ret_body = r->body;
-                        *ret_len = r->body_len;
-                        r->body = NULL;
-                        frame_reader_init(r);
-                        return 1;
-                }
+                if (n == 0)
+                        return eof_error(r, err);
+                r->len += (size_t)n;
         }
 }
 

@@ -58,21 +58,25 @@ int frame_write_raw(int fd, const char *body, size_t len, struct err **err);
  * at a frame boundary returns -1 with code PROTO_E_EOF. */
 int frame_read_raw(int fd, char **ret_body, size_t *ret_len, struct err **err);
 
-/* Incremental reader for non-blocking fds. */
+/* Incremental, buffered reader.  On a non-blocking fd it returns 0 when more
+ * bytes are needed; on a blocking fd it simply waits.  Small frames (the
+ * common case) come out of one read(2) together with their header; a frame
+ * larger than the buffer is read straight into its own allocation. */
+#define FRAME_READER_BUF 65536u
 struct frame_reader {
-        uint8_t hdr[FRAME_HEADER_BYTES];
-        size_t hdr_have;
-        char *body;      /* allocated once the header is complete */
+        char *buf;       /* FRAME_READER_BUF bytes, allocated on first use */
+        size_t off, len; /* unconsumed bytes are buf[off..len) */
+        char *body;      /* a large frame in progress (header consumed) */
         size_t body_len;
         size_t body_have;
 };
 
 void frame_reader_init(struct frame_reader *r);
-void frame_reader_reset(struct frame_reader *r);  /* frees a partial body */
+void frame_reader_reset(struct frame_reader *r);  /* frees buffers and a partial body */
 /* Read what is available.  Returns 1 when a whole frame is ready (ownership
- * of the body passes to the caller through ret_body and ret_len, and the reader
- * is ready for the next frame), 0 when more bytes are needed (EAGAIN), -1 on
- * error or EOF (code tells which; PROTO_E_EOF only at a frame boundary). */
+ * of the body passes to the caller through ret_body and ret_len, and the
+ * reader is ready for the next frame), 0 when more bytes are needed (EAGAIN),
+ * -1 on error or EOF (code tells which; PROTO_E_EOF only at a frame boundary). */
 int frame_reader_read(struct frame_reader *r, int fd, char **ret_body, size_t *ret_len,
                       struct err **err);
 

@@ -120,7 +120,7 @@ JS
 }
 
 strip_times() { # normalise timestamps, run ids, clock values and wall times
-  sed -E 's/"(started|ended)":"[^"]*"/"\1":"T"/g; s/"run_id":"[^"]*"/"run_id":"R"/g; s/"wall_ms":[0-9.e+-]+/"wall_ms":0/g; s/"op":"clock.now","args":\{\},"ok":true,"value":[0-9.e+]+/"op":"clock.now","args":{},"ok":true,"value":0/g' "$1"
+  sed -E 's/"(started|ended)":"[^"]*"/"\1":"T"/g; s/"run_id":"[^"]*"/"run_id":"R"/g; s/"wall_ms":[0-9.e+-]+/"wall_ms":0/g; s/,"peak_memory_bytes":[0-9]+,"memory_limit_bytes":[0-9]+//g; s/"op":"clock.now","args":\{\},"ok":true,"value":[0-9.e+]+/"op":"clock.now","args":{},"ok":true,"value":0/g' "$1"
 }
 
 @test "isolated and in-process runs give identical stdout and journals" {

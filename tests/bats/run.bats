@@ -107,7 +107,7 @@ async function main() { await chidori.log("x"); return 7; }
 JS
   chid run --quiet --json "$T/a.js"
   assert_status 0
-  [[ $output =~ ^\{\"ok\":true,\"value\":7,\"exit\":0,\"stats\":\{\"run_id\":\"run-[0-9a-f]{16}\",\"wall_ms\":[0-9.]+,\"effects\":1\}\}$ ]]
+  [[ $output =~ ^\{\"ok\":true,\"value\":7,\"exit\":0,\"stats\":\{\"run_id\":\"run-[0-9a-f]{16}\",\"wall_ms\":[0-9.]+,\"effects\":1(,\"peak_memory_bytes\":[0-9]+,\"memory_limit_bytes\":536870912)?\}\}$ ]]
 }
 
 @test "a thrown error exits 1 with name and message" {

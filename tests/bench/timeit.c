@@ -6,24 +6,27 @@
  * runs (default 20).  Commands separated by ':::' run interleaved — round r
  * runs each command once, starting at command r mod K — so a load burst on
  * the shared machine hits all of them alike instead of one whole series.
- * stdin/stdout/stderr of each run go to /dev/null; a run that does not exit 0
- * makes timeit fail (exit 1) and name it.  -p MS sleeps MS ms before every
+ * stdin/stdout/stderr of each run go to /dev/null.  A run that does not exit
+ * 0 is named on stderr (with the first lines of its stderr) and its command
+ * is dropped: its output line reads "fail", the others are still measured,
+ * and timeit exits 1.  -p MS sleeps MS ms before every
  * timed run, to measure a cold start (e.g. a cgroup v1 migration that waits
  * for an RCU grace period when none happened recently).
  *
  * Output: one line per command, in the order given:
- *     median_ms p10_ms p90_ms cpu_ms faults [sys_ms]
+ *     median_ms p10_ms p90_ms cpu_ms faults [kthr_ms]
  * cpu_ms is the median user+system CPU of the command and every descendant
  * it waited for (wait4 rusage), faults the median count of their minor page
  * faults (on a paravirtualised guest each one is a trip to the hypervisor,
  * so this column explains much of the wall time and does not vary with load).  It misses work the kernel does later on its
- * own threads, e.g. tearing down a network namespace.  -b adds sys_ms:
+ * own threads, e.g. tearing down a network namespace.  -b adds kthr_ms:
  * commands then run in blocks (all N runs of one command, then a 300 ms
- * settle) instead of interleaved, and sys_ms is the machine-wide busy CPU per
- * run over the block and its settle (from /proc/stat, all CPUs, kernel
- * threads included), less the busy CPU of an idle 300 ms measured before.
- * /proc/stat ticks are 10 ms: use N >= 50 for a figure to ~0.2 ms. */
+ * settle) instead of interleaved, and kthr_ms is the CPU that kernel threads
+ * (kworkers, RCU...) used per run over the block and its settle, less what
+ * they used in an idle 300 ms measured before (from /proc/PID/schedstat, ns;
+ * work done in softirq context on other tasks' time is not seen). */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +42,7 @@ struct cmd {
         char **argv;
         double *wall, *cpu, *flt;
         double sys_ms;
+        int failed;
 };
 
 static int cmp(const void *a, const void *b)
@@ -54,23 +58,43 @@ static double now_ms(void)
         return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-/* Busy CPU of the whole machine so far, in ms (all CPUs). */
-static double busy_ms(void)
+/* CPU time used so far by all kernel threads (kworkers, RCU, ...), in ms,
+ * from /proc/PID/schedstat (ns).  A kernel thread that exits in between takes
+ * its time with it; they rarely do. */
+static double kthread_ms(void)
 {
-        FILE *f = fopen("/proc/stat", "r");
-        if (!f)
+        DIR *d = opendir("/proc");
+        if (!d)
                 return 0;
-        unsigned long long v[10] = { 0 };
-        int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
-                       &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]);
-        fclose(f);
-        if (n < 4)
-                return 0;
-        unsigned long long busy = 0;
-        for (int i = 0; i < 8 && i < n; i++)
-                if (i != 3 && i != 4) /* idle, iowait */
-                        busy += v[i];
-        return (double)busy * 1000.0 / (double)sysconf(_SC_CLK_TCK);
+        double total = 0;
+        struct dirent *e;
+        while ((e = readdir(d))) {
+                if (e->d_name[0] < '0' || e->d_name[0] > '9')
+                        continue;
+                char path[300], buf[1024];
+                snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+                FILE *f = fopen(path, "r");
+                if (!f)
+                        continue;
+                size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+                fclose(f);
+                buf[n] = '\0';
+                char *p = strrchr(buf, ')'); /* comm may hold spaces */
+                unsigned long flags = 0;
+                if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %lu", &flags) != 1 || !(flags & 0x00200000))
+                        continue; /* not PF_KTHREAD */
+                snprintf(path, sizeof(path), "/proc/%s/schedstat", e->d_name);
+                f = fopen(path, "r");
+                unsigned long long ns = 0;
+                if (f) {
+                        if (fscanf(f, "%llu", &ns) != 1)
+                                ns = 0;
+                        fclose(f);
+                }
+                total += (double)ns / 1e6;
+        }
+        closedir(d);
+        return total;
 }
 
 static void settle(int ms)
@@ -81,8 +105,15 @@ static void settle(int ms)
 }
 
 /* Run argv once; wall and CPU time in ms.  -1 on a failed run. */
+static int errfd = -1; /* the last run's stderr, shown when it fails */
+
 static int run_once(char **argv, double *wall, double *cpu, double *flt)
 {
+        if (errfd >= 0) {
+                if (ftruncate(errfd, 0) < 0)
+                        return -1;
+                lseek(errfd, 0, SEEK_SET);
+        }
         double a = now_ms();
         pid_t pid = fork();
         if (pid < 0) {
@@ -91,7 +122,8 @@ static int run_once(char **argv, double *wall, double *cpu, double *flt)
         }
         if (pid == 0) {
                 int null = open("/dev/null", O_RDWR);
-                dup2(null, 0), dup2(null, 1), dup2(null, 2);
+                dup2(null, 0), dup2(null, 1);
+                dup2(errfd >= 0 ? errfd : null, 2);
                 execvp(argv[0], argv);
                 _exit(127);
         }
@@ -110,6 +142,12 @@ static int run_once(char **argv, double *wall, double *cpu, double *flt)
                         fprintf(stderr, "' exited %d\n", WEXITSTATUS(st));
                 else
                         fprintf(stderr, "' killed by signal %d\n", WTERMSIG(st));
+                char buf[512];
+                ssize_t r = errfd >= 0 ? pread(errfd, buf, sizeof(buf) - 1, 0) : 0;
+                if (r > 0) {
+                        buf[r] = '\0';
+                        fprintf(stderr, "timeit: its stderr: %s%s", buf, buf[r - 1] == '\n' ? "" : "\n");
+                }
                 return -1;
         }
         *wall = b - a;
@@ -174,49 +212,63 @@ int main(int argc, char **argv)
                 c[k].cpu = calloc((size_t)n, sizeof(double));
                 c[k].flt = calloc((size_t)n, sizeof(double));
                 c[k].sys_ms = 0;
+                c[k].failed = 0;
                 k++;
                 i = j + 1;
         }
 
+        char tmpl[] = "/tmp/timeit-err.XXXXXX";
+        errfd = mkostemp(tmpl, O_CLOEXEC);
+        if (errfd >= 0)
+                unlink(tmpl);
+
         for (int j = 0; j < k; j++)
-                for (long w = 0; w < warm; w++) {
+                for (long w = 0; w < warm && !c[j].failed; w++) {
                         double x, y, z;
                         if (run_once(c[j].argv, &x, &y, &z) < 0)
-                                return 1;
+                                c[j].failed = 1;
                 }
 
         if (blocks) {
                 settle(300);
-                double b0 = busy_ms();
+                double k0 = kthread_ms();
                 settle(300);
-                double idle = busy_ms() - b0; /* background busy CPU per 300 ms */
+                double idle = kthread_ms() - k0; /* kernel threads' background per 300 ms */
                 for (int j = 0; j < k; j++) {
-                        double t0 = now_ms(), s0 = busy_ms();
-                        for (long r = 0; r < n; r++) {
+                        if (c[j].failed)
+                                continue;
+                        double t0 = now_ms(), s0 = kthread_ms();
+                        for (long r = 0; r < n && !c[j].failed; r++) {
                                 if (pause)
                                         settle((int)pause);
                                 if (run_once(c[j].argv, &c[j].wall[r], &c[j].cpu[r], &c[j].flt[r]) < 0)
-                                        return 1;
+                                        c[j].failed = 1;
                         }
                         double runs_ms = now_ms() - t0;
                         settle(300);
-                        double busy = busy_ms() - s0;
-                        /* background load scales with the elapsed time */
-                        double bg = idle * (runs_ms + 300.0) / 300.0;
-                        c[j].sys_ms = (busy - bg) / (double)n;
+                        double used = kthread_ms() - s0;
+                        c[j].sys_ms = (used - idle * (runs_ms + 300.0) / 300.0) / (double)n;
                 }
         } else {
                 for (long r = 0; r < n; r++)
                         for (int q = 0; q < k; q++) {
                                 int j = (int)((q + r) % k);
+                                if (c[j].failed)
+                                        continue;
                                 if (pause)
                                         settle((int)pause);
                                 if (run_once(c[j].argv, &c[j].wall[r], &c[j].cpu[r], &c[j].flt[r]) < 0)
-                                        return 1;
+                                        c[j].failed = 1;
                         }
         }
 
+        int failed = 0;
         for (int j = 0; j < k; j++) {
+                if (c[j].failed) {
+                        printf("fail\n");
+                        failed = 1;
+                        continue;
+                }
                 qsort(c[j].wall, (size_t)n, sizeof(double), cmp);
                 qsort(c[j].cpu, (size_t)n, sizeof(double), cmp);
                 qsort(c[j].flt, (size_t)n, sizeof(double), cmp);
@@ -226,5 +278,5 @@ int main(int argc, char **argv)
                         printf(" %.3f", c[j].sys_ms);
                 printf("\n");
         }
-        return 0;
+        return failed;
 }

@@ -267,6 +267,42 @@ static void cmd_pty_run(char **argv)
         exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
 }
 
+/* The same, but the terminal is nobody's controlling terminal: ARGV runs
+ * in a new session with the pty slave on 0, 1 and 2 and no TIOCSCTTY (what
+ * a program does when it hands a pty to a child without making it the
+ * child's terminal). */
+static void cmd_pty_run_noctty(char **argv)
+{
+        int master, slave;
+        if (openpty(&master, &slave, NULL, NULL, NULL) < 0)
+                denied(errno, "openpty");
+        pid_t pid = fork();
+        if (pid < 0)
+                denied(errno, "fork");
+        if (pid == 0) {
+                close(master);
+                setsid(); /* no controlling terminal; dup2 does not acquire one */
+                dup2(slave, 0), dup2(slave, 1), dup2(slave, 2);
+                if (slave > 2)
+                        close(slave);
+                execvp(argv[0], argv);
+                _exit(127);
+        }
+        close(slave);
+        char buf[4096];
+        for (;;) {
+                ssize_t n = read(master, buf, sizeof(buf));
+                if (n <= 0)
+                        break;
+                fwrite(buf, 1, (size_t)n, stdout);
+        }
+        fflush(stdout);
+        int st;
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+                ;
+        exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+}
+
 /* ---- network ---- */
 
 static int family_of(const char *name)
@@ -378,6 +414,22 @@ static void cmd_list_dir(const char *path)
                 denied(errno, path);
         closedir(d);
         OK("%zu entries (%zu numeric) in %s", n, pids, path);
+}
+
+/* Write our own code through /proc/self/mem: the kernel lets a process
+ * write its read-only and executable pages this way, which would turn
+ * --no-jit's "no new executable memory" into a formality. */
+static void cmd_procmem_write(void)
+{
+        int fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+        if (fd < 0)
+                denied(errno, "open /proc/self/mem for writing");
+        /* Rewrite one byte of this function's code with the same value. */
+        const unsigned char *code = (const unsigned char *)(uintptr_t)&cmd_procmem_write;
+        unsigned char b = *code;
+        if (pwrite(fd, &b, 1, (off_t)(uintptr_t)code) != 1)
+                denied(errno, "pwrite /proc/self/mem");
+        OK("wrote our own code through /proc/self/mem");
 }
 
 /* Overwrite the running program (CVE-2019-5736's shape).  Writing the
@@ -616,11 +668,15 @@ static void cmd_prefix(const char *name)
         reached(name, r, e);
 }
 
-static void cmd_tiocsti(const char *fd, bool high_bits, bool linux_ioctl)
+static void cmd_tiocsti(const char *fd, bool high_bits, bool linux_ioctl, bool steal)
 {
         int f = (int)num(fd);
         if (!isatty(f))
                 usage("fd is not a terminal");
+        /* First make the terminal ours if nobody holds it (TIOCSCTTY, 0x540E,
+         * is not a filtered ioctl): TIOCSTI needs it as the controlling tty. */
+        if (steal && ioctl(f, TIOCSCTTY, 0) < 0)
+                denied(errno, "ioctl(TIOCSCTTY)");
         /* TIOCSTI pushes one byte into the terminal's input queue; a space is
          * harmless where it lands.  The high-bits form is CVE-2019-10063's:
          * the kernel looks at the low 32 bits only. */
@@ -643,6 +699,56 @@ static void cmd_mmap_exec(bool use_mprotect)
         if (use_mprotect && mprotect(p, 4096, PROT_READ | PROT_EXEC) < 0)
                 denied(errno, "mprotect(PROT_EXEC)");
         OK("%s gave executable memory", use_mprotect ? "mprotect" : "mmap");
+}
+
+/* A compromised worker replacing its SIGSYS reporter: stage 2 allows
+ * rt_sigaction for every signal but SIGSYS (and SIGSYS only to read).  The
+ * kernel reads the signal number as an int, so SIGSYS with bit 32 set is
+ * SIGSYS; a filter comparing all 64 bits lets it through.  If the new
+ * handler is installed, a blocked syscall no longer ends the process. */
+struct k_sigaction {
+        void (*handler)(int, siginfo_t *, void *);
+        unsigned long flags;
+        void (*restorer)(void);
+        uint64_t mask;
+};
+
+static volatile sig_atomic_t trapped;
+
+static void swallow_sigsys(int sig, siginfo_t *si, void *uc)
+{
+        (void)sig, (void)si, (void)uc;
+        trapped = 1;
+}
+
+static void cmd_sigsys_takeover(void)
+{
+        struct k_sigaction old, act;
+        memset(&old, 0, sizeof(old));
+        if (syscall(SYS_rt_sigaction, SIGSYS, NULL, &old, 8) < 0)
+                denied(errno, "read the SIGSYS action");
+        act = old;
+        act.handler = swallow_sigsys;
+        act.flags = old.flags | SA_SIGINFO;
+        act.mask = ~0ULL;
+        if (!act.restorer) { /* no handler yet (not in a box): borrow glibc's */
+                struct sigaction sa;
+                memset(&sa, 0, sizeof(sa));
+                sa.sa_sigaction = swallow_sigsys;
+                sa.sa_flags = SA_SIGINFO;
+                sigaction(SIGSYS, &sa, NULL);
+                syscall(SYS_rt_sigaction, SIGSYS, NULL, &act, 8);
+        }
+        long r = syscall(SYS_rt_sigaction, (unsigned long)SIGSYS | (1UL << 32), &act, NULL, 8);
+        if (r < 0)
+                denied(errno, "rt_sigaction(SIGSYS | 1 << 32)");
+        /* Now a forbidden call: with the reporter gone, do we survive it? */
+        long f = syscall(SYS_fork);
+        if (f == 0)
+                _exit(0);
+        if (f > 0)
+                waitpid((pid_t)f, NULL, 0);
+        OK("replaced the SIGSYS handler; fork returned %ld%s", f, trapped ? " (trapped and survived)" : "");
 }
 
 /* ---- SysV IPC ---- */
@@ -715,7 +821,7 @@ static void cmd_core_dump(const char *dir)
         else
                 printf("OK RLIMIT_CORE raised (was %s %s, now %s); crashing\n", s, h, now);
         fflush(stdout);
-        int *volatile p = NULL;
+        volatile int *volatile p = NULL;
         *p = 1;
         _exit(3);
 }
@@ -828,6 +934,7 @@ static void run(int argc, char **argv)
         if (!strcmp(c, "listen")) { NEED(1); cmd_listen(a1); }
         if (!strcmp(c, "unix-abstract-listen")) { NEED(1); cmd_unix_abstract_listen(a1); }
         if (!strcmp(c, "pty-run")) { NEED(1); cmd_pty_run(argv + 1); }
+        if (!strcmp(c, "pty-run-noctty")) { NEED(1); cmd_pty_run_noctty(argv + 1); }
         if (!strcmp(c, "socket-inet")) cmd_socket("inet");
         if (!strcmp(c, "socket")) { NEED(1); cmd_socket(a1); }
         if (!strcmp(c, "tcp-connect")) { NEED(2); cmd_tcp_connect(a1, a2); }
@@ -835,6 +942,7 @@ static void run(int argc, char **argv)
         if (!strcmp(c, "write-path")) { NEED(1); cmd_write_path(a1); }
         if (!strcmp(c, "read-path")) { NEED(1); cmd_read_path(a1); }
         if (!strcmp(c, "list-dir")) { NEED(1); cmd_list_dir(a1); }
+        if (!strcmp(c, "procmem-write")) cmd_procmem_write();
         if (!strcmp(c, "write-self-exe")) cmd_write_self_exe(a1);
         if (!strcmp(c, "reopen-fd")) { NEED(1); cmd_reopen_fd(a1); }
         if (!strcmp(c, "list-fds")) cmd_list_fds();
@@ -848,9 +956,13 @@ static void run(int argc, char **argv)
         if (!strcmp(c, "fork")) wait_child((pid_t)syscall(SYS_fork), "fork");
         if (!strcmp(c, "clone-fork")) wait_child(fork(), "glibc fork (clone)");
         if (!strcmp(c, "execve")) cmd_execve(a1);
-        if (!strcmp(c, "tiocsti")) { NEED(1); cmd_tiocsti(a1, false, false); }
-        if (!strcmp(c, "tiocsti-highbits")) { NEED(1); cmd_tiocsti(a1, true, false); }
-        if (!strcmp(c, "tioclinux")) { NEED(1); cmd_tiocsti(a1, false, true); }
+        if (!strcmp(c, "tiocsti")) { NEED(1); cmd_tiocsti(a1, false, false, false); }
+        if (!strcmp(c, "tiocsti-highbits")) { NEED(1); cmd_tiocsti(a1, true, false, false); }
+        if (!strcmp(c, "tiocsti-steal")) { NEED(1); cmd_tiocsti(a1, false, false, true); }
+        if (!strcmp(c, "tiocsti-steal-highbits")) { NEED(1); cmd_tiocsti(a1, true, false, true); }
+        if (!strcmp(c, "tioclinux")) { NEED(1); cmd_tiocsti(a1, false, true, false); }
+        if (!strcmp(c, "tioclinux-highbits")) { NEED(1); cmd_tiocsti(a1, true, true, false); }
+        if (!strcmp(c, "sigsys-takeover")) cmd_sigsys_takeover();
         if (!strcmp(c, "mmap-exec")) cmd_mmap_exec(false);
         if (!strcmp(c, "mprotect-exec")) cmd_mmap_exec(true);
         if (!strcmp(c, "ipc")) cmd_ipc_create(NULL);

@@ -188,6 +188,7 @@ static void incremental_reader(void **state)
         assert_int_equal(frame_reader_read(&r, p[0], &body, &len, &e), -1);
         assert_int_equal(err_code(e), PROTO_E_EOF);
         err_free(e);
+        frame_reader_reset(&r);
         close(p[0]);
 }
 
@@ -222,7 +223,8 @@ static void incremental_reader_oversize(void **state)
         size_t len;
         assert_int_equal(frame_reader_read(&r, fd, &body, &len, &e), -1);
         assert_int_equal(err_code(e), PROTO_E_OVERSIZE);
-        assert_null(r.body); /* nothing allocated */
+        assert_null(r.body); /* nothing allocated for the body */
+        frame_reader_reset(&r);
         err_free(e);
         close(fd);
 }

@@ -58,3 +58,72 @@ vm_cgroup_parent() {
   mkdir -p "$CG/${1:-chidori}" || return 1
   CHIDORI_CGROUP_PARENT="$CG/${1:-chidori}"; export CHIDORI_CGROUP_PARENT
 }
+
+# ---- helpers for the chidori cases (20-*.sh and up) ----------------------------------
+CHIDORI="$REPO/build/chidori"
+PROBES="$REPO/build/probes"
+
+# vm_need_chidori [PROBE...]: fail unless build/chidori and the named build/probes exist.
+vm_need_chidori() {
+  [ -x "$CHIDORI" ] || vm_fail "no $CHIDORI in the image (run make all first)"
+  for _p in "$@"; do
+    [ -x "$PROBES/$_p" ] || vm_fail "no $PROBES/$_p in the image (run make all first)"
+  done
+}
+
+# vm_uptime: seconds since boot (centiseconds), the guest's clock for timings.
+vm_uptime() { cut -d' ' -f1 /proc/uptime; }
+vm_since() { awk -v a="$1" -v b="$(vm_uptime)" 'BEGIN { printf "%.2f", b - a }'; }
+
+# vm_run NAME SECS CMD [ARGS...]: run CMD (SIGKILLed after SECS) with stdin from
+# /dev/null, stdout in $TMPDIR/NAME.out and stderr in $TMPDIR/NAME.err. Sets RC (its
+# status), OUT and ERR (the two texts), LAST ($TMPDIR/NAME) and SECS_TAKEN, and prints
+# the command, status, time and the first lines of both streams (shown for failures).
+vm_run() {
+  _n="$1"; _t="$2"; shift 2
+  LAST="$TMPDIR/$_n"
+  _t0="$(vm_uptime)"
+  timeout -s KILL "$_t" "$@" >"$LAST.out" 2>"$LAST.err" </dev/null; RC=$?
+  SECS_TAKEN="$(vm_since "$_t0")"
+  OUT="$(cat "$LAST.out")"; ERR="$(cat "$LAST.err")"
+  _to=""; awk -v s="$SECS_TAKEN" -v t="$_t" 'BEGIN { exit !(s >= t) }' && _to=" TIMED OUT"
+  echo "  \$ $* -> exit $RC (${SECS_TAKEN}s$_to)"
+  sed -n '1,15s/^/    out| /p' "$LAST.out"
+  sed -n '1,15s/^/    err| /p' "$LAST.err"
+}
+
+# vm_expect_rc WANT WHAT: fail unless the last vm_run exited WANT.
+vm_expect_rc() {
+  [ "$RC" = "$1" ] || vm_fail "$2: exit $RC, expected $1"
+}
+
+# vm_err_has TEXT / vm_out_has TEXT: the last vm_run's stderr / stdout contains TEXT.
+vm_err_has() { grep -qF -- "$1" "$LAST.err"; }
+vm_out_has() { grep -qF -- "$1" "$LAST.out"; }
+
+# vm_json_num KEY FILE: the number after "KEY": in FILE (first one), or nothing.
+vm_json_num() { grep -o "\"$1\":[0-9]*" "$2" | head -1 | cut -d: -f2; }
+
+# vm_chidori_dirs DIR: every chidori-* cgroup directory at or below DIR, one a line.
+vm_chidori_dirs() { find "$1" -type d -name 'chidori-*' 2>/dev/null; }
+
+# vm_pids_with TEXT: pids (other than this shell) whose command line contains TEXT.
+vm_pids_with() {
+  for _f in /proc/[0-9]*/cmdline; do
+    _p="${_f#/proc/}"; _p="${_p%/cmdline}"
+    [ "$_p" = "$$" ] && continue
+    _c="$(tr '\0' ' ' < "$_f" 2>/dev/null)"
+    case "$_c" in *"$1"*) echo "$_p" ;; esac
+  done
+}
+
+# vm_children PID: the pids whose parent is PID.
+vm_children() {
+  _pp="$1"
+  for _f in /proc/[0-9]*/stat; do
+    _s="$(cat "$_f" 2>/dev/null)" || continue
+    set -- ${_s##*) }          # state ppid ... (after the ")" that ends the name)
+    [ "$2" = "$_pp" ] && { _p="${_f#/proc/}"; echo "${_p%/stat}"; }
+  done
+  return 0
+}
