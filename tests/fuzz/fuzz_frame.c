@@ -1,3 +1,4 @@
+#define _GNU_SOURCE
 /* tests/fuzz/fuzz_frame.c — libFuzzer target for the frame decoder: the bytes
  * a hostile worker can send.  Exercises the incremental reader (through a
  * pipe, in arbitrary chunkings) and frame_decode. */
