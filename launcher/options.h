@@ -103,7 +103,7 @@ void sandbox_finish(struct sandbox_run *r, struct sandbox_usage *usage);
 /* Kill everything the box started (deadline). */
 void sandbox_kill(struct sandbox_run *r);
 /* Environment for the worker given the JIT posture (static storage). */
-char **sandbox_worker_env(bool jit);
+char **sandbox_worker_env(bool jit, bool stage2);
 
 /* Helpers shared with run.c */
 int parse_nonneg(const char *s, long *ret);

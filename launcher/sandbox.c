@@ -205,7 +205,7 @@ static int stage2_memfd(bool jit, struct err **err)
         return fd;
 }
 
-char **sandbox_worker_env(bool jit)
+char **sandbox_worker_env(bool jit, bool stage2)
 {
         static char *env[8];
         static const char *pass[] = { "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS" };
@@ -214,6 +214,8 @@ char **sandbox_worker_env(bool jit)
         env[n++] = "LANG=C.UTF-8";
         if (!jit)
                 env[n++] = "JSC_useJIT=false";
+        if (stage2)
+                env[n++] = "CHIDORI_STAGE2_FD=4";
         /* The sanitizer variables pass through: sanitizer builds' test runs need them. */
         for (size_t i = 0; i < ARRAY_SIZE(pass); i++) {
                 const char *v = getenv(pass[i]);
@@ -294,7 +296,7 @@ int sandbox_start(const struct sandbox_opts *o, struct box_opts *bo, const char 
         bo->fsize = o->fsize;
         bo->cgroup_fd = -1;
         if (bo->worker)
-                bo->envp = sandbox_worker_env(r->jit);
+                bo->envp = sandbox_worker_env(r->jit, !(o->disable & (1u << LAYER_SECCOMP)));
         char cgbanner[256] = "";
         int code = cgroup_setup(o, bo, run_id, r, cgbanner, sizeof(cgbanner), err);
         if (code != 0)

@@ -238,6 +238,19 @@ static const struct rule rules[] = {
         { "recvmsg", L, "programs under launch" },
         { "shutdown", L, "programs under launch" },
 };
+/* Sanitizer builds only (make asan): the ASan/UBSan runtime inside the
+ * worker uses raw syscalls of its own.  Never compiled into a release build. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CHIDORI_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CHIDORI_SANITIZER 1
+#endif
+#endif
+#ifdef CHIDORI_SANITIZER
+static const char *const sanitizer_extra[] = { "open", "readlinkat", "getdents64", "mincore", "sched_yield" };
+#endif
+
 /* Left out of every list, on purpose (the fixed prefix kills them first):
  * ptrace, process_vm_readv/writev, bpf, io_uring_*, userfaultfd, keyctl,
  * add_key, request_key, perf_event_open, mount, umount2, pivot_root, chroot,
@@ -449,6 +462,10 @@ int seccomp_compile(enum seccomp_profile p, bool jit, bool notify, struct seccom
                 if (rc == 0)
                         rc = add(ctx, SCMP_ACT_ALLOW, rules[i].name, 0, NULL, err);
         }
+#ifdef CHIDORI_SANITIZER
+        for (size_t i = 0; i < ARRAY_SIZE(sanitizer_extra) && rc == 0; i++)
+                rc = add(ctx, SCMP_ACT_ALLOW, sanitizer_extra[i], 0, NULL, err);
+#endif
         if (rc == 0)
                 rc = add_conditional(ctx, p, jit, deny, err);
         if (rc == 0)
