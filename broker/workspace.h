@@ -24,7 +24,7 @@
  *     and never recurses: a directory must be empty.
  *
  * Error messages start with "workspace: ", name the agent's path (escaped and
- * truncated, never the host path of the root) and say why; err->code is a
+ * truncated, never the host path of the root) and say why; err->code is an
  * enum workspace_error_code so the broker can map it.
  *
  * A struct workspace holds only the root fd and the limits: the operations

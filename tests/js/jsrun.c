@@ -216,7 +216,7 @@ main(int argc, char **argv)
         if (!harness)
                 harness = "tests/js/harness.js";
         if (argc == 3 && strcmp(argv[1], "--bench") == 0)
-                return bench(web, atoi(argv[2]));
+                return bench(web, (int)strtol(argv[2], NULL, 10));
 
         ctx = new_context(NULL);
         if (eval_file(ctx, web, &ms) != 0) {
