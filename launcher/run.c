@@ -13,6 +13,7 @@
 
 #include "broker/journal.h"
 #include "broker/memstore.h"
+#include "broker/policy.h"
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "launcher/launcher.h"
@@ -29,6 +30,7 @@ struct run_opts {
         long js_deadline_ms;
         struct sandbox_opts sb;
         bool json, quiet, in_process;
+        bool untrusted, trusted;  /* --untrusted / --trusted */
 };
 
 static int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -120,15 +122,45 @@ static void make_run_id(char out[40])
         snprintf(out, 40, "run-%02x%02x%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]);
 }
 
-static void banner(const struct run_opts *o, const char *isolation, const char *what)
+static void banner(const struct run_opts *o, const char *isolation, const struct policy *pol)
 {
         if (o->quiet)
                 return;
+        char desc[512];
+        policy_describe(pol, desc, sizeof(desc));
         fprintf(stderr, "Isolation: %s\n", isolation);
-        fprintf(stderr, "Policy: permissive (chidori %s default)\n", what);
+        fprintf(stderr, "Policy: %s\n", desc);
+}
+
+/* Select the policy (ARCHITECTURE.md, "Policy"): --untrusted beats every
+ * CHIDORI_POLICY* variable, then FILE, inline JSON, PROFILE, the surface
+ * default.  A malformed source fails closed to untrusted with a warning
+ * that is printed even with --quiet. */
+static int select_policy(const struct run_opts *o, struct policy **ret)
+{
+        struct policy_sources src = {
+                .surface = POLICY_SURFACE_RUN,
+                .flag_untrusted = o->untrusted,
+                .flag_trusted = o->trusted,
+                .env_file = getenv("CHIDORI_POLICY_FILE"),
+                .env_inline = getenv("CHIDORI_POLICY"),
+                .env_profile = getenv("CHIDORI_POLICY_PROFILE"),
+        };
+        char *warning = NULL;
+        struct err *err = NULL;
+        if (policy_select(&src, ret, &warning, &err) < 0) {
+                fprintf(stderr, "chidori: %s\n", err_msg(err));
+                err_free(err);
+                return -1;
+        }
+        if (warning)
+                fprintf(stderr, "chidori: warning: %s\n", warning);
+        free(warning);
+        return 0;
 }
 
 struct run_ctx {
+        struct policy *policy;
         struct agent agent;
         cJSON *input;
         cJSON *answers;
@@ -141,6 +173,7 @@ struct run_ctx {
 
 static void run_ctx_free(struct run_ctx *c)
 {
+        policy_free(c->policy);
         agent_free(&c->agent);
         cJSON_Delete(c->input);
         cJSON_Delete(c->answers);
@@ -252,7 +285,12 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
                 err_free(err);
                 return code;
         }
-        banner(o, so.banner, surface);
+        (void)surface;
+        banner(o, so.banner, c->policy);
+        if (o->in_process && policy_fallback(c->policy) != POLICY_ALLOW && !o->quiet)
+                fprintf(stderr, "chidori: note: untrusted code is running without process isolation "
+                                "(--no-isolate): a bug in the engine would land in this process; drop "
+                                "--no-isolate to run it in the sandbox\n");
         struct broker_outcome out;
         int rc = broker_run(&cfg, &(struct broker_peer){ .frame_fd = w.frame_fd,
                                                           .stderr_fd = w.stderr_fd,
@@ -325,6 +363,12 @@ static void run_help(void)
                "                        [CHIDORI_ISOLATE=off]\n"
                "  --isolate             run the engine in a separate worker process (default)\n"
                "                        [CHIDORI_ISOLATE=process]\n"
+               "  --untrusted           deny-by-default policy for code you do not trust; beats every\n"
+               "                        CHIDORI_POLICY* variable [CHIDORI_POLICY_PROFILE=untrusted]\n"
+               "  --trusted             the permissive policy (the run default)\n"
+               "                        Policy sources: CHIDORI_POLICY_FILE, CHIDORI_POLICY (inline JSON),\n"
+               "                        CHIDORI_POLICY_PROFILE (permissive|untrusted|supervised),\n"
+               "                        CHIDORI_POLICY_AUTO_APPROVE=1 (ask_before rules pass)\n"
                "  --json                print {ok, value|error, exit, stats} instead of the bare value\n"
                "  --quiet               do not print the Isolation:/Policy: banner\n"
                "  -h, --help            show this help\n"
@@ -338,7 +382,7 @@ static void run_help(void)
 
 enum {
         OPT_INPUT = 256, OPT_INPUT_FILE, OPT_JOURNAL, OPT_ANSWERS, OPT_STATE_DIR, OPT_MEM_NS,
-        OPT_JS_DEADLINE, OPT_NO_ISOLATE, OPT_ISOLATE, OPT_JSON, OPT_QUIET,
+        OPT_JS_DEADLINE, OPT_NO_ISOLATE, OPT_ISOLATE, OPT_JSON, OPT_QUIET, OPT_UNTRUSTED, OPT_TRUSTED,
 };
 
 static const struct option run_longopts[] = {
@@ -353,6 +397,8 @@ static const struct option run_longopts[] = {
         { "isolate", no_argument, NULL, OPT_ISOLATE },
         { "json", no_argument, NULL, OPT_JSON },
         { "quiet", no_argument, NULL, OPT_QUIET },
+        { "untrusted", no_argument, NULL, OPT_UNTRUSTED },
+        { "trusted", no_argument, NULL, OPT_TRUSTED },
         { "help", no_argument, NULL, 'h' },
         SANDBOX_LONGOPTS,
         { NULL, 0, NULL, 0 },
@@ -372,6 +418,8 @@ static int common_opt(const char *cmd, int c, struct run_opts *o)
         case OPT_NO_ISOLATE: o->in_process = true; return 1;
         case OPT_ISOLATE: o->in_process = false; return 1;
         case OPT_JSON: o->json = true; return 1;
+        case OPT_UNTRUSTED: o->untrusted = true; return 1;
+        case OPT_TRUSTED: o->trusted = true; return 1;
         case OPT_QUIET: o->quiet = true; return 1;
         }
         return 0;
@@ -460,6 +508,12 @@ int cmd_run(int argc, char **argv)
                 }
                 goto out;
         }
+        if (select_policy(&o, &ctx.policy) < 0)
+                goto out;
+        /* Code run under a deny-by-default policy gets no JIT unless --jit
+         * says so (docs/sandbox.md, "JIT and W^X"). */
+        if (o.sb.jit < 0 && policy_fallback(ctx.policy) != POLICY_ALLOW)
+                o.sb.jit = 0;
         ctx.ns = strdup(o.mem_ns ? o.mem_ns : ctx.agent.abspath);
         if (open_memory(&o, &ctx) < 0)
                 goto out;
@@ -569,6 +623,10 @@ int cmd_replay(int argc, char **argv)
         const cJSON *in = cJSON_GetObjectItemCaseSensitive(h, "input");
         ctx.input = in ? cJSON_Duplicate(in, 1) : cJSON_CreateNull();
         snprintf(ctx.run_id, sizeof(ctx.run_id), "%s", cJSON_IsString(rid) ? rid->valuestring : "replay");
+        if (select_policy(&o, &ctx.policy) < 0)
+                goto out;
+        if (o.sb.jit < 0 && policy_fallback(ctx.policy) != POLICY_ALLOW)
+                o.sb.jit = 0;
         code = execute(&o, &ctx, "replay");
 out:
         err_free(err);
