@@ -92,11 +92,12 @@ JS
 @test "--cpus bounds CPU time" {
   chid launch --quiet --cpus 0.25 -- "$P/cg_spin" 1000
   assert_status 0
-  ms=$(awk '{print $2}' <<<"$output")
-  (( ms < 500 ))
+  limited=$(awk '{print $2}' <<<"$output")
+  (( limited < 450 ))
+  # without the limit the same spin gets clearly more (relative: the host may be busy)
   chid launch --quiet -- "$P/cg_spin" 1000
-  ms=$(awk '{print $2}' <<<"$output")
-  (( ms > 700 ))
+  free=$(awk '{print $2}' <<<"$output")
+  (( free * 2 > limited * 3 ))
 }
 
 @test "a deadline kill leaves no process of the run alive" {
