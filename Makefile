@@ -90,7 +90,7 @@ test: check-deps all $(BUILD)/fuzz_frame
 
 # cgroup v2 and a second kernel (6.1) in a qemu guest; `make test` runs it too
 # when qemu is installed (scripts/deps.sh installs it).
-test-vm: $(BUILD)/chidori $(BUILD)/chidori-worker
+test-vm: all
 	tests/vm/setup.sh && tests/vm/run.sh tests/vm/guest-run.sh
 
 check-deps:

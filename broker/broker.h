@@ -10,6 +10,7 @@
 #define CHIDORI_BROKER_H
 
 #include <stdbool.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -34,6 +35,7 @@ struct broker_config {
         struct replay *replay;    /* serve results from here instead of performing, or NULL */
         long deadline_ms;         /* parent wall-clock deadline, 0 = none */
         bool quiet_logs;          /* replay: agent logs are effects, not performed */
+        volatile sig_atomic_t *stop;  /* non-zero: the launcher was asked to stop (signal number) */
 };
 
 /* The worker's end as the launcher set it up. */
@@ -55,6 +57,7 @@ enum broker_end {
         BROKER_END_DEADLINE,     /* parent deadline elapsed; worker killed */
         BROKER_END_DIVERGED,     /* replay: the worker asked for something else */
         BROKER_END_SECCOMP,      /* a blocked syscall: blocked_syscall says which */
+        BROKER_END_INTERRUPTED,  /* the launcher got SIGINT/SIGTERM/SIGHUP; worker killed */
         BROKER_END_MAX
 };
 

@@ -522,8 +522,17 @@ int broker_run(const struct broker_config *cfg, const struct broker_peer *peer, 
                         while ((n = poll(pfd, 3, 0)) == 0 && mono_ms() < until)
                                 ;
                 }
-                if (n == 0)
+                if (n == 0 && cfg->stop && *cfg->stop) {
+                        n = -1; /* asked to stop before we could block */
+                        errno = EINTR;
+                } else if (n == 0) {
                         n = poll(pfd, 3, timeout);
+                }
+                if (n < 0 && errno == EINTR && cfg->stop && *cfg->stop) {
+                        kill_worker(peer);
+                        end_with(&l.b, BROKER_END_INTERRUPTED, "interrupted by signal %d", (int)*cfg->stop);
+                        break;
+                }
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;

@@ -4,6 +4,7 @@
 #define CHIDORI_LAUNCHER_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -25,6 +26,11 @@ enum {
         EXIT_CPU = 152,
         EXIT_SECCOMP = 159,
 };
+
+/* ---- main.c ---- */
+/* The signal (SIGINT, SIGTERM, SIGHUP) that asked this launcher to stop, or
+ * 0.  Waits poll it on EINTR, end the box, clean up, then exit 128+sig. */
+extern volatile sig_atomic_t launcher_stop_signal;
 
 /* ---- spawn.c ---- */
 struct worker {

@@ -1,5 +1,6 @@
 /* launcher/main.c — argv[1] selects a subcommand; everything else is in the
  * subcommand's file. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,8 +24,30 @@ static void help(FILE *f)
                 CHIDORI_VERSION);
 }
 
+volatile sig_atomic_t launcher_stop_signal;
+
+static void on_stop(int sig)
+{
+        launcher_stop_signal = sig;
+}
+
+/* SIGINT/SIGTERM/SIGHUP must not kill the launcher before it has ended the
+ * box and removed its cgroups: note the signal (no SA_RESTART, so the wait
+ * in progress returns EINTR), let the normal teardown run, exit 128+sig. */
+static void install_stop_handlers(void)
+{
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_stop;
+        sigemptyset(&sa.sa_mask);
+        static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+        for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+                sigaction(sigs[i], &sa, NULL);
+}
+
 int main(int argc, char **argv)
 {
+        install_stop_handlers();
         if (argc < 2) {
                 help(stderr);
                 return EXIT_USAGE;

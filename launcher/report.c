@@ -133,6 +133,11 @@ int report_outcome(const struct broker_outcome *o, int status, bool json, long j
                 return fail(o, json, run_id, EXIT_AGENT_ERROR, "%s", o->message);
         case BROKER_END_PROTOCOL:
                 return fail(o, json, run_id, EXIT_PROTOCOL, "protocol error: %s", o->message);
+        case BROKER_END_INTERRUPTED: {
+                int sig = (int)launcher_stop_signal;
+                return fail(o, json, run_id, 128 + (sig ? sig : SIGTERM), "interrupted by %s: the run was stopped",
+                            sig_name(sig ? sig : SIGTERM));
+        }
         case BROKER_END_SECCOMP:
                 return fail(o, json, run_id, EXIT_SECCOMP, "sandbox violation: blocked syscall %s",
                             seccomp_syscall_name(o->blocked_syscall));

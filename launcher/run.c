@@ -205,6 +205,7 @@ static void journal_header(struct run_ctx *c)
 static const char *end_name(enum broker_end e)
 {
         static const char *n[BROKER_END_MAX] = {
+                [BROKER_END_SECCOMP] = "sandbox_violation", [BROKER_END_INTERRUPTED] = "interrupted",
                 [BROKER_END_DONE_OK] = "ok",           [BROKER_END_AGENT_ERROR] = "agent_error",
                 [BROKER_END_NEVER_SETTLED] = "never_settled", [BROKER_END_CPU_LIMIT] = "cpu_limit",
                 [BROKER_END_PROTOCOL] = "protocol_error", [BROKER_END_EOF] = "worker_exited",
@@ -271,9 +272,12 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
                 .replay = c->replay,
                 .deadline_ms = o->sb.deadline_ms,
                 .quiet_logs = c->replay != NULL,
+                .stop = &launcher_stop_signal,
         };
         struct spawn_opts so = {
-                .in_process = o->in_process, .worker_path = worker_path, .run_id = c->run_id, .sandbox = &o->sb,
+                .in_process = o->in_process, .worker_path = worker_path,
+                /* the cgroup leaf is "run-<hex>" */
+                .run_id = strncmp(c->run_id, "run-", 4) == 0 ? c->run_id + 4 : c->run_id, .sandbox = &o->sb,
         };
         struct worker w;
         if (spawn_worker(&so, &w, &err) < 0) {

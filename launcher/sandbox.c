@@ -397,7 +397,11 @@ int sandbox_wait(const struct sandbox_opts *o, struct sandbox_run *r, int *ret_s
                         }
                         timeout = (int)left + 1;
                 }
-                int n = poll(p, 2, timeout);
+                int n = launcher_stop_signal ? (errno = EINTR, -1) : poll(p, 2, timeout);
+                if (n < 0 && errno == EINTR && launcher_stop_signal) {
+                        sandbox_kill(r);
+                        break;
+                }
                 if (n < 0 && errno != EINTR)
                         break;
                 if (n > 0 && (p[1].revents & POLLIN)) {
@@ -418,6 +422,10 @@ int sandbox_wait(const struct sandbox_opts *o, struct sandbox_run *r, int *ret_s
                 *ret_status = status;
         double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
                      ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
+        if (launcher_stop_signal && !deadline_hit && blocked < 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {
+                fprintf(stderr, "chidori: interrupted by signal %d: the box was stopped\n", (int)launcher_stop_signal);
+                return 128 + (int)launcher_stop_signal;
+        }
         if (blocked >= 0) {
                 fprintf(stderr, "chidori: sandbox violation: blocked syscall %s\n", seccomp_syscall_name(blocked));
                 return EXIT_SECCOMP;

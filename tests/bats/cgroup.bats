@@ -137,3 +137,25 @@ JS
   after=$(chidori_cgroups | wc -l)
   [[ $after -eq $before ]]
 }
+
+@test "SIGTERM or SIGINT to the launcher stops the box and removes its cgroups" {
+  for sig in TERM INT HUP; do
+    "$CHIDORI" launch --quiet -- /bin/sleep 30 2>"$T/err" & L=$!
+    sleep 1
+    kill -$sig $L
+    set +e; wait $L; st=$?; set -e
+    (( st > 128 ))
+    grep -q "interrupted by signal" "$T/err"
+    [[ -z $(find /sys/fs/cgroup/pids /sys/fs/cgroup/memory /sys/fs/cgroup/unified -maxdepth 5 -type d -name "chidori-$L-*" 2>/dev/null) ]]
+  done
+  agent spin.js <<'JS'
+function main() { for (;;) {} }
+JS
+  "$CHIDORI" run --quiet "$T/spin.js" 2>"$T/err" & L=$!
+  sleep 1
+  kill -TERM $L
+  set +e; wait $L; st=$?; set -e
+  (( st == 143 ))
+  grep -q "chidori: interrupted by SIGTERM" "$T/err"
+  [[ -z $(find /sys/fs/cgroup/pids /sys/fs/cgroup/memory -maxdepth 5 -type d -name "chidori-$L-*" 2>/dev/null) ]]
+}

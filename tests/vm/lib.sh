@@ -108,10 +108,13 @@ vm_json_num() { grep -o "\"$1\":[0-9]*" "$2" | head -1 | cut -d: -f2; }
 vm_chidori_dirs() { find "$1" -type d -name 'chidori-*' 2>/dev/null; }
 
 # vm_pids_with TEXT: pids (other than this shell) whose command line contains TEXT.
+# Busybox timeout's watchdog (left by vm_run; it keeps the command line of what it
+# watched and lingers up to 1 s after that ended) does not count.
 vm_pids_with() {
   for _f in /proc/[0-9]*/cmdline; do
     _p="${_f#/proc/}"; _p="${_p%/cmdline}"
     [ "$_p" = "$$" ] && continue
+    [ "$(cat "/proc/$_p/comm" 2>/dev/null)" = timeout ] && continue
     _c="$(tr '\0' ' ' < "$_f" 2>/dev/null)"
     case "$_c" in *"$1"*) echo "$_p" ;; esac
   done

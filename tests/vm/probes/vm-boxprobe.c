@@ -37,11 +37,16 @@ static int report(const char *op, int r)
     return r == 0 ? 0 : 1;
 }
 
+static int num(const char *s)
+{
+    return (int)strtol(s, NULL, 10);
+}
+
 static int addr(const char *ip, const char *port, struct sockaddr_in *sa)
 {
     memset(sa, 0, sizeof(*sa));
     sa->sin_family = AF_INET;
-    sa->sin_port = htons((unsigned short)atoi(port));
+    sa->sin_port = htons((unsigned short)num(port));
     return inet_pton(AF_INET, ip, &sa->sin_addr) == 1 ? 0 : -1;
 }
 
@@ -84,13 +89,13 @@ int main(int argc, char **argv)
             if (fd < 0) return report(op, -1);
             setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
             if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) return report(op, -1);
-            secs = atoi(argv[4]);
+            secs = num(argv[4]);
         } else {
             struct sockaddr_un su;
             socklen_t len = uaddr(argv[2], &su);
             fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
             if (fd < 0 || bind(fd, (struct sockaddr *)&su, len) < 0) return report(op, -1);
-            secs = atoi(argv[3]);
+            secs = num(argv[3]);
         }
         if (listen(fd, 16) < 0) return report(op, -1);
         printf("listening\n");
@@ -128,7 +133,7 @@ int main(int argc, char **argv)
     }
     if (!strcmp(op, "sleep") && argc >= 3) {
         fflush(stdout);
-        struct timespec ts = { .tv_sec = atoi(argv[2]) };
+        struct timespec ts = { .tv_sec = num(argv[2]) };
         nanosleep(&ts, NULL);
         return 0;
     }
