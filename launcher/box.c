@@ -215,7 +215,9 @@ static void bind_one(const char *src, const char *dst, bool rw, bool dev)
         }
         if (mount(from, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
                 child_fail(BOX_E_SETUP, errno, "bind %s on %s", src, dst);
-        unsigned long fl = MS_BIND | MS_REMOUNT | MS_NOSUID | (rw ? 0 : MS_RDONLY) | (dev ? 0 : MS_NODEV);
+        /* A writable bind is never executable: nothing the box writes can
+         * be run (Landlock's read-only rule on / would otherwise grant it). */
+        unsigned long fl = MS_BIND | MS_REMOUNT | MS_NOSUID | (rw ? MS_NOEXEC : MS_RDONLY) | (dev ? 0 : MS_NODEV);
         /* Keep the flags the source mount has: inside a user namespace the
          * kernel locks them, and a remount that drops one fails. */
         struct statvfs sv;
@@ -237,7 +239,7 @@ static void bind_one(const char *src, const char *dst, bool rw, bool dev)
                 child_fail(BOX_E_SETUP, errno, "remount %s read-only", dst);
 }
 
-static void setup_rootfs(const struct box_opts *o)
+static void setup_rootfs(const struct box_opts *o, bool own_pidns)
 {
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
                 child_fail(BOX_E_SETUP, errno, "make / private");
@@ -284,8 +286,14 @@ static void setup_rootfs(const struct box_opts *o)
         /* JSC reads /proc/self/maps at start: a fresh procfs of the box's own
          * pid namespace, showing only processes and nothing of the host. */
         mkdir_p("/proc", 0555);
-        if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible,subset=pid") < 0)
+        if (!own_pidns) {
+                /* --unsafe-disable=pid: a procfs can only be mounted for a pid
+                 * namespace we own, so the host's is shown read-only. */
+                bind_one("/proc", "/proc", false, false);
+        } else if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible,subset=pid") <
+                   0) {
                 child_fail(BOX_E_SETUP, errno, "mount a fresh /proc");
+        }
 
         if (umount2("/oldroot", MNT_DETACH) < 0 || rmdir("/oldroot") < 0)
                 child_fail(BOX_E_SETUP, errno, "detach the old root");
@@ -334,7 +342,7 @@ __attribute__((noreturn)) static void child_main(const struct box_opts *o, unsig
                         rep.applied |= LAYER_BIT(LAYER_CGROUPNS);
         }
         if (ns_applied & LAYER_BIT(LAYER_MNTNS))
-                setup_rootfs(o);
+                setup_rootfs(o, ns_applied & LAYER_BIT(LAYER_PIDNS));
         if (ns_applied & LAYER_BIT(LAYER_UTSNS)) {
                 if (sethostname("chidori", 7) < 0 || setdomainname("chidori", 7) < 0)
                         child_fail(BOX_E_SETUP, errno, "set the box's hostname");
@@ -352,8 +360,14 @@ __attribute__((noreturn)) static void child_main(const struct box_opts *o, unsig
                 set_rlimit(RLIMIT_CORE, 0, "core");
                 set_rlimit(RLIMIT_MEMLOCK, 0, "memlock");
                 set_rlimit(RLIMIT_NOFILE, (rlim_t)(o->nofile > 0 ? o->nofile : 256), "nofile");
-                if (o->cpu_secs > 0)
-                        set_rlimit(RLIMIT_CPU, (rlim_t)o->cpu_secs, "cpu");
+                if (o->cpu_secs > 0) {
+                        /* SIGXCPU at the soft limit (ignored by a pid-ns
+                         * init), SIGKILL one second later at the hard one:
+                         * the parent tells it apart by the CPU time used. */
+                        struct rlimit rl = { (rlim_t)o->cpu_secs, (rlim_t)o->cpu_secs + 1 };
+                        if (setrlimit(RLIMIT_CPU, &rl) < 0)
+                                child_fail(BOX_E_SETUP, errno, "setrlimit cpu");
+                }
                 if (o->fsize > 0)
                         set_rlimit(RLIMIT_FSIZE, (rlim_t)o->fsize, "fsize");
                 rep.applied |= LAYER_BIT(LAYER_RLIMITS);

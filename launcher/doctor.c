@@ -181,7 +181,7 @@ int cmd_doctor(int argc, char **argv)
 
         struct probe *cg = &pr[n++];
         cg->layer = "cgroup (memory ceiling)";
-        cg->core = false;
+        cg->core = true; /* --require-sandbox refuses to run without it */
         struct cgroup_host *h = NULL;
         struct err *err = NULL;
         if (cgroup_host_detect(getenv("CHIDORI_CGROUP_PARENT"), &h, &err) < 0) {

@@ -71,8 +71,12 @@ static int parse_bind(const char *arg, bool rw, struct box_bind *b)
                 return -1;
         }
         const char *dst = colon ? colon + 1 : src;
-        if (dst[0] != '/' || strstr(dst, "/../") || strcmp(dst, "/") == 0) {
-                fprintf(stderr, "chidori: --%s destination '%s' must be an absolute path other than /\n",
+        bool bad = dst[0] != '/' || strcmp(dst, "/") == 0;
+        for (const char *c = dst; *c && !bad; c++) /* no "." or ".." component */
+                if (c[0] == '/' && c[1] == '.' && (c[2] == '/' || c[2] == '\0' || (c[2] == '.' && (c[3] == '/' || c[3] == '\0'))))
+                        bad = true;
+        if (bad) {
+                fprintf(stderr, "chidori: --%s destination '%s' must be an absolute path other than /, without . or .. components\n",
                         rw ? "bind" : "ro-bind", dst);
                 free(dup), free(src);
                 return -1;

@@ -51,11 +51,12 @@ enum {
         "  --cpu-secs N          RLIMIT_CPU in seconds (exit 152), 0 = none [CHIDORI_ISOLATE_CPU_SECS]\n" \
         "  --nofile N            RLIMIT_NOFILE (default 256)\n"                                      \
         "  --fsize BYTES         RLIMIT_FSIZE, opt-in\n"                                             \
-        "  --require-sandbox     fail (exit 78) unless user, pid, mount and net namespaces, seccomp\n" \
-        "                        and Landlock (where the kernel has it) all apply\n"                 \
+        "  --require-sandbox     fail (exit 78) unless user, pid, mount and net namespaces, seccomp,\n" \
+        "                        Landlock (where the kernel has it) and the memory ceiling apply\n"  \
         "                        [CHIDORI_ISOLATE_REQUIRE_SANDBOX=1]\n"                              \
         "  --unsafe-disable=L,.. turn single layers off, for tests and debugging only (user, pid,\n" \
-        "                        mnt, net, ipc, uts, cgroup, caps, landlock, seccomp, rlimits)\n"    \
+        "                        mnt, net, ipc, uts, cgroupns, caps, landlock, seccomp, rlimits,\n"  \
+        "                        cgroup = the memory/pids/cpu ceiling)\n"                            \
         "  --jit / --no-jit      JavaScriptCore's JIT; --no-jit also denies new executable memory\n"  \
         "  --memory SIZE         cgroup memory ceiling, e.g. 256M or 1G (default 512M; exit 137)\n" \
         "                        [CHIDORI_JS_MEM_CAP_MB, in MiB]\n"                                 \

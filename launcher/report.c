@@ -159,7 +159,7 @@ int report_outcome(const struct broker_outcome *o, int status, bool json, long j
                                     o->blocked_syscall >= 0 ? seccomp_syscall_name(o->blocked_syscall)
                                                             : "(unknown)");
                 if (sig == SIGXCPU || (sig == SIGKILL && cpu_secs > 0 && o->end == BROKER_END_EOF &&
-                                       o->cpu_ms >= (double)cpu_secs * 1000.0))
+                                       o->cpu_ms >= (double)cpu_secs * 950.0))
                         return fail(o, json, run_id, EXIT_CPU, "CPU limit exceeded (%ld s)", cpu_secs);
                 return fail(o, json, run_id, 128 + sig, "engine crashed (signal %s)", sig_name(sig));
         }

@@ -321,7 +321,7 @@ int sandbox_start(const struct sandbox_opts *o, struct box_opts *bo, const char 
         if (box_spawn(bo, &r->box, err) < 0) {
                 code = err_code(*err) == BOX_E_LAYER ? EXIT_LAYER_UNAVAILABLE
                        : err_code(*err) == BOX_E_EXEC ? 127
-                                                      : EXIT_LAYER_UNAVAILABLE;
+                                                      : EXIT_PROTOCOL;
                 goto fail;
         }
         if (r->stage2_fd >= 0)
@@ -445,7 +445,7 @@ int sandbox_wait(const struct sandbox_opts *o, struct sandbox_run *r, int *ret_s
         if (WIFEXITED(status))
                 return WEXITSTATUS(status);
         int sig = WTERMSIG(status);
-        if (sig == SIGXCPU || (sig == SIGKILL && o->cpu_secs > 0 && cpu >= (double)o->cpu_secs)) {
+        if (sig == SIGXCPU || (sig == SIGKILL && o->cpu_secs > 0 && cpu >= (double)o->cpu_secs * 0.95)) {
                 fprintf(stderr, "chidori: CPU limit exceeded (%ld s)\n", o->cpu_secs);
                 return EXIT_CPU;
         }

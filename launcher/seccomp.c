@@ -292,6 +292,44 @@ static int add(scmp_filter_ctx ctx, uint32_t action, const char *name, unsigned 
         return 0;
 }
 
+/* Allow `name` when argument `arg` lies in [lo, hi] (lo, hi < 2^32), as a
+ * set of aligned blocks compared on all 64 bits: a value with any of the
+ * high 32 bits set never matches, so nothing the kernel truncates to a
+ * refused number can pass (CVE-2019-10063).  libseccomp's SCMP_A*_32
+ * helpers do not mask the high half, and one rule takes one comparison per
+ * argument, hence the blocks. */
+static int allow_range(scmp_filter_ctx ctx, const char *name, unsigned arg, uint64_t lo, uint64_t hi,
+                       struct err **err)
+{
+        uint64_t x = lo;
+        while (x <= hi) {
+                uint64_t size = 1;
+                while ((x & (size * 2 - 1)) == 0 && x + size * 2 - 1 <= hi && size < (1ull << 32))
+                        size *= 2;
+                struct scmp_arg_cmp c = { .arg = arg, .op = SCMP_CMP_MASKED_EQ, .datum_a = ~(size - 1), .datum_b = x };
+                if (add(ctx, SCMP_ACT_ALLOW, name, 1, &c, err) < 0)
+                        return -1;
+                x += size;
+        }
+        return 0;
+}
+
+/* Allow every 32-bit value of `arg` except those in `refused` (sorted). */
+static int allow_all_but(scmp_filter_ctx ctx, const char *name, unsigned arg, const uint64_t *refused, size_t n,
+                         struct err **err)
+{
+        uint64_t from = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (refused[i] > from && allow_range(ctx, name, arg, from, refused[i] - 1, err) < 0)
+                        return -1;
+                from = refused[i] + 1;
+        }
+        return allow_range(ctx, name, arg, from, 0xffffffffull, err);
+}
+
+/* Exactly v, on all 64 bits. */
+#define EQ64(a, v) ((struct scmp_arg_cmp){ .arg = (a), .op = SCMP_CMP_EQ, .datum_a = (v), .datum_b = 0 })
+
 static int add_conditional(scmp_filter_ctx ctx, enum seccomp_profile p, bool jit, uint32_t deny,
                            struct err **err)
 {
@@ -310,29 +348,22 @@ static int add_conditional(scmp_filter_ctx ctx, enum seccomp_profile p, bool jit
         /* clone3 hides its flags in memory: answer ENOSYS so glibc uses clone. */
         if (add(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL, err) < 0)
                 return -1;
-        /* ioctl: compare the low 32 bits only (CVE-2019-10063 used the high ones). */
+        /* ioctl: never TIOCSTI (type into a terminal), TIOCLINUX, or
+         * TIOCSCTTY (take a terminal over after setsid); a number with any
+         * high bit set is refused too, since the kernel would truncate it
+         * (CVE-2019-10063). */
         if (worker) {
                 static const unsigned long ok[] = { TCGETS, FIONREAD, FIOCLEX, FIONCLEX, TIOCGWINSZ };
                 for (size_t i = 0; i < ARRAY_SIZE(ok); i++) {
-                        struct scmp_arg_cmp c[] = { SCMP_A1_32(SCMP_CMP_EQ, (uint32_t)ok[i]) };
+                        struct scmp_arg_cmp c[] = { EQ64(1, ok[i]) };
                         if (add(ctx, allow, "ioctl", 1, c, err) < 0)
                                 return -1;
                 }
         } else {
-                /* Everything but TIOCSTI (0x5412) and TIOCLINUX (0x541C).
-                 * libseccomp allows one comparison per argument and rule,
-                 * so the gap between them is covered in aligned blocks. */
-                _Static_assert(TIOCSTI == 0x5412 && TIOCLINUX == 0x541C, "tty ioctl numbers");
-                struct scmp_arg_cmp c[][1] = {
-                        { SCMP_A1_32(SCMP_CMP_LT, 0x5412) },
-                        { SCMP_A1_32(SCMP_CMP_EQ, 0x5413) },
-                        { SCMP_A1_32(SCMP_CMP_MASKED_EQ, ~3u, 0x5414) },
-                        { SCMP_A1_32(SCMP_CMP_MASKED_EQ, ~3u, 0x5418) },
-                        { SCMP_A1_32(SCMP_CMP_GT, 0x541C) },
-                };
-                for (size_t i = 0; i < ARRAY_SIZE(c); i++)
-                        if (add(ctx, allow, "ioctl", 1, c[i], err) < 0)
-                                return -1;
+                static const uint64_t refused[] = { TIOCSCTTY, TIOCSTI, TIOCLINUX };
+                _Static_assert(TIOCSCTTY < TIOCSTI && TIOCSTI < TIOCLINUX, "sorted");
+                if (allow_all_but(ctx, "ioctl", 1, refused, ARRAY_SIZE(refused), err) < 0)
+                        return -1;
         }
         /* mmap/mprotect: no new executable memory unless the JIT is on. */
         bool exec_ok = jit || p == SECCOMP_STAGE1_WORKER || p == SECCOMP_LAUNCH;
@@ -347,9 +378,12 @@ static int add_conditional(scmp_filter_ctx ctx, enum seccomp_profile p, bool jit
         }
         /* rt_sigaction: stage 2 keeps its SIGSYS reporter in place. */
         if (p == SECCOMP_STAGE2_WORKER) {
-                struct scmp_arg_cmp c[] = { SCMP_A0_32(SCMP_CMP_NE, SIGSYS) };
-                struct scmp_arg_cmp q[] = { SCMP_A0_32(SCMP_CMP_EQ, SIGSYS), SCMP_A1_64(SCMP_CMP_EQ, 0) };
-                if (add(ctx, allow, "rt_sigaction", 1, c, err) < 0 || add(ctx, allow, "rt_sigaction", 2, q, err) < 0)
+                /* Any signal but SIGSYS (compared on all 64 bits); SIGSYS
+                 * only to read the current action. */
+                static const uint64_t refused[] = { SIGSYS };
+                struct scmp_arg_cmp q[] = { EQ64(0, SIGSYS), EQ64(1, 0) };
+                if (allow_all_but(ctx, "rt_sigaction", 0, refused, 1, err) < 0 ||
+                    add(ctx, allow, "rt_sigaction", 2, q, err) < 0)
                         return -1;
         } else if (add(ctx, allow, "rt_sigaction", 0, NULL, err) < 0) {
                 return -1;

@@ -99,7 +99,8 @@ static int spawn_in_process(struct worker *w, struct err **err)
 
 int spawn_exit_code(const struct err *e)
 {
-        return err_code(e) == BOX_E_LAYER ? EXIT_LAYER_UNAVAILABLE : EXIT_PROTOCOL;
+        return err_code(e) == BOX_E_LAYER || strstr(err_msg(e), "sandbox layer unavailable") ? EXIT_LAYER_UNAVAILABLE
+                                                                                           : EXIT_PROTOCOL;
 }
 
 int spawn_worker(struct spawn_opts *o, struct worker *w, struct err **err)

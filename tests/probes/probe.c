@@ -1,7 +1,7 @@
 /* tests/probes/probe.c — one program, many attacks, for the confinement
  * tests (tests/bats/sandbox.bats, tests/bats/rootless.bats).
  *
- *   probe CMD [ARGS...]
+ *   probe CMD [ARGS...]      (the commands are listed in run() below)
  *
  * Each command prints exactly one line and exits:
  *   OK <detail>                 the attempt worked (exit 0)
@@ -13,8 +13,9 @@
  * kernel answers EFAULT/EBADF/EINVAL without doing anything: those commands
  * print "OK reached the kernel: <ERRNO>" — proof that nothing filtered them.
  *
- * Helpers run outside the box by the tests: listen, unix-abstract-listen,
- * ipc-create, ipc-rm, pty-run.
+ * Helpers the tests run outside the box: listen, unix-abstract-listen and
+ * udp-listen (servers on the host, killed by pid), ipc-create and ipc-rm, and
+ * pty-run / pty-run-noctty (run a command on a fresh pseudo-terminal).
  *
  * Worker mode: when argv[0]'s base name is "probe-worker-CMD" (a symlink
  * handed to `chidori run` as CHIDORI_WORKER), the probe plays the engine
@@ -61,6 +62,21 @@
 #include <unistd.h>
 
 extern char **environ;
+
+/* In a sanitizer build (make asan) the probe runs in the box like any other
+ * program: LeakSanitizer's exit-time scan stops the world with ptrace, which
+ * the box kills, and ASan's SEGV handler would turn core-dump's deliberate
+ * crash into an exit(1).  The probe's leaks and crashes are its job. */
+__attribute__((used, visibility("default"))) const char *__asan_default_options(void);
+__attribute__((used, visibility("default"))) const char *__asan_default_options(void)
+{
+        return "detect_leaks=0:handle_segv=0:handle_sigbus=0:handle_abort=0";
+}
+__attribute__((used, visibility("default"))) const char *__lsan_default_options(void);
+__attribute__((used, visibility("default"))) const char *__lsan_default_options(void)
+{
+        return "detect_leaks=0";
+}
 
 #define FRAME_FD 3
 #define STAGE2_FD 4
@@ -213,6 +229,31 @@ static void cmd_listen(const char *port)
         serve_forever(fd);
 }
 
+/* UDP: print "OK listening PORT", then one line per datagram received. */
+static void cmd_udp_listen(const char *port)
+{
+        int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                denied(errno, "socket");
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)num(port)) };
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+                denied(errno, "bind");
+        socklen_t len = sizeof(a);
+        getsockname(fd, (struct sockaddr *)&a, &len);
+        printf("OK listening %d\n", ntohs(a.sin_port));
+        fflush(stdout);
+        for (;;) {
+                char buf[256];
+                ssize_t n = recv(fd, buf, sizeof(buf) - 1, 0);
+                if (n < 0)
+                        continue;
+                buf[n] = '\0';
+                printf("got %s\n", buf);
+                fflush(stdout);
+        }
+}
+
 static socklen_t abstract_addr(const char *name, struct sockaddr_un *a)
 {
         memset(a, 0, sizeof(*a));
@@ -347,6 +388,19 @@ static void cmd_tcp_connect(const char *host, const char *port)
         if (n > 0 && buf[n - 1] == '\n')
                 buf[n - 1] = '\0';
         OK("connected to %s:%s, read: %s", host, port, n > 0 ? buf : "(nothing)");
+}
+
+static void cmd_udp_send(const char *host, const char *port, const char *msg)
+{
+        int fd = socket(AF_INET, SOCK_DGRAM, 0);
+        if (fd < 0)
+                denied(errno, "socket(inet, dgram)");
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)num(port)) };
+        if (inet_pton(AF_INET, host, &a.sin_addr) != 1)
+                usage("bad IPv4 address");
+        if (sendto(fd, msg, strlen(msg), 0, (struct sockaddr *)&a, sizeof(a)) < 0)
+                denied(errno, "sendto");
+        OK("sent a datagram to %s:%s (UDP cannot tell whether it arrived)", host, port);
 }
 
 static void cmd_unix_abstract_connect(const char *name)
@@ -596,23 +650,67 @@ static void wait_child(pid_t pid, const char *how)
         OK("%s: child %d exited", how, (int)pid);
 }
 
-static void cmd_execve(const char *path)
+/* execve [PATH [ARGS...]]: without PATH, a NULL path (EFAULT when nothing
+ * filters the call); with it, run PATH ARGS. */
+static void cmd_execve(char **argv)
 {
-        if (!path) { /* a NULL path: EFAULT when nothing filters it */
+        if (!argv[0]) {
                 long r = syscall(SYS_execve, NULL, NULL, NULL);
                 reached("execve", r, errno);
         }
-        char *argv[] = { (char *)path, NULL };
-        execve(path, argv, environ);
+        execve(argv[0], argv, environ);
         denied(errno, "execve");
+}
+
+/* Write a program (a copy of ourselves) to PATH and run it: "what the box
+ * writes, it cannot run" (Landlock grants no EXECUTE in --bind folders). */
+static void cmd_write_exec(const char *path)
+{
+        int in = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+        if (in < 0)
+                denied(errno, "open /proc/self/exe");
+        int out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+        if (out < 0)
+                denied(errno, path);
+        char buf[65536];
+        ssize_t n;
+        while ((n = read(in, buf, sizeof(buf))) > 0)
+                if (write(out, buf, (size_t)n) != n)
+                        denied(errno, "write the copy");
+        close(in);
+        if (fchmod(out, 0755) < 0)
+                denied(errno, "fchmod");
+        close(out);
+        char *argv[] = { (char *)path, "pid", NULL };
+        execve(path, argv, environ);
+        denied(errno, "execve what we wrote");
+}
+
+static void cmd_symlink(const char *target, const char *path)
+{
+        if (symlink(target, path) < 0)
+                denied(errno, "symlink");
+        OK("symlink %s -> %s", path, target);
+}
+
+static void cmd_mkfifo(const char *path)
+{
+        if (mkfifo(path, 0666) < 0)
+                denied(errno, "mkfifo");
+        OK("fifo %s", path);
 }
 
 /* ---- syscalls the fixed prefix denies, with bad arguments ---- */
 
-static void cmd_prefix(const char *name)
+static void cmd_prefix(const char *name, const char *arg)
 {
         long r = -1;
         errno = 0;
+        if (!strcmp(name, "umount") && arg) { /* a real unmount of PATH */
+                if (umount2(arg, 0) < 0)
+                        denied(errno, "umount2");
+                OK("unmounted %s", arg);
+        }
         if (!strcmp(name, "mount"))
                 r = syscall(SYS_mount, NULL, NULL, NULL, 0, NULL);
         else if (!strcmp(name, "umount"))
@@ -887,17 +985,19 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
         _exit(159);
 }
 
-/* What engine/lockdown.c does: load the stage-2 filter from fd 4, if any. */
+/* What engine/lockdown.c does: load the stage-2 filter from fd 4 when the
+ * launcher says it is there (CHIDORI_STAGE2_FD=4 in the fixed environment). */
 static void worker_lockdown(void)
 {
+        const char *flag = getenv("CHIDORI_STAGE2_FD");
+        if (!flag || strcmp(flag, "4") != 0)
+                return; /* seccomp disabled: no stage 2 */
         static struct sock_filter insns[4096];
         size_t have = 0;
         for (;;) {
                 ssize_t n = read(STAGE2_FD, (char *)insns + have, sizeof(insns) - have);
                 if (n < 0 && errno == EINTR)
                         continue;
-                if (n < 0 && errno == EBADF)
-                        return; /* seccomp disabled: no stage 2 */
                 if (n < 0) {
                         fprintf(stderr, "probe: read stage 2: %s\n", strerror(errno));
                         _exit(5);
@@ -936,6 +1036,8 @@ static void run(int argc, char **argv)
         } while (0)
         if (!strcmp(c, "listen")) { NEED(1); cmd_listen(a1); }
         if (!strcmp(c, "unix-abstract-listen")) { NEED(1); cmd_unix_abstract_listen(a1); }
+        if (!strcmp(c, "udp-listen")) { NEED(1); cmd_udp_listen(a1); }
+        if (!strcmp(c, "udp-send")) { NEED(3); cmd_udp_send(a1, a2, argv[3]); }
         if (!strcmp(c, "pty-run")) { NEED(1); cmd_pty_run(argv + 1); }
         if (!strcmp(c, "pty-run-noctty")) { NEED(1); cmd_pty_run_noctty(argv + 1); }
         if (!strcmp(c, "socket-inet")) cmd_socket("inet");
@@ -958,7 +1060,10 @@ static void run(int argc, char **argv)
         if (!strcmp(c, "ptrace-attach")) { NEED(1); cmd_ptrace_attach(a1); }
         if (!strcmp(c, "fork")) wait_child((pid_t)syscall(SYS_fork), "fork");
         if (!strcmp(c, "clone-fork")) wait_child(fork(), "glibc fork (clone)");
-        if (!strcmp(c, "execve")) cmd_execve(a1);
+        if (!strcmp(c, "execve")) cmd_execve(argv + 1);
+        if (!strcmp(c, "symlink")) { NEED(2); cmd_symlink(a1, a2); }
+        if (!strcmp(c, "write-exec")) { NEED(1); cmd_write_exec(a1); }
+        if (!strcmp(c, "mkfifo")) { NEED(1); cmd_mkfifo(a1); }
         if (!strcmp(c, "tiocsti")) { NEED(1); cmd_tiocsti(a1, false, false, false); }
         if (!strcmp(c, "tiocsti-highbits")) { NEED(1); cmd_tiocsti(a1, true, false, false); }
         if (!strcmp(c, "tiocsti-steal")) { NEED(1); cmd_tiocsti(a1, false, false, true); }
@@ -977,7 +1082,7 @@ static void run(int argc, char **argv)
         if (!strcmp(c, "cpu-burn")) cmd_cpu_burn();
         if (!strcmp(c, "sleep")) { NEED(1); cmd_sleep(a1); }
         if (!strcmp(c, "pid")) OK("pid %d ppid %d", (int)getpid(), (int)getppid());
-        cmd_prefix(c); /* the bad-argument syscall probes; usage() if unknown */
+        cmd_prefix(c, a1); /* the bad-argument syscall probes; usage() if unknown */
 #undef NEED
 }
 
