@@ -131,11 +131,23 @@ JS
 }
 
 @test "200 runs, killed ones included, leave no cgroup directory behind" {
-  before=$(chidori_cgroups | wc -l)
-  for i in $(seq 1 190); do "$CHIDORI" launch --quiet -- /bin/true || return 1; done
-  for i in $(seq 1 10); do "$CHIDORI" launch --quiet --memory 32M -- "$P/cg_hog" 100 >/dev/null 2>&1 || true; done
-  after=$(chidori_cgroups | wc -l)
-  [[ $after -eq $before ]]
+  # Each launcher's directory carries its pid: look for ours only, so runs
+  # of other launchers on the same host cannot confuse the count.
+  pids=()
+  for i in $(seq 1 190); do
+    "$CHIDORI" launch --quiet -- /bin/true & pids+=($!); wait $! || return 1
+  done
+  for i in $(seq 1 10); do
+    "$CHIDORI" launch --quiet --memory 32M -- "$P/cg_hog" 100 >/dev/null 2>&1 & pids+=($!); wait $! || true
+  done
+  (( ${#pids[@]} == 200 ))
+  left=$(chidori_cgroups | grep -E "/chidori-($(IFS='|'; echo "${pids[*]}"))-" || true)
+  [[ -z $left ]] || { echo "left behind: $left"; return 1; }
+  # and the check itself sees a live launcher's directory
+  "$CHIDORI" launch --quiet -- /bin/sleep 2 & live=$!
+  sleep 0.5
+  chidori_cgroups | grep -q "/chidori-$live-"
+  wait $live
 }
 
 @test "SIGTERM or SIGINT to the launcher stops the box and removes its cgroups" {
