@@ -142,10 +142,10 @@ int main(int argc, char **argv)
         int thread = 0, cpu = -1, opt;
         while ((opt = getopt(argc, argv, "n:s:t:c:")) != -1) {
                 switch (opt) {
-                case 'n': n_trips = atol(optarg); break;
-                case 's': body = (size_t)atol(optarg); break;
+                case 'n': n_trips = strtol(optarg, NULL, 10); break;
+                case 's': body = (size_t)strtoul(optarg, NULL, 10); break;
                 case 't': thread = strcmp(optarg, "thread") == 0; break;
-                case 'c': cpu = atoi(optarg); break;
+                case 'c': cpu = (int)strtol(optarg, NULL, 10); break;
                 default:
                         fprintf(stderr, "usage: pingpong [-n N] [-s BYTES] [-t thread|process] [-c CPU]\n");
                         return 2;

@@ -1,30 +1,34 @@
 /* tests/bench/timeit.c — time commands side by side: fork/exec/wait, medians.
  *
- * Usage: timeit [-n N] [-w W] [-p MS] [-b] CMD ARGS... [::: CMD ARGS...]...
+ * Usage: timeit [-n N] [-w W] [-p MS] [-T SECS] [-b] CMD ARGS... [::: CMD ARGS...]...
  *
  * Every command gets W warm-up runs (default 2, not counted), then N timed
- * runs (default 20).  Commands separated by ':::' run interleaved — round r
- * runs each command once, starting at command r mod K — so a load burst on
- * the shared machine hits all of them alike instead of one whole series.
+ * runs (default 20).  Commands separated by ':::' run interleaved — each
+ * round runs every command once, in a fresh random order — so a load burst
+ * on the shared machine hits all of them alike instead of one whole series.
  * stdin/stdout/stderr of each run go to /dev/null.  A run that does not exit
  * 0 is named on stderr (with the first lines of its stderr) and its command
  * is dropped: its output line reads "fail", the others are still measured,
  * and timeit exits 1.  -p MS sleeps MS ms before every
  * timed run, to measure a cold start (e.g. a cgroup v1 migration that waits
- * for an RCU grace period when none happened recently).
+ * for an RCU grace period when none happened recently).  -T SECS is a time
+ * budget for the interleaved rounds: past it, timeit stops after the current
+ * round (5 rounds at least), so a busy machine cannot stretch a table
+ * without bound; the count of runs actually made is printed.
  *
  * Output: one line per command, in the order given:
- *     median_ms p10_ms p90_ms cpu_ms faults [kthr_ms]
+ *     median_ms p10_ms p90_ms cpu_ms faults runs [kthr_ms]
  * cpu_ms is the median user+system CPU of the command and every descendant
  * it waited for (wait4 rusage), faults the median count of their minor page
  * faults (on a paravirtualised guest each one is a trip to the hypervisor,
  * so this column explains much of the wall time and does not vary with load).  It misses work the kernel does later on its
  * own threads, e.g. tearing down a network namespace.  -b adds kthr_ms:
- * commands then run in blocks (all N runs of one command, then a 300 ms
- * settle) instead of interleaved, and kthr_ms is the CPU that kernel threads
- * (kworkers, RCU...) used per run over the block and its settle, less what
- * they used in an idle 300 ms measured before (from /proc/PID/schedstat, ns;
- * work done in softirq context on other tasks' time is not seen). */
+ * commands then run in blocks instead of interleaved — up to 5 rounds, each
+ * an idle 300 ms and then, per command, a block of runs and a 300 ms settle —
+ * and kthr_ms is the CPU that kernel threads (kworkers, RCU...) used per run
+ * over a block and its settle, less the rate seen in that round's idle 300
+ * ms; median over the rounds (from /proc/PID/schedstat, ns; work done in
+ * softirq context on other tasks' time is not seen). */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
@@ -159,20 +163,20 @@ static int run_once(char **argv, double *wall, double *cpu, double *flt)
 
 static void usage(void)
 {
-        fprintf(stderr, "usage: timeit [-n N] [-w WARMUP] [-p MS] [-b] CMD ARGS... [::: CMD ARGS...]...\n");
+        fprintf(stderr, "usage: timeit [-n N] [-w WARMUP] [-p MS] [-T SECS] [-b] CMD ARGS... [::: CMD ARGS...]...\n");
         exit(2);
 }
 
 int main(int argc, char **argv)
 {
-        long n = 20, warm = 2, pause = 0;
+        long n = 20, warm = 2, pause = 0, budget = 0;
         int blocks = 0, i = 1;
         for (; i < argc && argv[i][0] == '-'; i++) {
                 char *end;
                 if (strcmp(argv[i], "-b") == 0) {
                         blocks = 1;
                 } else if ((strcmp(argv[i], "-n") == 0 || strcmp(argv[i], "-w") == 0 ||
-                            strcmp(argv[i], "-p") == 0) && i + 1 < argc) {
+                            strcmp(argv[i], "-p") == 0 || strcmp(argv[i], "-T") == 0) && i + 1 < argc) {
                         long v = strtol(argv[i + 1], &end, 10);
                         if (*end || v < 0 || v > 100000)
                                 usage();
@@ -180,8 +184,10 @@ int main(int argc, char **argv)
                                 n = v;
                         else if (argv[i][1] == 'w')
                                 warm = v;
-                        else
+                        else if (argv[i][1] == 'p')
                                 pause = v;
+                        else
+                                budget = v;
                         i++;
                 } else if (strcmp(argv[i], "--") == 0) {
                         i++;
@@ -230,29 +236,52 @@ int main(int argc, char **argv)
                 }
 
         if (blocks) {
-                settle(300);
-                double k0 = kthread_ms();
-                settle(300);
-                double idle = kthread_ms() - k0; /* kernel threads' background per 300 ms */
-                for (int j = 0; j < k; j++) {
-                        if (c[j].failed)
-                                continue;
-                        double t0 = now_ms(), s0 = kthread_ms();
-                        for (long r = 0; r < n && !c[j].failed; r++) {
-                                if (pause)
-                                        settle((int)pause);
-                                if (run_once(c[j].argv, &c[j].wall[r], &c[j].cpu[r], &c[j].flt[r]) < 0)
-                                        c[j].failed = 1;
-                        }
-                        double runs_ms = now_ms() - t0;
+                /* R rounds; each round: an idle 300 ms (the background rate of
+                 * kernel-thread CPU now), then per command a block of n/R runs
+                 * followed by a 300 ms settle so its deferred work lands in
+                 * its own block.  Per command: median over rounds. */
+                long rounds = n >= 25 ? 5 : n >= 9 ? 3 : 1, per = n / rounds;
+                double *kr = calloc((size_t)(k * rounds), sizeof(double));
+                long done[MAXCMD] = { 0 };
+                for (long q = 0; q < rounds; q++) {
+                        double i0 = now_ms(), k0 = kthread_ms();
                         settle(300);
-                        double used = kthread_ms() - s0;
-                        c[j].sys_ms = (used - idle * (runs_ms + 300.0) / 300.0) / (double)n;
+                        double rate = (kthread_ms() - k0) / (now_ms() - i0); /* ms CPU per ms */
+                        for (int j = 0; j < k; j++) {
+                                if (c[j].failed)
+                                        continue;
+                                long cnt = q == rounds - 1 ? n - done[j] : per;
+                                double t0 = now_ms(), s0 = kthread_ms();
+                                for (long r = 0; r < cnt && !c[j].failed; r++) {
+                                        if (pause)
+                                                settle((int)pause);
+                                        long x = done[j]++;
+                                        if (run_once(c[j].argv, &c[j].wall[x], &c[j].cpu[x], &c[j].flt[x]) < 0)
+                                                c[j].failed = 1;
+                                }
+                                settle(300);
+                                double used = kthread_ms() - s0, span = now_ms() - t0;
+                                kr[j * rounds + q] = (used - rate * span) / (double)cnt;
+                        }
                 }
+                for (int j = 0; j < k; j++) {
+                        qsort(kr + j * rounds, (size_t)rounds, sizeof(double), cmp);
+                        c[j].sys_ms = kr[j * rounds + rounds / 2];
+                }
+                free(kr);
         } else {
-                for (long r = 0; r < n; r++)
+                double t0 = now_ms();
+                int order[MAXCMD];
+                for (int j = 0; j < k; j++)
+                        order[j] = j;
+                srand((unsigned)getpid() ^ (unsigned)now_ms());
+                for (long r = 0; r < n; r++) {
+                        for (int j = k - 1; j > 0; j--) { /* a fresh random order every round */
+                                int x = rand() % (j + 1), t = order[j];
+                                order[j] = order[x], order[x] = t;
+                        }
                         for (int q = 0; q < k; q++) {
-                                int j = (int)((q + r) % k);
+                                int j = order[q];
                                 if (c[j].failed)
                                         continue;
                                 if (pause)
@@ -260,6 +289,12 @@ int main(int argc, char **argv)
                                 if (run_once(c[j].argv, &c[j].wall[r], &c[j].cpu[r], &c[j].flt[r]) < 0)
                                         c[j].failed = 1;
                         }
+                        /* over the time budget: stop after whole rounds, 5 at least */
+                        if (budget > 0 && r + 1 >= 5 && now_ms() - t0 > (double)budget * 1000.0) {
+                                n = r + 1;
+                                break;
+                        }
+                }
         }
 
         int failed = 0;
@@ -272,8 +307,8 @@ int main(int argc, char **argv)
                 qsort(c[j].wall, (size_t)n, sizeof(double), cmp);
                 qsort(c[j].cpu, (size_t)n, sizeof(double), cmp);
                 qsort(c[j].flt, (size_t)n, sizeof(double), cmp);
-                printf("%.3f %.3f %.3f %.3f %.0f", c[j].wall[n / 2], c[j].wall[n / 10], c[j].wall[(n * 9) / 10],
-                       c[j].cpu[n / 2], c[j].flt[n / 2]);
+                printf("%.3f %.3f %.3f %.3f %.0f %ld", c[j].wall[n / 2], c[j].wall[n / 10], c[j].wall[(n * 9) / 10],
+                       c[j].cpu[n / 2], c[j].flt[n / 2], n);
                 if (blocks)
                         printf(" %.3f", c[j].sys_ms);
                 printf("\n");
