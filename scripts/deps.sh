@@ -8,7 +8,7 @@ PKGS=(
   build-essential pkg-config clang libclang-rt-14-dev
   libjavascriptcoregtk-4.1-dev libcjson-dev libsqlite3-dev libcmocka-dev
   libseccomp-dev libcap-dev libmnl-dev libcurl4-openssl-dev
-  bats bc procps passwd util-linux nodejs npm
+  bats bc procps passwd util-linux bubblewrap nodejs npm
 )
 
 missing=()
