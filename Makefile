@@ -27,7 +27,7 @@ libs_of   = $(shell $(PKG_CONFIG) --libs $(1))
 COMMON_SRC   := $(wildcard common/*.c)
 PROTO_SRC    := $(wildcard proto/*.c)
 BROKER_SRC   := $(wildcard broker/*.c)
-LAUNCHER_SRC := $(filter-out launcher/main.c,$(wildcard launcher/*.c))
+LAUNCHER_SRC := $(filter-out launcher/main.c launcher/seccomp-gen.c,$(wildcard launcher/*.c))
 CGROUP_SRC   := $(wildcard cgroup/*.c)
 NETNS_SRC    := $(wildcard netns/*.c)
 ENGINE_SRC   := $(filter-out engine/worker.c,$(wildcard engine/*.c))
@@ -35,7 +35,8 @@ ENGINE_SRC   := $(filter-out engine/worker.c,$(wildcard engine/*.c))
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(patsubst %.S,$(BUILD)/obj/%.o,$(1)))
 
 ENGINE_OBJ := $(call obj,$(ENGINE_SRC) engine/embed.S)
-LIB_OBJ    := $(call obj,$(COMMON_SRC) $(PROTO_SRC) $(BROKER_SRC) $(LAUNCHER_SRC) $(CGROUP_SRC) $(NETNS_SRC)) $(ENGINE_OBJ)
+LIB_OBJ    := $(call obj,$(COMMON_SRC) $(PROTO_SRC) $(BROKER_SRC) $(LAUNCHER_SRC) $(CGROUP_SRC) $(NETNS_SRC)) $(ENGINE_OBJ) \
+              $(BUILD)/obj/gen/seccomp_bpf.o
 CLI_LIBS    = $(call libs_of,$(PKGS_CLI)) -lpthread
 WORKER_LIBS = $(call libs_of,$(PKGS_WORKER)) -lpthread
 
@@ -55,6 +56,20 @@ $(BUILD)/obj/%.o: %.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(call cflags_of,$(PKGS_CLI)) -c $< -o $@
 
 $(BUILD)/obj/engine/embed.o: engine/embed.S engine/web.js engine/prelude.js
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(filter-out -MMD -MP,$(CFLAGS)) -c $< -o $@
+
+# The seccomp filters are compiled once, at build time, by a generator that
+# uses the same tables (launcher/seccomp.c) and the same compiler flags.
+$(BUILD)/seccomp-gen: launcher/seccomp-gen.c launcher/seccomp.c common/err.c launcher/seccomp.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(filter-out -MMD -MP,$(CFLAGS)) $(call cflags_of,libseccomp) launcher/seccomp-gen.c launcher/seccomp.c common/err.c -o $@ $(LDFLAGS) $(call libs_of,libseccomp)
+
+$(BUILD)/gen/seccomp_bpf.c: $(BUILD)/seccomp-gen
+	@mkdir -p $(dir $@)
+	$(BUILD)/seccomp-gen >$@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/gen/seccomp_bpf.o: $(BUILD)/gen/seccomp_bpf.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(filter-out -MMD -MP,$(CFLAGS)) -c $< -o $@
 

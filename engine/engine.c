@@ -270,6 +270,8 @@ static void start_run(struct engine *e)
         call_hook(e, e->hook_start, 5, argv);
 }
 
+bool engine_exit_after_done;
+
 static int send_done(struct engine *e, struct err **err)
 {
         if (e->end == ENGINE_TRANSPORT || e->transport_err) {
@@ -303,6 +305,10 @@ static int send_done(struct engine *e, struct err **err)
                 return err_set(err, ENOMEM, "compose done frame");
         if (frame_write_raw(e->out_fd, text, strlen(text), err) < 0)
                 return err_wrap(err, "send done frame");
+        /* The worker process ends here: no context teardown (a GC) once the
+         * outcome is out.  In-process callers get the normal return. */
+        if (engine_exit_after_done)
+                _exit(0);
         return 0;
 }
 

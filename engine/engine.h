@@ -9,6 +9,8 @@
 #ifndef CHIDORI_ENGINE_H
 #define CHIDORI_ENGINE_H
 
+#include <stdbool.h>
+
 #include "common/err.h"
 
 /* Serve exactly one run over a connected transport: in_fd to read frames,
@@ -38,5 +40,9 @@ int engine_serve(int in_fd, int out_fd, struct err **err);
  * the filter, and mark the process not dumpable.  0 when there is no fd 4
  * (seccomp disabled, or not in a box). */
 int engine_lockdown(struct err **err);
+
+/* Set by chidori-worker: _exit(0) right after the done frame is written
+ * instead of tearing the context down (saves a GC per run). */
+extern bool engine_exit_after_done;
 
 #endif

@@ -22,6 +22,7 @@ int main(void)
          * stage-2 seccomp allowlist (no execve, no new processes, no
          * sockets) replaces nothing — it stacks on the launcher's filter. */
         struct err *err = NULL;
+        engine_exit_after_done = true;
         if (engine_lockdown(&err) < 0) {
                 fprintf(stderr, "chidori-worker: %s\n", err_msg(err));
                 err_free(err);

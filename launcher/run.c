@@ -302,6 +302,15 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
                                                           .notify_fd = w.notify_fd,
                                                           .pid = w.pid },
                             &out, &err);
+        /* The outcome is known: show it before the teardown (reaping, the
+         * cgroup's counters and removal), which the user need not wait for. */
+        bool early = rc == 0 && out.end == BROKER_END_DONE_OK && !o->json;
+        if (early) {
+                char *text = cJSON_PrintUnformatted(out.value);
+                printf("%s\n", text ? text : "null");
+                fflush(stdout);
+                free(text);
+        }
         int status = 0;
         bool kill_first = rc < 0 || out.end != BROKER_END_DONE_OK;
         struct err *werr = NULL;
@@ -320,7 +329,7 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
                 broker_outcome_clear(&out);
                 return EXIT_PROTOCOL;
         }
-        int code = report_outcome(&out, status, o->json, o->js_deadline_ms, o->sb.cpu_secs, c->run_id);
+        int code = early ? EXIT_OK : report_outcome(&out, status, o->json, o->js_deadline_ms, o->sb.cpu_secs, c->run_id);
         if (c->journal)
                 journal_end(c, &out, status, code);
         broker_outcome_clear(&out);

@@ -175,13 +175,35 @@ int sandbox_opts_check(const struct sandbox_opts *o)
         return 0;
 }
 
-/* Compiled filters, built once per launcher process. */
-static struct seccomp_prog cache[SECCOMP_PROFILE_MAX][2];
+/* The filters are compiled at build time.  Only on a kernel without seccomp
+ * user notification (before 5.0) are they rebuilt here, with kill-process
+ * verdicts instead. */
+static struct seccomp_prog fallback[SECCOMP_PROFILE_MAX][2];
+
+static bool kernel_has_user_notif(void)
+{
+        static int known = -1;
+        if (known < 0) {
+                char buf[256] = "";
+                FILE *f = fopen("/proc/sys/kernel/seccomp/actions_avail", "re");
+                if (f) {
+                        if (!fgets(buf, sizeof(buf), f))
+                                buf[0] = '\0';
+                        fclose(f);
+                }
+                known = strstr(buf, "user_notif") != NULL;
+        }
+        return known;
+}
 
 static int get_filter(enum seccomp_profile p, bool jit, const struct seccomp_prog **ret, struct err **err)
 {
-        struct seccomp_prog *c = &cache[p][jit];
-        if (!c->insns && seccomp_compile(p, jit, true, c, err) < 0)
+        if (kernel_has_user_notif() || p == SECCOMP_STAGE2_WORKER) {
+                *ret = &seccomp_prebuilt[p][jit];
+                return 0;
+        }
+        struct seccomp_prog *c = &fallback[p][jit];
+        if (!c->insns && seccomp_compile(p, jit, false, c, err) < 0)
                 return -1;
         *ret = c;
         return 0;
@@ -404,6 +426,12 @@ int sandbox_wait(const struct sandbox_opts *o, struct sandbox_run *r, int *ret_s
                 }
                 if (n < 0 && errno != EINTR)
                         break;
+                if (n > 0 && (p[1].revents & (POLLHUP | POLLERR | POLLNVAL)) && !(p[1].revents & POLLIN)) {
+                        /* The listener hangs up once the box has exited:
+                         * stop watching it, or poll would spin. */
+                        b->notify_fd = (close(b->notify_fd), -1);
+                        continue;
+                }
                 if (n > 0 && (p[1].revents & POLLIN)) {
                         blocked = box_notify_read(b->notify_fd);
                         sandbox_kill(r);

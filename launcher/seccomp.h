@@ -46,6 +46,10 @@ struct seccomp_prog {
 int seccomp_compile(enum seccomp_profile p, bool jit, bool notify, struct seccomp_prog *ret, struct err **err);
 void seccomp_prog_free(struct seccomp_prog *p);
 
+/* Every profile compiled at build time ($(BUILD)/gen/seccomp_bpf.c, made by
+ * launcher/seccomp-gen.c): [profile][jit], user-notification verdicts. */
+extern const struct seccomp_prog seccomp_prebuilt[SECCOMP_PROFILE_MAX][2];
+
 /* Name of syscall nr on this architecture ("nr 999" if unknown); static buf. */
 const char *seccomp_syscall_name(int nr);
 
