@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
-#include "engine/engine.h"
+#include <dlfcn.h>
 #include "launcher/box.h"
 #include "launcher/launcher.h"
 #include "launcher/options.h"
@@ -65,11 +65,52 @@ int find_worker(char **ret_path, struct err **err)
                        "; reinstall chidori or set CHIDORI_WORKER=/path/to/chidori-worker");
 }
 
+typedef int (*engine_serve_fn)(int in_fd, int out_fd, struct err **err);
+static engine_serve_fn engine_serve_ptr;
+
+/* --no-isolate: the engine library, opened on first use (the launcher itself
+ * does not link JavaScriptCore). */
+static int load_engine(struct err **err)
+{
+        if (engine_serve_ptr)
+                return 0;
+        char path[PATH_MAX] = "";
+        const char *env = getenv("CHIDORI_ENGINE_LIB");
+        if (env && *env) {
+                snprintf(path, sizeof(path), "%s", env);
+        } else {
+                char self[PATH_MAX];
+                ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+                if (n > 0) {
+                        self[n] = '\0';
+                        char *slash = strrchr(self, '/');
+                        if (slash && (size_t)(slash - self) + sizeof("/libchidori-engine.so") <= sizeof(path)) {
+                                *slash = '\0';
+                                memcpy(path, self, (size_t)(slash - self));
+                                memcpy(path + (slash - self), "/libchidori-engine.so",
+                                       sizeof("/libchidori-engine.so"));
+                        }
+                }
+                if (!path[0] || access(path, R_OK) < 0)
+                        snprintf(path, sizeof(path), "%s", CHIDORI_LIBEXECDIR "/libchidori-engine.so");
+        }
+        void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        if (!h)
+                return err_set(err, 0,
+                               "in-process mode needs the engine library: %s; reinstall chidori or set "
+                               "CHIDORI_ENGINE_LIB=/path/to/libchidori-engine.so",
+                               dlerror());
+        engine_serve_ptr = (engine_serve_fn)dlsym(h, "engine_serve");
+        if (!engine_serve_ptr)
+                return err_set(err, 0, "%s has no engine_serve: %s", path, dlerror());
+        return 0;
+}
+
 static void *engine_thread(void *arg)
 {
         struct worker *w = arg;
         struct err *e = NULL;
-        w->engine_rc = engine_serve(w->engine_fd, w->engine_fd, &e);
+        w->engine_rc = engine_serve_ptr(w->engine_fd, w->engine_fd, &e);
         if (w->engine_rc < 0)
                 w->engine_err = strdup(err_msg(e));
         err_free(e);
@@ -78,6 +119,8 @@ static void *engine_thread(void *arg)
 
 static int spawn_in_process(struct worker *w, struct err **err)
 {
+        if (load_engine(err) < 0)
+                return -1;
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
                 return err_set(err, errno, "socketpair");
