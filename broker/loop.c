@@ -492,6 +492,7 @@ int broker_run(const struct broker_config *cfg, const struct broker_peer *peer, 
         if (have_err)
                 set_nonblock(peer->stderr_fd);
         double start = mono_ms();
+        bool notify_gone = false;
         if (cfg->deadline_ms > 0)
                 l.deadline_at = start + (double)cfg->deadline_ms;
         int rc = 0;
@@ -500,7 +501,7 @@ int broker_run(const struct broker_config *cfg, const struct broker_peer *peer, 
                 struct pollfd pfd[3] = {
                         { .fd = peer->frame_fd, .events = POLLIN | (l.q.len ? POLLOUT : 0) },
                         { .fd = have_err && !l.ef.eof ? peer->stderr_fd : -1, .events = POLLIN },
-                        { .fd = peer->notify_fd, .events = POLLIN },
+                        { .fd = notify_gone ? -1 : peer->notify_fd, .events = POLLIN },
                 };
                 int timeout = -1;
                 if (l.deadline_at > 0) {
@@ -539,6 +540,8 @@ int broker_run(const struct broker_config *cfg, const struct broker_peer *peer, 
                         rc = err_set(err, errno, "poll");
                         break;
                 }
+                if ((pfd[2].revents & (POLLHUP | POLLERR | POLLNVAL)) && !(pfd[2].revents & POLLIN))
+                        notify_gone = true; /* the box has exited: stop watching the listener */
                 if (pfd[2].revents & POLLIN) {
                         /* The stage-1 filter stopped a syscall: the calling
                          * thread waits in the kernel until we answer; we
