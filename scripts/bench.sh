@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 OUT=${BENCH_OUT:-$BUILD/bench.txt}
 SCALE=${BENCH_SCALE:-1}
-for f in "$BUILD/chidori" "$BUILD/chidori-worker" "$BUILD/jsc_hello"; do
+for f in "$BUILD/chidori" "$BUILD/chidori-worker" "$BUILD/libchidori-engine.so" "$BUILD/jsc_hello"; do
   [[ -x $f ]] || { echo "bench: $f is missing: run 'make all' first" >&2; exit 1; }
 done
 
@@ -44,7 +44,7 @@ unset CHIDORI_ISOLATE CHIDORI_ISOLATE_REQUIRE_SANDBOX CHIDORI_JS_MEM_CAP_MB CHID
 # two builds in one table (chidori finds chidori-worker next to itself).
 mkdir "$tmp/bin"
 chmod 755 "$tmp" "$tmp/bin" # the box binds the worker as an unprivileged uid: mktemp's 0700 would hide it
-cp "$BUILD/chidori" "$BUILD/chidori-worker" "$BUILD/jsc_hello" "$tmp/bin/"
+cp "$BUILD/chidori" "$BUILD/chidori-worker" "$BUILD/libchidori-engine.so" "$BUILD/jsc_hello" "$tmp/bin/"
 CH="$tmp/bin/chidori" JSC_HELLO="$tmp/bin/jsc_hello"
 CC=${CC:-gcc}
 $CC -O2 -Wall -Wextra -o "$tmp/timeit" tests/bench/timeit.c
