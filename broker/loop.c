@@ -401,6 +401,10 @@ static int read_frames(struct loop *l, struct err **err)
                 free(body);
                 if (hr < 0)
                         return -1;
+                /* Nothing buffered: let poll say when more arrives, rather
+                 * than a read(2) that would only return EAGAIN. */
+                if (b->reader.off == b->reader.len && !b->reader.body)
+                        return 0;
         }
         return 0;
 }
