@@ -158,6 +158,24 @@ static int eof_error(const struct frame_reader *r, struct err **err)
                         have - FRAME_HEADER_BYTES, len);
 }
 
+/* One read(2): > 0 bytes read, 0 would block (EAGAIN), -1 error or EOF
+ * (err tells which). */
+static ssize_t read_some(const struct frame_reader *r, int fd, void *dst, size_t want, struct err **err)
+{
+        for (;;) {
+                ssize_t n = read(fd, dst, want);
+                if (n > 0)
+                        return n;
+                if (n == 0)
+                        return eof_error(r, err);
+                if (errno == EINTR)
+                        continue;
+                if (errno == EAGAIN || errno == EWOULDBLOCK)
+                        return 0;
+                return err_setc(err, PROTO_E_IO, errno, "read frame");
+        }
+}
+
 int frame_reader_read(struct frame_reader *r, int fd, char **ret_body, size_t *ret_len, struct err **err)
 {
         if (!r->buf && !(r->buf = malloc(FRAME_READER_BUF)))
@@ -180,16 +198,9 @@ int frame_reader_read(struct frame_reader *r, int fd, char **ret_body, size_t *r
                                 r->body_len = r->body_have = 0;
                                 return 1;
                         }
-                        ssize_t n = read(fd, r->body + r->body_have, r->body_len - r->body_have);
-                        if (n < 0) {
-                                if (errno == EINTR)
-                                        continue;
-                                if (errno == EAGAIN || errno == EWOULDBLOCK)
-                                        return 0;
-                                return err_setc(err, PROTO_E_IO, errno, "read frame");
-                        }
-                        if (n == 0)
-                                return eof_error(r, err);
+                        ssize_t n = read_some(r, fd, r->body + r->body_have, r->body_len - r->body_have, err);
+                        if (n <= 0)
+                                return (int)n;
                         r->body_have += (size_t)n;
                         continue;
                 }
@@ -225,16 +236,9 @@ int frame_reader_read(struct frame_reader *r, int fd, char **ret_body, size_t *r
                         r->len -= r->off;
                         r->off = 0;
                 }
-                ssize_t n = read(fd, r->buf + r->len, FRAME_READER_BUF - r->len);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        if (errno == EAGAIN || errno == EWOULDBLOCK)
-                                return 0;
-                        return err_setc(err, PROTO_E_IO, errno, "read frame");
-                }
-                if (n == 0)
-                        return eof_error(r, err);
+                ssize_t n = read_some(r, fd, r->buf + r->len, FRAME_READER_BUF - r->len, err);
+                if (n <= 0)
+                        return (int)n;
                 r->len += (size_t)n;
         }
 }
