@@ -181,13 +181,36 @@ static void parent_dir(const char *path)
 }
 
 /* Bind host `src` (seen under /oldroot) at `dst` in the new root. */
+/* Bind sources the box's own uid may not be able to reach (the program and
+ * --bind folders, e.g. under a 0700 /root), opened with the launcher's
+ * credentials before the child becomes root of its user namespace; bound
+ * through /proc/self/fd afterwards. */
+static int program_fd = -1;
+static int bind_fds[64] = { [0 ... 63] = -1 };
+
+static void open_sources(const struct box_opts *o)
+{
+        program_fd = open(o->program, O_PATH | O_CLOEXEC);
+        for (size_t i = 0; i < o->nbinds && i < ARRAY_SIZE(bind_fds); i++)
+                bind_fds[i] = open(o->binds[i].src, O_PATH | O_CLOEXEC);
+}
+
+static void bind_fd(const char *src, int fd, const char *dst, bool rw, bool dev);
+
 static void bind_one(const char *src, const char *dst, bool rw, bool dev)
 {
+        bind_fd(src, -1, dst, rw, dev);
+}
+
+static void bind_fd(const char *src, int fd, const char *dst, bool rw, bool dev)
+{
         char from[4096];
-        if (snprintf(from, sizeof(from), "/oldroot%s", src) >= (int)sizeof(from))
+        int w = fd >= 0 ? snprintf(from, sizeof(from), "/oldroot/proc/self/fd/%d", fd)
+                        : snprintf(from, sizeof(from), "/oldroot%s", src);
+        if (w >= (int)sizeof(from))
                 child_fail(BOX_E_SETUP, ENAMETOOLONG, "bind %s", src);
         struct stat st;
-        if (lstat(from, &st) < 0) {
+        if ((fd >= 0 ? fstat(fd, &st) : lstat(from, &st)) < 0) {
                 if (errno == ENOENT)
                         return; /* e.g. /lib64 on a system without it */
                 child_fail(BOX_E_SETUP, errno, "bind source %s", src);
@@ -207,11 +230,11 @@ static void bind_one(const char *src, const char *dst, bool rw, bool dev)
         if (S_ISDIR(st.st_mode)) {
                 mkdir_p(dst, 0755);
         } else {
-                int fd = open(dst, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-                if (fd < 0 && errno != EEXIST)
+                int mp = open(dst, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+                if (mp < 0 && errno != EEXIST)
                         child_fail(BOX_E_SETUP, errno, "create mount point %s", dst);
-                if (fd >= 0)
-                        close(fd);
+                if (mp >= 0)
+                        close(mp);
         }
         if (mount(from, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
                 child_fail(BOX_E_SETUP, errno, "bind %s on %s", src, dst);
@@ -269,10 +292,10 @@ static void setup_rootfs(const struct box_opts *o, bool own_pidns)
         /* The program itself, unless a bind above already shows it. */
         struct stat pst;
         if (stat(o->program, &pst) < 0)
-                bind_one(o->program, o->program, false, false);
+                bind_fd(o->program, program_fd, o->program, false, false);
         for (size_t i = 0; i < o->nbinds; i++)
-                bind_one(o->binds[i].src, o->binds[i].dst ? o->binds[i].dst : o->binds[i].src, o->binds[i].rw,
-                         false);
+                bind_fd(o->binds[i].src, i < ARRAY_SIZE(bind_fds) ? bind_fds[i] : -1,
+                        o->binds[i].dst ? o->binds[i].dst : o->binds[i].src, o->binds[i].rw, false);
 
         /* A private /dev with the five harmless devices and nothing else. */
         mkdir_p("/dev", 0755);
@@ -331,6 +354,8 @@ __attribute__((noreturn)) static void child_main(const struct box_opts *o, unsig
         char go;
         if (read(sync_fd, &go, 1) != 1)
                 _exit(78);
+        if (ns_applied & LAYER_BIT(LAYER_MNTNS))
+                open_sources(o);
         if (ns_applied & LAYER_BIT(LAYER_USERNS)) {
                 if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
                         child_fail(BOX_E_SETUP, errno, "become root inside the user namespace");
