@@ -413,27 +413,33 @@ static int read_frames(struct loop *l, struct err **err)
 
 #define SIGSYS_MARK "chidori-worker: blocked syscall "
 
+/* A line "<marker><digits>" from the worker's own reporters (at most 7 digits). */
+static bool marker_number(const struct errfwd *f, const char *marker, int *ret)
+{
+        size_t ml = strlen(marker);
+        if (f->len <= ml || f->len > ml + 7 || memcmp(f->line, marker, ml) != 0)
+                return false;
+        int n = 0;
+        for (size_t i = ml; i < f->len && f->line[i] >= '0' && f->line[i] <= '9'; i++)
+                n = n * 10 + (f->line[i] - '0');
+        *ret = n;
+        return true;
+}
+
 static void errfwd_flush(struct loop *l)
 {
         struct errfwd *f = &l->ef;
         if (f->len == 0)
                 return;
-        size_t ml = strlen(SIGSYS_MARK);
-        if (f->len > ml && f->len < ml + 8 && memcmp(f->line, SIGSYS_MARK, ml) == 0) {
+        int nr;
+        if (marker_number(f, SIGSYS_MARK, &nr)) {
                 /* The worker's stage-2 SIGSYS reporter: remember, do not echo. */
-                int nr = 0;
-                for (size_t i = ml; i < f->len && f->line[i] >= '0' && f->line[i] <= '9'; i++)
-                        nr = nr * 10 + (f->line[i] - '0');
                 l->b.out->blocked_syscall = nr;
                 f->len = 0;
                 return;
         }
-        static const char fatal[] = "chidori-worker: fatal signal ";
-        if (f->len > sizeof(fatal) - 1 && f->len < sizeof(fatal) + 3 && memcmp(f->line, fatal, sizeof(fatal) - 1) == 0) {
-                int sig = 0;
-                for (size_t i = sizeof(fatal) - 1; i < f->len && f->line[i] >= '0' && f->line[i] <= '9'; i++)
-                        sig = sig * 10 + (f->line[i] - '0');
-                l->b.out->fatal_signal = sig;
+        if (marker_number(f, "chidori-worker: fatal signal ", &nr)) {
+                l->b.out->fatal_signal = nr;
                 f->len = 0;
                 return;
         }

@@ -87,6 +87,8 @@ enum { AGENT_E_NOT_FOUND = 1, AGENT_E_BUNDLE, AGENT_E_IMPORT, AGENT_E_NO_ESBUILD
  * the exit code.  status: the worker's wait status. */
 int report_outcome(const struct broker_outcome *o, int status, bool json, long js_deadline_ms, long cpu_secs,
                    const char *run_id);
+/* "SIGSEGV" for 11 (static buffer). */
+const char *report_signame(int sig);
 /* Exit code for a spawn failure (78 for a missing required layer). */
 int spawn_exit_code(const struct err *e);
 

@@ -11,7 +11,7 @@
 #include "launcher/launcher.h"
 #include "launcher/seccomp.h"
 
-static const char *sig_name(int sig)
+const char *report_signame(int sig)
 {
         const char *n = sigabbrev_np(sig);
         static char buf[32];
@@ -136,7 +136,7 @@ int report_outcome(const struct broker_outcome *o, int status, bool json, long j
         case BROKER_END_INTERRUPTED: {
                 int sig = (int)launcher_stop_signal;
                 return fail(o, json, run_id, 128 + (sig ? sig : SIGTERM), "interrupted by %s: the run was stopped",
-                            sig_name(sig ? sig : SIGTERM));
+                            report_signame(sig ? sig : SIGTERM));
         }
         case BROKER_END_SECCOMP:
                 return fail(o, json, run_id, EXIT_SECCOMP, "sandbox violation: blocked syscall %s",
@@ -161,11 +161,11 @@ int report_outcome(const struct broker_outcome *o, int status, bool json, long j
                 if (sig == SIGXCPU || (sig == SIGKILL && cpu_secs > 0 && o->end == BROKER_END_EOF &&
                                        o->cpu_ms >= (double)cpu_secs * 950.0))
                         return fail(o, json, run_id, EXIT_CPU, "CPU limit exceeded (%ld s)", cpu_secs);
-                return fail(o, json, run_id, 128 + sig, "engine crashed (signal %s)", sig_name(sig));
+                return fail(o, json, run_id, 128 + sig, "engine crashed (signal %s)", report_signame(sig));
         }
         if (o->fatal_signal > 0 && o->fatal_signal < 64)
                 return fail(o, json, run_id, 128 + o->fatal_signal, "engine crashed (signal %s)",
-                            sig_name(o->fatal_signal));
+                            report_signame(o->fatal_signal));
         if (!o->got_ready)
                 return fail(o, json, run_id, EXIT_PROTOCOL,
                             "protocol error: worker exited before ready (exit status %d)",

@@ -45,26 +45,12 @@ static int usage_error(const char *cmd, const char *fmt, ...)
         return EXIT_USAGE;
 }
 
-/* Strict non-negative integer parse: the whole string, no sign, no overflow. */
-static int parse_ms(const char *s, long *ret)
-{
-        if (!s || !*s || *s == '-' || *s == '+')
-                return -1;
-        char *end;
-        errno = 0;
-        long v = strtol(s, &end, 10);
-        if (errno || *end || v < 0)
-                return -1;
-        *ret = v;
-        return 0;
-}
-
 static int env_ms(const char *name, long *ret)
 {
         const char *v = getenv(name);
         if (!v || !*v)
                 return 0;
-        if (parse_ms(v, ret) < 0) {
+        if (parse_nonneg(v, ret) < 0) {
                 fprintf(stderr, "chidori: %s='%s' is not a number of milliseconds (expected an integer >= 0)\n",
                         name, v);
                 return -1;
@@ -437,7 +423,7 @@ static int common_opt(const char *cmd, int c, struct run_opts *o)
                 return h;
         switch (c) {
         case OPT_JS_DEADLINE:
-                if (parse_ms(optarg, &o->js_deadline_ms) < 0)
+                if (parse_nonneg(optarg, &o->js_deadline_ms) < 0)
                         return usage_error(cmd, "--js-deadline '%s' is not a number of milliseconds", optarg), -1;
                 return 1;
         case OPT_NO_ISOLATE: o->in_process = true; return 1;

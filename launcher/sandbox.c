@@ -390,17 +390,6 @@ void sandbox_finish(struct sandbox_run *r, struct sandbox_usage *u)
         box_close(&r->box);
 }
 
-static const char *signame(int sig)
-{
-        static char buf[32];
-        const char *n = sigabbrev_np(sig);
-        if (n)
-                snprintf(buf, sizeof(buf), "SIG%s", n);
-        else
-                snprintf(buf, sizeof(buf), "signal %d", sig);
-        return buf;
-}
-
 int sandbox_wait(const struct sandbox_opts *o, struct sandbox_run *r, int *ret_status)
 {
         struct box *b = &r->box;
@@ -481,6 +470,6 @@ int sandbox_wait(const struct sandbox_opts *o, struct sandbox_run *r, int *ret_s
                 fprintf(stderr, "chidori: sandbox violation: blocked syscall (unknown)\n");
                 return EXIT_SECCOMP;
         }
-        fprintf(stderr, "chidori: program killed by %s\n", signame(sig));
+        fprintf(stderr, "chidori: program killed by %s\n", report_signame(sig));
         return 128 + sig;
 }
