@@ -2,8 +2,20 @@
 #ifndef CHIDORI_BROKER_INTERNAL_H
 #define CHIDORI_BROKER_INTERNAL_H
 
+#include <poll.h>
+
 #include "broker/broker.h"
 #include "proto/proto.h"
+
+struct http_engine;
+
+/* A call whose answer comes later (http, tools, ...): what the journal line
+ * needs when it does. */
+struct pending_call {
+        int64_t id;
+        char *op;
+        struct cJSON *args;
+};
 
 struct broker {
         const struct broker_config *cfg;
@@ -17,22 +29,79 @@ struct broker {
         struct broker_outcome *out;
         bool finished;
         char errbuf[64];
+
+        /* Asynchronous effects. */
+        struct http_engine *http; /* created on the first http call */
+        struct pending_call *pend;
+        size_t npend, pend_cap;
+        struct err *async_err;    /* a parent-side failure inside a completion callback */
 };
 
 /* One host call handler: validate args (shape), perform, answer.
- * Returning -1 with err set answers the agent with an Error it can catch. */
-typedef int (*effect_fn)(struct broker *b, const struct cJSON *args, struct cJSON **ret_value,
+ *   0  answered: *ret_value is the result;
+ *  -1  answered with an Error the agent can catch (err says why);
+ *   1  pending: the handler started the effect and broker_complete() will
+ *      answer call `id` later (the broker keeps op and args for the journal). */
+typedef int (*effect_fn)(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret_value,
                          struct err **err);
+
+/* How a gated op names its policy target. */
+enum effect_gate {
+        GATE_NONE,      /* pure: never checked */
+        GATE_FIXED,     /* target is the `target` string */
+        GATE_TOOL,      /* "tool:" + args.name */
+};
 
 struct effect {
         const char *op;
         effect_fn fn;
+        enum effect_gate gate;
+        const char *target;
+        /* err_code() of a failed handler -> the error's `code` for the agent
+         * ("not_found", "ssrf", ...); NULL = no code. */
+        const char *(*code_name)(int code);
 };
 
 /* Look an op up in the dispatch table (broker/effects.c); NULL if unknown. */
 const struct effect *broker_effect_find(const char *op);
 
+/* Answer pending call `id` (from a completion callback): exactly one of
+ * value and error (both owned).  A parent-side failure is kept in
+ * b->async_err and ends the loop. */
+void broker_complete(struct broker *b, int64_t id, struct cJSON *value, struct cJSON *error);
+
+/* An error object {name, message[, code]} for an answer. */
+struct cJSON *broker_error_obj(const char *name, const char *message, const char *code);
+
+/* The policy gate (broker/gate.c).  true: go ahead.  false: refused; `msg`
+ * holds the text for the agent's Error, already printed and journaled. */
+bool broker_gate(struct broker *b, const char *target, const struct cJSON *args, char *msg, size_t len);
+bool broker_gate_target(const struct effect *e, const struct cJSON *args, char *buf, size_t len);
+
 /* Write a journal note line (denials, warnings); best effort. */
 void broker_journal_note(struct broker *b, const char *kind, const char *message);
+
+/* Argument helpers for handlers. */
+const char *broker_arg_str(const struct cJSON *args, const char *name);
+int broker_need_str(const struct cJSON *args, const char *op, const char *name, const char **ret,
+                    struct err **err);
+
+/* The effect families outside effects.c. */
+int effect_workspace_list(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret,
+                          struct err **err);
+int effect_workspace_read(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret,
+                          struct err **err);
+int effect_workspace_write(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret,
+                           struct err **err);
+int effect_workspace_delete(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret,
+                            struct err **err);
+int effect_workspace_manifest(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret,
+                              struct err **err);
+int effect_http(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
+
+/* The http engine's place in the poll loop (broker/effects-http.c). */
+size_t broker_http_fds(struct broker *b, struct pollfd *fds, size_t max, int *timeout_ms);
+int broker_http_perform(struct broker *b, const struct pollfd *fds, size_t n, struct err **err);
+void broker_http_free(struct broker *b);
 
 #endif

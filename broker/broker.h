@@ -20,6 +20,9 @@ struct cJSON;
 struct memstore;
 struct journal;
 struct replay;
+struct policy;
+struct workspace;
+struct ssrf_allow;
 
 struct broker_config {
         const char *script;       /* source handed to the worker (bundled if needed) */
@@ -36,6 +39,15 @@ struct broker_config {
         long deadline_ms;         /* parent wall-clock deadline, 0 = none */
         bool quiet_logs;          /* replay: agent logs are effects, not performed */
         volatile sig_atomic_t *stop;  /* non-zero: the launcher was asked to stop (signal number) */
+
+        /* What the run is handed (the gated effects).  The policy decides
+         * every gated call; NULL denies them all. */
+        const struct policy *policy;
+        bool auto_approve;        /* CHIDORI_POLICY_AUTO_APPROVE=1: ask_before passes */
+        struct workspace *workspace;  /* --workspace DIR, or NULL: workspace.* fail */
+        const struct ssrf_allow *http_allow; /* --allow-host / CHIDORI_HTTP_ALLOW_HOSTS, or NULL */
+        size_t http_max_response_bytes;      /* 0 = the http module's default (16 MiB) */
+        long http_timeout_ms;                /* whole request; 0 = default */
 };
 
 /* The worker's end as the launcher set it up. */

@@ -18,19 +18,20 @@
 #include "broker/journal.h"
 #include "broker/memstore.h"
 #include "broker/template.h"
+#include "broker/workspace.h"
+#include "broker/http.h"
 #include "common/cleanup.h"
 #include "common/util.h"
 
-static const char *arg_str(const cJSON *args, const char *name)
+const char *broker_arg_str(const cJSON *args, const char *name)
 {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, name);
         return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-static int need_str(const cJSON *args, const char *op, const char *name, const char **ret,
-                    struct err **err)
+int broker_need_str(const cJSON *args, const char *op, const char *name, const char **ret, struct err **err)
 {
-        const char *s = arg_str(args, name);
+        const char *s = broker_arg_str(args, name);
         if (!s)
                 return err_set(err, 0, "%s: argument '%s' must be a string", op, name);
         *ret = s;
@@ -38,10 +39,11 @@ static int need_str(const cJSON *args, const char *op, const char *name, const c
 }
 
 /* log: writes a line on the parent's stderr.  Safe: output only, no input. */
-static int do_log(struct broker *b, const cJSON *args, cJSON **ret, struct err **err)
+static int do_log(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
 {
-        const char *msg = NULL, *level = arg_str(args, "level");
-        if (need_str(args, "log", "message", &msg, err) < 0)
+        (void)id;
+        const char *msg = NULL, *level = broker_arg_str(args, "level");
+        if (broker_need_str(args, "log", "message", &msg, err) < 0)
                 return -1;
         if (!level)
                 level = "info";
@@ -65,10 +67,11 @@ static int need_mem(struct broker *b, const char *op, struct err **err)
 
 /* memory.*: a per-agent namespace in the parent's SQLite store.  Safe: the
  * namespace is chosen by the parent, keys and sizes are bounded by memstore. */
-static int do_mem_get(struct broker *b, const cJSON *args, cJSON **ret, struct err **err)
+static int do_mem_get(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
 {
+        (void)id;
         const char *key = NULL;
-        if (need_str(args, "memory.get", "key", &key, err) < 0 || need_mem(b, "memory.get", err) < 0)
+        if (broker_need_str(args, "memory.get", "key", &key, err) < 0 || need_mem(b, "memory.get", err) < 0)
                 return -1;
         _cleanup_free_ char *json = NULL;
         if (memstore_get(b->cfg->mem, b->cfg->mem_ns, key, &json, err) < 0)
@@ -79,10 +82,11 @@ static int do_mem_get(struct broker *b, const cJSON *args, cJSON **ret, struct e
         return 0;
 }
 
-static int do_mem_set(struct broker *b, const cJSON *args, cJSON **ret, struct err **err)
+static int do_mem_set(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
 {
+        (void)id;
         const char *key = NULL;
-        if (need_str(args, "memory.set", "key", &key, err) < 0 || need_mem(b, "memory.set", err) < 0)
+        if (broker_need_str(args, "memory.set", "key", &key, err) < 0 || need_mem(b, "memory.set", err) < 0)
                 return -1;
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, "value");
         _cleanup_free_ char *json = v ? cJSON_PrintUnformatted(v) : strdup("null");
@@ -94,11 +98,12 @@ static int do_mem_set(struct broker *b, const cJSON *args, cJSON **ret, struct e
         return 0;
 }
 
-static int do_mem_delete(struct broker *b, const cJSON *args, cJSON **ret, struct err **err)
+static int do_mem_delete(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
 {
+        (void)id;
         const char *key = NULL;
         bool existed = false;
-        if (need_str(args, "memory.delete", "key", &key, err) < 0 ||
+        if (broker_need_str(args, "memory.delete", "key", &key, err) < 0 ||
             need_mem(b, "memory.delete", err) < 0)
                 return -1;
         if (memstore_delete(b->cfg->mem, b->cfg->mem_ns, key, &existed, err) < 0)
@@ -107,9 +112,10 @@ static int do_mem_delete(struct broker *b, const cJSON *args, cJSON **ret, struc
         return 0;
 }
 
-static int do_mem_list(struct broker *b, const cJSON *args, cJSON **ret, struct err **err)
+static int do_mem_list(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
 {
-        const char *prefix = arg_str(args, "prefix");
+        (void)id;
+        const char *prefix = broker_arg_str(args, "prefix");
         if (need_mem(b, "memory.list", err) < 0)
                 return -1;
         char **keys = NULL;
@@ -127,11 +133,12 @@ static int do_mem_list(struct broker *b, const cJSON *args, cJSON **ret, struct 
 }
 
 /* template: pure string work in the parent, bounded output. */
-static int do_template(struct broker *b, const cJSON *args, cJSON **ret, struct err **err)
+static int do_template(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
 {
+        (void)id;
         (void)b;
         const char *tpl = NULL;
-        if (need_str(args, "template", "template", &tpl, err) < 0)
+        if (broker_need_str(args, "template", "template", &tpl, err) < 0)
                 return -1;
         const cJSON *vars = cJSON_GetObjectItemCaseSensitive(args, "vars");
         cJSON *empty = NULL;
@@ -151,8 +158,9 @@ static int do_template(struct broker *b, const cJSON *args, cJSON **ret, struct 
 }
 
 /* checkpoint: makes the journal durable up to here.  Safe: no input. */
-static int do_checkpoint(struct broker *b, const cJSON *args, cJSON **ret, struct err **err)
+static int do_checkpoint(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
 {
+        (void)id;
         (void)args;
         if (b->cfg->journal && journal_sync(b->cfg->journal, err) < 0)
                 return err_wrap(err, "checkpoint");
@@ -201,9 +209,10 @@ static int answer_from_tty(const char *prompt, cJSON **ret, struct err **err)
 }
 
 /* input: asks the human running chidori.  Safe: the answer is data. */
-static int do_input(struct broker *b, const cJSON *args, cJSON **ret, struct err **err)
+static int do_input(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
 {
-        const char *prompt = arg_str(args, "prompt");
+        (void)id;
+        const char *prompt = broker_arg_str(args, "prompt");
         if (!prompt)
                 prompt = "";
         if (b->cfg->answers)
@@ -217,8 +226,9 @@ static int do_input(struct broker *b, const cJSON *args, cJSON **ret, struct err
 }
 
 /* clock.now: the parent's wall clock, recorded so replay is exact. */
-static int do_clock_now(struct broker *b, const cJSON *args, cJSON **ret, struct err **err)
+static int do_clock_now(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
 {
+        (void)id;
         (void)b, (void)args, (void)err;
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -242,8 +252,9 @@ static int fill_random(void *buf, size_t n, struct err **err)
 }
 
 /* random.seed / random.bytes: kernel randomness, recorded.  Bounded size. */
-static int do_random_seed(struct broker *b, const cJSON *args, cJSON **ret, struct err **err)
+static int do_random_seed(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
 {
+        (void)id;
         (void)b, (void)args;
         unsigned char seed[32];
         char hex[65];
@@ -257,8 +268,9 @@ static int do_random_seed(struct broker *b, const cJSON *args, cJSON **ret, stru
 
 #define RANDOM_BYTES_MAX 65536
 
-static int do_random_bytes(struct broker *b, const cJSON *args, cJSON **ret, struct err **err)
+static int do_random_bytes(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
 {
+        (void)id;
         (void)b;
         const cJSON *n = cJSON_GetObjectItemCaseSensitive(args, "n");
         if (!cJSON_IsNumber(n) || n->valuedouble < 0 || n->valuedouble > RANDOM_BYTES_MAX ||
@@ -275,18 +287,26 @@ static int do_random_bytes(struct broker *b, const cJSON *args, cJSON **ret, str
         return 0;
 }
 
+/* Gated rows name their policy target; the loop checks it before the
+ * handler runs (shape errors of a denied call are never reached). */
 static const struct effect effects[] = {
-        { "log", do_log },
-        { "memory.get", do_mem_get },
-        { "memory.set", do_mem_set },
-        { "memory.delete", do_mem_delete },
-        { "memory.list", do_mem_list },
-        { "template", do_template },
-        { "checkpoint", do_checkpoint },
-        { "input", do_input },
-        { "clock.now", do_clock_now },
-        { "random.seed", do_random_seed },
-        { "random.bytes", do_random_bytes },
+        { "log", do_log, GATE_NONE, NULL, NULL },
+        { "memory.get", do_mem_get, GATE_NONE, NULL, NULL },
+        { "memory.set", do_mem_set, GATE_NONE, NULL, NULL },
+        { "memory.delete", do_mem_delete, GATE_NONE, NULL, NULL },
+        { "memory.list", do_mem_list, GATE_NONE, NULL, NULL },
+        { "template", do_template, GATE_NONE, NULL, NULL },
+        { "checkpoint", do_checkpoint, GATE_NONE, NULL, NULL },
+        { "input", do_input, GATE_NONE, NULL, NULL },
+        { "clock.now", do_clock_now, GATE_NONE, NULL, NULL },
+        { "random.seed", do_random_seed, GATE_NONE, NULL, NULL },
+        { "random.bytes", do_random_bytes, GATE_NONE, NULL, NULL },
+        { "workspace.list", effect_workspace_list, GATE_FIXED, "workspace:list", workspace_error_name },
+        { "workspace.read", effect_workspace_read, GATE_FIXED, "workspace:read", workspace_error_name },
+        { "workspace.write", effect_workspace_write, GATE_FIXED, "workspace:write", workspace_error_name },
+        { "workspace.delete", effect_workspace_delete, GATE_FIXED, "workspace:delete", workspace_error_name },
+        { "workspace.manifest", effect_workspace_manifest, GATE_FIXED, "workspace:manifest", workspace_error_name },
+        { "http", effect_http, GATE_FIXED, "http", http_error_name },
 };
 
 const struct effect *broker_effect_find(const char *op)

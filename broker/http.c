@@ -978,54 +978,17 @@ int http_perform(struct http_engine *e, const struct pollfd *fds, size_t nfds, s
         return r;
 }
 
+const char *http_error_name(int code)
+{
+        static const char *const names[HTTP_E_MAX] = {
+                [HTTP_E_REQUEST] = "request", [HTTP_E_SSRF] = "ssrf",         [HTTP_E_TOO_BIG] = "too_big",
+                [HTTP_E_TIMEOUT] = "timeout", [HTTP_E_REDIRECT] = "redirect", [HTTP_E_NETWORK] = "network",
+                [HTTP_E_INTERNAL] = "internal",
+        };
+        return code > 0 && code < HTTP_E_MAX ? names[code] : NULL;
+}
+
 /* ---- JSON ---- */
-
-static int b64_value(unsigned char c)
-{
-        if (c >= 'A' && c <= 'Z')
-                return c - 'A';
-        if (c >= 'a' && c <= 'z')
-                return c - 'a' + 26;
-        if (c >= '0' && c <= '9')
-                return c - '0' + 52;
-        if (c == '+')
-                return 62;
-        if (c == '/')
-                return 63;
-        return -1;
-}
-
-/* Standard base64 with padding (what base64_encode writes). */
-static int b64_decode(const char *s, unsigned char **ret, size_t *ret_len)
-{
-        size_t n = strlen(s);
-        if (n % 4)
-                return -1;
-        size_t pad = n && s[n - 1] == '=' ? (s[n - 2] == '=' ? 2 : 1) : 0;
-        size_t out_len = n / 4 * 3 - pad;
-        unsigned char *out = malloc(out_len ? out_len : 1);
-        if (!out)
-                return -1;
-        size_t o = 0;
-        for (size_t i = 0; i < n; i += 4) {
-                int v[4];
-                for (int k = 0; k < 4; k++) {
-                        bool tail = i + 4 == n && (size_t)k >= 4 - pad;
-                        v[k] = tail ? 0 : b64_value((unsigned char)s[i + (size_t)k]);
-                        if (v[k] < 0 || (tail && s[i + (size_t)k] != '=')) {
-                                free(out);
-                                return -1;
-                        }
-                }
-                uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
-                unsigned char b[3] = { (unsigned char)(w >> 16), (unsigned char)(w >> 8), (unsigned char)w };
-                for (int k = 0; k < 3 && o < out_len; k++)
-                        out[o++] = b[k];
-        }
-        *ret = out;
-        *ret_len = out_len;
-        return 0;
-}
 
 /* Header names and values are byte strings.  JSON carries text, so, as
  * fetch does, bytes map one to one onto U+0000..U+00FF ("isomorphic"
@@ -1174,7 +1137,7 @@ int http_request_from_json(const cJSON *args, struct http_request **ret, struct 
                         goto oom;
         }
         if (cJSON_IsString(body) && body->valuestring[0]) {
-                if (b64_decode(body->valuestring, &r->body, &r->body_len) < 0) {
+                if (base64_decode(body->valuestring, strlen(body->valuestring), &r->body, &r->body_len) < 0) {
                         http_request_free(r);
                         return err_setc(err, HTTP_E_REQUEST, 0, "http: 'body_base64' is not valid base64");
                 }

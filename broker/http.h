@@ -63,6 +63,10 @@ enum http_errc {
         HTTP_E_MAX
 };
 
+/* "request", "ssrf", "too_big", "timeout", "redirect", "network",
+ * "internal"; NULL for anything else (0 included). */
+const char *http_error_name(int code);
+
 /* Optional hooks, both called with http_config.hook_arg and the caller's id.
  * on_refuse: the guard refused address `addr` ("127.0.0.1", "[::1]") for
  *   `url` because it is `why` ("loopback 127.0.0.0/8") — once per refused

@@ -122,12 +122,19 @@ static int send_json(struct loop *l, const cJSON *j, struct err **err)
 
 /* ---- answering calls ---- */
 
-static cJSON *error_obj(const char *name, const char *message)
+cJSON *broker_error_obj(const char *name, const char *message, const char *code)
 {
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "name", name);
         cJSON_AddStringToObject(e, "message", message);
+        if (code)
+                cJSON_AddStringToObject(e, "code", code);
         return e;
+}
+
+static cJSON *error_obj(const char *name, const char *message)
+{
+        return broker_error_obj(name, message, NULL);
 }
 
 /* Deliver the answer to call `id`: frame to the worker, line in the journal.
@@ -183,6 +190,65 @@ void broker_journal_note(struct broker *b, const char *kind, const char *message
         cJSON_Delete(line);
 }
 
+static int add_pending(struct broker *b, int64_t id, const char *op, const cJSON *args, struct err **err)
+{
+        if (b->npend == b->pend_cap) {
+                size_t cap = b->pend_cap ? 2 * b->pend_cap : 16;
+                struct pending_call *np = realloc(b->pend, cap * sizeof(*np));
+                if (!np)
+                        return err_set(err, ENOMEM, "pending call");
+                b->pend = np;
+                b->pend_cap = cap;
+        }
+        struct pending_call *pc = &b->pend[b->npend];
+        pc->id = id;
+        pc->op = strdup(op);
+        pc->args = cJSON_Duplicate(args, 1);
+        if (!pc->op || !pc->args) {
+                free(pc->op);
+                cJSON_Delete(pc->args);
+                return err_set(err, ENOMEM, "pending call");
+        }
+        b->npend++;
+        return 0;
+}
+
+static void free_pending(struct broker *b)
+{
+        for (size_t i = 0; i < b->npend; i++) {
+                free(b->pend[i].op);
+                cJSON_Delete(b->pend[i].args);
+        }
+        free(b->pend);
+        b->pend = NULL;
+        b->npend = b->pend_cap = 0;
+}
+
+void broker_complete(struct broker *b, int64_t id, cJSON *value, cJSON *error)
+{
+        struct loop *l = (struct loop *)b; /* b is the first member */
+        for (size_t i = 0; i < b->npend; i++) {
+                if (b->pend[i].id != id)
+                        continue;
+                struct pending_call pc = b->pend[i];
+                b->pend[i] = b->pend[--b->npend];
+                struct err *e = NULL;
+                if (!b->finished && answer(l, id, pc.op, pc.args, value, error, &e) < 0 && !b->async_err)
+                        b->async_err = e;
+                else
+                        err_free(e);
+                if (b->finished) {
+                        cJSON_Delete(value);
+                        cJSON_Delete(error);
+                }
+                free(pc.op);
+                cJSON_Delete(pc.args);
+                return;
+        }
+        cJSON_Delete(value);
+        cJSON_Delete(error);
+}
+
 static int perform(struct loop *l, int64_t id, const char *op, const cJSON *args, struct err **err)
 {
         struct broker *b = &l->b;
@@ -193,10 +259,24 @@ static int perform(struct loop *l, int64_t id, const char *op, const cJSON *args
                 fprintf(stderr, "chidori: %s\n", msg);
                 return answer(l, id, op, args, NULL, error_obj("Error", msg), err);
         }
+        if (e->gate != GATE_NONE) {
+                char target[192], msg[1024];
+                if (!broker_gate_target(e, args, target, sizeof(target))) {
+                        snprintf(msg, sizeof(msg), "%s: 'name' must be a string of at most %zu bytes", op,
+                                 sizeof(target) - 6);
+                        return answer(l, id, op, args, NULL, error_obj("TypeError", msg), err);
+                }
+                if (!broker_gate(b, target, args, msg, sizeof(msg)))
+                        return answer(l, id, op, args, NULL, broker_error_obj("Error", msg, "EPOLICY"), err);
+        }
         cJSON *value = NULL;
         struct err *ferr = NULL;
-        if (e->fn(b, args, &value, &ferr) < 0) {
-                cJSON *eo = error_obj("Error", err_msg(ferr));
+        int r = e->fn(b, id, args, &value, &ferr);
+        if (r > 0)
+                return add_pending(b, id, op, args, err);
+        if (r < 0) {
+                cJSON *eo = broker_error_obj("Error", err_msg(ferr),
+                                             e->code_name ? e->code_name(err_code(ferr)) : NULL);
                 err_free(ferr);
                 cJSON_Delete(value);
                 return answer(l, id, op, args, NULL, eo, err);
@@ -506,14 +586,35 @@ int broker_run(const struct broker_config *cfg, const struct broker_peer *peer, 
         if (cfg->deadline_ms > 0)
                 l.deadline_at = start + (double)cfg->deadline_ms;
         int rc = 0;
-
+        struct pollfd *pfd = NULL;
+        size_t pfd_cap = 0;
         while (!l.b.finished) {
-                struct pollfd pfd[3] = {
-                        { .fd = peer->frame_fd, .events = POLLIN | (l.q.len ? POLLOUT : 0) },
-                        { .fd = have_err && !l.ef.eof ? peer->stderr_fd : -1, .events = POLLIN },
-                        { .fd = notify_gone ? -1 : peer->notify_fd, .events = POLLIN },
-                };
                 int timeout = -1;
+                size_t nfd = 3;
+                for (;;) {
+                        if (pfd_cap < nfd) {
+                                size_t cap = pfd_cap ? pfd_cap * 2 : 16;
+                                while (cap < nfd)
+                                        cap *= 2;
+                                struct pollfd *np = realloc(pfd, cap * sizeof(*np));
+                                if (!np) {
+                                        rc = err_set(err, ENOMEM, "poll set");
+                                        goto out;
+                                }
+                                pfd = np, pfd_cap = cap;
+                        }
+                        int t = -1;
+                        size_t k = broker_http_fds(&l.b, pfd + 3, pfd_cap - 3, &t);
+                        if (3 + k <= pfd_cap) {
+                                nfd = 3 + k;
+                                timeout = t;
+                                break;
+                        }
+                        nfd = 3 + k;
+                }
+                pfd[0] = (struct pollfd){ .fd = peer->frame_fd, .events = POLLIN | (l.q.len ? POLLOUT : 0) };
+                pfd[1] = (struct pollfd){ .fd = have_err && !l.ef.eof ? peer->stderr_fd : -1, .events = POLLIN };
+                pfd[2] = (struct pollfd){ .fd = notify_gone ? -1 : peer->notify_fd, .events = POLLIN };
                 if (l.deadline_at > 0) {
                         double left = l.deadline_at - mono_ms();
                         if (left <= 0) {
@@ -521,7 +622,8 @@ int broker_run(const struct broker_config *cfg, const struct broker_peer *peer, 
                                 end_with(&l.b, BROKER_END_DEADLINE, "deadline exceeded (%ld ms)", cfg->deadline_ms);
                                 break;
                         }
-                        timeout = (int)left + 1;
+                        if (timeout < 0 || (int)left + 1 < timeout)
+                                timeout = (int)left + 1;
                 }
                 /* Right after an answer the worker usually asks again within
                  * microseconds: look before sleeping, so the common round
@@ -530,14 +632,14 @@ int broker_run(const struct broker_config *cfg, const struct broker_peer *peer, 
                 if (l.just_answered) {
                         l.just_answered = false;
                         double until = mono_ms() + 0.05;
-                        while ((n = poll(pfd, 3, 0)) == 0 && mono_ms() < until)
+                        while ((n = poll(pfd, nfd, 0)) == 0 && mono_ms() < until)
                                 ;
                 }
                 if (n == 0 && cfg->stop && *cfg->stop) {
                         n = -1; /* asked to stop before we could block */
                         errno = EINTR;
                 } else if (n == 0) {
-                        n = poll(pfd, 3, timeout);
+                        n = poll(pfd, nfd, timeout);
                 }
                 if (n < 0 && errno == EINTR && cfg->stop && *cfg->stop) {
                         kill_worker(peer);
@@ -567,6 +669,19 @@ int broker_run(const struct broker_config *cfg, const struct broker_peer *peer, 
                 }
                 if (pfd[1].revents)
                         read_stderr(&l, peer->stderr_fd);
+                /* Completed transfers answer their calls (queued frames). */
+                if (nfd > 3 || l.b.http) {
+                        if (broker_http_perform(&l.b, nfd > 3 ? pfd + 3 : NULL, nfd - 3, err) < 0) {
+                                rc = -1;
+                                break;
+                        }
+                        if (l.b.async_err) {
+                                rc = -1;
+                                *err = l.b.async_err;
+                                l.b.async_err = NULL;
+                                break;
+                        }
+                }
                 if (pfd[0].revents & POLLOUT && outq_flush(&l, err) < 0) {
                         rc = -1;
                         break;
@@ -576,6 +691,9 @@ int broker_run(const struct broker_config *cfg, const struct broker_peer *peer, 
                         break;
                 }
         }
+out:
+        free(pfd);
+        broker_http_free(&l.b);
         /* Drain what the worker still has to say on stderr (it exits right
          * after its last frame), briefly. */
         if (have_err) {
@@ -592,6 +710,8 @@ int broker_run(const struct broker_config *cfg, const struct broker_peer *peer, 
                 errfwd_flush(&l);
         }
         out->wall_ms = mono_ms() - start;
+        free_pending(&l.b);
+        err_free(l.b.async_err);
         frame_reader_reset(&l.b.reader);
         free(l.q.buf);
         return rc;

@@ -2,6 +2,8 @@
 #include "common/util.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +88,51 @@ char *base64_encode(const unsigned char *in, size_t len)
         }
         *p = '\0';
         return out;
+}
+
+static int b64_value(unsigned char c)
+{
+        if (c >= 'A' && c <= 'Z')
+                return c - 'A';
+        if (c >= 'a' && c <= 'z')
+                return c - 'a' + 26;
+        if (c >= '0' && c <= '9')
+                return c - '0' + 52;
+        if (c == '+')
+                return 62;
+        if (c == '/')
+                return 63;
+        return -1;
+}
+
+int base64_decode(const char *s, size_t n, unsigned char **ret, size_t *ret_len)
+{
+        if (n % 4)
+                return -1;
+        size_t pad = n && s[n - 1] == '=' ? (s[n - 2] == '=' ? 2 : 1) : 0;
+        size_t out_len = n / 4 * 3 - pad;
+        unsigned char *out = malloc(out_len ? out_len : 1);
+        if (!out)
+                return -1;
+        size_t o = 0;
+        for (size_t i = 0; i < n; i += 4) {
+                int v[4];
+                for (int k = 0; k < 4; k++) {
+                        bool tail = i + 4 == n && (size_t)k >= 4 - pad;
+                        v[k] = tail ? 0 : b64_value((unsigned char)s[i + (size_t)k]);
+                        if (v[k] < 0 || (tail && s[i + (size_t)k] != '=')) {
+                                free(out);
+                                return -1;
+                        }
+                }
+                uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
+                unsigned char b[3] = { (unsigned char)(w >> 16), (unsigned char)(w >> 8), (unsigned char)w };
+                for (int k = 0; k < 3 && o < out_len; k++)
+                        out[o++] = b[k];
+        }
+        *ret = out;
+        *ret_len = out_len;
+        return 0;
 }
 
 static const uint32_t K[64] = {

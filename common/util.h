@@ -13,6 +13,11 @@ int read_file(const char *path, size_t max, char **ret, size_t *ret_len, struct 
 /* Standard base64 with padding; malloc'd, NULL on OOM. */
 char *base64_encode(const unsigned char *buf, size_t len);
 
+/* Strict inverse of base64_encode: the standard alphabet, padding required,
+ * nothing else (no whitespace).  `n` bytes of `s`.  *ret is malloc'd (at
+ * least 1 byte).  -1 when `s` is not such base64 or out of memory. */
+int base64_decode(const char *s, size_t n, unsigned char **ret, size_t *ret_len);
+
 /* SHA-256 (FIPS 180-4). */
 struct sha256 {
         uint32_t h[8];

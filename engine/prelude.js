@@ -184,6 +184,64 @@ function needString(what, v) {
         if (typeof v !== 'string')
                 throw new TypeErrorC(what + ' must be a string, got ' + (v === null ? 'null' : typeof v));
 }
+// A path for the parent: a string without NUL (JSON would carry it, the
+// parent's C strings would cut the path there).
+function needPath(what, v) {
+        needString(what, v);
+        if (v.indexOf('\0') !== -1)
+                throw new TypeErrorC(what + ' must not contain NUL characters');
+}
+
+/* Bytes <-> text and base64 for effects that carry bytes (the frames are
+ * JSON).  The web.js classes are captured now: agent code may replace the
+ * globals later. */
+const TextEncoderC = G.TextEncoder, TextDecoderC = G.TextDecoder;
+let utf8enc, utf8dec;
+function utf8Encode(str) {
+        if (!utf8enc)
+                utf8enc = new TextEncoderC();
+        return utf8enc.encode(str);
+}
+function utf8Decode(bytes) {
+        if (!utf8dec)
+                utf8dec = new TextDecoderC('utf-8');
+        return utf8dec.decode(bytes);
+}
+function toBytes(what, data) {
+        if (typeof data === 'string')
+                return utf8Encode(data);
+        if (data instanceof ArrayBuffer)
+                return new Uint8ArrayC(data);
+        if (ArrayBuffer.isView(data))
+                return new Uint8ArrayC(data.buffer, data.byteOffset, data.byteLength);
+        throw new TypeErrorC(what + ' must be a string, an ArrayBuffer or a typed array, got ' +
+                             (data === null ? 'null' : typeof data));
+}
+function readEncoding(options) {
+        let enc = options;
+        if (options !== null && typeof options === 'object')
+                enc = options.encoding;
+        if (enc === undefined || enc === 'utf8' || enc === 'utf-8')
+                return 'utf8';
+        if (enc === null || enc === 'bytes')
+                return 'bytes';
+        throw new TypeErrorC("encoding must be 'utf8' or 'bytes' (null), got " + safeString(enc));
+}
+function base64Encode(bytes) {
+        const n = bytes.length;
+        let out = '', chunk = '';
+        for (let i = 0; i < n; i += 3) {
+                const a = bytes[i], b = i + 1 < n ? bytes[i + 1] : 0, c = i + 2 < n ? bytes[i + 2] : 0;
+                const v = (a << 16) | (b << 8) | c;
+                chunk += B64[v >> 18] + B64[(v >> 12) & 63] + (i + 1 < n ? B64[(v >> 6) & 63] : '=') +
+                         (i + 2 < n ? B64[v & 63] : '=');
+                if (chunk.length >= 8192) {
+                        out += chunk;
+                        chunk = '';
+                }
+        }
+        return out + chunk;
+}
 
 /* ------------------------------------------------------ formatting (util.format) */
 
@@ -758,11 +816,56 @@ const chidori = {
         tool: unavailable('chidori.tool'),
         callAgent: unavailable('chidori.callAgent'),
         workspace: {
-                list: unavailable('chidori.workspace.list'),
-                read: unavailable('chidori.workspace.read'),
-                write: unavailable('chidori.workspace.write'),
-                delete: unavailable('chidori.workspace.delete'),
-                manifest: unavailable('chidori.workspace.manifest'),
+                list(path) {
+                        if (path === undefined || path === null)
+                                path = '';
+                        try {
+                                needPath('chidori.workspace.list: path', path);
+                        } catch (e) {
+                                return rejected(e);
+                        }
+                        return hostCall('workspace.list', { path });
+                },
+                // read(path) -> string (UTF-8); read(path, 'bytes') or
+                // read(path, {encoding: null}) -> Uint8Array.
+                read(path, options) {
+                        let enc = 'utf8';
+                        try {
+                                needPath('chidori.workspace.read: path', path);
+                                enc = readEncoding(options);
+                        } catch (e) {
+                                return rejected(e);
+                        }
+                        return apply(promiseThen, hostCall('workspace.read', { path }), [(v) => {
+                                const bytes = base64Decode(StringC(v.data_base64));
+                                return enc === 'bytes' ? bytes : utf8Decode(bytes);
+                        }]);
+                },
+                // write(path, string | Uint8Array | ArrayBuffer | DataView, {createDirs = true})
+                write(path, data, options) {
+                        let args;
+                        try {
+                                needPath('chidori.workspace.write: path', path);
+                                const createDirs = options === undefined || options === null || options.createDirs === undefined
+                                        ? true : !!options.createDirs;
+                                args = { path, data_base64: base64Encode(toBytes('chidori.workspace.write: data', data)),
+                                         create_dirs: createDirs };
+                        } catch (e) {
+                                return rejected(e);
+                        }
+                        return hostCall('workspace.write', args);
+                },
+                delete(path) {
+                        try {
+                                needPath('chidori.workspace.delete: path', path);
+                        } catch (e) {
+                                return rejected(e);
+                        }
+                        return hostCall('workspace.delete', { path });
+                },
+                manifest() {
+                        return hostCall('workspace.manifest', {});
+                },
         },
 };
 freeze(chidori.memory);
@@ -904,7 +1007,7 @@ function base64Decode(s) {
                         break;
                 const v = c < 128 ? b64map[c] : -1;
                 if (v < 0)
-                        throw new TypeErrorC('random.bytes returned malformed base64');
+                        throw new TypeErrorC('the parent sent malformed base64');
                 acc = ((acc << 6) | v) & 0xffffff;
                 bits += 6;
                 if (bits >= 8) {

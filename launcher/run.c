@@ -16,6 +16,7 @@
 #include "broker/policy.h"
 #include "common/cleanup.h"
 #include "common/util.h"
+#include "launcher/grants.h"
 #include "launcher/launcher.h"
 #include "launcher/options.h"
 
@@ -29,6 +30,7 @@ struct run_opts {
         const char *mem_ns;
         long js_deadline_ms;
         struct sandbox_opts sb;
+        struct grants_opts gr;    /* run only: what the agent is handed */
         bool json, quiet, in_process;
         bool untrusted, trusted;  /* --untrusted / --trusted */
 };
@@ -158,6 +160,7 @@ static int select_policy(const struct run_opts *o, struct policy **ret)
 
 struct run_ctx {
         struct policy *policy;
+        struct grants grants;
         struct agent agent;
         cJSON *input;
         cJSON *answers;
@@ -171,6 +174,7 @@ struct run_ctx {
 static void run_ctx_free(struct run_ctx *c)
 {
         policy_free(c->policy);
+        grants_close(&c->grants);
         agent_free(&c->agent);
         cJSON_Delete(c->input);
         cJSON_Delete(c->answers);
@@ -270,7 +274,13 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
                 .deadline_ms = o->sb.deadline_ms,
                 .quiet_logs = c->replay != NULL,
                 .stop = &launcher_stop_signal,
+                .policy = c->policy,
         };
+        if (!c->replay) {
+                int gc = grants_open(&o->gr, &c->grants, &cfg);
+                if (gc)
+                        return gc;
+        }
         struct spawn_opts so = {
                 .in_process = o->in_process, .worker_path = worker_path,
                 /* the cgroup leaf is "run-<hex>" */
@@ -368,6 +378,7 @@ static void run_help(void)
                "                        [default $XDG_STATE_HOME/chidori or ~/.local/state/chidori]\n"
                "  --memory-ns NAME      memory namespace (default: the agent's absolute path)\n"
                "  --js-deadline MS      engine CPU-time limit in ms, 0 = none [CHIDORI_JS_DEADLINE_MS]\n"
+               GRANTS_OPTIONS_HELP
                SANDBOX_OPTIONS_HELP
                "  --no-isolate          run the engine inside this process (embedders, debugging)\n"
                "                        [CHIDORI_ISOLATE=off]\n"
@@ -412,6 +423,7 @@ static const struct option run_longopts[] = {
         { "trusted", no_argument, NULL, OPT_TRUSTED },
         { "help", no_argument, NULL, 'h' },
         SANDBOX_LONGOPTS,
+        GRANTS_LONGOPTS,
         { NULL, 0, NULL, 0 },
 };
 
@@ -448,12 +460,14 @@ static int env_defaults(struct run_opts *o)
 int cmd_run(int argc, char **argv)
 {
         struct run_opts o = { 0 };
-        if (env_defaults(&o) < 0)
+        if (env_defaults(&o) < 0 || grants_opts_env(&o.gr) < 0)
                 return EXIT_USAGE;
         optind = 1;
         int c;
         while ((c = getopt_long(argc, argv, "h", run_longopts, NULL)) != -1) {
                 int h = common_opt("run", c, &o);
+                if (h == 0)
+                        h = grants_opts_parse(&o.gr, "run", c, optarg);
                 if (h < 0)
                         return EXIT_USAGE;
                 if (h > 0)

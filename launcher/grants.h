@@ -1,0 +1,59 @@
+/* launcher/grants.h — what a run is handed beyond computation: the
+ * workspace directory, the http allowlist and caps, the approval switch.
+ * Options of `run` (each with its environment variable), opened before the
+ * worker starts, closed after the run.  The policy still decides every
+ * gated call; these only say what exists to be granted. */
+#ifndef CHIDORI_LAUNCHER_GRANTS_H
+#define CHIDORI_LAUNCHER_GRANTS_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct broker_config;
+struct workspace;
+struct ssrf_allow;
+
+struct grants_opts {
+        const char *workspace_dir;     /* --workspace DIR [CHIDORI_WORKSPACE] */
+        const char *allow_specs[64];   /* CHIDORI_HTTP_ALLOW_HOSTS, then each --allow-host */
+        size_t nallow;
+        unsigned long long http_max_response; /* --http-max-response SIZE [CHIDORI_HTTP_MAX_RESPONSE] */
+        long http_timeout_ms;          /* --http-timeout MS [CHIDORI_HTTP_TIMEOUT_MS] */
+        bool auto_approve;             /* CHIDORI_POLICY_AUTO_APPROVE=1 */
+};
+
+/* What grants_open made. */
+struct grants {
+        struct workspace *ws;
+        struct ssrf_allow *allow;
+};
+
+enum { GOPT_WORKSPACE = 800, GOPT_ALLOW_HOST, GOPT_HTTP_MAX_RESPONSE, GOPT_HTTP_TIMEOUT };
+
+#define GRANTS_LONGOPTS                                                                               \
+        { "workspace", required_argument, NULL, GOPT_WORKSPACE },                                     \
+        { "allow-host", required_argument, NULL, GOPT_ALLOW_HOST },                                   \
+        { "http-max-response", required_argument, NULL, GOPT_HTTP_MAX_RESPONSE },                     \
+        { "http-timeout", required_argument, NULL, GOPT_HTTP_TIMEOUT }
+
+#define GRANTS_OPTIONS_HELP                                                                           \
+        "  --workspace DIR       the directory chidori.workspace.* works on (none by default)\n"      \
+        "                        [CHIDORI_WORKSPACE]\n"                                              \
+        "  --allow-host HOST[:PORT]  let fetch reach this non-public host or address despite the\n"  \
+        "                        SSRF guard; repeatable, comma lists too [CHIDORI_HTTP_ALLOW_HOSTS]\n" \
+        "  --http-max-response SIZE  largest response body fetch accepts, e.g. 1M (default 16M)\n"   \
+        "                        [CHIDORI_HTTP_MAX_RESPONSE]\n"                                      \
+        "  --http-timeout MS     whole-request timeout for fetch (default 60000)\n"                   \
+        "                        [CHIDORI_HTTP_TIMEOUT_MS]\n"
+
+/* Read the environment; prints and returns -1 on a malformed value. */
+int grants_opts_env(struct grants_opts *o);
+/* 1 handled, 0 not ours, -1 bad (printed). */
+int grants_opts_parse(struct grants_opts *o, const char *cmd, int c, const char *arg);
+/* Open what the options name and point the broker config at it; prints
+ * and returns an exit code (2 for a bad value) on failure, 0 on success. */
+int grants_open(const struct grants_opts *o, struct grants *g, struct broker_config *cfg);
+void grants_close(struct grants *g);
+
+#endif
