@@ -88,7 +88,7 @@ function hasOwnCall(o, k) {
 // Node's ERR_* errors: the usual constructor plus an own `code`.
 function nodeError(C, code, message) {
         const e = new C(message);
-        e.code = code;
+        defineProperty(e, 'code', { value: code, writable: true, enumerable: true, configurable: true });
         return e;
 }
 function domException(message, name) {
@@ -121,7 +121,7 @@ function argType(name, what, v) {
 // Integers above 2^32 get Node's digit separators: 281_474_976_710_656.
 function fmtNumber(n) {
         let s = StringC(n);
-        if (!(n === floor(n) && (n > 4294967296 || n < -4294967296)))
+        if (!(n === floor(n) && (n > 4294967296 || n < -4294967296) && n < 1e21 && n > -1e21))
                 return s;
         let out = '', i = s.length;
         const start = s[0] === '-' ? 1 : 0;
@@ -181,7 +181,8 @@ function cc(s, i) {
 }
 
 // UTF-8 of s[start, end) into out at 0; returns the byte count (at most
-// 3 * (end - start) + 1).  Lone surrogates become U+FFFD, as in Node.
+// 3 * (end - start)).  Lone surrogates become U+FFFD, as in Node; a pair
+// split at `end` is two lone surrogates, so callers keep pairs together.
 function utf8Write(s, start, end, out) {
         let j = 0;
         for (let i = start; i < end; i++) {
@@ -193,7 +194,7 @@ function utf8Write(s, start, end, out) {
                         out[j++] = 0x80 | (c & 63);
                 } else {
                         if (c >= 0xd800 && c < 0xe000) {
-                                const d = i + 1 < s.length ? cc(s, i + 1) : 0;
+                                const d = i + 1 < end ? cc(s, i + 1) : 0;
                                 if (c < 0xdc00 && d >= 0xdc00 && d < 0xe000) {
                                         c = 0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00);
                                         i++;
@@ -237,8 +238,8 @@ function utf8Length(s) {
 
 const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
 const B64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+const HEX = '0123456789abcdef';
 let b64Values;   // char code -> 6-bit value, -1 if not in either alphabet
-let hexPairs;    // byte -> two hex digits
 
 // Node's lenient base64: both alphabets, other characters skipped, stops at '='.
 function base64Decode(s) {
@@ -304,32 +305,21 @@ function hexDecode(s) {
         return new Uint8ArrayC(ab, 0, j);
 }
 function hexEncode(b) {
-        if (!hexPairs) {
-                const H = '0123456789abcdef';
-                hexPairs = [];
-                for (let i = 0; i < 256; i++)
-                        hexPairs[i] = H[i >> 4] + H[i & 15];
-        }
         let s = '';
         for (let i = 0; i < b.length; i++)
-                s += hexPairs[b[i]];
+                s += HEX[b[i] >> 4] + HEX[b[i] & 15];
         return s;
 }
-// Bytes as char codes, masked; in slices so apply() gets short arrays.
+// Bytes as char codes, masked, or as UTF-16LE pairs.  Only ever given a
+// digest, so one fromCharCode per character is fine.
 function charsOf(b, mask, step) {
         let s = '';
-        const codes = [];
-        for (let i = 0; i < b.length; i += step * 4096) {
-                const end = i + step * 4096 < b.length ? i + step * 4096 : b.length;
-                codes.length = 0;
-                if (step === 1) {
-                        for (let k = i; k < end; k++)
-                                codes[codes.length] = b[k] & mask;
-                } else {
-                        for (let k = i; k + 1 < end; k += 2)
-                                codes[codes.length] = b[k] | (b[k + 1] << 8);
-                }
-                s += apply(fromCharCode, undefined, codes);
+        if (step === 1) {
+                for (let i = 0; i < b.length; i++)
+                        s += fromCharCode(b[i] & mask);
+        } else {
+                for (let i = 0; i + 1 < b.length; i += 2)
+                        s += fromCharCode(b[i] | (b[i + 1] << 8));
         }
         return s;
 }
@@ -691,7 +681,6 @@ const ALGORITHMS = {
         sha384: { name: 'sha384', block: 128, size: 48, le: false, compress: sha512Blocks },
         sha512: { name: 'sha512', block: 128, size: 64, le: false, compress: sha512Blocks },
 };
-const HASH_NAMES = ['md5', 'sha1', 'sha224', 'sha256', 'sha384', 'sha512'];
 function lookup(name) {
         const n = apply(toLowerCase, name, []);
         return hasOwnCall(ALGORITHMS, n) ? ALGORITHMS[n] : undefined;
@@ -747,7 +736,7 @@ class Core {
         updateString(s) {
                 checkCharCodeAt();
                 if (!scratch)
-                        scratch = new Uint8ArrayC(3 * STRING_CHUNK + 4);
+                        scratch = new Uint8ArrayC(3 * STRING_CHUNK + 3);
                 for (let i = 0; i < s.length;) {
                         let end = i + STRING_CHUNK < s.length ? i + STRING_CHUNK : s.length;
                         const last = cc(s, end - 1);
@@ -953,10 +942,7 @@ function hash(algorithm, data, outputEncoding) {
         return encodeBytes(core.finish(), enc);
 }
 function getHashes() {
-        const out = [];
-        for (let i = 0; i < HASH_NAMES.length; i++)
-                out[i] = HASH_NAMES[i];
-        return out;
+        return ['md5', 'sha1', 'sha224', 'sha256', 'sha384', 'sha512'];
 }
 
 function timingSafeEqual(buf1, buf2) {

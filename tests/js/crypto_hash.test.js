@@ -358,8 +358,9 @@
                 assert.equal(got[1], crypto.createHmac('sha1', 'key').update('x').digest('base64'));
         });
 
-        // Here the JIT is already warm from the tests above.  Cold, in a fresh
-        // jsrun, 1 MiB took md5 30 ms, sha1 16 ms, sha256 16 ms, sha512 44 ms.
+        // Here the JIT is already warm from the tests above.  Cold, as the first
+        // call in a fresh jsrun, 1 MiB took md5 30-70 ms, sha1 16-40 ms,
+        // sha256 16-36 ms, sha512 44-80 ms (see docs/crypto.md).
         test('1 MiB hashes in well under a second (timings printed as comments)', function () {
                 var mib = randomBytes(1 << 20, 99), line = [];
                 ALGS.forEach(function (alg) {
