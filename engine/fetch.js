@@ -383,12 +383,18 @@ function toUShort(v) {
 let host = null, hostCall = null, hostSetTimeout = null;
 let TextEncoderC, TextDecoderC, URLC, URLSearchParamsC, DOMExceptionC, AbortControllerC;
 let uspToString, urlHref, urlProtocol, urlUsername, urlPassword;
-let encoder, teEncode, decoder, tdDecode;
+let encoder = null, teEncode, decoder = null, tdDecode;
 
+// The coders are made on first use: building a TextDecoder costs web.js a
+// label table, which a run that never fetches should not pay for.
 function utf8(s) {
+        if (encoder === null)
+                encoder = new TextEncoderC();
         return apply(teEncode, encoder, [s]);
 }
 function utf8Decode(b) {
+        if (decoder === null)
+                decoder = new TextDecoderC('utf-8');
         return apply(tdDecode, decoder, [b]);  // replaces bad sequences, drops a BOM
 }
 function abortError() {
@@ -1617,8 +1623,7 @@ function installFetch(h) {
         urlPassword = gopd(URLC.prototype, 'password').get;
         teEncode = TextEncoderC.prototype.encode;
         tdDecode = TextDecoderC.prototype.decode;
-        encoder = new TextEncoderC();
-        decoder = new TextDecoderC('utf-8');
+        encoder = decoder = null;
         host = h;
         hostCall = h.call;
         hostSetTimeout = typeof h.setTimeout === 'function' ? h.setTimeout : null;
