@@ -273,7 +273,7 @@ static void test_timeout_kills_grandchildren(void **state)
         char *argv[] = { "sh", "-c", "sleep 60 & echo $!; sleep 60", NULL };
         run_one(argv, sh_env, NULL, 0, 300, 0, &x);
         assert_true(x.timed_out);
-        pid_t g = (pid_t)atoi(x.out);
+        pid_t g = (pid_t)strtol(x.out, NULL, 10);
         assert_true(g > 1);
         assert_true(gone(g, 2000));
         res_clear(&x);
@@ -291,7 +291,7 @@ static void test_exit_kills_leftovers(void **state)
         assert_true(x.exited);
         assert_int_equal(x.code, 0);
         assert_false(x.timed_out);
-        pid_t g = (pid_t)atoi(x.out);
+        pid_t g = (pid_t)strtol(x.out, NULL, 10);
         assert_true(g > 1);
         assert_true(gone(g, 2000));
         res_clear(&x);
@@ -374,7 +374,7 @@ static void test_concurrent_out_of_order(void **state)
         for (int i = 0; i < N; i++) {
                 assert_int_equal(x[i].calls, 1);
                 assert_int_equal(x[i].id, 100 + (uint64_t)i);
-                assert_int_equal(atoi(x[i].out), i);
+                assert_int_equal(strtol(x[i].out, NULL, 10), i);
                 for (int j = i + 1; j < N; j++)
                         inversions += x[i].order > x[j].order;
         }
