@@ -4,7 +4,12 @@
  *
  *   running --(pidfd readable: exited)--> reaped --(both pipes at EOF, or
  *   SUBPROC_DRAIN_MS passed)--> complete (callback)
- *   running --(deadline)--> killed (timed_out) --(pidfd readable)--> reaped ...
+ *   running --(deadline)--> stopping (timed_out) --(pidfd readable)--> reaped ...
+ *
+ * Stopping is SIGKILL to the child and its group, or, with kill_grace_ms,
+ * SIGTERM to the child alone (chidori launch then ends its box and removes
+ * its cgroup) and SIGKILL to the group kill_grace_ms later if it is still
+ * there.
  *
  * Cancelled children move to a second list where only their pidfd is
  * watched until they can be reaped; they never call back.
@@ -68,6 +73,8 @@ struct child {
         size_t in_len, in_off;
         struct stream out, err;
         double start, deadline, drain_until;  /* mono_ms; 0 = none */
+        long kill_grace_ms;
+        double kill_at;        /* SIGTERM was sent: SIGKILL the group then; 0 = none */
 };
 
 struct slot {
@@ -102,15 +109,35 @@ static int set_nonblock(int fd)
         return 0;
 }
 
+static void signal_child(struct child *c, int sig)
+{
+        if (c->reaped)
+                return;
+        if (syscall(SYS_pidfd_send_signal, c->pidfd, sig, NULL, 0) < 0 && errno == ENOSYS)
+                kill(c->pid, sig);
+}
+
 static void kill_group(struct child *c)
 {
         /* Only while the child is unreaped: its zombie keeps the pid, and so
          * the group id, from being handed to anyone else. */
         if (c->reaped)
                 return;
-        if (syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0) < 0 && errno == ENOSYS)
-                kill(c->pid, SIGKILL);
+        signal_child(c, SIGKILL);
         killpg(c->pid, SIGKILL);
+}
+
+/* Begin stopping: at once, or gracefully (see the top of the file). */
+static void stop(struct child *c)
+{
+        if (c->reaped || c->kill_at > 0)
+                return;
+        if (c->kill_grace_ms > 0) {
+                signal_child(c, SIGTERM);
+                c->kill_at = mono_ms() + (double)c->kill_grace_ms;
+        } else {
+                kill_group(c);
+        }
 }
 
 static void child_free(struct child *c)
@@ -481,6 +508,7 @@ int subproc_start(struct subproc_engine *e, uint64_t id, const struct subproc_sp
         c->err.max = spec->max_stderr_bytes ? spec->max_stderr_bytes : SUBPROC_DEFAULT_MAX_OUTPUT;
         c->start = mono_ms();
         c->deadline = spec->timeout_ms > 0 ? c->start + (double)spec->timeout_ms : 0;
+        c->kill_grace_ms = spec->kill_grace_ms > 0 ? spec->kill_grace_ms : 0;
         if (c->in_len == 0)
                 close_fd(&c->in_fd);
         else
@@ -501,7 +529,7 @@ bool subproc_cancel(struct subproc_engine *e, uint64_t id)
                 return false;
         unlink_child(&e->live, c);
         e->pending--;
-        kill_group(c);
+        stop(c);
         close_fd(&c->in_fd);
         close_fd(&c->out.fd);
         close_fd(&c->err.fd);
@@ -530,6 +558,25 @@ void subproc_engine_free(struct subproc_engine *e)
         if (!e)
                 return;
         struct child *lists[2] = { e->live, e->doomed };
+        /* Those with a grace get SIGTERM and up to their grace to go (this
+         * blocks: it is teardown); then everything left gets SIGKILL. */
+        double until = 0;
+        for (int i = 0; i < 2; i++)
+                for (struct child *c = lists[i]; c; c = c->next) {
+                        stop(c);
+                        if (c->kill_at > until)
+                                until = c->kill_at;
+                }
+        while (until > 0 && mono_ms() < until) {
+                bool waiting = false;
+                for (int i = 0; i < 2; i++)
+                        for (struct child *c = lists[i]; c; c = c->next)
+                                if (c->kill_at > 0 && !try_reap(c))
+                                        waiting = true;
+                if (!waiting)
+                        break;
+                usleep(5000);
+        }
         for (int i = 0; i < 2; i++)
                 for (struct child *c = lists[i], *next; c; c = next) {
                         next = c->next;
@@ -589,14 +636,18 @@ size_t subproc_fds(struct subproc_engine *e, struct pollfd *fds, size_t max, int
                 }
                 if (!c->reaped && !c->timed_out)
                         lower_timeout(timeout_ms, c->deadline, now);
+                if (!c->reaped)
+                        lower_timeout(timeout_ms, c->kill_at, now);
                 if (c->reaped)
                         lower_timeout(timeout_ms, c->drain_until, now);
         }
-        for (struct child *c = e->doomed; c; c = c->next)
+        for (struct child *c = e->doomed; c; c = c->next) {
                 if (add_slot(e, fds, max, &n, c, c->pidfd, POLLIN) < 0) {
                         *timeout_ms = *timeout_ms < 0 || *timeout_ms > 10 ? 10 : *timeout_ms;
                         return e->nslots;
                 }
+                lower_timeout(timeout_ms, c->kill_at, now);
+        }
         return n;
 }
 
@@ -681,8 +732,12 @@ int subproc_perform(struct subproc_engine *e, const struct pollfd *fds, size_t n
                 struct child *c = *p;
                 if (!c->reaped && !c->timed_out && c->deadline > 0 && now >= c->deadline) {
                         c->timed_out = true;
-                        kill_group(c);
+                        stop(c);
                         close_fd(&c->in_fd);
+                }
+                if (!c->reaped && c->kill_at > 0 && now >= c->kill_at) {
+                        kill_group(c);
+                        c->kill_at = 0;
                 }
                 if (c->reaped && now >= c->drain_until) {
                         /* A descendant that left the group still holds a pipe. */
@@ -699,6 +754,11 @@ int subproc_perform(struct subproc_engine *e, const struct pollfd *fds, size_t n
                         p = &c->next;
                 }
         }
+        for (struct child *c = e->doomed; c; c = c->next)
+                if (c->kill_at > 0 && now >= c->kill_at) {
+                        kill_group(c);
+                        c->kill_at = 0;
+                }
         e->nslots = 0;  /* the fds handed out are stale from here on */
         for (struct child *c = finished, *next; c; c = next) {
                 next = c->next;

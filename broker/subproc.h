@@ -37,8 +37,8 @@
  *     reaped (the zombie keeps the group id from being reused), and the pipes
  *     are drained for at most SUBPROC_DRAIN_MS more;
  *   - on timeout the child and its whole process group are killed (SIGKILL
- *     through the pidfd and killpg), the child is reaped, and the result says
- *     timed_out.  A descendant that left the group (setsid) is out of reach:
+ *     through the pidfd and killpg; or SIGTERM first, see kill_grace_ms), the
+ *     child is reaped, and the result says timed_out.  A descendant that left the group (setsid) is out of reach:
  *     real containment of a tool is the sandbox (chidori launch: its pid
  *     namespace dies with it).
  * Requirement: SIGCHLD must not be ignored (SIG_IGN or SA_NOCLDWAIT would let
@@ -85,6 +85,11 @@ struct subproc_spec {
         long timeout_ms;            /* wall clock from subproc_start; 0 = none */
         size_t max_stdout_bytes;    /* 0 = SUBPROC_DEFAULT_MAX_OUTPUT */
         size_t max_stderr_bytes;    /* 0 = SUBPROC_DEFAULT_MAX_OUTPUT */
+        /* 0: stopping (timeout, cancel, engine_free) is SIGKILL to the child
+         * and its group at once.  > 0: SIGTERM to the child alone first, and
+         * SIGKILL to the group this many ms later if it is still there — for
+         * a child that must clean up, like chidori launch (its cgroup). */
+        long kill_grace_ms;
 };
 
 struct subproc_result {
@@ -110,9 +115,10 @@ typedef void (*subproc_done_fn)(void *arg, uint64_t id, const struct subproc_res
 
 int subproc_engine_new(struct subproc_engine **ret, struct err **err);
 
-/* Kill every child (SIGKILL, whole group), reap them — blocking until they
- * are gone, which SIGKILL makes prompt — close everything, free.  No
- * callbacks.  NULL is fine. */
+/* Stop every child, reap them — blocking until they are gone: up to the
+ * longest kill_grace_ms for those that have one, then SIGKILL to every
+ * group, which makes it prompt — close everything, free.  No callbacks.
+ * NULL is fine. */
 void subproc_engine_free(struct subproc_engine *e);
 
 /* Start a child for the caller's `id` (unique among the running ones); `spec`
@@ -121,8 +127,9 @@ void subproc_engine_free(struct subproc_engine *e);
 int subproc_start(struct subproc_engine *e, uint64_t id, const struct subproc_spec *spec, subproc_done_fn done,
                   void *arg, struct err **err);
 
-/* Kill child `id` and its group (SIGKILL) without calling its callback; it
- * is reaped at once if it is already gone, else by a later subproc_perform
+/* Stop child `id` (SIGKILL to it and its group, or SIGTERM first with
+ * kill_grace_ms) without calling its callback; its pipes are closed at once;
+ * it is reaped now if it is already gone, else by a later subproc_perform
  * (never blocking).  False if `id` is not running. */
 bool subproc_cancel(struct subproc_engine *e, uint64_t id);
 

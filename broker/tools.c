@@ -654,6 +654,7 @@ int tools_spec(const struct tools_registry *reg, const struct tool_def *t, const
                 .timeout_ms = t->timeout_ms + (t->sandbox ? TOOLS_LAUNCH_GRACE_MS : 0),
                 .max_stdout_bytes = t->max_output_bytes,
                 .max_stderr_bytes = TOOLS_STDERR_MAX,
+                .kill_grace_ms = t->sandbox ? TOOLS_KILL_GRACE_MS : 0,
         };
         *ret = &o->spec;
         return 0;

@@ -47,6 +47,10 @@ struct tools_registry;
 /* The box's own deadline (chidori launch --deadline) fires first, so launch
  * cleans up its cgroup; ours is the backstop this much later. */
 #define TOOLS_LAUNCH_GRACE_MS 2000L
+/* Stopping a sandboxed call (backstop timeout, cancel) sends chidori launch
+ * SIGTERM first — it then ends the box and removes the cgroup — and SIGKILL
+ * this much later. */
+#define TOOLS_KILL_GRACE_MS 2000L
 /* The only PATH a tool ever sees, sandboxed or not (also the box's). */
 #define TOOLS_PATH "/usr/local/bin:/usr/bin:/bin"
 
@@ -103,7 +107,8 @@ const struct tool_def *tools_at(const struct tools_registry *reg, size_t i);  /*
  *      <self_exe> launch --quiet --deadline <timeout_ms> [--ro-bind P]... -- <command...>
  * with CHIDORI_ISOLATE_REQUIRE_SANDBOX and CHIDORI_CGROUP_PARENT passed on
  * from our environment when set (the operator's posture applies to tools
- * too), and the child's timeout TOOLS_LAUNCH_GRACE_MS after the box's.
+ * too), the child's timeout TOOLS_LAUNCH_GRACE_MS after the box's, and
+ * kill_grace_ms TOOLS_KILL_GRACE_MS.
  * Unsandboxed, argv is the command itself.  `self_exe` is the chidori binary
  * (absolute; unused when not sandboxed).  *ret is freed with
  * tools_spec_free. */

@@ -670,6 +670,91 @@ static void test_sigchld_ignored_refused(void **state)
         subproc_engine_free(e);
 }
 
+static void test_grace_term_first(void **state)
+{
+        (void)state;
+        struct subproc_engine *e = engine();
+        struct res x = { 0 };
+        /* cleans up on SIGTERM: its own exit status is reported, with timed_out */
+        char *argv[] = { "sh", "-c", "trap 'echo cleaned; exit 5' TERM; while :; do sleep 0.05; done", NULL };
+        struct subproc_spec spec = { .argv = argv, .envp = sh_env, .timeout_ms = 200, .kill_grace_ms = 5000 };
+        assert_int_equal(subproc_start(e, 1, &spec, on_done, &x, NULL), 0);
+        run(e, 10000);
+        assert_int_equal(x.calls, 1);
+        assert_true(x.timed_out);
+        assert_true(x.exited);
+        assert_int_equal(x.code, 5);
+        assert_string_equal(x.out, "cleaned\n");
+        assert_true(x.elapsed < 3000);
+        res_clear(&x);
+        /* ignores SIGTERM: SIGKILL to the group once the grace is over */
+        char *argv2[] = { "sh", "-c", "trap '' TERM; sleep 30", NULL };
+        spec.argv = argv2;
+        spec.timeout_ms = 100;
+        spec.kill_grace_ms = 300;
+        assert_int_equal(subproc_start(e, 2, &spec, on_done, &x, NULL), 0);
+        run(e, 10000);
+        assert_true(x.timed_out);
+        assert_false(x.exited);
+        assert_int_equal(x.sig, SIGKILL);
+        assert_true(x.elapsed >= 390 && x.elapsed < 3000);
+        res_clear(&x);
+        subproc_engine_free(e);
+}
+
+static void test_grace_cancel_and_free(void **state)
+{
+        (void)state;
+        struct subproc_engine *e = engine();
+        struct res x = { 0 };
+        char *argv[] = { "sh", "-c", "trap '' TERM; sleep 30", NULL };
+        struct subproc_spec spec = { .argv = argv, .envp = sh_env, .kill_grace_ms = 300 };
+        assert_int_equal(subproc_start(e, 1, &spec, on_done, &x, NULL), 0);
+        usleep(100000);  /* let sh install its trap */
+        pid_t pid = subproc_pid(e, 1);
+        assert_true(subproc_cancel(e, 1));
+        assert_int_equal(subproc_pending(e), 0);
+        struct pollfd p[4];
+        int t = -1;
+        assert_int_equal(subproc_fds(e, p, 4, &t), 1);  /* its pidfd, until reaped */
+        assert_true(t >= 0 && t <= 301);
+        double t0 = mono_ms();
+        while (mono_ms() - t0 < 3000) {
+                t = -1;
+                size_t n = subproc_fds(e, p, 4, &t);
+                if (n == 0)
+                        break;
+                poll(p, n, t);
+                subproc_perform(e, p, n, NULL);
+        }
+        double took = mono_ms() - t0;
+        assert_true(took >= 150 && took < 2500);
+        assert_true(kill(pid, 0) < 0 && errno == ESRCH);
+        assert_int_equal(x.calls, 0);
+        /* engine_free: one that leaves on SIGTERM goes at once... */
+        char *argv2[] = { "sh", "-c", "trap 'exit 0' TERM; while :; do sleep 0.02; done", NULL };
+        spec.argv = argv2;
+        spec.kill_grace_ms = 5000;
+        assert_int_equal(subproc_start(e, 2, &spec, on_done, &x, NULL), 0);
+        usleep(100000);
+        t0 = mono_ms();
+        subproc_engine_free(e);
+        assert_true(mono_ms() - t0 < 2000);
+        /* ...one that does not is killed when its grace is over */
+        e = engine();
+        spec.argv = argv;
+        spec.kill_grace_ms = 300;
+        assert_int_equal(subproc_start(e, 3, &spec, on_done, &x, NULL), 0);
+        usleep(100000);
+        pid = subproc_pid(e, 3);
+        t0 = mono_ms();
+        subproc_engine_free(e);
+        took = mono_ms() - t0;
+        assert_true(took >= 250 && took < 2500);
+        assert_true(kill(pid, 0) < 0 && errno == ESRCH);
+        assert_int_equal(x.calls, 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -696,6 +781,8 @@ int main(void)
                 cmocka_unit_test(test_perform_polls_itself),
                 cmocka_unit_test(test_fds_growth_and_timeout),
                 cmocka_unit_test(test_sigchld_ignored_refused),
+                cmocka_unit_test(test_grace_term_first),
+                cmocka_unit_test(test_grace_cancel_and_free),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

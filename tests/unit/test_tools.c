@@ -335,6 +335,7 @@ static void test_spec_sandboxed(void **state)
         assert_int_equal(sp->max_stdout_bytes, 1048576);
         assert_int_equal(sp->max_stderr_bytes, TOOLS_STDERR_MAX);
         assert_string_equal(sp->cwd, "/");
+        assert_int_equal(sp->kill_grace_ms, TOOLS_KILL_GRACE_MS);
         tools_spec_free(sp);
         /* no self_exe: refused rather than run unsandboxed */
         assert_int_equal(tools_spec(reg, t, args, NULL, &sp, &err), -1);
@@ -394,6 +395,7 @@ static void test_spec_unsandboxed_env_allowlist(void **state)
         assert_string_equal(sp->envp[2], "TOOLS_EMPTY=");
         assert_int_equal(sp->timeout_ms, 700);
         assert_int_equal(sp->max_stdout_bytes, 10);
+        assert_int_equal(sp->kill_grace_ms, 0);
         assert_memory_equal(sp->stdin_data, "\"just a string\"\n", sp->stdin_len);
         tools_spec_free(sp);
         tools_spec_free(NULL);
