@@ -225,6 +225,9 @@ class Handler(BaseHTTPRequestHandler):
 class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's default backlog is 5: a burst of connections beyond it
+    # waits for SYN retransmission (1 s), which would look like a client queue.
+    request_queue_size = 1024
 
 
 def main():
