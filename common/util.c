@@ -88,6 +88,57 @@ char *base64_encode(const unsigned char *in, size_t len)
         return out;
 }
 
+static int b64_digit(unsigned char c)
+{
+        if (c >= 'A' && c <= 'Z')
+                return c - 'A';
+        if (c >= 'a' && c <= 'z')
+                return c - 'a' + 26;
+        if (c >= '0' && c <= '9')
+                return c - '0' + 52;
+        if (c == '+')
+                return 62;
+        if (c == '/')
+                return 63;
+        return -1;
+}
+
+int base64_decode(const char *s, size_t len, unsigned char **ret, size_t *ret_len)
+{
+        if (len % 4)
+                return -EINVAL;
+        size_t pad = 0;
+        if (len && s[len - 1] == '=')
+                pad = s[len - 2] == '=' ? 2 : 1;
+        size_t out_len = len / 4 * 3 - pad, o = 0;
+        unsigned char *out = malloc(out_len ? out_len : 1);
+        if (!out)
+                return -ENOMEM;
+        for (size_t i = 0; i < len; i += 4) {
+                size_t real = i + 4 == len ? 4 - pad : 4;
+                uint32_t w = 0;
+                for (size_t k = 0; k < 4; k++) {
+                        int d = k < real ? b64_digit((unsigned char)s[i + k]) : 0;
+                        if (d < 0) {
+                                free(out);
+                                return -EINVAL;
+                        }
+                        w = w << 6 | (uint32_t)d;
+                }
+                /* the bits a shorter final group leaves unused must be 0 */
+                if ((real == 3 && (w & 0xff)) || (real == 2 && (w & 0xffff))) {
+                        free(out);
+                        return -EINVAL;
+                }
+                unsigned char b[3] = { (unsigned char)(w >> 16), (unsigned char)(w >> 8), (unsigned char)w };
+                for (size_t k = 0; k < real - 1; k++)
+                        out[o++] = b[k];
+        }
+        *ret = out;
+        *ret_len = out_len;
+        return 0;
+}
+
 static const uint32_t K[64] = {
         0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
         0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
