@@ -1110,7 +1110,7 @@ int vfs_new(const struct vfs_limits *lim, struct vfs **ret, struct err **err)
         l.max_path = or_default(l.max_path, VFS_DEFAULT_MAX_PATH);
         l.max_name = or_default(l.max_name, VFS_DEFAULT_MAX_NAME);
         l.max_depth = or_default(l.max_depth, VFS_DEFAULT_MAX_DEPTH);
-        if (l.max_nodes < 2 || l.max_total_bytes < node_cost(0) + node_cost(3))
+        if (l.max_nodes < 2 || l.max_total_bytes < node_cost(0) + node_cost(3) || l.max_name < 3)
                 return err_setc(err, EINVAL, 0, "vfs: the limits leave no room for / and /tmp");
 
         struct vfs *v = calloc(1, sizeof(*v));
@@ -1148,4 +1148,69 @@ void vfs_usage(const struct vfs *v, struct vfs_usage *ret)
 {
         ret->bytes = v->used;
         ret->nodes = v->nnodes;
+}
+
+static uint64_t mix(uint64_t h, const void *p, size_t len)
+{
+        const unsigned char *b = p;
+        for (size_t i = 0; i < len; i++) {
+                h ^= b[i];
+                h *= 0x100000001b3ull;
+        }
+        return h;
+}
+
+#define MIX(h, x) mix(h, &(x), sizeof(x))
+
+int vfs_verify(const struct vfs *v, uint64_t *ret_digest, struct err **err)
+{
+        uint64_t h = 0xcbf29ce484222325ull;
+        size_t nodes = 0, used = 0, depth = 0;
+        h = MIX(h, v->clock);
+        for (struct node *n = v->root; n; n = next_in(n, v->root, &depth)) {
+                nodes++;
+                used += node_cost(n->name_len) + n->len;
+                if (depth > v->lim.max_depth)
+                        return err_setc(err, EINVAL, 0, "vfs: '%s' at depth %zu", n->name, depth);
+                if (n->parent) {
+                        if (n->parent->type != NODE_DIR || n->idx >= n->parent->nkids ||
+                            n->parent->kids[n->idx] != n)
+                                return err_setc(err, EINVAL, 0, "vfs: '%s' is not linked to its parent", n->name);
+                        if (child(v, n->parent, n->name, n->name_len) != n)
+                                return err_setc(err, EINVAL, 0, "vfs: '%s' is not found by name", n->name);
+                        if (n->name_len == 0 || n->name_len > v->lim.max_name || memchr(n->name, '/', n->name_len) ||
+                            (n->name_len <= 2 && n->name[0] == '.' && (n->name_len == 1 || n->name[1] == '.')))
+                                return err_setc(err, EINVAL, 0, "vfs: bad name '%s'", n->name);
+                } else if (n != v->root) {
+                        return err_setc(err, EINVAL, 0, "vfs: a second root");
+                }
+                if (n->type == NODE_FILE && (n->nkids || n->len > n->cap || n->len > v->lim.max_file_bytes))
+                        return err_setc(err, EINVAL, 0, "vfs: file '%s' is malformed", n->name);
+                if (n->type == NODE_DIR && (n->len || n->nkids > n->kcap))
+                        return err_setc(err, EINVAL, 0, "vfs: directory '%s' is malformed", n->name);
+                h = MIX(h, depth);
+                h = mix(h, n->name, n->name_len + 1);
+                h = MIX(h, n->type);
+                h = MIX(h, n->mode);
+                h = MIX(h, n->mtime);
+                h = MIX(h, n->ctime);
+                h = MIX(h, n->btime);
+                h = MIX(h, n->len);
+                if (n->len)
+                        h = mix(h, n->data, n->len);
+        }
+        size_t hashed = 0;
+        for (size_t i = 0; i < v->nbuckets; i++)
+                for (const struct node *n = v->buckets[i]; n; n = n->hnext)
+                        hashed++;
+        if (nodes != v->nnodes || hashed + 1 != nodes)
+                return err_setc(err, EINVAL, 0, "vfs: %zu nodes in the tree, %zu counted, %zu hashed", nodes,
+                                v->nnodes, hashed);
+        if (used != v->used)
+                return err_setc(err, EINVAL, 0, "vfs: %zu bytes in the tree, %zu charged", used, v->used);
+        if (nodes > v->lim.max_nodes || used > v->lim.max_total_bytes)
+                return err_setc(err, EINVAL, 0, "vfs: over the limits (%zu nodes, %zu bytes)", nodes, used);
+        if (ret_digest)
+                *ret_digest = h;
+        return 0;
 }

@@ -91,6 +91,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct cJSON;
 struct err;
@@ -117,7 +118,8 @@ struct vfs_limits {
 };
 
 /* A VFS holding "/" and "/tmp".  `lim` may be NULL (all defaults).  Fails
- * only on ENOMEM or limits too small for the two initial nodes (EINVAL).
+ * only on ENOMEM or limits too small for the two initial nodes (EINVAL:
+ * fewer than 2 nodes, 3 bytes of name or 2 * VFS_NODE_COST + 3 bytes).
  * Free with vfs_free(). */
 int vfs_new(const struct vfs_limits *lim, struct vfs **ret, struct err **err);
 
@@ -143,5 +145,13 @@ struct vfs_usage {
         size_t nodes;
 };
 void vfs_usage(const struct vfs *v, struct vfs_usage *ret);
+
+/* Walk the whole tree and check its invariants (links between parents and
+ * entries, the hash table, the charged bytes and node count against the
+ * limits, depth).  For tests and the fuzzer: O(nodes).  On success
+ * *ret_digest (may be NULL) is a hash of everything an agent can observe
+ * (names, kinds, bytes, modes, times, the clock), so a caller can check
+ * that a failed call changed nothing. */
+int vfs_verify(const struct vfs *v, uint64_t *ret_digest, struct err **err);
 
 #endif

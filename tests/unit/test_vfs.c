@@ -39,9 +39,17 @@ static int setup(void **state)
         return 0;
 }
 
+static void verify(struct vfs *v, uint64_t *ret_digest)
+{
+        struct err *e = NULL;
+        if (vfs_verify(v, ret_digest, &e) < 0)
+                fail_msg("%s", err_msg(e));
+}
+
 static int teardown(void **state)
 {
         (void)state;
+        verify(V, NULL);
         vfs_free(V);
         V = NULL;
         return 0;
@@ -107,10 +115,15 @@ __attribute__((format(printf, 5, 6))) static void fails(struct vfs *v, const cha
 {
         cJSON *ret = NULL;
         struct err *e = NULL;
+        uint64_t before, after;
+        verify(v, &before);
         va_list ap;
         va_start(ap, fmt);
         int r = vcall(v, op, &ret, &e, fmt, ap);
         va_end(ap);
+        verify(v, &after);
+        if (before != after)
+                fail_msg("the failed fs.%s changed the VFS", op);
         if (r == 0) {
                 char *s = cJSON_PrintUnformatted(ret);
                 fail_msg("fs.%s succeeded (%s); expected %s", op, s, vfs_error_name(code));
@@ -555,6 +568,13 @@ static void test_deterministic(void **state)
                 cJSON_Delete(a), cJSON_Delete(b);
         }
         assert_int_equal(usage(V).bytes, usage(w).bytes);
+        uint64_t a, b;
+        verify(V, &a);
+        verify(w, &b);
+        assert_true(a == b);
+        puts_(w, "/tmp/b/y", "different");
+        verify(w, &b);
+        assert_true(a != b);
         vfs_free(w);
 }
 
@@ -739,6 +759,7 @@ static void test_rename_depth_cap(void **state)
         fails(v, "rename", ENAMETOOLONG, NULL, "{\"from\":\"/a\",\"to\":\"/x/y/z/w/v/a\"}");
         ok(v, "rename", "{\"from\":\"/a\",\"to\":\"/x/y/z/w/a\"}"); /* 8: fits */
         assert_true(exists(v, "/x/y/z/w/a/b/c/d"));
+        verify(v, NULL);
         vfs_free(v);
 }
 
@@ -1001,6 +1022,7 @@ static void test_total_cap(void **state)
         assert_int_equal(usage(v).bytes, 1000);
         free(b64);
         free(big);
+        verify(v, NULL);
         vfs_free(v);
 }
 
@@ -1019,6 +1041,7 @@ static void test_file_cap(void **state)
         size_t len;
         free(get(v, "/a", &len));
         assert_int_equal(len, 100);
+        verify(v, NULL);
         vfs_free(v);
 }
 
@@ -1038,6 +1061,7 @@ static void test_node_cap(void **state)
         ok(v, "unlink", "{\"path\":\"/a\"}");
         puts_(v, "/c", "");
         assert_int_equal(usage(v).nodes, 6);
+        verify(v, NULL);
         vfs_free(v);
 }
 
