@@ -679,7 +679,7 @@ static int write_common(struct vfs *v, const cJSON *args, const char *op, bool a
                 if (!f)
                         return bad_args(err, op, "'flag' must be a string");
                 if (strcmp(f, "w") == 0 || strcmp(f, "wx") == 0 || strcmp(f, "xw") == 0)
-                        append = append_op;
+                        append = false;
                 else if (strcmp(f, "a") == 0 || strcmp(f, "ax") == 0 || strcmp(f, "xa") == 0)
                         append = true;
                 else

@@ -51,7 +51,8 @@
  *                flag "w" (default) | "wx" (EEXIST if present)
  *                     | "a" | "ax" (append; ax: EEXIST if present)
  *                mode: permission bits for a new file (umask 022 applied)
- *   appendFile {path, data_base64, mode?}   -> null   (creates if missing)
+ *   appendFile {path, data_base64, flag?, mode?}  -> null; the same with
+ *                flag "a" as the default (creates the file if missing)
  *   exists     {path}                       -> true | false (never fails
  *                                              on a bad path: false)
  *   access     {path, mode?}                -> null; mode is F_OK(0) or an

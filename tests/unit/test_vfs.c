@@ -323,6 +323,8 @@ static void test_append(void **state)
         fails(V, "appendFile", EISDIR, "EISDIR: illegal operation on a directory, open '/tmp'",
               "{\"path\":\"/tmp\",\"data_base64\":\"\"}");
         fails(V, "appendFile", EEXIST, NULL, "{\"path\":\"/log\",\"data_base64\":\"\",\"flag\":\"ax\"}");
+        ok(V, "appendFile", "{\"path\":\"/log\",\"data_base64\":\"eA==\",\"flag\":\"w\"}"); /* the flag decides */
+        assert_content(V, "/log", "x");
 }
 
 static void test_read_errors(void **state)
