@@ -1,7 +1,10 @@
-// engine/fs.js against a fake parent: a small in-memory filesystem written
-// here in JS with the semantics and messages of broker/vfs.c (only as much
-// as these tests need).  The real parent is tested in tests/unit/test_vfs.c.
+// engine/fs.js against a parent: under build/jsrun a fake, a small in-memory
+// filesystem written here in JS with the semantics and messages of
+// broker/vfs.c (only as much as these tests need); under build/vfsrun
+// (tests/js/vfsrun.c) the real broker/vfs.c.  The C side has its own tests
+// in tests/unit/test_vfs.c.
 // Run: build/jsrun engine/fs.js tests/js/fs_*.test.js
+//      build/vfsrun engine/fs.js tests/js/fs_*.test.js
 (function () {
 'use strict';
 if (typeof __chidoriInstallFs !== 'function') {
@@ -207,10 +210,15 @@ function fakeHost(opts) {
                 var v = ops[op.slice(3)](JSON.parse(JSON.stringify(args)));
                 return v === undefined ? null : JSON.parse(JSON.stringify(v));
         }
+        return asyncHost(run, log, opts);
+}
+
+// Wraps run(op, args) (value or throw) into the host interface; call()
+// answers from a later job, in order or (opts.async 'lifo') reversed.
+function asyncHost(run, log, opts) {
         var queue = [];
         var host = {
                 log: log,
-                nodes: nodes,
                 callSync: function (op, args) { return run(op, args); },
                 call: function (op, args) {
                         var settle, p = new Promise(function (res, rej) { settle = [res, rej]; });
@@ -230,8 +238,34 @@ function fakeHost(opts) {
         return host;
 }
 
+// The real broker/vfs.c through vfsrun's natives, each result turned into a
+// value or an Error {message, code} as the prelude's hostError does.
+function realHost(opts) {
+        opts = opts || {};
+        var handle = __vfsNew(), log = [];
+        function run(op, args) {
+                log.push([op, JSON.parse(JSON.stringify(args))]);
+                if (opts.deny && opts.deny.indexOf(op) >= 0) {
+                        var d = new Error('policy: ' + op + ' is not allowed');
+                        d.name = 'PolicyError';
+                        Object.defineProperty(d, 'code', { value: 'denied' });
+                        throw d;
+                }
+                var f = JSON.parse(__vfsCall(handle, op, JSON.stringify(args)));
+                if (f.ok) return f.value === undefined ? null : f.value;
+                var e = new Error(f.error.message);
+                Object.defineProperty(e, 'code', { value: f.error.code, writable: true, configurable: true });
+                throw e;
+        }
+        return asyncHost(run, log, opts);
+}
+
+var REAL = typeof __vfsNew === 'function';
+var newHost = REAL ? realHost : fakeHost;
+print('# fs_api: the parent is ' + (REAL ? 'broker/vfs.c (vfsrun)' : 'a JS fake (jsrun)'));
+
 function fresh(opts) {
-        var h = fakeHost(opts), m = install(h);
+        var h = newHost(opts), m = install(h);
         return { host: h, fs: m.fs, promises: m.promises };
 }
 function bytes(a) { return new Uint8Array(a); }
@@ -792,7 +826,7 @@ test('fs: agent code replacing intrinsics later does not break fs', function () 
                 for (var i = 0; i < targets.length; i++) targets[i][0][targets[i][1]] = saved[i];
                 delete Object.prototype.injected;
         }
-        var inner = fakeHost(), host = {
+        var inner = newHost(), host = {
                 callSync: function (op, args) {
                         unpatch();
                         try { return inner.callSync(op, args); } finally { patch(); }
