@@ -7,6 +7,9 @@
  *
  *   host.callSync(op, args) -> value      (throws Error {message, code})
  *   host.call(op, args)     -> Promise<value>
+ *   host.reportError(err)   optional: an exception thrown by an agent's
+ *                           callback goes there (node would crash with it);
+ *                           without it, it rejects an internal promise
  *
  * Every operation is a host call "fs.<op>" answered by broker/vfs.c (the
  * args and values are documented in broker/vfs.h), so the parent owns the
@@ -949,7 +952,7 @@ function* realpathOp(path, options) {
 /* ---------------------------------------------------------- drivers */
 
 function makeDrivers(host) {
-        const hostCall = host.call, hostCallSync = host.callSync;
+        const hostCall = host.call, hostCallSync = host.callSync, hostReportError = host.reportError;
         if (typeof hostCall !== 'function' || typeof hostCallSync !== 'function')
                 throw new TypeErrorC('__chidoriInstallFs: host.call and host.callSync must be functions');
 
@@ -1014,23 +1017,27 @@ function makeDrivers(host) {
                 });
         }
 
+        // An agent's callback, its exception reported (not swallowed).
+        function callBack(cb, args) {
+                try {
+                        apply(cb, undefined, args);
+                } catch (e) {
+                        if (typeof hostReportError !== 'function')
+                                throw e;
+                        call(hostReportError, host, e);
+                }
+        }
+
         // Arguments are checked now (a TypeError is thrown to the caller);
         // cb always runs later, from a promise job, as (err) / (null, value).
         function runCallback(make, args, cb) {
                 const gen = apply(make, undefined, args);
                 const r = call(genNext, gen);
                 const p = new PromiseC((resolve, reject) => drive(gen, r, resolve, reject));
-                call(promiseThen, p, (v) => {
-                        if (v === undefined)
-                                cb(null);
-                        else
-                                cb(null, v);
-                }, (e) => {
-                        cb(e);
-                });
+                call(promiseThen, p, (v) => callBack(cb, v === undefined ? [null] : [null, v]), (e) => callBack(cb, [e]));
         }
 
-        return { runSync, runPromise, runCallback };
+        return { runSync, runPromise, runCallback, callBack };
 }
 
 /* ---------------------------------------------------------- the modules */
@@ -1062,7 +1069,7 @@ const OPS = [
 function install(host) {
         if (host === null || typeof host !== 'object')
                 throw new TypeErrorC('__chidoriInstallFs: a host object is required');
-        const { runSync, runPromise, runCallback } = makeDrivers(host);
+        const { runSync, runPromise, runCallback, callBack } = makeDrivers(host);
         const fs = {}, promises = {};
         const mkdtempState = { seq: 42 };
         const mkdtemp = (prefix, options) => mkdtempOp(prefix, options, mkdtempState);
@@ -1099,11 +1106,7 @@ function install(host) {
         // Deprecated in node and unlike the others: cb(exists), no error.
         define(fs, 'exists', nameFn(function (path, cb) {
                 needCallback(cb);
-                call(promiseThen, runPromise(existsOp, [path]), (v) => {
-                        cb(v);
-                }, () => {
-                        cb(false);
-                });
+                call(promiseThen, runPromise(existsOp, [path]), (v) => callBack(cb, [v]), () => callBack(cb, [false]));
         }, 'exists', 2));
 
         define(fs, 'constants', constants);

@@ -397,4 +397,26 @@ test('fs host: callbacks with optional arguments left out or undefined', functio
                 assert.throws(function () { r.fs.rename('/a', function () {}); }, { code: 'ERR_INVALID_ARG_TYPE' });
         });
 });
+
+test('fs host: an exception in a callback goes to host.reportError', function () {
+        var reported = [];
+        var host = {
+                callSync: function () {},
+                call: function (op) { return op === 'fs.stat' ? Promise.reject(hostErr('ENOENT', "ENOENT: no such file or directory, stat '/x'")) : Promise.resolve(true); },
+                reportError: function (e) { reported.push(e.message); },
+        };
+        var fs = install(host).fs;
+        fs.stat('/x', function () { throw new Error('from stat cb'); });
+        fs.unlink('/x', function () { throw new Error('from unlink cb'); });
+        fs.exists('/x', function () { throw new Error('from exists cb'); });
+        return new Promise(function (r) { setTimeoutLike(r); }).then(function () {
+                assert.deepEqual(reported.sort(), ['from exists cb', 'from stat cb', 'from unlink cb']);
+        });
+});
+
+function setTimeoutLike(f) {
+        var p = Promise.resolve();
+        for (var i = 0; i < 10; i++) p = p.then(function () {});
+        p.then(f);
+}
 })();
