@@ -661,8 +661,7 @@ static int op_read_file(struct vfs *v, const cJSON *args, cJSON **ret, struct er
         return 0;
 }
 
-static int write_common(struct vfs *v, const cJSON *args, const char *op, bool append_op, cJSON **ret,
-                        struct err **err)
+static int write_common(struct vfs *v, const cJSON *args, const char *op, bool append_op, struct err **err)
 {
         struct opctx c = { .syscall = "open" };
         _cleanup_vpath_ struct vpath p = { 0 };
@@ -690,21 +689,24 @@ static int write_common(struct vfs *v, const cJSON *args, const char *op, bool a
                 return -1;
         if (put_file(v, &p, &c, data, len, append, excl, mode, err) < 0)
                 return -1;
-        return (*ret = json_or_nomem(cJSON_CreateNull(), err, &c)) ? 0 : -1;
+        return 0;
 }
 
 static int op_write_file(struct vfs *v, const cJSON *args, cJSON **ret, struct err **err)
 {
-        return write_common(v, args, "writeFile", false, ret, err);
+        (void)ret; /* answers null */
+        return write_common(v, args, "writeFile", false, err);
 }
 
 static int op_append_file(struct vfs *v, const cJSON *args, cJSON **ret, struct err **err)
 {
-        return write_common(v, args, "appendFile", true, ret, err);
+        (void)ret; /* answers null */
+        return write_common(v, args, "appendFile", true, err);
 }
 
 static int op_copy_file(struct vfs *v, const cJSON *args, cJSON **ret, struct err **err)
 {
+        (void)ret; /* answers null */
         struct opctx c = { .syscall = "copyfile" };
         _cleanup_vpath_ struct vpath from = { 0 };
         _cleanup_vpath_ struct vpath to = { 0 };
@@ -719,11 +721,11 @@ static int op_copy_file(struct vfs *v, const cJSON *args, cJSON **ret, struct er
         if (to.n && !to.dir_only && resolve(v, &to, &parent, &dst) == 0 && dst == src) {
                 if (flags & 1)
                         return fail(err, EEXIST, &c);
-                return (*ret = json_or_nomem(cJSON_CreateNull(), err, &c)) ? 0 : -1; /* as libuv: nothing to do */
+                return 0; /* as libuv: nothing to do */
         }
         if (put_file(v, &to, &c, src->data, src->len, false, flags & 1, src->mode, err) < 0)
                 return -1;
-        return (*ret = json_or_nomem(cJSON_CreateNull(), err, &c)) ? 0 : -1;
+        return 0;
 }
 
 /* ---- queries ---------------------------------------------------------- */
@@ -746,6 +748,7 @@ static int op_exists(struct vfs *v, const cJSON *args, cJSON **ret, struct err *
 
 static int op_access(struct vfs *v, const cJSON *args, cJSON **ret, struct err **err)
 {
+        (void)ret; /* answers null */
         struct opctx c = { .syscall = "access" };
         _cleanup_vpath_ struct vpath p = { 0 };
         unsigned mode;
@@ -755,7 +758,7 @@ static int op_access(struct vfs *v, const cJSON *args, cJSON **ret, struct err *
                 return -1;
         if (mode & ~(n->mode >> 6) & 7)
                 return fail(err, EACCES, &c);
-        return (*ret = json_or_nomem(cJSON_CreateNull(), err, &c)) ? 0 : -1;
+        return 0;
 }
 
 static cJSON *stat_json(const struct node *n)
@@ -896,7 +899,7 @@ static int op_mkdir(struct vfs *v, const cJSON *args, cJSON **ret, struct err **
         if (i == p.n) {
                 if (!recursive)
                         return fail(err, EEXIST, &c);
-                return (*ret = json_or_nomem(cJSON_CreateNull(), err, &c)) ? 0 : -1;
+                return 0;
         }
         if (!recursive && i + 1 < p.n)
                 return fail(err, ENOENT, &c);
@@ -929,13 +932,10 @@ static int op_mkdir(struct vfs *v, const cJSON *args, cJSON **ret, struct err **
         }
         tick(v);
         if (!recursive)
-                return (*ret = json_or_nomem(cJSON_CreateNull(), err, &c)) ? 0 : -1;
-        cJSON *s = cJSON_CreateString(first);
-        if (!s) {
-                /* the directories exist now; say so rather than undo it */
-                return (*ret = json_or_nomem(cJSON_CreateNull(), err, &c)) ? 0 : -1;
-        }
-        *ret = s;
+                return 0;
+        /* without memory for the string the directories exist all the
+         * same: answer null rather than fail after the change */
+        *ret = cJSON_CreateString(first);
         return 0;
 }
 
@@ -949,6 +949,7 @@ static void remove_node(struct vfs *v, struct node *n)
 
 static int op_unlink(struct vfs *v, const cJSON *args, cJSON **ret, struct err **err)
 {
+        (void)ret; /* answers null */
         struct opctx c = { .syscall = "unlink" };
         _cleanup_vpath_ struct vpath p = { 0 };
         struct node *n;
@@ -957,11 +958,12 @@ static int op_unlink(struct vfs *v, const cJSON *args, cJSON **ret, struct err *
         if (n->type == NODE_DIR)
                 return fail(err, EISDIR, &c);
         remove_node(v, n);
-        return (*ret = json_or_nomem(cJSON_CreateNull(), err, &c)) ? 0 : -1;
+        return 0;
 }
 
 static int op_rmdir(struct vfs *v, const cJSON *args, cJSON **ret, struct err **err)
 {
+        (void)ret; /* answers null */
         struct opctx c = { .syscall = "rmdir" };
         _cleanup_vpath_ struct vpath p = { 0 };
         struct node *n;
@@ -974,11 +976,12 @@ static int op_rmdir(struct vfs *v, const cJSON *args, cJSON **ret, struct err **
         if (n->nkids)
                 return fail(err, ENOTEMPTY, &c);
         remove_node(v, n);
-        return (*ret = json_or_nomem(cJSON_CreateNull(), err, &c)) ? 0 : -1;
+        return 0;
 }
 
 static int op_rm(struct vfs *v, const cJSON *args, cJSON **ret, struct err **err)
 {
+        (void)ret; /* answers null */
         struct opctx c = { .syscall = "rm" };
         _cleanup_vpath_ struct vpath p = { 0 };
         bool recursive, force;
@@ -1000,7 +1003,7 @@ static int op_rm(struct vfs *v, const cJSON *args, cJSON **ret, struct err **err
         } else {
                 remove_node(v, n);
         }
-        return (*ret = json_or_nomem(cJSON_CreateNull(), err, &c)) ? 0 : -1;
+        return 0;
 }
 
 static bool is_within(const struct node *n, const struct node *top)
@@ -1013,6 +1016,7 @@ static bool is_within(const struct node *n, const struct node *top)
 
 static int op_rename(struct vfs *v, const cJSON *args, cJSON **ret, struct err **err)
 {
+        (void)ret; /* answers null */
         struct opctx c = { .syscall = "rename" };
         _cleanup_vpath_ struct vpath from = { 0 };
         _cleanup_vpath_ struct vpath to = { 0 };
@@ -1063,7 +1067,7 @@ static int op_rename(struct vfs *v, const cJSON *args, cJSON **ret, struct err *
         link_kid(v, dparent, src);
         src->ctime = now;
         oldp->mtime = oldp->ctime = dparent->mtime = dparent->ctime = now;
-        return (*ret = json_or_nomem(cJSON_CreateNull(), err, &c)) ? 0 : -1;
+        return 0;
 }
 
 /* ---- the table -------------------------------------------------------- */
@@ -1079,6 +1083,9 @@ static const struct {
         { "rm", op_rm },              { "rename", op_rename },
 };
 
+/* An op sets *ret only for a value other than null.  The null answer is
+ * allocated before the op runs, so an op that changed the tree cannot then
+ * fail for want of memory. */
 int vfs_call(struct vfs *v, const char *op, const cJSON *args, cJSON **ret, struct err **err)
 {
         if (!op)
@@ -1088,7 +1095,18 @@ int vfs_call(struct vfs *v, const char *op, const cJSON *args, cJSON **ret, stru
                         continue;
                 if (!cJSON_IsObject(args))
                         return bad_args(err, op, "the arguments must be an object");
-                return OPS[i].fn(v, args, ret, err);
+                cJSON *value = NULL, *null = cJSON_CreateNull();
+                if (!null)
+                        return err_setc(err, ENOMEM, 0, "ENOMEM: not enough memory, fs.%s", op);
+                if (OPS[i].fn(v, args, &value, err) < 0) {
+                        cJSON_Delete(value);
+                        cJSON_Delete(null);
+                        return -1;
+                }
+                if (value)
+                        cJSON_Delete(null);
+                *ret = value ? value : null;
+                return 0;
         }
         char q[QUOTE_MAX];
         return err_setc(err, ENOSYS, 0, "ENOSYS: function not implemented, fs.%s", quote(op, strlen(op), q));
