@@ -90,7 +90,7 @@ char *base64_encode(const unsigned char *in, size_t len)
         return out;
 }
 
-static int b64_value(unsigned char c)
+static int b64_digit(unsigned char c)
 {
         if (c >= 'A' && c <= 'Z')
                 return c - 'A';
@@ -105,29 +105,35 @@ static int b64_value(unsigned char c)
         return -1;
 }
 
-int base64_decode(const char *s, size_t n, unsigned char **ret, size_t *ret_len)
+int base64_decode(const char *s, size_t len, unsigned char **ret, size_t *ret_len)
 {
-        if (n % 4)
-                return -1;
-        size_t pad = n && s[n - 1] == '=' ? (s[n - 2] == '=' ? 2 : 1) : 0;
-        size_t out_len = n / 4 * 3 - pad;
+        if (len % 4)
+                return -EINVAL;
+        size_t pad = 0;
+        if (len && s[len - 1] == '=')
+                pad = s[len - 2] == '=' ? 2 : 1;
+        size_t out_len = len / 4 * 3 - pad, o = 0;
         unsigned char *out = malloc(out_len ? out_len : 1);
         if (!out)
-                return -1;
-        size_t o = 0;
-        for (size_t i = 0; i < n; i += 4) {
-                int v[4];
-                for (int k = 0; k < 4; k++) {
-                        bool tail = i + 4 == n && (size_t)k >= 4 - pad;
-                        v[k] = tail ? 0 : b64_value((unsigned char)s[i + (size_t)k]);
-                        if (v[k] < 0 || (tail && s[i + (size_t)k] != '=')) {
+                return -ENOMEM;
+        for (size_t i = 0; i < len; i += 4) {
+                size_t real = i + 4 == len ? 4 - pad : 4;
+                uint32_t w = 0;
+                for (size_t k = 0; k < 4; k++) {
+                        int d = k < real ? b64_digit((unsigned char)s[i + k]) : 0;
+                        if (d < 0) {
                                 free(out);
-                                return -1;
+                                return -EINVAL;
                         }
+                        w = w << 6 | (uint32_t)d;
                 }
-                uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
+                /* the bits a shorter final group leaves unused must be 0 */
+                if ((real == 3 && (w & 0xff)) || (real == 2 && (w & 0xffff))) {
+                        free(out);
+                        return -EINVAL;
+                }
                 unsigned char b[3] = { (unsigned char)(w >> 16), (unsigned char)(w >> 8), (unsigned char)w };
-                for (int k = 0; k < 3 && o < out_len; k++)
+                for (size_t k = 0; k < real - 1; k++)
                         out[o++] = b[k];
         }
         *ret = out;

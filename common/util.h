@@ -13,10 +13,13 @@ int read_file(const char *path, size_t max, char **ret, size_t *ret_len, struct 
 /* Standard base64 with padding; malloc'd, NULL on OOM. */
 char *base64_encode(const unsigned char *buf, size_t len);
 
-/* Strict inverse of base64_encode: the standard alphabet, padding required,
- * nothing else (no whitespace).  `n` bytes of `s`.  *ret is malloc'd (at
- * least 1 byte).  -1 when `s` is not such base64 or out of memory. */
-int base64_decode(const char *s, size_t n, unsigned char **ret, size_t *ret_len);
+/* Strict inverse of base64_encode: the standard alphabet, length a multiple
+ * of 4, '=' only as the last one or two bytes, unused bits zero (so every
+ * byte string has exactly one accepted encoding); no whitespace.  `len`
+ * bytes of `s` (an embedded NUL is invalid).  On success *ret is malloc'd
+ * (at least 1 byte, even when *ret_len is 0); caller frees.  Returns 0,
+ * -EINVAL or -ENOMEM; *ret and *ret_len are written only on success. */
+int base64_decode(const char *s, size_t len, unsigned char **ret, size_t *ret_len);
 
 /* SHA-256 (FIPS 180-4). */
 struct sha256 {

@@ -132,6 +132,12 @@ eval_file(JSGlobalContextRef ctx, const char *path, double *ms)
 }
 
 /*
+ * Extra natives for a runner built from this file plus another one (see
+ * tests/js/vfsrun.c); jsrun itself has none.
+ */
+void jsrun_install_natives(JSGlobalContextRef ctx) __attribute__((weak));
+
+/*
  * A global context with print() installed, after a warm-up evaluation: the
  * first script and the first function call in a fresh VM pay one-time setup
  * that any engine start pays anyway and that is not web.js's cost.
@@ -146,6 +152,8 @@ new_context(JSContextGroupRef group)
         JSObjectSetProperty(ctx, JSContextGetGlobalObject(ctx), name, fn,
                             kJSPropertyAttributeDontEnum, NULL);
         JSStringRelease(name);
+        if (jsrun_install_natives)
+                jsrun_install_natives(ctx);
         name = JSStringCreateWithUTF8CString("(function () { return 0; })()");
         JSEvaluateScript(ctx, name, NULL, NULL, 1, NULL);
         JSStringRelease(name);
