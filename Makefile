@@ -49,7 +49,7 @@ PROBE_SRC := $(wildcard tests/probes/*.c)
 PROBE_BIN := $(patsubst tests/probes/%.c,$(BUILD)/probes/%,$(PROBE_SRC))
 
 .PHONY: all deps test unit asan fuzz bench lint install clean check-deps test-vm
-all: $(BUILD)/chidori $(BUILD)/chidori-worker $(BUILD)/libchidori-engine.so $(BUILD)/jsrun $(UNIT_BIN) $(PROBE_BIN) $(BUILD)/jsc_hello
+all: $(BUILD)/chidori $(BUILD)/chidori-worker $(BUILD)/libchidori-engine.so $(BUILD)/jsrun $(BUILD)/vfsrun $(UNIT_BIN) $(PROBE_BIN) $(BUILD)/jsc_hello
 
 deps:
 	./scripts/deps.sh
@@ -58,7 +58,7 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(call cflags_of,$(PKGS_CLI)) -c $< -o $@
 
-$(BUILD)/obj/engine/embed.o: engine/embed.S engine/web.js engine/prelude.js
+$(BUILD)/obj/engine/embed.o: engine/embed.S engine/web.js engine/prelude.js engine/fetch.js engine/crypto.js engine/fs.js
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(filter-out -MMD -MP,$(CFLAGS)) -c $< -o $@
 
@@ -108,12 +108,19 @@ $(BUILD)/jsrun: tests/js/jsrun.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(call cflags_of,javascriptcoregtk-4.1) $< -o $@ $(LDFLAGS) $(call libs_of,javascriptcoregtk-4.1)
 
+# jsrun with natives over the real broker/vfs.c: the node:fs tests against the parent's tree.
+$(BUILD)/vfsrun: tests/js/jsrun.c tests/js/vfsrun.c broker/vfs.c common/util.c common/err.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(filter-out -MMD -MP,$(CFLAGS)) $(call cflags_of,javascriptcoregtk-4.1 libcjson) $^ -o $@ $(LDFLAGS) $(call libs_of,javascriptcoregtk-4.1 libcjson)
+
 $(BUILD)/jsc_hello: tests/bench/jsc_hello.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(call cflags_of,javascriptcoregtk-4.1) $< -o $@ $(LDFLAGS) $(call libs_of,javascriptcoregtk-4.1)
 
 # Builds (installing missing Debian packages first) and runs every suite.
-test: check-deps all $(BUILD)/fuzz_frame
+FUZZ_BIN := $(BUILD)/fuzz_frame $(BUILD)/fuzz_policy $(BUILD)/fuzz_vfs
+
+test: check-deps all $(FUZZ_BIN)
 	BUILD=$(BUILD) ./scripts/run-tests.sh
 
 # cgroup v2 and a second kernel (6.1) in a qemu guest; `make test` runs it too
@@ -127,10 +134,18 @@ check-deps:
 asan:
 	$(MAKE) BUILD=build-asan CC=clang SAN=1 OPTFLAGS="-O1 -g" test
 
-fuzz: $(BUILD)/fuzz_frame
-	./scripts/fuzz.sh $(BUILD)/fuzz_frame
+fuzz: $(FUZZ_BIN)
+	for f in $(FUZZ_BIN); do ./scripts/fuzz.sh $$f || exit 1; done
 
 $(BUILD)/fuzz_frame: tests/fuzz/fuzz_frame.c proto/proto.c common/err.c
+	@mkdir -p $(dir $@)
+	clang -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined $(call cflags_of,libcjson) $^ -o $@ $(call libs_of,libcjson)
+
+$(BUILD)/fuzz_policy: tests/fuzz/fuzz_policy.c broker/policy.c common/util.c common/err.c
+	@mkdir -p $(dir $@)
+	clang -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined $(call cflags_of,libcjson) $^ -o $@ $(call libs_of,libcjson)
+
+$(BUILD)/fuzz_vfs: tests/fuzz/fuzz_vfs.c broker/vfs.c common/util.c common/err.c
 	@mkdir -p $(dir $@)
 	clang -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined $(call cflags_of,libcjson) $^ -o $@ $(call libs_of,libcjson)
 

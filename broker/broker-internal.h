@@ -8,6 +8,9 @@
 #include "proto/proto.h"
 
 struct http_engine;
+struct ssrf_allow;
+struct subproc_engine;
+struct vfs;
 
 /* A call whose answer comes later (http, tools, ...): what the journal line
  * needs when it does. */
@@ -15,7 +18,10 @@ struct pending_call {
         int64_t id;
         char *op;
         struct cJSON *args;
+        char *scratch;            /* a handler's own note (agent.call: its journal file) */
 };
+
+#define BROKER_AGENT_DEPTH_MAX 8
 
 struct broker {
         const struct broker_config *cfg;
@@ -35,6 +41,14 @@ struct broker {
         struct pending_call *pend;
         size_t npend, pend_cap;
         struct err *async_err;    /* a parent-side failure inside a completion callback */
+        struct vfs *vfs;          /* node:fs, created on the first fs.* call */
+        const char *cur_op;       /* op of the call being dispatched (for family rows) */
+        char *pending_scratch;    /* set by a handler returning 1: moved into its pending_call */
+        struct subproc_engine *procs; /* tools and nested agents, created on first use */
+        struct http_engine *llm_http; /* prompts: the provider only, created on first use */
+        struct ssrf_allow *llm_allow;
+        size_t http_split;        /* fds of b->http before those of b->llm_http */
+        double deadline_at;       /* mono_ms of the parent deadline, 0 = none */
 };
 
 /* One host call handler: validate args (shape), perform, answer.
@@ -70,6 +84,9 @@ const struct effect *broker_effect_find(const char *op);
  * b->async_err and ends the loop. */
 void broker_complete(struct broker *b, int64_t id, struct cJSON *value, struct cJSON *error);
 
+/* The pending call `id`, or NULL. */
+struct pending_call *broker_pending(struct broker *b, int64_t id);
+
 /* An error object {name, message[, code]} for an answer. */
 struct cJSON *broker_error_obj(const char *name, const char *message, const char *code);
 
@@ -97,7 +114,20 @@ int effect_workspace_delete(struct broker *b, int64_t id, const struct cJSON *ar
                             struct err **err);
 int effect_workspace_manifest(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret,
                               struct err **err);
+int effect_fs(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
+const char *effect_fs_code(int code);
+void broker_fs_free(struct broker *b);
 int effect_http(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
+
+int effect_tool(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
+const char *effect_tool_code(int code);
+int effect_agent_call(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret,
+                      struct err **err);
+int effect_prompt(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
+const char *effect_prompt_code(int code);
+size_t broker_procs_fds(struct broker *b, struct pollfd *fds, size_t max, int *timeout_ms);
+int broker_procs_perform(struct broker *b, const struct pollfd *fds, size_t n, struct err **err);
+void broker_procs_free(struct broker *b);
 
 /* The http engine's place in the poll loop (broker/effects-http.c). */
 size_t broker_http_fds(struct broker *b, struct pollfd *fds, size_t max, int *timeout_ms);

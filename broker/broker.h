@@ -23,6 +23,8 @@ struct replay;
 struct policy;
 struct workspace;
 struct ssrf_allow;
+struct tools_registry;
+struct llm_config;
 
 struct broker_config {
         const char *script;       /* source handed to the worker (bundled if needed) */
@@ -48,6 +50,16 @@ struct broker_config {
         const struct ssrf_allow *http_allow; /* --allow-host / CHIDORI_HTTP_ALLOW_HOSTS, or NULL */
         size_t http_max_response_bytes;      /* 0 = the http module's default (16 MiB) */
         long http_timeout_ms;                /* whole request; 0 = default */
+        const struct tools_registry *tools;  /* --tools FILE, or NULL */
+        const struct llm_config *llm;        /* CHIDORI_LLM_*, or NULL: prompt fails, saying so */
+        const char *self_exe;                /* this chidori binary (boxed tools, nested agents) */
+
+        /* Nested agents (chidori.callAgent). */
+        const char *agent_dir;               /* the agent's folder: callees must be inside */
+        char *const *nested_argv;            /* "<self> run --quiet --json <the caller's options>", or NULL */
+        int agent_depth;                     /* 0 for the top-level run */
+        const char *policy_layers;           /* CHIDORI_POLICY_LAYERS in force ("" or NULL = none) */
+        const struct policy *const *layers;  /* those layers, stricter-wins over `policy`; NULL-terminated */
 };
 
 /* The worker's end as the launcher set it up. */

@@ -18,6 +18,8 @@
 
 #include "broker/broker-internal.h"
 #include "broker/http.h"
+#include "broker/llm.h"
+#include "broker/ssrf.h"
 
 static void on_refuse(void *arg, uint64_t id, const char *url, const char *addr, const char *why)
 {
@@ -92,22 +94,100 @@ int effect_http(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, st
         return r < 0 ? -1 : 1;
 }
 
+/* ---- prompt: one chat completion, performed by the parent ----
+ * Its own http engine, whose allowlist holds the provider only: a model
+ * server on loopback is reachable for prompts without opening loopback to
+ * the agent's fetch().  The key is in the request header, never in the
+ * args, the value or the journal. */
+
+const char *effect_prompt_code(int code)
+{
+        switch (code) {
+        case LLM_E_CONFIG: return "no_provider";
+        case LLM_E_OPTIONS: return "options";
+        case LLM_E_PROVIDER: return "provider";
+        case LLM_E_RESPONSE: return "response";
+        default: return http_error_name(code - 100);
+        }
+}
+
+static void on_prompt_done(void *arg, uint64_t id, const struct http_response *res, const struct err *herr)
+{
+        struct broker *b = arg;
+        if (!res) {
+                char msg[1024];
+                snprintf(msg, sizeof(msg), "prompt: %s", herr && herr->msg ? herr->msg : "request failed");
+                broker_complete(b, (int64_t)id, NULL,
+                                broker_error_obj("Error", msg, herr ? http_error_name(herr->code) : NULL));
+                return;
+        }
+        cJSON *v = NULL;
+        struct err *e = NULL;
+        if (llm_parse_response(b->cfg->llm, res, &v, &e) < 0) {
+                broker_complete(b, (int64_t)id, NULL,
+                                broker_error_obj("Error", err_msg(e), effect_prompt_code(err_code(e))));
+                err_free(e);
+                return;
+        }
+        broker_complete(b, (int64_t)id, v, NULL);
+}
+
+int effect_prompt(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
+{
+        (void)ret;
+        const char *text = NULL;
+        if (broker_need_str(args, "prompt", "text", &text, err) < 0)
+                return -1;
+        if (!b->cfg->llm)
+                return err_setc(err, LLM_E_CONFIG, 0,
+                                "prompt: no model provider configured: set CHIDORI_LLM_BASE_URL and CHIDORI_LLM_API_KEY");
+        const cJSON *options = cJSON_GetObjectItemCaseSensitive(args, "options");
+        struct http_request *req = NULL;
+        if (llm_build_request(b->cfg->llm, text, cJSON_IsNull(options) ? NULL : options, &req, err) < 0)
+                return -1;
+        int r = 0;
+        if (!b->llm_http) {
+                r = llm_provider_allow(b->cfg->llm, &b->llm_allow, err);
+                struct http_config hc = { .timeout_ms = LLM_TIMEOUT_MS, .allow = b->llm_allow };
+                if (r == 0)
+                        r = http_engine_new(&hc, &b->llm_http, err);
+        }
+        if (r == 0)
+                r = http_start(b->llm_http, (uint64_t)id, req, on_prompt_done, b, err);
+        http_request_free(req);
+        return r < 0 ? -1 : 1;
+}
+
+/* Both engines (fetch, prompts) share the loop: the fetch engine's fds
+ * first, then the prompt engine's; b->http_split remembers where. */
 size_t broker_http_fds(struct broker *b, struct pollfd *fds, size_t max, int *timeout_ms)
 {
-        if (!b->http || http_pending(b->http) == 0)
-                return 0;
-        return http_fds(b->http, fds, max, timeout_ms);
+        size_t k = 0;
+        if (b->http && http_pending(b->http))
+                k = http_fds(b->http, fds, max, timeout_ms);
+        b->http_split = k;
+        if (b->llm_http && http_pending(b->llm_http))
+                k += http_fds(b->llm_http, k <= max ? fds + k : NULL, k <= max ? max - k : 0, timeout_ms);
+        return k;
 }
 
 int broker_http_perform(struct broker *b, const struct pollfd *fds, size_t n, struct err **err)
 {
-        if (!b->http || http_pending(b->http) == 0)
-                return 0;
-        return http_perform(b->http, fds, n, err);
+        size_t split = fds ? b->http_split : 0;
+        if (b->http && http_pending(b->http) && http_perform(b->http, fds, fds ? split : 0, err) < 0)
+                return -1;
+        if (b->llm_http && http_pending(b->llm_http) &&
+            http_perform(b->llm_http, fds ? fds + split : NULL, fds ? n - split : 0, err) < 0)
+                return -1;
+        return 0;
 }
 
 void broker_http_free(struct broker *b)
 {
         http_engine_free(b->http);
         b->http = NULL;
+        http_engine_free(b->llm_http);
+        b->llm_http = NULL;
+        ssrf_allow_free(b->llm_allow);
+        b->llm_allow = NULL;
 }

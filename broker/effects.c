@@ -307,12 +307,21 @@ static const struct effect effects[] = {
         { "workspace.delete", effect_workspace_delete, GATE_FIXED, "workspace:delete", workspace_error_name },
         { "workspace.manifest", effect_workspace_manifest, GATE_FIXED, "workspace:manifest", workspace_error_name },
         { "http", effect_http, GATE_FIXED, "http", http_error_name },
+        { "tool", effect_tool, GATE_TOOL, NULL, effect_tool_code },
+        { "prompt", effect_prompt, GATE_NONE, NULL, effect_prompt_code },
+        { "agent.call", effect_agent_call, GATE_NONE, NULL, NULL },
 };
+
+/* node:fs is a family: every "fs.<op>" goes to one handler, which knows
+ * the ops (broker/vfs.c) and answers an unknown one with ENOSYS. */
+static const struct effect fs_family = { "fs.*", effect_fs, GATE_NONE, NULL, effect_fs_code };
 
 const struct effect *broker_effect_find(const char *op)
 {
         for (size_t i = 0; i < ARRAY_SIZE(effects); i++)
                 if (strcmp(effects[i].op, op) == 0)
                         return &effects[i];
+        if (strncmp(op, "fs.", 3) == 0 && op[3])
+                return &fs_family;
         return NULL;
 }

@@ -20,6 +20,14 @@ bool broker_gate(struct broker *b, const char *target, const cJSON *args, char *
 {
         struct policy_verdict v;
         enum policy_decision d = policy_check(b->cfg->policy, target, args, &v);
+        /* A nested agent's layers (callAgent options.policy): the stricter wins. */
+        for (const struct policy *const *l = b->cfg->layers; l && *l; l++) {
+                struct policy_verdict lv;
+                if (policy_check(*l, target, args, &lv) > d) {
+                        v = lv;
+                        d = lv.decision;
+                }
+        }
         if (d == POLICY_ALLOW)
                 return true;
         if (d == POLICY_ASK && b->cfg->auto_approve) {

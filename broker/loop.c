@@ -204,6 +204,8 @@ static int add_pending(struct broker *b, int64_t id, const char *op, const cJSON
         pc->id = id;
         pc->op = strdup(op);
         pc->args = cJSON_Duplicate(args, 1);
+        pc->scratch = b->pending_scratch;
+        b->pending_scratch = NULL;
         if (!pc->op || !pc->args) {
                 free(pc->op);
                 cJSON_Delete(pc->args);
@@ -218,10 +220,21 @@ static void free_pending(struct broker *b)
         for (size_t i = 0; i < b->npend; i++) {
                 free(b->pend[i].op);
                 cJSON_Delete(b->pend[i].args);
+                if (b->pend[i].scratch && strncmp(b->pend[i].scratch, "/tmp/chidori-nested-", 20) == 0)
+                        unlink(b->pend[i].scratch);
+                free(b->pend[i].scratch);
         }
         free(b->pend);
         b->pend = NULL;
         b->npend = b->pend_cap = 0;
+}
+
+struct pending_call *broker_pending(struct broker *b, int64_t id)
+{
+        for (size_t i = 0; i < b->npend; i++)
+                if (b->pend[i].id == id)
+                        return &b->pend[i];
+        return NULL;
 }
 
 void broker_complete(struct broker *b, int64_t id, cJSON *value, cJSON *error)
@@ -242,6 +255,7 @@ void broker_complete(struct broker *b, int64_t id, cJSON *value, cJSON *error)
                         cJSON_Delete(error);
                 }
                 free(pc.op);
+                free(pc.scratch);
                 cJSON_Delete(pc.args);
                 return;
         }
@@ -271,9 +285,13 @@ static int perform(struct loop *l, int64_t id, const char *op, const cJSON *args
         }
         cJSON *value = NULL;
         struct err *ferr = NULL;
+        b->cur_op = op;
         int r = e->fn(b, id, args, &value, &ferr);
+        b->cur_op = NULL;
         if (r > 0)
                 return add_pending(b, id, op, args, err);
+        free(b->pending_scratch);
+        b->pending_scratch = NULL;
         if (r < 0) {
                 cJSON *eo = broker_error_obj("Error", err_msg(ferr),
                                              e->code_name ? e->code_name(err_code(ferr)) : NULL);
@@ -585,12 +603,13 @@ int broker_run(const struct broker_config *cfg, const struct broker_peer *peer, 
         bool notify_gone = false;
         if (cfg->deadline_ms > 0)
                 l.deadline_at = start + (double)cfg->deadline_ms;
+        l.b.deadline_at = l.deadline_at;
         int rc = 0;
         struct pollfd *pfd = NULL;
         size_t pfd_cap = 0;
         while (!l.b.finished) {
                 int timeout = -1;
-                size_t nfd = 3;
+                size_t nfd = 3, nhttp = 0;
                 for (;;) {
                         if (pfd_cap < nfd) {
                                 size_t cap = pfd_cap ? pfd_cap * 2 : 16;
@@ -605,12 +624,14 @@ int broker_run(const struct broker_config *cfg, const struct broker_peer *peer, 
                         }
                         int t = -1;
                         size_t k = broker_http_fds(&l.b, pfd + 3, pfd_cap - 3, &t);
-                        if (3 + k <= pfd_cap) {
-                                nfd = 3 + k;
+                        size_t kp = 3 + k <= pfd_cap ? broker_procs_fds(&l.b, pfd + 3 + k, pfd_cap - 3 - k, &t) : 0;
+                        if (3 + k + kp <= pfd_cap) {
+                                nfd = 3 + k + kp;
+                                nhttp = k;
                                 timeout = t;
                                 break;
                         }
-                        nfd = 3 + k;
+                        nfd = 3 + k + kp;
                 }
                 pfd[0] = (struct pollfd){ .fd = peer->frame_fd, .events = POLLIN | (l.q.len ? POLLOUT : 0) };
                 pfd[1] = (struct pollfd){ .fd = have_err && !l.ef.eof ? peer->stderr_fd : -1, .events = POLLIN };
@@ -670,8 +691,9 @@ int broker_run(const struct broker_config *cfg, const struct broker_peer *peer, 
                 if (pfd[1].revents)
                         read_stderr(&l, peer->stderr_fd);
                 /* Completed transfers answer their calls (queued frames). */
-                if (nfd > 3 || l.b.http) {
-                        if (broker_http_perform(&l.b, nfd > 3 ? pfd + 3 : NULL, nfd - 3, err) < 0) {
+                if (nfd > 3 || l.b.http || l.b.llm_http || l.b.procs) {
+                        if (broker_http_perform(&l.b, nhttp ? pfd + 3 : NULL, nhttp, err) < 0 ||
+                            broker_procs_perform(&l.b, nfd > 3 + nhttp ? pfd + 3 + nhttp : NULL, nfd - 3 - nhttp, err) < 0) {
                                 rc = -1;
                                 break;
                         }
@@ -694,6 +716,8 @@ int broker_run(const struct broker_config *cfg, const struct broker_peer *peer, 
 out:
         free(pfd);
         broker_http_free(&l.b);
+        broker_procs_free(&l.b);
+        broker_fs_free(&l.b);
         /* Drain what the worker still has to say on stderr (it exits right
          * after its last frame), briefly. */
         if (have_err) {

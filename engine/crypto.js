@@ -681,8 +681,14 @@ const ALGORITHMS = {
         sha384: { name: 'sha384', block: 128, size: 48, le: false, compress: sha512Blocks },
         sha512: { name: 'sha512', block: 128, size: 64, le: false, compress: sha512Blocks },
 };
+// Node also takes the WebCrypto spellings ("SHA-256") and OpenSSL's "RSA-SHA256".
+const ALIASES = { 'sha-1': 'sha1', 'sha-224': 'sha224', 'sha-256': 'sha256', 'sha-384': 'sha384',
+                  'sha-512': 'sha512', 'rsa-md5': 'md5', 'rsa-sha1': 'sha1', 'rsa-sha224': 'sha224',
+                  'rsa-sha256': 'sha256', 'rsa-sha384': 'sha384', 'rsa-sha512': 'sha512' };
 function lookup(name) {
-        const n = apply(toLowerCase, name, []);
+        let n = apply(toLowerCase, name, []);
+        if (hasOwnCall(ALIASES, n))
+                n = ALIASES[n];
         return hasOwnCall(ALGORITHMS, n) ? ALGORITHMS[n] : undefined;
 }
 

@@ -1,4 +1,5 @@
-/* engine/embed.S — web.js and prelude.js embedded in .rodata.
+/* engine/embed.S — web.js, prelude.js and the lazily loaded modules
+ * (fetch.js, crypto.js, fs.js) embedded in .rodata.
  * Paths are relative to the repo root (the build runs there with -I.).
  * Each blob is followed by a NUL byte, not counted by *_end, so the C side
  * can hand it to JSStringCreateWithUTF8CString directly. */
@@ -19,6 +20,27 @@ chidori_web_js_end:
 chidori_prelude_js:
         .incbin "engine/prelude.js"
 chidori_prelude_js_end:
+        .byte 0
+
+        .global chidori_fetch_js
+        .type chidori_fetch_js, @object
+        .balign 16
+chidori_fetch_js:
+        .incbin "engine/fetch.js"
+        .byte 0
+
+        .global chidori_crypto_js
+        .type chidori_crypto_js, @object
+        .balign 16
+chidori_crypto_js:
+        .incbin "engine/crypto.js"
+        .byte 0
+
+        .global chidori_fs_js
+        .type chidori_fs_js, @object
+        .balign 16
+chidori_fs_js:
+        .incbin "engine/fs.js"
         .byte 0
 
         .section .note.GNU-stack,"",@progbits

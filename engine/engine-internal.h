@@ -26,6 +26,8 @@ void JSContextGroupClearExecutionTimeLimit(JSContextGroupRef group);
 /* Embedded by engine/embed.S; each is followed by a NUL byte. */
 extern const char chidori_web_js[], chidori_web_js_end[];
 extern const char chidori_prelude_js[], chidori_prelude_js_end[];
+/* The modules the prelude loads on first use (native load(name)). */
+extern const char chidori_fetch_js[], chidori_crypto_js[], chidori_fs_js[];
 
 /* Why the run loop stopped.  The first reason recorded wins. */
 enum engine_end {
@@ -41,6 +43,7 @@ enum native_kind {
         NATIVE_CALL,       /* call(op, argsJson) -> id; result comes through the loop */
         NATIVE_CALL_SYNC,  /* callSync(op, argsJson) -> the result frame object */
         NATIVE_FINISH,     /* finish(doneFrameJson): the agent settled */
+        NATIVE_LOAD,       /* load(name): evaluate an embedded module, return its completion value */
         NATIVE_MAX
 };
 

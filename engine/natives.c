@@ -116,7 +116,7 @@ JSValueRef engine_make_error(JSContextRef ctx, const char *name, const char *fmt
         return err;
 }
 
-/* op must be a short name of [a-z.]: it goes into the frame unescaped. */
+/* op must be a short name of [a-zA-Z.]: it goes into the frame unescaped. */
 static bool get_op(JSContextRef ctx, JSValueRef v, char *buf, size_t size)
 {
         if (!v || !JSValueIsString(ctx, v))
@@ -127,7 +127,7 @@ static bool get_op(JSContextRef ctx, JSValueRef v, char *buf, size_t size)
         bool ok = JSStringGetLength(s) < size && JSStringGetUTF8CString(s, buf, size) > 1;
         JSStringRelease(s);
         for (const char *p = buf; ok && *p; p++)
-                ok = (*p >= 'a' && *p <= 'z') || *p == '.';
+                ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '.';
         return ok;
 }
 
@@ -186,6 +186,36 @@ static JSValueRef do_finish(struct engine *e, size_t argc, const JSValueRef argv
         return JSValueMakeUndefined(e->ctx);
 }
 
+/* The engine's own modules, evaluated when the prelude first needs them
+ * (fetch, node:crypto, node:fs): a run that uses none pays nothing. */
+static JSValueRef do_load(struct engine *e, size_t argc, const JSValueRef argv[], JSValueRef *exception)
+{
+        static const struct {
+                const char *name, *src, *url;
+        } mods[] = {
+                { "fetch", chidori_fetch_js, "chidori:fetch.js" },
+                { "crypto", chidori_crypto_js, "chidori:crypto.js" },
+                { "fs", chidori_fs_js, "chidori:fs.js" },
+        };
+        char name[16];
+        if (argc < 1 || !get_op(e->ctx, argv[0], name, sizeof(name))) {
+                *exception = engine_make_error(e->ctx, "TypeError", "load: bad module name");
+                return NULL;
+        }
+        for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]); i++) {
+                if (strcmp(mods[i].name, name) != 0)
+                        continue;
+                JSStringRef s = JSStringCreateWithUTF8CString(mods[i].src);
+                JSStringRef u = JSStringCreateWithUTF8CString(mods[i].url);
+                JSValueRef v = JSEvaluateScript(e->ctx, s, NULL, u, 1, exception);
+                JSStringRelease(s);
+                JSStringRelease(u);
+                return v;
+        }
+        *exception = engine_make_error(e->ctx, "TypeError", "load: no module '%s'", name);
+        return NULL;
+}
+
 static JSValueRef native_invoke(JSContextRef ctx, JSObjectRef function, JSObjectRef self, size_t argc,
                                 const JSValueRef argv[], JSValueRef *exception)
 {
@@ -196,6 +226,8 @@ static JSValueRef native_invoke(JSContextRef ctx, JSObjectRef function, JSObject
         struct engine *e = n->e;
         if (n->kind == NATIVE_FINISH)
                 return do_finish(e, argc, argv, exception);
+        if (n->kind == NATIVE_LOAD)
+                return do_load(e, argc, argv, exception);
         if (e->end != ENGINE_RUNNING) {
                 /* Settled, out of budget or broken transport: no more effects. */
                 *exception = engine_make_error(ctx, "Error", "the run has ended");
@@ -204,13 +236,14 @@ static JSValueRef native_invoke(JSContextRef ctx, JSObjectRef function, JSObject
         return do_call(e, argc, argv, n->kind == NATIVE_CALL_SYNC, exception);
 }
 
-/* The object handed to the prelude: {call, callSync, finish}. */
+/* The object handed to the prelude: {call, callSync, finish, load}. */
 JSObjectRef engine_make_natives(struct engine *e)
 {
         static const char *const names[NATIVE_MAX] = {
                 [NATIVE_CALL] = "call",
                 [NATIVE_CALL_SYNC] = "callSync",
                 [NATIVE_FINISH] = "finish",
+                [NATIVE_LOAD] = "load",
         };
         if (!e->native_class) {
                 JSClassDefinition def = kJSClassDefinitionEmpty;

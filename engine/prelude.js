@@ -34,6 +34,7 @@ const G = globalThis;
 const nativeCall = native.call;
 const nativeCallSync = native.callSync;
 const nativeFinish = native.finish;
+const nativeLoad = native.load;
 
 /* Intrinsics, captured before agent code can replace them. */
 const O = Object;
@@ -183,6 +184,13 @@ function unavailable(name) {
 function needString(what, v) {
         if (typeof v !== 'string')
                 throw new TypeErrorC(what + ' must be a string, got ' + (v === null ? 'null' : typeof v));
+}
+function plainOptions(what, o) {
+        if (o === undefined || o === null)
+                return {};
+        if (typeof o !== 'object' || isArray(o))
+                throw new TypeErrorC(what + ' must be an object');
+        return o;
 }
 // A path for the parent: a string without NUL (JSON would carry it, the
 // parent's C strings would cut the path there).
@@ -812,9 +820,43 @@ const chidori = {
         input(prompt) {
                 return hostCall('input', { prompt: prompt === undefined || prompt === null ? '' : safeString(prompt) });
         },
-        prompt: unavailable('chidori.prompt'),
-        tool: unavailable('chidori.tool'),
-        callAgent: unavailable('chidori.callAgent'),
+        // prompt(text, {system, model, temperature, max_tokens, messages}) -> the
+        // model's reply text.  The parent holds the provider key.
+        prompt(text, options) {
+                let args;
+                try {
+                        needString('chidori.prompt: text', text);
+                        args = { text, options: plainOptions('chidori.prompt: options', options) };
+                } catch (e) {
+                        return rejected(e);
+                }
+                return apply(promiseThen, hostCall('prompt', args), [(v) => {
+                        if (v === null || typeof v !== 'object' || typeof v.text !== 'string')
+                                throw new TypeErrorC('prompt: malformed answer from the parent');
+                        return v.text;
+                }]);
+        },
+        // tool(name, args) -> the JSON value the tool printed.
+        tool(name, args) {
+                try {
+                        needString('chidori.tool: name', name);
+                } catch (e) {
+                        return rejected(e);
+                }
+                return hostCall('tool', { name, args: args === undefined ? null : args });
+        },
+        // callAgent(path, input, {policy}) -> the other agent's result.
+        callAgent(path, input, options) {
+                let args;
+                try {
+                        needPath('chidori.callAgent: path', path);
+                        args = { path, input: input === undefined ? null : input,
+                                 options: plainOptions('chidori.callAgent: options', options) };
+                } catch (e) {
+                        return rejected(e);
+                }
+                return hostCall('agent.call', args);
+        },
         workspace: {
                 list(path) {
                         if (path === undefined || path === null)
@@ -872,7 +914,6 @@ freeze(chidori.memory);
 freeze(chidori.workspace);
 freeze(chidori);
 
-const fetch = unavailable('fetch');
 
 /* ------------------------------------------------------------- time */
 
@@ -1063,6 +1104,14 @@ function randomUUID() {
         return s;
 }
 const crypto = { getRandomValues, randomUUID };
+defineProperty(crypto, 'subtle', {
+        get() {
+                loadCrypto();
+                return cryptoSubtle;
+        },
+        enumerable: true,
+        configurable: false,
+});
 
 /* ------------------------------------------------------------- virtual timers */
 
@@ -1169,11 +1218,73 @@ function fireTimer() {
 
 /* ------------------------------------------------------------- require */
 
-const NOT_YET = { 'node:fs': 1, fs: 1, 'fs/promises': 1, 'node:fs/promises': 1, 'node:crypto': 1, crypto: 1 };
+/* The engine's own modules load on first use (native load): each defines
+ * one hidden global, __chidoriInstall<Name>, that is captured and deleted
+ * here in the same synchronous step, so agent code never sees it. */
+function loadModule(name, global) {
+        nativeLoad(name);
+        const install = G[global];
+        delete G[global];
+        if (typeof install !== 'function')
+                throw new ErrorC('chidori: the ' + name + ' module did not load');
+        return install;
+}
+
+const hostApi = freeze({ call: hostCall, callSync: hostCallSync, setTimeout, reportError: (e) => fail(e) });
+
+let fetchLoaded = false;
+function loadFetch() {
+        if (!fetchLoaded) {
+                fetchLoaded = true;
+                for (let i = 0; i < FETCH_GLOBALS.length; i++)
+                        define(G, FETCH_GLOBALS[i], undefined);
+                loadModule('fetch', '__chidoriInstallFetch')(hostApi);
+        }
+}
+// fetch, Headers, Request, Response (and AbortController/AbortSignal) are
+// accessors until first touched; then fetch.js replaces them with its own.
+const FETCH_GLOBALS = ['fetch', 'Headers', 'Request', 'Response', 'AbortController', 'AbortSignal'];
+function lazyFetchGlobal(name) {
+        defineProperty(G, name, {
+                get() {
+                        loadFetch();
+                        return G[name];
+                },
+                set(v) {
+                        define(G, name, v);
+                },
+                enumerable: false,
+                configurable: true,
+        });
+}
+
+let cryptoModule, cryptoSubtle;
+function loadCrypto() {
+        if (!cryptoModule) {
+                const r = loadModule('crypto', '__chidoriInstallCrypto')(freeze({ getRandomValues, randomUUID }));
+                cryptoModule = r.module;
+                cryptoSubtle = r.subtle;
+                define(cryptoModule, 'webcrypto', crypto);  // as in Node: require('crypto').webcrypto === globalThis.crypto
+        }
+        return cryptoModule;
+}
+
+let fsModule;
+function loadFs() {
+        if (!fsModule)
+                fsModule = loadModule('fs', '__chidoriInstallFs')(hostApi);
+        return fsModule;
+}
+
+const BUILTIN = create(null);
+BUILTIN['node:fs'] = BUILTIN.fs = () => loadFs().fs;
+BUILTIN['node:fs/promises'] = BUILTIN['fs/promises'] = () => loadFs().promises;
+BUILTIN['node:crypto'] = BUILTIN.crypto = loadCrypto;
+
 function require(name) {
         const n = safeString(name);
-        if (apply(hasOwn, NOT_YET, [n]))
-                throw new ErrorC(n + ' is not available yet in this version of chidori');
+        if (BUILTIN[n])
+                return BUILTIN[n]();
         const e = new ErrorC("Cannot find module '" + n + "': chidori agents are one script; bundle dependencies with esbuild");
         define(e, 'code', 'MODULE_NOT_FOUND');
         throw e;
@@ -1347,7 +1458,9 @@ function start(wrapper, input, runId, filename, plen) {
 
 define(G, 'chidori', chidori);
 define(G, 'console', consoleObject);
-define(G, 'fetch', fetch);
+for (let i = 0; i < FETCH_GLOBALS.length; i++)
+        if (!(FETCH_GLOBALS[i] in G) || FETCH_GLOBALS[i] === 'fetch')
+                lazyFetchGlobal(FETCH_GLOBALS[i]);
 define(G, 'setTimeout', setTimeout);
 define(G, 'setInterval', setInterval);
 define(G, 'clearTimeout', clearTimeout);

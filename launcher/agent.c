@@ -314,6 +314,11 @@ int agent_load(const char *path, struct agent *a, struct err **err)
                 return err_wrap(err, "load agent");
         }
         a->abspath = realpath(path, NULL);
+        if (!a->abspath && errno != ENOMEM) {
+                int e = errno;
+                agent_free(a);
+                return err_set(err, e, "agent file '%s' has no path on disk (a pipe?); save the agent to a file and run that", path);
+        }
         const char *base = strrchr(path, '/');
         a->filename = strdup(base ? base + 1 : path);
         if (!a->path || !a->abspath || !a->filename) {

@@ -13,6 +13,10 @@
 struct broker_config;
 struct workspace;
 struct ssrf_allow;
+struct tools_registry;
+struct llm_config;
+struct policy;
+struct sandbox_opts;
 
 struct grants_opts {
         const char *workspace_dir;     /* --workspace DIR [CHIDORI_WORKSPACE] */
@@ -21,21 +25,42 @@ struct grants_opts {
         unsigned long long http_max_response; /* --http-max-response SIZE [CHIDORI_HTTP_MAX_RESPONSE] */
         long http_timeout_ms;          /* --http-timeout MS [CHIDORI_HTTP_TIMEOUT_MS] */
         bool auto_approve;             /* CHIDORI_POLICY_AUTO_APPROVE=1 */
+        const char *tools_file;        /* --tools FILE [CHIDORI_TOOLS] */
 };
 
 /* What grants_open made. */
 struct grants {
         struct workspace *ws;
         struct ssrf_allow *allow;
+        struct tools_registry *tools;
+        struct llm_config *llm;
+        char *self_exe;
+        char *agent_dir;
+        struct policy **layers;        /* CHIDORI_POLICY_LAYERS, NULL-terminated */
+        char **nested_argv;            /* for chidori.callAgent, NULL-terminated */
+        char **nested_strs;            /* storage behind nested_argv */
+        size_t nnested_strs;
 };
 
-enum { GOPT_WORKSPACE = 800, GOPT_ALLOW_HOST, GOPT_HTTP_MAX_RESPONSE, GOPT_HTTP_TIMEOUT };
+/* What a nested run (callAgent) must repeat of the caller's command line:
+ * everything that limits it.  The broker adds the deadline left, the input,
+ * the journal and the agent. */
+struct nested_src {
+        const struct sandbox_opts *sb;
+        bool untrusted, trusted, in_process, quiet;
+        long js_deadline_ms;
+        const char *state_dir;
+        const char *agent_path;        /* the caller's agent: its folder bounds the callees */
+};
+
+enum { GOPT_WORKSPACE = 800, GOPT_ALLOW_HOST, GOPT_HTTP_MAX_RESPONSE, GOPT_HTTP_TIMEOUT, GOPT_TOOLS };
 
 #define GRANTS_LONGOPTS                                                                               \
         { "workspace", required_argument, NULL, GOPT_WORKSPACE },                                     \
         { "allow-host", required_argument, NULL, GOPT_ALLOW_HOST },                                   \
         { "http-max-response", required_argument, NULL, GOPT_HTTP_MAX_RESPONSE },                     \
-        { "http-timeout", required_argument, NULL, GOPT_HTTP_TIMEOUT }
+        { "http-timeout", required_argument, NULL, GOPT_HTTP_TIMEOUT },                               \
+        { "tools", required_argument, NULL, GOPT_TOOLS }
 
 #define GRANTS_OPTIONS_HELP                                                                           \
         "  --workspace DIR       the directory chidori.workspace.* works on (none by default)\n"      \
@@ -45,7 +70,10 @@ enum { GOPT_WORKSPACE = 800, GOPT_ALLOW_HOST, GOPT_HTTP_MAX_RESPONSE, GOPT_HTTP_
         "  --http-max-response SIZE  largest response body fetch accepts, e.g. 1M (default 16M)\n"   \
         "                        [CHIDORI_HTTP_MAX_RESPONSE]\n"                                      \
         "  --http-timeout MS     whole-request timeout for fetch (default 60000)\n"                   \
-        "                        [CHIDORI_HTTP_TIMEOUT_MS]\n"
+        "                        [CHIDORI_HTTP_TIMEOUT_MS]\n"                                       \
+        "  --tools FILE          the commands chidori.tool() may run (JSON; docs/tools.md)\n"        \
+        "                        [CHIDORI_TOOLS]; prompts use CHIDORI_LLM_BASE_URL,\n"             \
+        "                        CHIDORI_LLM_API_KEY and CHIDORI_LLM_MODEL (docs/llm.md)\n"
 
 /* Read the environment; prints and returns -1 on a malformed value. */
 int grants_opts_env(struct grants_opts *o);
@@ -53,7 +81,8 @@ int grants_opts_env(struct grants_opts *o);
 int grants_opts_parse(struct grants_opts *o, const char *cmd, int c, const char *arg);
 /* Open what the options name and point the broker config at it; prints
  * and returns an exit code (2 for a bad value) on failure, 0 on success. */
-int grants_open(const struct grants_opts *o, struct grants *g, struct broker_config *cfg);
+int grants_open(const struct grants_opts *o, const struct nested_src *ns, struct grants *g,
+                struct broker_config *cfg);
 void grants_close(struct grants *g);
 
 #endif

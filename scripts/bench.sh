@@ -404,5 +404,53 @@ else
   printf '  %-70s %9s x    (exit 137 expected; no target yet)\n' "largest peak / limit" "${max_over:-n/a}"
 fi
 
+# ================================================================= 6
+echo
+echo "== 6. fetch through the parent (libcurl multi, SSRF guard on)   [load $(load)]"
+if ! command -v curl >/dev/null || ! command -v python3 >/dev/null; then
+  echo "   n/a: curl(1) and python3 are needed (scripts/deps.sh installs them)"
+else
+  python3 tests/servers/fake_http.py --host 127.0.0.1 --port 0 >"$tmp/fport" 2>/dev/null &
+  fsrv=$!
+  for _ in $(seq 100); do [[ -s $tmp/fport ]] && break; sleep 0.05; done
+  FP=$(head -1 "$tmp/fport")
+  URL="http://127.0.0.1:$FP/bytes?n=1024"
+  NF=$(n_of 50)
+  cat >"$tmp/fetchn.js" <<JS
+module.exports = async (n) => { let t = 0; for (let i = 0; i < n; i++) t += (await (await fetch('$URL')).arrayBuffer()).byteLength; return t; };
+JS
+  curl_n=(curl -s -o /dev/null); for _ in $(seq "$NF"); do curl_n+=("$URL" -o /dev/null); done
+  measure F "$(n_of 15)" -w 1 -- \
+    c1 "$CH" run --quiet --allow-host 127.0.0.1 --input 1 "$tmp/fetchn.js" ::: \
+    cN "$CH" run --quiet --allow-host 127.0.0.1 --input "$((NF + 1))" "$tmp/fetchn.js" ::: \
+    u1 curl -s -o /dev/null "$URL" ::: \
+    uN "${curl_n[@]}"
+  rule; head_row "what (1 KiB responses, keep-alive, one process per row)"; rule
+  row "chidori run: 1 fetch" F c1
+  row "chidori run: $((NF + 1)) fetches, one after another" F cN c1
+  row "curl: 1 request" F u1
+  row "curl: $((NF + 1)) requests, one process" F uN u1
+  rule
+  per_c=$(calc '(a - b) / c' "$(v F cN med)" "$(v F c1 med)" "$NF")
+  per_u=$(calc '(a - b) / c' "$(v F uN med)" "$(v F u1 med)" "$NF")
+  printf '  %-70s %9s ms\n' "per request through chidori (slope)" "$per_c"
+  printf '  %-70s %9s ms\n' "per request with curl(1) (slope)" "$per_u"
+  target "chidori per-request / curl per-request" "$(calc 'a / b' "$per_c" "$per_u")" x "<=" 1.3
+  cat >"$tmp/fetch100.js" <<JS
+module.exports = async () => { const t0 = Date.now();
+  const r = await Promise.all(Array.from({ length: 100 }, (_, i) => fetch('http://127.0.0.1:$FP/delay?ms=50&i=' + i).then((x) => x.text())));
+  return { ok: r.filter((x) => x === 'ok').length, ms: Date.now() - t0 }; };
+JS
+  best=""
+  for _ in 1 2 3; do
+    out=$("$CH" run --quiet --allow-host 127.0.0.1 "$tmp/fetch100.js" 2>/dev/null || true)
+    ms=$(grep -o '"ms":[0-9]*' <<<"$out" | grep -o '[0-9]*$' || true)
+    [[ $out == *'"ok":100'* && -n $ms ]] || continue
+    [[ -z $best || $ms -lt $best ]] && best=$ms
+  done
+  target "100 concurrent fetches to a 50 ms endpoint (best of 3, in the agent)" "${best:-n/a}" ms "<" 1000
+  kill "$fsrv" 2>/dev/null || true
+fi
+
 echo
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg); took $(($(date +%s) - start_s)) s; output saved in $OUT"

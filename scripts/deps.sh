@@ -9,6 +9,7 @@ PKGS=(
   libjavascriptcoregtk-4.1-dev libcjson-dev libsqlite3-dev libcmocka-dev
   libseccomp-dev libcap-dev libmnl-dev libcurl4-openssl-dev
   bats bc procps passwd util-linux bubblewrap nodejs npm
+  python3 jq curl
 )
 
 missing=()

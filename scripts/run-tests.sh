@@ -35,7 +35,7 @@ done
 
 if [[ -x $BUILD/jsrun ]] && compgen -G "tests/js/*.test.js" >/dev/null; then
   echo "== JS web-platform tests"
-  "$BUILD"/jsrun tests/js/*.test.js >"$logdir/js.log" 2>&1
+  "$BUILD"/jsrun engine/fetch.js engine/crypto.js engine/fs.js tests/js/*.test.js >"$logdir/js.log" 2>&1
   grep '^not ok' "$logdir/js.log" | sed 's/^/    /'
   line=$(grep -E '^# js: [0-9]+ passed, [0-9]+ failed' "$logdir/js.log" | tail -n 1)
   if [[ -n $line ]]; then
@@ -43,6 +43,19 @@ if [[ -x $BUILD/jsrun ]] && compgen -G "tests/js/*.test.js" >/dev/null; then
     pass=$((pass + p)); fail=$((fail + f)); echo "  passed $p, failed $f"
   else
     echo "  js runner crashed:"; tail -n 20 "$logdir/js.log" | sed 's/^/    /'; fail=$((fail + 1))
+  fi
+fi
+
+if [[ -x $BUILD/vfsrun ]] && compgen -G "tests/js/fs_*.test.js" >/dev/null; then
+  echo "== node:fs tests against the parent's VFS (build/vfsrun)"
+  "$BUILD"/vfsrun engine/fs.js tests/js/fs_*.test.js >"$logdir/vfsrun.log" 2>&1
+  grep '^not ok' "$logdir/vfsrun.log" | sed 's/^/    /'
+  line=$(grep -E '^# js: [0-9]+ passed, [0-9]+ failed' "$logdir/vfsrun.log" | tail -n 1)
+  if [[ -n $line ]]; then
+    p=$(awk '{print $3}' <<<"$line"); f=$(awk '{print $5}' <<<"$line")
+    pass=$((pass + p)); fail=$((fail + f)); echo "  passed $p, failed $f"
+  else
+    echo "  vfsrun crashed:"; tail -n 20 "$logdir/vfsrun.log" | sed 's/^/    /'; fail=$((fail + 1))
   fi
 fi
 
@@ -61,15 +74,18 @@ if compgen -G "tests/bats/*.bats" >/dev/null; then
   grep -E '^ok [0-9]+ .*# skip' "$logdir/bats.log" | sed 's/^/    /'
 fi
 
-if [[ -x $BUILD/fuzz_frame ]]; then
-  secs=${FUZZ_SECONDS:-20}
-  echo "== frame decoder fuzzing (libFuzzer, ${secs}s)"
-  if FUZZ_SECONDS=$secs ./scripts/fuzz.sh "$BUILD/fuzz_frame" >"$logdir/fuzz.log" 2>&1; then
+# The untrusted-input parsers under libFuzzer: the frame decoder, the policy
+# parser and the VFS (random op sequences).
+for fz in fuzz_frame fuzz_policy fuzz_vfs; do
+  [[ -x $BUILD/$fz ]] || continue
+  secs=${FUZZ_SECONDS:-20}; [[ $fz == fuzz_frame ]] || secs=${FUZZ_SECONDS:-10}
+  echo "== $fz (libFuzzer, ${secs}s)"
+  if FUZZ_SECONDS=$secs ./scripts/fuzz.sh "$BUILD/$fz" >"$logdir/$fz.log" 2>&1; then
     pass=$((pass + 1)); echo "  passed 1 (no finding in ${secs}s)"
   else
-    fail=$((fail + 1)); echo "  FAILED: the fuzzer found something:"; tail -n 30 "$logdir/fuzz.log" | sed 's/^/    /'
+    fail=$((fail + 1)); echo "  FAILED: the fuzzer found something:"; tail -n 30 "$logdir/$fz.log" | sed 's/^/    /'
   fi
-fi
+done
 
 if [[ ${CHIDORI_SKIP_VM:-0} != 1 ]] && command -v qemu-system-x86_64 >/dev/null && [[ -x tests/vm/run.sh ]]; then
   echo "== qemu guest: cgroup v2 and kernel 6.1 (tests/vm)"

@@ -278,8 +278,16 @@
                 assert.throws(function () { h.copy(); }, { code: 'ERR_CRYPTO_HASH_FINALIZED' });
         });
 
-        test('unknown algorithms: Digest method not supported; only Node short names', function () {
-                ['sha3-256', 'sha-256', 'SHA-1', 'RSA-SHA256', 'md4', 'ripemd160', '', 'sha256 '].forEach(function (a) {
+        test('Node accepts the WebCrypto and OpenSSL spellings too', function () {
+                var want = crypto.createHash('sha256').update('abc').digest('hex');
+                ['sha-256', 'SHA-256', 'RSA-SHA256'].forEach(function (a) {
+                        assert.equal(crypto.createHash(a).update('abc').digest('hex'), want, a);
+                });
+                assert.equal(crypto.createHash('SHA-1').update('abc').digest('hex'), 'a9993e364706816aba3e25717850c26c9cd0d89d');
+        });
+
+        test('unknown algorithms: Digest method not supported', function () {
+                ['sha3-256', 'sha-2560', 'SHA_1', 'md4', 'ripemd160', '', 'sha256 '].forEach(function (a) {
                         assert.throws(function () { crypto.createHash(a); }, { name: 'Error', message: 'Digest method not supported' }, a);
                 });
                 assert.throws(function () { crypto.createHash(5); },

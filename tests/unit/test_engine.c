@@ -505,14 +505,14 @@ static void test_async_round_trip(void **state)
         char *v = done_value(done);
         assert_string_equal(v, "{\"v\":{\"stored\":\"k1\"},\"d\":true,\"l\":[],\"t\":\"rendered\",\"c\":null,"
                                "\"i\":\"typed\",\"err\":\"no such key\",\"bad\":\"TypeError\","
-                               "\"na\":\"chidori.prompt is not available yet in this version of chidori\","
-                               "\"nf\":\"fetch is not available yet in this version of chidori\","
+                               "\"na\":\"prompt: malformed answer from the parent\","
+                               "\"nf\":\"fetch failed: malformed http result: not an object\","
                                "\"raw\":\"undefinedundefined\"}");
         free(v);
         const char *ops[] = { "memory.get", "memory.set", "memory.delete", "memory.list", "template",
-                              "checkpoint", "input", "memory.get" };
-        assert_int_equal(p.nops, 8);
-        for (int i = 0; i < 8; i++)
+                              "checkpoint", "input", "memory.get", "prompt", "http" };
+        assert_int_equal(p.nops, 10);
+        for (int i = 0; i < 10; i++)
                 assert_string_equal(p.ops[i], ops[i]);
         cJSON_Delete(done);
 }
@@ -857,17 +857,16 @@ static void test_require(void **state)
         (void)state;
         check_value("function main() {\n"
                      "  const r = [];\n"
-                     "  for (const m of ['node:fs', 'fs', 'fs/promises', 'node:crypto', 'crypto', 'lodash'])\n"
-                     "    try { require(m); } catch (e) { r.push(e.message); }\n"
+                     "  for (const m of ['node:fs', 'fs', 'fs/promises', 'node:fs/promises', 'node:crypto', 'crypto', 'lodash'])\n"
+                     "    try { const x = require(m); r.push(typeof (x.readFile || x.createHash)); } catch (e) { r.push(e.message); }\n"
+                     "  r.push(require('fs') === require('node:fs'), require('crypto') === require('node:crypto'));\n"
+                     "  r.push(typeof globalThis.__chidoriInstallFs, typeof globalThis.__chidoriInstallCrypto);\n"
                      "  return r;\n"
                      "}",
                      NULL,
-                     "[\"node:fs is not available yet in this version of chidori\","
-                     "\"fs is not available yet in this version of chidori\","
-                     "\"fs/promises is not available yet in this version of chidori\","
-                     "\"node:crypto is not available yet in this version of chidori\","
-                     "\"crypto is not available yet in this version of chidori\","
-                     "\"Cannot find module 'lodash': chidori agents are one script; bundle dependencies with esbuild\"]");
+                     "[\"function\",\"function\",\"function\",\"function\",\"function\",\"function\","
+                     "\"Cannot find module 'lodash': chidori agents are one script; bundle dependencies with esbuild\","
+                     "true,true,\"undefined\",\"undefined\"]");
 }
 
 static void test_console_format(void **state)

@@ -1,0 +1,333 @@
+/* broker/effects-proc.c — effects that run a child process: `tool` (a
+ * command from --tools, boxed by default; broker/tools.c) and `agent.call`
+ * (another agent in a fresh box: this chidori binary, `run` again).  Both
+ * run asynchronously in the poll loop (broker/subproc.c) and are answered
+ * when the child ends.
+ *
+ * agent.call: the callee must be a file inside the calling agent's folder
+ * (the same rule as bundling); it runs with the caller's sandbox options,
+ * grants and policy sources (cfg->nested_argv, built by the launcher), the
+ * deadline left, plus the stricter policy the caller may ask for, and one
+ * level deeper (at most BROKER_AGENT_DEPTH_MAX).  Its journal is copied into
+ * ours as a "nested" note; its result is this call's value.
+ */
+#define _GNU_SOURCE
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "broker/broker-internal.h"
+#include "broker/journal.h"
+#include "broker/policy.h"
+#include "broker/subproc.h"
+#include "broker/tools.h"
+#include "common/cleanup.h"
+#include "common/util.h"
+
+extern char **environ;
+
+static int engine(struct broker *b, struct err **err)
+{
+        if (!b->procs && subproc_engine_new(&b->procs, err) < 0)
+                return -1;
+        return 0;
+}
+
+/* ---- tool ---- */
+
+const char *effect_tool_code(int code)
+{
+        switch (code) {
+        case TOOLS_E_TIMEOUT: return "timeout";
+        case TOOLS_E_EXIT: return "exit";
+        case TOOLS_E_SIGNAL: return "signal";
+        case TOOLS_E_OUTPUT: return "output";
+        case TOOLS_E_ARGS: return "args";
+        case TOOLS_E_SCHEMA: return "unknown_tool";
+        default: return NULL;
+        }
+}
+
+static void on_tool_done(void *arg, uint64_t id, const struct subproc_result *res)
+{
+        struct broker *b = arg;
+        struct pending_call *pc = broker_pending(b, (int64_t)id);
+        const cJSON *name = pc ? cJSON_GetObjectItemCaseSensitive(pc->args, "name") : NULL;
+        const struct tool_def *t = cJSON_IsString(name) ? tools_find(b->cfg->tools, name->valuestring) : NULL;
+        if (!t) {
+                broker_complete(b, (int64_t)id, NULL, broker_error_obj("Error", "tool: lost track of the call", NULL));
+                return;
+        }
+        cJSON *value = NULL;
+        struct err *e = NULL;
+        if (tools_result(t, res, &value, &e) < 0) {
+                broker_complete(b, (int64_t)id, NULL, broker_error_obj("Error", err_msg(e), effect_tool_code(err_code(e))));
+                err_free(e);
+                return;
+        }
+        broker_complete(b, (int64_t)id, value, NULL);
+}
+
+int effect_tool(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
+{
+        (void)id;
+        (void)ret;
+        const char *name = NULL;
+        if (broker_need_str(args, "tool", "name", &name, err) < 0)
+                return -1;
+        if (!b->cfg->tools)
+                return err_set(err, 0, "tool %s: no tools are declared (start chidori with --tools FILE)", name);
+        const struct tool_def *t = tools_find(b->cfg->tools, name);
+        if (!t)
+                return err_setc(err, TOOLS_E_SCHEMA, 0, "tool %s: no such tool in the --tools file", name);
+        const cJSON *targs = cJSON_GetObjectItemCaseSensitive(args, "args");
+        struct subproc_spec *spec = NULL;
+        if (engine(b, err) < 0 || tools_spec(b->cfg->tools, t, targs, b->cfg->self_exe, &spec, err) < 0)
+                return -1;
+        int r = subproc_start(b->procs, (uint64_t)id, spec, on_tool_done, b, err);
+        tools_spec_free(spec);
+        return r < 0 ? -1 : 1;
+}
+
+/* ---- agent.call ---- */
+
+#define NESTED_OUT_MAX ((size_t)64 << 20)
+
+/* The nested run's journal, copied into ours as one note. */
+static void copy_journal(struct broker *b, int64_t id, const char *path, const char *callee)
+{
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        if (!b->cfg->journal || read_file(path, (size_t)256 << 20, &text, &len, NULL) < 0)
+                return;
+        cJSON *lines = cJSON_CreateArray();
+        for (char *p = text, *nl; p && *p; p = nl ? nl + 1 : NULL) {
+                nl = strchr(p, '\n');
+                if (nl)
+                        *nl = '\0';
+                cJSON *l = cJSON_Parse(p);
+                if (l)
+                        cJSON_AddItemToArray(lines, l);
+        }
+        cJSON *note = cJSON_CreateObject();
+        cJSON_AddStringToObject(note, "type", "note");
+        cJSON_AddStringToObject(note, "kind", "nested");
+        cJSON_AddNumberToObject(note, "id", (double)id);
+        cJSON_AddStringToObject(note, "agent", callee);
+        cJSON_AddItemToObject(note, "journal", lines);
+        journal_append(b->cfg->journal, note, NULL);
+        cJSON_Delete(note);
+}
+
+static void on_agent_done(void *arg, uint64_t id, const struct subproc_result *res)
+{
+        struct broker *b = arg;
+        struct pending_call *pc = broker_pending(b, (int64_t)id);
+        const char *callee = pc ? broker_arg_str(pc->args, "path") : NULL;
+        char *jpath = pc ? pc->scratch : NULL;
+        if (!callee)
+                callee = "?";
+        if (jpath) {
+                copy_journal(b, (int64_t)id, jpath, callee);
+                unlink(jpath);
+        }
+        /* The nested run's stderr (its agent's logs, warnings): shown here,
+         * line by line, under the callee's name. */
+        if (res->err_len && !b->cfg->quiet_logs) {
+                const char *p = (const char *)res->err, *end = p + res->err_len;
+                while (p < end) {
+                        const char *nl = memchr(p, '\n', (size_t)(end - p));
+                        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+                        fprintf(stderr, "[%s] %.*s\n", callee, (int)len, p);
+                        p += len + 1;
+                }
+                fflush(stderr);
+        }
+        char msg[1024];
+        cJSON *out = res->out_len ? cJSON_ParseWithLength((const char *)res->out, res->out_len) : NULL;
+        const cJSON *ok = cJSON_GetObjectItemCaseSensitive(out, "ok");
+        if (cJSON_IsTrue(ok)) {
+                cJSON *v = cJSON_DetachItemFromObjectCaseSensitive(out, "value");
+                cJSON_Delete(out);
+                broker_complete(b, (int64_t)id, v ? v : cJSON_CreateNull(), NULL);
+                return;
+        }
+        if (cJSON_IsFalse(ok)) {
+                const cJSON *e = cJSON_GetObjectItemCaseSensitive(out, "error");
+                const char *name = broker_arg_str(e, "name"), *m = broker_arg_str(e, "message");
+                snprintf(msg, sizeof(msg), "callAgent %.200s failed: %s%s%.600s", callee, name ? name : "",
+                         name ? ": " : "", m ? m : "");
+        } else if (res->timed_out) {
+                snprintf(msg, sizeof(msg), "callAgent %.200s: deadline exceeded", callee);
+        } else {
+                /* No --json document: the nested chidori itself failed
+                 * (usage, a layer unavailable): its last stderr line says why. */
+                const char *last = "";
+                _cleanup_free_ char *errtext = res->err_len ? strndup((const char *)res->err, res->err_len) : NULL;
+                if (errtext) {
+                        size_t n = strlen(errtext);
+                        while (n && errtext[n - 1] == '\n')
+                                errtext[--n] = '\0';
+                        const char *nl = strrchr(errtext, '\n');
+                        last = nl ? nl + 1 : errtext;
+                }
+                snprintf(msg, sizeof(msg), "callAgent %.200s: the nested run ended with status %d: %.600s", callee,
+                         res->exited ? res->exit_code : 128 + res->signal, last);
+        }
+        cJSON_Delete(out);
+        broker_complete(b, (int64_t)id, NULL, broker_error_obj("Error", msg, "EAGENT"));
+}
+
+/* The callee as an absolute path inside the caller's folder. */
+static int resolve_callee(struct broker *b, const char *path, char **ret, struct err **err)
+{
+        const char *dir = b->cfg->agent_dir;
+        if (!dir)
+                return err_set(err, 0, "callAgent: not available here (no agent folder)");
+        _cleanup_free_ char *joined = NULL;
+        if (asprintf(&joined, "%s/%s", dir, path) < 0)
+                return err_set(err, ENOMEM, "callAgent");
+        char *real = realpath(path[0] == '/' ? path : joined, NULL);
+        if (!real)
+                return err_set(err, errno, "callAgent %s: cannot open the agent", path);
+        size_t dl = strlen(dir);
+        struct stat st;
+        if (strncmp(real, dir, dl) != 0 || (real[dl] != '/' && strcmp(dir, "/") != 0) || stat(real, &st) < 0 ||
+            !S_ISREG(st.st_mode)) {
+                free(real);
+                return err_set(err, 0,
+                               "callAgent %s: the agent must be a file inside the calling agent's folder (%s)",
+                               path, dir);
+        }
+        *ret = real;
+        return 0;
+}
+
+int effect_agent_call(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
+{
+        (void)ret;
+        const char *path = NULL;
+        if (broker_need_str(args, "agent.call", "path", &path, err) < 0)
+                return -1;
+        const cJSON *options = cJSON_GetObjectItemCaseSensitive(args, "options");
+        const char *layer = broker_arg_str(options, "policy");
+        if (layer && !policy_is_profile_name(layer))
+                return err_set(err, 0, "callAgent: options.policy '%s' is not a profile (permissive, untrusted, "
+                                       "supervised)", layer);
+        if (!b->cfg->nested_argv)
+                return err_set(err, 0, "callAgent: nested agents are not available in this mode");
+        if (b->cfg->agent_depth >= BROKER_AGENT_DEPTH_MAX)
+                return err_set(err, 0, "callAgent %s: agents nest at most %d deep", path, BROKER_AGENT_DEPTH_MAX);
+        _cleanup_free_ char *callee = NULL;
+        if (resolve_callee(b, path, &callee, err) < 0)
+                return -1;
+        const cJSON *input = cJSON_GetObjectItemCaseSensitive(args, "input");
+        _cleanup_free_ char *in = input ? cJSON_PrintUnformatted(input) : strdup("null");
+        char jtmpl[] = "/tmp/chidori-nested-XXXXXX";
+        int jfd = mkstemp(jtmpl);
+        if (!in || jfd < 0)
+                return err_set(err, in ? errno : ENOMEM, "callAgent: journal for the nested run");
+        close(jfd);
+
+        /* argv: the launcher's prefix, then this call's parts. */
+        size_t n = 0;
+        while (b->cfg->nested_argv[n])
+                n++;
+        char **argv = calloc(n + 8, sizeof(*argv));
+        char deadline[32];
+        if (!argv) {
+                unlink(jtmpl);
+                return err_set(err, ENOMEM, "callAgent");
+        }
+        memcpy(argv, b->cfg->nested_argv, n * sizeof(*argv));
+        long left = 0;
+        if (b->deadline_at > 0) {
+                left = (long)(b->deadline_at - mono_ms());
+                if (left < 1)
+                        left = 1;
+                snprintf(deadline, sizeof(deadline), "%ld", left);
+                argv[n++] = "--deadline";
+                argv[n++] = deadline;
+        }
+        argv[n++] = "--input-file=/dev/stdin";
+        argv[n++] = "--journal";
+        argv[n++] = jtmpl;
+        argv[n++] = "--";
+        argv[n++] = callee;
+
+        /* Environment: ours (this is our own binary), one level deeper, and
+         * the policy layers so far plus the one asked for. */
+        size_t ne = 0;
+        while (environ[ne])
+                ne++;
+        char **envp = calloc(ne + 3, sizeof(*envp));
+        _cleanup_free_ char *depth = NULL, *layers = NULL;
+        const char *prev = b->cfg->policy_layers;
+        if (!envp || asprintf(&depth, "CHIDORI_AGENT_DEPTH=%d", b->cfg->agent_depth + 1) < 0 ||
+            asprintf(&layers, "CHIDORI_POLICY_LAYERS=%s%s%s", prev ? prev : "", prev && *prev && layer ? "," : "",
+                     layer ? layer : "") < 0) {
+                free(argv);
+                free(envp);
+                unlink(jtmpl);
+                return err_set(err, ENOMEM, "callAgent");
+        }
+        size_t k = 0;
+        for (size_t i = 0; i < ne; i++)
+                if (strncmp(environ[i], "CHIDORI_AGENT_DEPTH=", 20) != 0 &&
+                    strncmp(environ[i], "CHIDORI_POLICY_LAYERS=", 22) != 0)
+                        envp[k++] = environ[i];
+        envp[k++] = depth;
+        envp[k++] = layers;
+        envp[k] = NULL;
+
+        struct subproc_spec spec = {
+                .argv = argv,
+                .envp = envp,
+                .stdin_data = in,
+                .stdin_len = strlen(in),
+                .cwd = b->cfg->agent_dir,
+                .timeout_ms = left ? left + 2000 : 0,
+                .max_stdout_bytes = NESTED_OUT_MAX,
+                .max_stderr_bytes = (size_t)64 << 10,
+                .kill_grace_ms = 2000,
+        };
+        int r = engine(b, err);
+        if (r == 0)
+                r = subproc_start(b->procs, (uint64_t)id, &spec, on_agent_done, b, err);
+        free(argv);
+        free(envp);
+        if (r < 0) {
+                unlink(jtmpl);
+                return -1;
+        }
+        b->pending_scratch = strdup(jtmpl);
+        return 1;
+}
+
+/* ---- the poll loop ---- */
+
+size_t broker_procs_fds(struct broker *b, struct pollfd *fds, size_t max, int *timeout_ms)
+{
+        if (!b->procs || subproc_pending(b->procs) == 0)
+                return 0;
+        return subproc_fds(b->procs, fds, max, timeout_ms);
+}
+
+int broker_procs_perform(struct broker *b, const struct pollfd *fds, size_t n, struct err **err)
+{
+        if (!b->procs || subproc_pending(b->procs) == 0)
+                return 0;
+        return subproc_perform(b->procs, fds, n, err);
+}
+
+void broker_procs_free(struct broker *b)
+{
+        subproc_engine_free(b->procs);
+        b->procs = NULL;
+}

@@ -1,0 +1,197 @@
+#!/usr/bin/env bats
+# chidori.tool, chidori.prompt and chidori.callAgent end to end: the
+# declared tools (boxed by default), the model provider (a fake one on
+# 127.0.0.1), nested agents; policy on each, replay of each.
+load helpers
+
+setup_file() {
+  SRVDIR=$(mktemp -d /tmp/chidori-tools.XXXXXX)
+  export SRVDIR
+  python3 "$BATS_TEST_DIRNAME/../servers/fake_http.py" --host 127.0.0.1 --port 0 >"$SRVDIR/port" 2>"$SRVDIR/log" &
+  echo $! >"$SRVDIR/pid"
+  for _ in $(seq 100); do [[ -s $SRVDIR/port ]] && break; sleep 0.05; done
+  P=$(head -1 "$SRVDIR/port")
+  export P
+}
+
+teardown_file() {
+  kill "$(cat "$SRVDIR/pid")" 2>/dev/null || true
+  rm -rf "$SRVDIR"
+}
+
+tools_file() {
+  cat >"$T/echo.sh" <<'SH'
+#!/bin/sh
+read -r line
+printf '{"args":%s,"uid":%s}\n' "$line" "$(id -u)"
+SH
+  cat >"$T/escape.sh" <<'SH'
+#!/bin/sh
+read -r line
+if echo pwned >/tmp/chidori-tool-probe 2>/dev/null; then w=wrote; else w=refused; fi
+if cat /etc/shadow >/dev/null 2>&1; then s=read; else s=refused; fi
+printf '{"write":"%s","shadow":"%s"}\n' "$w" "$s"
+SH
+  cat >"$T/bad.sh" <<'SH'
+#!/bin/sh
+echo "it broke" >&2
+exit 3
+SH
+  cat >"$T/slow.sh" <<'SH'
+#!/bin/sh
+sleep 5
+echo 1
+SH
+  chmod +x "$T"/*.sh
+  cat >"$T/tools.json" <<JSON
+{"echo": {"command": ["$T/echo.sh"]},
+ "escape": {"command": ["$T/escape.sh"]},
+ "escape_host": {"command": ["$T/escape.sh"], "sandbox": false},
+ "bad": {"command": ["$T/bad.sh"]},
+ "slow": {"command": ["$T/slow.sh"], "timeout_ms": 500},
+ "cat": {"command": ["cat"], "sandbox": false}}
+JSON
+}
+
+@test "a declared tool gets its args as JSON on stdin and its stdout is the value; replay is exact" {
+  tools_file
+  agent t.js <<'JS'
+module.exports = async () => {
+  const a = await chidori.tool('echo', { q: 'héllo', n: [1, 2] });
+  const many = await Promise.all([1, 2, 3].map((i) => chidori.tool('cat', { i })));
+  return { a, many };
+};
+JS
+  chid run --quiet --tools "$T/tools.json" --journal "$T/j" "$T/t.js"
+  assert_status 0
+  assert_stdout '{"a":{"args":{"q":"héllo","n":[1,2]},"uid":0},"many":[{"i":1},{"i":2},{"i":3}]}'
+  first=$output
+  chid replay --quiet "$T/j"
+  assert_status 0
+  assert_stdout "$first"
+}
+
+@test "a tool runs in a box by default: no writes, no secrets; with sandbox false the same probe reaches the host" {
+  tools_file
+  rm -f /tmp/chidori-tool-probe
+  agent e.js <<'JS'
+module.exports = async (which) => chidori.tool(which, {});
+JS
+  chid run --quiet --tools "$T/tools.json" --input '"escape"' "$T/e.js"
+  assert_status 0
+  assert_stdout '{"write":"refused","shadow":"refused"}'
+  [[ ! -e /tmp/chidori-tool-probe ]]
+  if [[ $(id -u) == 0 ]]; then
+    chid run --quiet --tools "$T/tools.json" --input '"escape_host"' "$T/e.js"
+    assert_status 0
+    assert_stdout '{"write":"wrote","shadow":"read"}'
+    rm -f /tmp/chidori-tool-probe
+  fi
+}
+
+@test "tool failures name the tool and the cause" {
+  tools_file
+  agent f.js <<'JS'
+module.exports = async () => {
+  const out = [];
+  for (const n of ['bad', 'slow', 'missing']) {
+    try { await chidori.tool(n, {}); out.push('ok'); } catch (e) { out.push(e.code + ': ' + e.message); }
+  }
+  return out;
+};
+JS
+  chid run --quiet --tools "$T/tools.json" "$T/f.js"
+  assert_status 0
+  [[ $output == *'"exit: tool bad exited with status 3: it broke"'* ]] || { echo "$output"; return 1; }
+  [[ $output == *'"timeout: tool slow timed out after 500 ms"'* ]] || { echo "$output"; return 1; }
+  [[ $output == *'"unknown_tool: tool missing: no such tool in the --tools file"'* ]] || { echo "$output"; return 1; }
+}
+
+@test "tools are gated by tool:<name>; a bad --tools file is a usage error" {
+  tools_file
+  agent g.js <<'JS'
+module.exports = async () => chidori.tool('echo', {});
+JS
+  chid run --quiet --untrusted --tools "$T/tools.json" "$T/g.js"
+  assert_status 1
+  assert_stderr_has 'policy: `tool:echo` denied'
+  echo '{"x": {"command": []}}' >"$T/bad.json"
+  chid run --quiet --tools "$T/bad.json" "$T/g.js"
+  assert_status 2
+  assert_stderr_has "x.command"
+  chid run --quiet "$T/g.js"
+  assert_status 1
+  assert_stderr_has "no tools are declared (start chidori with --tools FILE)"
+}
+
+@test "prompt: the parent calls the provider; the key never enters the box or the journal" {
+  agent p.js <<'JS'
+module.exports = async () => {
+  const a = await chidori.prompt('what is 2+2?', { system: 'terse', temperature: 0 });
+  let bad; try { await chidori.prompt('x', { temperature: 7 }); } catch (e) { bad = e.code; }
+  return { a, bad, env: typeof process };
+};
+JS
+  CHIDORI_LLM_BASE_URL="http://127.0.0.1:$P/v1" CHIDORI_LLM_API_KEY=test-key chid run --quiet --journal "$T/j" "$T/p.js"
+  assert_status 0
+  assert_stdout '{"a":"echo: what is 2+2?","bad":"options","env":"undefined"}'
+  ! grep -q test-key "$T/j"
+  chid replay --quiet "$T/j"
+  assert_status 0
+  assert_stdout '{"a":"echo: what is 2+2?","bad":"options","env":"undefined"}'
+  # The provider being reachable for prompts does not open it to fetch().
+  agent f.js <<JS
+module.exports = async () => { try { await fetch('http://127.0.0.1:$P/json'); return 'reached'; } catch (e) { return e.cause.code; } };
+JS
+  CHIDORI_LLM_BASE_URL="http://127.0.0.1:$P/v1" CHIDORI_LLM_API_KEY=test-key chid run --quiet "$T/f.js"
+  assert_stdout '"ssrf"'
+}
+
+@test "prompt errors: wrong key (redacted), no provider, malformed provider URL" {
+  agent p.js <<'JS'
+module.exports = async () => chidori.prompt('hi');
+JS
+  CHIDORI_LLM_BASE_URL="http://127.0.0.1:$P/v1" CHIDORI_LLM_API_KEY=sk-wrong-secret-123456 chid run --quiet "$T/p.js"
+  assert_status 1
+  assert_stderr_has "401"
+  [[ $stderr != *sk-wrong-secret-123456* ]]
+  chid run --quiet "$T/p.js"
+  assert_status 1
+  assert_stderr_has "no model provider configured: set CHIDORI_LLM_BASE_URL and CHIDORI_LLM_API_KEY"
+  CHIDORI_LLM_BASE_URL="ftp://x" CHIDORI_LLM_API_KEY=k chid run --quiet "$T/p.js"
+  assert_status 2
+}
+
+@test "callAgent runs another agent in a fresh box, journaled, with the stricter policy" {
+  mkdir -p "$T/a/sub" "$T/ws"
+  cat >"$T/a/sub/child.js" <<'JS'
+module.exports = async (input) => {
+  await chidori.log('child sees ' + JSON.stringify(input));
+  if (input.write) await chidori.workspace.write('x.txt', 'from child');
+  return { doubled: input.n * 2 };
+};
+JS
+  cat >"$T/a/main.js" <<'JS'
+module.exports = async () => {
+  const r = await chidori.callAgent('sub/child.js', { n: 21 });
+  const w = await chidori.callAgent('sub/child.js', { n: 1, write: true });
+  let strict; try { await chidori.callAgent('sub/child.js', { n: 1, write: true }, { policy: 'untrusted' }); } catch (e) { strict = e.code; }
+  let out; try { await chidori.callAgent('../../../etc/passwd'); } catch (e) { out = e.message.includes("inside the calling agent's folder"); }
+  return { r, w, strict, out };
+};
+JS
+  chid run --quiet --workspace "$T/ws" --journal "$T/j" "$T/a/main.js"
+  assert_status 0
+  assert_stdout '{"r":{"doubled":42},"w":{"doubled":2},"strict":"EAGENT","out":true}'
+  assert_stderr_has '[sub/child.js] [agent] child sees {"n":21}'
+  [[ $(cat "$T/ws/x.txt") == "from child" ]]
+  [[ $(grep -c '"kind":"nested"' "$T/j") -eq 3 ]]
+  # An untrusted caller cannot hand a callee more than it has.
+  rm "$T/ws/x.txt"
+  chid run --quiet --untrusted --workspace "$T/ws" "$T/a/main.js"
+  assert_status 1
+  [[ ! -e $T/ws/x.txt ]]
+  chid replay --quiet "$T/j"
+  assert_status 0
+  assert_stdout '{"r":{"doubled":42},"w":{"doubled":2},"strict":"EAGENT","out":true}'
+}
