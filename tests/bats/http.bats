@@ -301,3 +301,17 @@ JS
   [[ $(echo "$output" | jq -r '.[0:3][]' | grep -c -i "scheme\|only http") -eq 3 ]] || { echo "$output"; return 1; }
   [[ $output != *reached* ]]
 }
+
+@test "proxy variables are ignored and the total timeout applies" {
+  agent x.js <<JS
+module.exports = async () => {
+  const ok = await (await fetch('http://127.0.0.1:$P/text?s=direct')).text();
+  let slow; try { await fetch('http://127.0.0.1:$P/delay?ms=3000'); slow = 'waited'; } catch (e) { slow = e.cause.code; }
+  return [ok, slow];
+};
+JS
+  http_proxy=http://127.0.0.1:1 HTTP_PROXY=http://127.0.0.1:1 ALL_PROXY=http://127.0.0.1:1 \
+    chid run --quiet --allow-host 127.0.0.1 --http-timeout 500 "$T/x.js"
+  assert_status 0
+  assert_stdout '["direct","timeout"]'
+}
