@@ -10,8 +10,8 @@ SAN        ?=
 PKG_CONFIG ?= pkg-config
 
 PKGS_WORKER := javascriptcoregtk-4.1 libcjson
-PKGS_HOST   := libcjson sqlite3 libseccomp libcap libmnl libcurl
-PKGS_CLI    := javascriptcoregtk-4.1 $(PKGS_HOST)
+PKGS_HOST   := libcjson sqlite3 libseccomp libcap libmnl
+PKGS_CLI    := javascriptcoregtk-4.1 $(PKGS_HOST) libcurl
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-format-nonliteral -Werror=implicit-function-declaration -Werror=vla
 CPPFLAGS += -I. -DCHIDORI_LIBEXECDIR='"$(LIBEXECDIR)"'
@@ -40,7 +40,11 @@ LIB_OBJ    := $(call obj,$(COMMON_SRC) $(PROTO_SRC) $(BROKER_SRC) $(LAUNCHER_SRC
               $(BUILD)/obj/gen/seccomp_bpf.o
 CLI_LIBS    = $(call libs_of,$(PKGS_CLI)) -lpthread
 HOST_LIBS   = $(call libs_of,$(PKGS_HOST)) -lpthread -ldl
-HOST_OBJ    = $(filter-out $(ENGINE_OBJ),$(LIB_OBJ))
+# libcurl and what uses it load on first use (broker/net.h, decision 30).
+NET_SRC    := broker/http.c broker/llm.c broker/net-api.c
+NET_OBJ    := $(call obj,$(NET_SRC))
+NET_LIBS    = $(call libs_of,libcurl libcjson)
+HOST_OBJ    = $(filter-out $(ENGINE_OBJ) $(NET_OBJ),$(LIB_OBJ))
 WORKER_LIBS = $(call libs_of,$(PKGS_WORKER)) -lpthread
 
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
@@ -49,7 +53,7 @@ PROBE_SRC := $(wildcard tests/probes/*.c)
 PROBE_BIN := $(patsubst tests/probes/%.c,$(BUILD)/probes/%,$(PROBE_SRC))
 
 .PHONY: all deps test unit asan fuzz bench lint install clean check-deps test-vm
-all: $(BUILD)/chidori $(BUILD)/chidori-worker $(BUILD)/libchidori-engine.so $(BUILD)/jsrun $(BUILD)/vfsrun $(UNIT_BIN) $(PROBE_BIN) $(BUILD)/jsc_hello
+all: $(BUILD)/chidori $(BUILD)/chidori-worker $(BUILD)/libchidori-engine.so $(BUILD)/libchidori-net.so $(BUILD)/jsrun $(BUILD)/vfsrun $(UNIT_BIN) $(PROBE_BIN) $(BUILD)/jsc_hello
 
 deps:
 	./scripts/deps.sh
@@ -92,6 +96,9 @@ $(BUILD)/chidori: $(BUILD)/obj/launcher/main.o $(BUILD)/libchidori-host.a
 
 $(BUILD)/libchidori-engine.so: $(ENGINE_OBJ) $(call obj,common/err.c $(PROTO_SRC))
 	$(CC) -shared -Wl,-Bsymbolic $(LDFLAGS) -o $@ $^ $(WORKER_LIBS)
+
+$(BUILD)/libchidori-net.so: $(NET_OBJ) $(call obj,broker/http-errors.c broker/ssrf.c common/err.c common/util.c)
+	$(CC) -shared -Wl,-Bsymbolic $(LDFLAGS) -o $@ $^ $(NET_LIBS)
 
 $(BUILD)/chidori-worker: $(BUILD)/obj/engine/worker.o $(ENGINE_OBJ) $(call obj,common/err.c $(PROTO_SRC))
 	$(CC) $(LDFLAGS) -o $@ $^ $(WORKER_LIBS)
@@ -155,11 +162,12 @@ bench: all
 lint:
 	./scripts/lint.sh
 
-install: $(BUILD)/chidori $(BUILD)/chidori-worker $(BUILD)/libchidori-engine.so
+install: $(BUILD)/chidori $(BUILD)/chidori-worker $(BUILD)/libchidori-engine.so $(BUILD)/libchidori-net.so $(BUILD)/libchidori-net.so
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBEXECDIR)
 	install -m 0755 $(BUILD)/chidori $(DESTDIR)$(PREFIX)/bin/chidori
 	install -m 0755 $(BUILD)/chidori-worker $(DESTDIR)$(LIBEXECDIR)/chidori-worker
 	install -m 0755 $(BUILD)/libchidori-engine.so $(DESTDIR)$(LIBEXECDIR)/libchidori-engine.so
+	install -m 0755 $(BUILD)/libchidori-net.so $(DESTDIR)$(LIBEXECDIR)/libchidori-net.so
 
 clean:
 	rm -rf build build-asan

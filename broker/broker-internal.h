@@ -8,6 +8,7 @@
 #include "proto/proto.h"
 
 struct http_engine;
+struct net_api;
 struct ssrf_allow;
 struct subproc_engine;
 struct vfs;
@@ -49,6 +50,7 @@ struct broker {
         struct ssrf_allow *llm_allow;
         size_t http_split;        /* fds of b->http before those of b->llm_http */
         double deadline_at;       /* mono_ms of the parent deadline, 0 = none */
+        const struct net_api *net; /* libchidori-net.so, loaded by the first http or prompt call */
 };
 
 /* One host call handler: validate args (shape), perform, answer.

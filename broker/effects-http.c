@@ -17,9 +17,7 @@
 #include <string.h>
 
 #include "broker/broker-internal.h"
-#include "broker/http.h"
-#include "broker/llm.h"
-#include "broker/ssrf.h"
+#include "broker/net.h"
 
 static void on_refuse(void *arg, uint64_t id, const char *url, const char *addr, const char *why)
 {
@@ -54,7 +52,7 @@ static void on_done(void *arg, uint64_t id, const struct http_response *res, con
 {
         struct broker *b = arg;
         if (res) {
-                cJSON *v = http_response_to_json(res);
+                cJSON *v = b->net->http_response_to_json(res);
                 if (v)
                         broker_complete(b, (int64_t)id, v, NULL);
                 else
@@ -63,7 +61,15 @@ static void on_done(void *arg, uint64_t id, const struct http_response *res, con
         }
         broker_complete(b, (int64_t)id, NULL,
                         broker_error_obj("Error", herr && herr->msg ? herr->msg : "http: request failed",
-                                         herr ? http_error_name(herr->code) : NULL));
+                                         herr ? b->net->http_error_name(herr->code) : NULL));
+}
+
+/* The network library, on the first call that needs it. */
+static int need_net(struct broker *b, struct err **err)
+{
+        if (!b->net && !(b->net = net_api(err)))
+                return -1;
+        return 0;
 }
 
 static int engine(struct broker *b, struct err **err)
@@ -78,19 +84,19 @@ static int engine(struct broker *b, struct err **err)
                 .on_redirect = on_redirect,
                 .hook_arg = b,
         };
-        return http_engine_new(&hc, &b->http, err);
+        return b->net->http_engine_new(&hc, &b->http, err);
 }
 
 int effect_http(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
 {
         (void)ret;
         struct http_request *req = NULL;
-        if (http_request_from_json(args, &req, err) < 0)
+        if (need_net(b, err) < 0 || b->net->http_request_from_json(args, &req, err) < 0)
                 return -1;
         int r = engine(b, err);
         if (r == 0)
-                r = http_start(b->http, (uint64_t)id, req, on_done, b, err);
-        http_request_free(req);
+                r = b->net->http_start(b->http, (uint64_t)id, req, on_done, b, err);
+        b->net->http_request_free(req);
         return r < 0 ? -1 : 1;
 }
 
@@ -107,7 +113,7 @@ const char *effect_prompt_code(int code)
         case LLM_E_OPTIONS: return "options";
         case LLM_E_PROVIDER: return "provider";
         case LLM_E_RESPONSE: return "response";
-        default: return http_error_name(code - 100);
+        default: return NULL;
         }
 }
 
@@ -118,12 +124,12 @@ static void on_prompt_done(void *arg, uint64_t id, const struct http_response *r
                 char msg[1024];
                 snprintf(msg, sizeof(msg), "prompt: %s", herr && herr->msg ? herr->msg : "request failed");
                 broker_complete(b, (int64_t)id, NULL,
-                                broker_error_obj("Error", msg, herr ? http_error_name(herr->code) : NULL));
+                                broker_error_obj("Error", msg, herr ? b->net->http_error_name(herr->code) : NULL));
                 return;
         }
         cJSON *v = NULL;
         struct err *e = NULL;
-        if (llm_parse_response(b->cfg->llm, res, &v, &e) < 0) {
+        if (b->net->llm_parse_response(b->cfg->llm, res, &v, &e) < 0) {
                 broker_complete(b, (int64_t)id, NULL,
                                 broker_error_obj("Error", err_msg(e), effect_prompt_code(err_code(e))));
                 err_free(e);
@@ -143,18 +149,19 @@ int effect_prompt(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, 
                                 "prompt: no model provider configured: set CHIDORI_LLM_BASE_URL and CHIDORI_LLM_API_KEY");
         const cJSON *options = cJSON_GetObjectItemCaseSensitive(args, "options");
         struct http_request *req = NULL;
-        if (llm_build_request(b->cfg->llm, text, cJSON_IsNull(options) ? NULL : options, &req, err) < 0)
+        if (need_net(b, err) < 0 ||
+            b->net->llm_build_request(b->cfg->llm, text, cJSON_IsNull(options) ? NULL : options, &req, err) < 0)
                 return -1;
         int r = 0;
         if (!b->llm_http) {
-                r = llm_provider_allow(b->cfg->llm, &b->llm_allow, err);
+                r = b->net->llm_provider_allow(b->cfg->llm, &b->llm_allow, err);
                 struct http_config hc = { .timeout_ms = LLM_TIMEOUT_MS, .allow = b->llm_allow };
                 if (r == 0)
-                        r = http_engine_new(&hc, &b->llm_http, err);
+                        r = b->net->http_engine_new(&hc, &b->llm_http, err);
         }
         if (r == 0)
-                r = http_start(b->llm_http, (uint64_t)id, req, on_prompt_done, b, err);
-        http_request_free(req);
+                r = b->net->http_start(b->llm_http, (uint64_t)id, req, on_prompt_done, b, err);
+        b->net->http_request_free(req);
         return r < 0 ? -1 : 1;
 }
 
@@ -163,31 +170,35 @@ int effect_prompt(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, 
 size_t broker_http_fds(struct broker *b, struct pollfd *fds, size_t max, int *timeout_ms)
 {
         size_t k = 0;
-        if (b->http && http_pending(b->http))
-                k = http_fds(b->http, fds, max, timeout_ms);
+        const struct net_api *n = b->net;
+        if (b->http && n->http_pending(b->http))
+                k = n->http_fds(b->http, fds, max, timeout_ms);
         b->http_split = k;
-        if (b->llm_http && http_pending(b->llm_http))
-                k += http_fds(b->llm_http, k <= max ? fds + k : NULL, k <= max ? max - k : 0, timeout_ms);
+        if (b->llm_http && n->http_pending(b->llm_http))
+                k += n->http_fds(b->llm_http, k <= max ? fds + k : NULL, k <= max ? max - k : 0, timeout_ms);
         return k;
 }
 
 int broker_http_perform(struct broker *b, const struct pollfd *fds, size_t n, struct err **err)
 {
         size_t split = fds ? b->http_split : 0;
-        if (b->http && http_pending(b->http) && http_perform(b->http, fds, fds ? split : 0, err) < 0)
+        const struct net_api *a = b->net;
+        if (b->http && a->http_pending(b->http) && a->http_perform(b->http, fds, fds ? split : 0, err) < 0)
                 return -1;
-        if (b->llm_http && http_pending(b->llm_http) &&
-            http_perform(b->llm_http, fds ? fds + split : NULL, fds ? n - split : 0, err) < 0)
+        if (b->llm_http && a->http_pending(b->llm_http) &&
+            a->http_perform(b->llm_http, fds ? fds + split : NULL, fds ? n - split : 0, err) < 0)
                 return -1;
         return 0;
 }
 
 void broker_http_free(struct broker *b)
 {
-        http_engine_free(b->http);
+        if (!b->net)
+                return;
+        b->net->http_engine_free(b->http);
         b->http = NULL;
-        http_engine_free(b->llm_http);
+        b->net->http_engine_free(b->llm_http);
         b->llm_http = NULL;
-        ssrf_allow_free(b->llm_allow);
+        b->net->ssrf_allow_free(b->llm_allow);
         b->llm_allow = NULL;
 }

@@ -978,16 +978,6 @@ int http_perform(struct http_engine *e, const struct pollfd *fds, size_t nfds, s
         return r;
 }
 
-const char *http_error_name(int code)
-{
-        static const char *const names[HTTP_E_MAX] = {
-                [HTTP_E_REQUEST] = "request", [HTTP_E_SSRF] = "ssrf",         [HTTP_E_TOO_BIG] = "too_big",
-                [HTTP_E_TIMEOUT] = "timeout", [HTTP_E_REDIRECT] = "redirect", [HTTP_E_NETWORK] = "network",
-                [HTTP_E_INTERNAL] = "internal",
-        };
-        return code > 0 && code < HTTP_E_MAX ? names[code] : NULL;
-}
-
 /* ---- JSON ---- */
 
 /* Header names and values are byte strings.  JSON carries text, so, as

@@ -391,13 +391,6 @@ static int parse_tool(struct parser *ps, const cJSON *def, struct tool *t)
                 pop(ps, old);
                 return -1;
         }
-        if (t->def.sandbox && t->def.nenv > 0) {
-                size_t old = push(ps, ".env");
-                perr(ps, "cannot reach a sandboxed tool (chidori launch gives the box a fixed environment); "
-                         "remove it or set \"sandbox\": false");
-                pop(ps, old);
-                return -1;
-        }
         if (!t->def.sandbox && t->def.nro_bind > 0) {
                 size_t old = push(ps, ".ro_bind");
                 perr(ps, "only applies to sandboxed tools (\"sandbox\": false sees the whole host)");
@@ -628,6 +621,16 @@ int tools_spec(const struct tools_registry *reg, const struct tool_def *t, const
                 for (size_t i = 0; i < t->nro_bind; i++) {
                         strv_addf(&av, "--ro-bind");
                         strv_addf(&av, "%s", t->ro_bind[i]);
+                }
+                /* The allowlisted variables reach launch's environment and
+                 * are passed into the box by name. */
+                for (size_t i = 0; i < t->nenv; i++) {
+                        const char *v = getenv(t->env[i]);
+                        if (!v)
+                                continue;
+                        strv_addf(&ev, "%s=%s", t->env[i], v);
+                        strv_addf(&av, "--setenv");
+                        strv_addf(&av, "%s", t->env[i]);
                 }
                 strv_addf(&av, "--");
         } else {

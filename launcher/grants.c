@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "broker/broker.h"
-#include "broker/llm.h"
+#include "broker/net.h"
 #include "broker/policy.h"
 #include "broker/ssrf.h"
 #include "broker/tools.h"
@@ -250,9 +250,10 @@ int grants_open(const struct grants_opts *o, const struct nested_src *ns, struct
          * malformed is a configuration error now rather than at a prompt. */
         const char *url = getenv("CHIDORI_LLM_BASE_URL"), *key = getenv("CHIDORI_LLM_API_KEY");
         if ((url && *url) || (key && *key)) {
-                g->llm = calloc(1, sizeof(*g->llm));
-                if (!g->llm || llm_config_from_env(env_get, g->llm, &e) < 0) {
-                        fprintf(stderr, "chidori: %s\n", g->llm ? err_msg(e) : "out of memory");
+                const struct net_api *net = net_api(&e);
+                g->llm = net ? calloc(1, sizeof(*g->llm)) : NULL;
+                if (!g->llm || net->llm_config_from_env(env_get, g->llm, &e) < 0) {
+                        fprintf(stderr, "chidori: %s\n", e ? err_msg(e) : "out of memory");
                         err_free(e);
                         grants_close(g);
                         return EXIT_USAGE;
@@ -301,7 +302,7 @@ void grants_close(struct grants *g)
         ssrf_allow_free(g->allow);
         tools_free(g->tools);
         if (g->llm)
-                llm_config_clear(g->llm);
+                net_api(NULL)->llm_config_clear(g->llm);
         free(g->llm);
         free(g->self_exe);
         free(g->agent_dir);

@@ -37,6 +37,8 @@ static void launch_help(void)
                "  --ro-bind SRC[:DST]   make host path SRC visible read-only at DST (default SRC)\n"
                "  --bind SRC[:DST]      make host path SRC visible read-write at DST\n"
                SANDBOX_OPTIONS_HELP
+               "  --setenv NAME         pass NAME=value from this environment into the box (repeatable);\n"
+               "                        the box's environment is otherwise PATH, HOME=/ and LANG only\n"
                "  --quiet               do not print the Isolation: banner\n"
                "  -h, --help            show this help\n"
                "\n"
@@ -88,7 +90,19 @@ static int parse_bind(const char *arg, bool rw, struct box_bind *b)
         return 0;
 }
 
-enum { OPT_RO_BIND = 600, OPT_BIND, OPT_QUIET_L };
+enum { OPT_RO_BIND = 600, OPT_BIND, OPT_QUIET_L, OPT_SETENV };
+
+#define LAUNCH_ENV_MAX 64
+
+static bool env_name_ok(const char *n)
+{
+        if (!*n || (*n >= '0' && *n <= '9'))
+                return false;
+        for (; *n; n++)
+                if (!((*n >= 'A' && *n <= 'Z') || (*n >= 'a' && *n <= 'z') || (*n >= '0' && *n <= '9') || *n == '_'))
+                        return false;
+        return true;
+}
 
 int cmd_launch(int argc, char **argv)
 {
@@ -99,10 +113,13 @@ int cmd_launch(int argc, char **argv)
         struct box_bind binds[64];
         size_t nbinds = 0;
         bool quiet = false;
+        const char *setenv_names[LAUNCH_ENV_MAX];
+        size_t nsetenv = 0;
         static const struct option longopts[] = {
                 { "ro-bind", required_argument, NULL, OPT_RO_BIND },
                 { "bind", required_argument, NULL, OPT_BIND },
                 { "quiet", no_argument, NULL, OPT_QUIET_L },
+                { "setenv", required_argument, NULL, OPT_SETENV },
                 { "help", no_argument, NULL, 'h' },
                 SANDBOX_LONGOPTS,
                 { NULL, 0, NULL, 0 },
@@ -128,6 +145,14 @@ int cmd_launch(int argc, char **argv)
                         nbinds++;
                         break;
                 case OPT_QUIET_L: quiet = true; break;
+                case OPT_SETENV:
+                        if (!env_name_ok(optarg) || nsetenv == LAUNCH_ENV_MAX) {
+                                fprintf(stderr, "chidori: --setenv '%s': expected a variable name ([A-Za-z_][A-Za-z0-9_]*), "
+                                                "at most %d of them\n", optarg, LAUNCH_ENV_MAX);
+                                return EXIT_USAGE;
+                        }
+                        setenv_names[nsetenv++] = optarg;
+                        break;
                 case 'h': launch_help(); return EXIT_OK;
                 default:
                         fprintf(stderr, "Try 'chidori launch --help'.\n");
@@ -145,7 +170,27 @@ int cmd_launch(int argc, char **argv)
                 fprintf(stderr, "chidori: launch: program '%s' not found\n", argv[optind]);
                 return 127;
         }
-        static char *env[] = { "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/", "LANG=C.UTF-8", NULL };
+        /* The box's environment: fixed, plus what --setenv names (a name
+         * given there replaces a fixed one; unset names are left out). */
+        static const char *const fixed[] = { "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/", "LANG=C.UTF-8" };
+        char *env[ARRAY_SIZE(fixed) + LAUNCH_ENV_MAX + 1];
+        char *owned[LAUNCH_ENV_MAX];
+        size_t nenv = 0, nowned = 0;
+        for (size_t i = 0; i < ARRAY_SIZE(fixed); i++) {
+                bool replaced = false;
+                for (size_t k = 0; k < nsetenv; k++)
+                        replaced |= strncmp(fixed[i], setenv_names[k], strlen(setenv_names[k])) == 0 &&
+                                    fixed[i][strlen(setenv_names[k])] == '=';
+                if (!replaced)
+                        env[nenv++] = (char *)fixed[i];
+        }
+        for (size_t k = 0; k < nsetenv; k++) {
+                const char *v = getenv(setenv_names[k]);
+                char *kv = NULL;
+                if (v && asprintf(&kv, "%s=%s", setenv_names[k], v) >= 0)
+                        env[nenv++] = owned[nowned++] = kv;
+        }
+        env[nenv] = NULL;
         struct sandbox_run sr;
         struct err *err = NULL;
         struct box_opts bo = {
@@ -173,6 +218,8 @@ int cmd_launch(int argc, char **argv)
                 fprintf(stderr, "Isolation: %s\n", sr.banner);
         code = sandbox_wait(&so, &sr, NULL);
 out:
+        for (size_t i = 0; i < nowned; i++)
+                free(owned[i]);
         for (size_t i = 0; i < nbinds; i++) {
                 free((char *)binds[i].src);
                 free((char *)binds[i].dst);

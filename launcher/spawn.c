@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/dlib.h"
 #include <dlfcn.h>
 #include "launcher/box.h"
 #include "launcher/launcher.h"
@@ -74,35 +75,10 @@ static int load_engine(struct err **err)
 {
         if (engine_serve_ptr)
                 return 0;
-        char path[PATH_MAX] = "";
-        const char *env = getenv("CHIDORI_ENGINE_LIB");
-        if (env && *env) {
-                snprintf(path, sizeof(path), "%s", env);
-        } else {
-                char self[PATH_MAX];
-                ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-                if (n > 0) {
-                        self[n] = '\0';
-                        char *slash = strrchr(self, '/');
-                        if (slash && (size_t)(slash - self) + sizeof("/libchidori-engine.so") <= sizeof(path)) {
-                                *slash = '\0';
-                                memcpy(path, self, (size_t)(slash - self));
-                                memcpy(path + (slash - self), "/libchidori-engine.so",
-                                       sizeof("/libchidori-engine.so"));
-                        }
-                }
-                if (!path[0] || access(path, R_OK) < 0)
-                        snprintf(path, sizeof(path), "%s", CHIDORI_LIBEXECDIR "/libchidori-engine.so");
-        }
-        void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        if (!h)
-                return err_set(err, 0,
-                               "in-process mode needs the engine library: %s; reinstall chidori or set "
-                               "CHIDORI_ENGINE_LIB=/path/to/libchidori-engine.so",
-                               dlerror());
-        engine_serve_ptr = (engine_serve_fn)dlsym(h, "engine_serve");
-        if (!engine_serve_ptr)
-                return err_set(err, 0, "%s has no engine_serve: %s", path, dlerror());
+        void *sym = dlib_symbol("libchidori-engine.so", "CHIDORI_ENGINE_LIB", "engine_serve", err);
+        if (!sym)
+                return err_wrap(err, "in-process mode needs the engine library");
+        engine_serve_ptr = (engine_serve_fn)sym;
         return 0;
 }
 

@@ -195,3 +195,22 @@ JS
   assert_status 0
   assert_stdout '{"r":{"doubled":42},"w":{"doubled":2},"strict":"EAGENT","out":true}'
 }
+
+@test "a sandboxed tool sees only the variables its env list names" {
+  cat >"$T/env.sh" <<'SH'
+#!/bin/sh
+read -r line
+printf '{"token":"%s","secret":"%s","path":"%s"}\n' "${TOOL_TOKEN:-unset}" "${SECRET_X:-unset}" "$PATH"
+SH
+  chmod +x "$T/env.sh"
+  cat >"$T/tools.json" <<JSON
+{"envtool": {"command": ["$T/env.sh"], "env": ["TOOL_TOKEN"]},
+ "bare": {"command": ["$T/env.sh"]}}
+JSON
+  agent e.js <<'JS'
+module.exports = async () => [await chidori.tool('envtool', {}), await chidori.tool('bare', {})];
+JS
+  TOOL_TOKEN=t0k SECRET_X=s3cret chid run --quiet --tools "$T/tools.json" "$T/e.js"
+  assert_status 0
+  assert_stdout '[{"token":"t0k","secret":"unset","path":"/usr/local/bin:/usr/bin:/bin"},{"token":"unset","secret":"unset","path":"/usr/local/bin:/usr/bin:/bin"}]'
+}

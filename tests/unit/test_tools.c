@@ -246,10 +246,6 @@ static void test_env_errors(void **state)
                     "tools.json: t.env[1]: PATH is always /usr/local/bin:/usr/bin:/bin and cannot be copied");
         parse_fails("{\"t\": {\"command\": [\"cat\"], \"sandbox\": false, \"env\": [\"A\", \"B\", \"A\"]}}",
                     TOOLS_E_SCHEMA, "tools.json: t.env[2]: \"A\" is listed twice");
-        /* sandboxed: the box's environment is fixed (see docs/tools.md) */
-        parse_fails("{\"t\": {\"command\": [\"cat\"], \"env\": [\"HOME\"]}}", TOOLS_E_SCHEMA,
-                    "tools.json: t.env: cannot reach a sandboxed tool (chidori launch gives the box a fixed "
-                    "environment); remove it or set \"sandbox\": false");
 }
 
 static void test_unknown_keys_and_ro_bind(void **state)
