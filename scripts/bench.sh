@@ -44,7 +44,7 @@ unset CHIDORI_ISOLATE CHIDORI_ISOLATE_REQUIRE_SANDBOX CHIDORI_JS_MEM_CAP_MB CHID
 # two builds in one table (chidori finds chidori-worker next to itself).
 mkdir "$tmp/bin"
 chmod 755 "$tmp" "$tmp/bin" # the box binds the worker as an unprivileged uid: mktemp's 0700 would hide it
-cp "$BUILD/chidori" "$BUILD/chidori-worker" "$BUILD/libchidori-engine.so" "$BUILD/jsc_hello" "$tmp/bin/"
+cp "$BUILD/chidori" "$BUILD/chidori-worker" "$BUILD/libchidori-engine.so" "$BUILD/libchidori-net.so" "$BUILD/jsc_hello" "$tmp/bin/"
 CH="$tmp/bin/chidori" JSC_HELLO="$tmp/bin/jsc_hello"
 CC=${CC:-gcc}
 $CC -O2 -Wall -Wextra -o "$tmp/timeit" tests/bench/timeit.c
