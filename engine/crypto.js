@@ -1,4 +1,4 @@
-/* engine/crypto.js — node:crypto for agents: hashes, HMAC, randomness.
+/* engine/crypto.js - node:crypto for agents: hashes, HMAC, randomness.
  *
  * Evaluated by the engine after web.js and before the prelude.  It defines
  * one hidden global, __chidoriInstallCrypto(host), which the prelude takes
@@ -606,14 +606,14 @@ function sha512Block(H, p, off) {
                 w[i] = (p[o] << 24) | (p[o + 1] << 16) | (p[o + 2] << 8) | p[o + 3];
         }
         for (let i = 32; i < 160; i += 2) {
-                let xh = w[i - 30], xl = w[i - 29];  // W[t-15]: σ0 = rotr 1 ^ rotr 8 ^ shr 7
+                let xh = w[i - 30], xl = w[i - 29];  // W[t-15]: sigma0 = rotr 1 ^ rotr 8 ^ shr 7
                 const s0h = ((xh >>> 1) | (xl << 31)) ^ ((xh >>> 8) | (xl << 24)) ^ (xh >>> 7);
                 const s0l = ((xl >>> 1) | (xh << 31)) ^ ((xl >>> 8) | (xh << 24)) ^ ((xl >>> 7) | (xh << 25));
-                xh = w[i - 4];                       // W[t-2]: σ1 = rotr 19 ^ rotr 61 ^ shr 6
+                xh = w[i - 4];                       // W[t-2]: sigma1 = rotr 19 ^ rotr 61 ^ shr 6
                 xl = w[i - 3];
                 const s1h = ((xh >>> 19) | (xl << 13)) ^ ((xl >>> 29) | (xh << 3)) ^ (xh >>> 6);
                 const s1l = ((xl >>> 19) | (xh << 13)) ^ ((xh >>> 29) | (xl << 3)) ^ ((xl >>> 6) | (xh << 26));
-                // W[t] = σ1 + W[t-7] + σ0 + W[t-16]
+                // W[t] = sigma1 + W[t-7] + sigma0 + W[t-16]
                 let yl = w[i - 13], l = (s1l + yl) | 0, h = (s1h + w[i - 14] + carry(s1l, yl, l)) | 0;
                 let t = (l + s0l) | 0;
                 h = (h + s0h + carry(l, s0l, t)) | 0;
@@ -625,7 +625,7 @@ function sha512Block(H, p, off) {
         let ah = H[0], al = H[1], bh = H[2], bl = H[3], ch = H[4], cl = H[5], dh = H[6], dl = H[7];
         let eh = H[8], el = H[9], fh = H[10], fl = H[11], gh = H[12], gl = H[13], hh = H[14], hl = H[15];
         for (let i = 0; i < 160; i += 2) {
-                // t1 = h + Σ1(e) + Ch(e, f, g) + K[t] + W[t];  Σ1 = rotr 14 ^ rotr 18 ^ rotr 41
+                // t1 = h + Sigma1(e) + Ch(e, f, g) + K[t] + W[t];  Sigma1 = rotr 14 ^ rotr 18 ^ rotr 41
                 const S1h = ((eh >>> 14) | (el << 18)) ^ ((eh >>> 18) | (el << 14)) ^ ((el >>> 9) | (eh << 23));
                 const S1l = ((el >>> 14) | (eh << 18)) ^ ((el >>> 18) | (eh << 14)) ^ ((eh >>> 9) | (el << 23));
                 const chh = (eh & fh) ^ (~eh & gh), chl = (el & fl) ^ (~el & gl);
@@ -637,7 +637,7 @@ function sha512Block(H, p, off) {
                 y = w[i + 1];
                 t = (l + y) | 0;
                 const t1h = (h + w[i] + carry(l, y, t)) | 0, t1l = t;
-                // t2 = Σ0(a) + Maj(a, b, c);  Σ0 = rotr 28 ^ rotr 34 ^ rotr 39
+                // t2 = Sigma0(a) + Maj(a, b, c);  Sigma0 = rotr 28 ^ rotr 34 ^ rotr 39
                 const S0h = ((ah >>> 28) | (al << 4)) ^ ((al >>> 2) | (ah << 30)) ^ ((al >>> 7) | (ah << 25));
                 const S0l = ((al >>> 28) | (ah << 4)) ^ ((ah >>> 2) | (al << 30)) ^ ((ah >>> 7) | (al << 25));
                 const mjh = (ah & bh) ^ (ah & ch) ^ (bh & ch), mjl = (al & bl) ^ (al & cl) ^ (bl & cl);

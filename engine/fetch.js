@@ -1,4 +1,4 @@
-/* engine/fetch.js — the WHATWG fetch surface of the engine worker.
+/* engine/fetch.js - the WHATWG fetch surface of the engine worker.
  *
  * Evaluated after web.js and before prelude.js.  Defines one hidden global,
  * __chidoriInstallFetch(host); the prelude captures and deletes it, then
@@ -740,7 +740,7 @@ function getCombined(s, k) {
         return v;
 }
 // Sort and combine: lower-case names in code unit order, values of one
-// name joined with ", " — except set-cookie, one entry per header.
+// name joined with ", " - except set-cookie, one entry per header.
 function sorted(s) {
         if (s.sorted !== null)
                 return s.sorted;

@@ -1,4 +1,4 @@
-/* engine/fs.js — node:fs for agents, over the parent's in-memory VFS.
+/* engine/fs.js - node:fs for agents, over the parent's in-memory VFS.
  *
  * Evaluated after web.js and before the prelude.  Defines one hidden global,
  * __chidoriInstallFs(host), which the prelude captures and deletes; it
@@ -23,7 +23,7 @@
  * errors are thrown synchronously by the sync and callback forms and reject
  * the promise forms, as in node.
  *
- * Deviations from node (docs/vfs.md): no Buffer — bytes are Uint8Array; no
+ * Deviations from node (docs/vfs.md): no Buffer - bytes are Uint8Array; no
  * file descriptors, streams, watchers, symlinks, chmod/chown/utimes; times
  * are a logical clock; '..' is resolved lexically and clamps at "/".
  */

@@ -1,4 +1,4 @@
-/* engine/prelude.js — the agent-facing surface of the engine worker.
+/* engine/prelude.js - the agent-facing surface of the engine worker.
  *
  * Evaluated once per run, after web.js and before any agent code.  The
  * engine installs the natives as a hidden (non-enumerable) global,

@@ -6,6 +6,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 export CHIDORI_BIN="$PWD/$BUILD/chidori" CHIDORI_BUILD="$PWD/$BUILD"
+# The ASan build: third-party allocations kept for the process's life (tests/lsan.supp).
+export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 pass=0 fail=0 skip=0
 logdir=$(mktemp -d /tmp/chidori-tests.XXXXXX)
 

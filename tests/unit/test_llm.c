@@ -69,7 +69,7 @@ static void assert_no_key(const char *s)
         size_t kl = strlen(KEY);
         for (size_t j = 0; j + 8 <= kl; j++) {
                 char run[9];
-                memcpy(run, KEY + j, 8);
+                memcpy(run, &KEY[j], 8);
                 run[8] = '\0';
                 if (strstr(s, run))
                         fail_msg("key material \"%s\" in: %s", run, s);
