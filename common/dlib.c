@@ -25,10 +25,10 @@ void *dlib_symbol(const char *name, const char *env_var, const char *symbol, str
                 if (n > 0) {
                         self[n] = '\0';
                         char *slash = strrchr(self, '/');
-                        if (slash && (size_t)(slash - self) + 1 + strlen(name) < sizeof(path)) {
-                                slash[1] = '\0';
-                                memcpy(path, self, (size_t)(slash - self) + 1);
-                                strcat(path, name);
+                        size_t dir = slash ? (size_t)(slash - self) + 1 : 0, nl = strlen(name);
+                        if (slash && dir + nl < sizeof(path)) {
+                                memcpy(path, self, dir);
+                                memcpy(path + dir, name, nl + 1);
                         }
                 }
                 if (!path[0] || access(path, R_OK) < 0)
