@@ -116,7 +116,7 @@ $(BUILD)/jsrun: tests/js/jsrun.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(call cflags_of,javascriptcoregtk-4.1) $< -o $@ $(LDFLAGS) $(call libs_of,javascriptcoregtk-4.1)
 
 # jsrun with natives over the real broker/vfs.c: the node:fs tests against the parent's tree.
-$(BUILD)/vfsrun: tests/js/jsrun.c tests/js/vfsrun.c broker/vfs.c common/util.c common/err.c
+$(BUILD)/vfsrun: tests/js/jsrun.c tests/js/vfsrun.c broker/vfs.c common/text.c common/util.c common/err.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(filter-out -MMD -MP,$(CFLAGS)) $(call cflags_of,javascriptcoregtk-4.1 libcjson) $^ -o $@ $(LDFLAGS) $(call libs_of,javascriptcoregtk-4.1 libcjson)
 
@@ -148,11 +148,11 @@ $(BUILD)/fuzz_frame: tests/fuzz/fuzz_frame.c proto/proto.c common/err.c
 	@mkdir -p $(dir $@)
 	clang -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined $(call cflags_of,libcjson) $^ -o $@ $(call libs_of,libcjson)
 
-$(BUILD)/fuzz_policy: tests/fuzz/fuzz_policy.c broker/policy.c common/util.c common/err.c
+$(BUILD)/fuzz_policy: tests/fuzz/fuzz_policy.c broker/policy.c common/text.c common/util.c common/err.c
 	@mkdir -p $(dir $@)
 	clang -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined $(call cflags_of,libcjson) $^ -o $@ $(call libs_of,libcjson)
 
-$(BUILD)/fuzz_vfs: tests/fuzz/fuzz_vfs.c broker/vfs.c common/util.c common/err.c
+$(BUILD)/fuzz_vfs: tests/fuzz/fuzz_vfs.c broker/vfs.c common/text.c common/util.c common/err.c
 	@mkdir -p $(dir $@)
 	clang -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined $(call cflags_of,libcjson) $^ -o $@ $(call libs_of,libcjson)
 

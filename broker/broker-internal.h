@@ -19,7 +19,8 @@ struct pending_call {
         int64_t id;
         char *op;
         struct cJSON *args;
-        char *scratch;            /* a handler's own note (agent.call: its journal file) */
+        char *scratch;            /* a temporary file the call owns (agent.call: the nested journal);
+                                   * removed if the run ends before the call does */
 };
 
 #define BROKER_AGENT_DEPTH_MAX 8

@@ -229,10 +229,12 @@ int effect_agent_call(struct broker *b, int64_t id, const cJSON *args, cJSON **r
                 return -1;
         const cJSON *input = cJSON_GetObjectItemCaseSensitive(args, "input");
         _cleanup_free_ char *in = input ? cJSON_PrintUnformatted(input) : strdup("null");
+        if (!in)
+                return err_set(err, ENOMEM, "callAgent");
         char jtmpl[] = "/tmp/chidori-nested-XXXXXX";
         int jfd = mkstemp(jtmpl);
-        if (!in || jfd < 0)
-                return err_set(err, in ? errno : ENOMEM, "callAgent: journal for the nested run");
+        if (jfd < 0)
+                return err_set(err, errno, "callAgent: journal for the nested run");
         close(jfd);
 
         /* argv: the launcher's prefix, then this call's parts. */

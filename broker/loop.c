@@ -220,8 +220,8 @@ static void free_pending(struct broker *b)
         for (size_t i = 0; i < b->npend; i++) {
                 free(b->pend[i].op);
                 cJSON_Delete(b->pend[i].args);
-                if (b->pend[i].scratch && strncmp(b->pend[i].scratch, "/tmp/chidori-nested-", 20) == 0)
-                        unlink(b->pend[i].scratch);
+                if (b->pend[i].scratch)
+                        unlink(b->pend[i].scratch); /* the call's temporary file */
                 free(b->pend[i].scratch);
         }
         free(b->pend);

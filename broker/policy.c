@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "common/cleanup.h"
+#include "common/text.h"
 #include "common/util.h"
 
 struct rule {
@@ -89,32 +90,6 @@ static bool parse_decision(const char *s, enum policy_decision *ret)
         return false;
 }
 
-/* Copy `s` (at most `max` bytes of it) into out as printable ASCII: other
- * bytes, and the backtick that quotes targets, become \xNN. */
-static void sanitize(const char *s, size_t max, char *out, size_t outlen)
-{
-        size_t o = 0, i = 0;
-        if (!outlen)
-                return;
-        for (; s[i] && i < max; i++) {
-                unsigned char c = (unsigned char)s[i];
-                char tmp[5];
-                int n = 1;
-                if (c < 0x20 || c >= 0x7f || c == '`')
-                        n = snprintf(tmp, sizeof(tmp), "\\x%02x", c);
-                else
-                        tmp[0] = (char)c;
-                if (o + (size_t)n + 1 > outlen)
-                        break;
-                memcpy(out + o, tmp, (size_t)n);
-                o += (size_t)n;
-        }
-        if (s[i] && o + 4 <= outlen) {
-                memcpy(out + o, "...", 3);
-                o += 3;
-        }
-        out[o] = '\0';
-}
 
 /* ---- building ---- */
 
@@ -136,7 +111,7 @@ static struct policy *policy_new(const char *name, const char *origin)
         char clean[512];
         if (!p)
                 return NULL;
-        sanitize(origin, 400, clean, sizeof(clean));
+        text_sanitize(origin, 400, '`', clean, sizeof(clean));
         p->name = name;
         p->origin = strdup(clean);
         if (!p->origin) {
@@ -212,7 +187,7 @@ int policy_profile(const char *name, const char *origin, struct policy **ret, st
 {
         if (!policy_is_profile_name(name)) {
                 char clean[96];
-                sanitize(name ? name : "", 64, clean, sizeof(clean));
+                text_sanitize(name ? name : "", 64, '`', clean, sizeof(clean));
                 return err_setc(err, POLICY_ERR_PROFILE, 0, "\"%s\" is not a policy profile (expected %s)", clean,
                                 PROFILE_NAMES);
         }
@@ -226,8 +201,7 @@ int policy_profile(const char *name, const char *origin, struct policy **ret, st
 /* ---- parsing ---- */
 
 struct parser {
-        char path[512];
-        size_t plen;
+        struct jpath jp;
         struct err **err;
 };
 
@@ -248,29 +222,7 @@ static const char *type_name(const cJSON *j)
         return "value";
 }
 
-/* Append to the path, truncating quietly; returns the old length for pop(). */
-static size_t push(struct parser *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static size_t push(struct parser *ps, const char *fmt, ...)
-{
-        size_t old = ps->plen;
-        if (ps->plen + 1 < sizeof(ps->path)) {
-                va_list ap;
-                va_start(ap, fmt);
-                int n = vsnprintf(ps->path + ps->plen, sizeof(ps->path) - ps->plen, fmt, ap);
-                va_end(ap);
-                if (n > 0)
-                        ps->plen += (size_t)n;
-                if (ps->plen >= sizeof(ps->path))
-                        ps->plen = sizeof(ps->path) - 1;
-        }
-        return old;
-}
 
-static void pop(struct parser *ps, size_t old)
-{
-        ps->plen = old;
-        ps->path[old] = '\0';
-}
 
 static bool is_ident(const char *s)
 {
@@ -286,10 +238,10 @@ static bool is_ident(const char *s)
 static size_t push_key(struct parser *ps, const char *key)
 {
         if (is_ident(key) && strlen(key) <= 64)
-                return push(ps, "%s%s", ps->plen ? "." : "", key);
+                return jpath_push(&ps->jp, "%s%s", ps->jp.len ? "." : "", key);
         char clean[96];
-        sanitize(key, 64, clean, sizeof(clean));
-        return push(ps, "[\"%s\"]", clean);
+        text_sanitize(key, 64, '`', clean, sizeof(clean));
+        return jpath_push(&ps->jp, "[\"%s\"]", clean);
 }
 
 static int perr(struct parser *ps, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -300,7 +252,7 @@ static int perr(struct parser *ps, int code, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        return err_setc(ps->err, code, 0, "%s: %s", ps->plen ? ps->path : "top level", msg);
+        return err_setc(ps->err, code, 0, "%s: %s", jpath_str(&ps->jp), msg);
 }
 
 static int want_type(struct parser *ps, const cJSON *j, bool ok, const char *what)
@@ -333,7 +285,7 @@ static int check_unique_keys(struct parser *ps, const cJSON *obj)
         for (i = 1; i < n; i++)
                 if (strcmp(keys[i - 1], keys[i]) == 0) {
                         char clean[96];
-                        sanitize(keys[i], 64, clean, sizeof(clean));
+                        text_sanitize(keys[i], 64, '`', clean, sizeof(clean));
                         return perr(ps, POLICY_ERR_SCHEMA, "duplicate key \"%s\"", clean);
                 }
         return 0;
@@ -352,7 +304,7 @@ static int unknown_key(struct parser *ps, const char *key, const char *expected)
 {
         size_t old = push_key(ps, key);
         int r = perr(ps, POLICY_ERR_SCHEMA, "unknown key (expected %s)", expected);
-        pop(ps, old);
+        jpath_pop(&ps->jp, old);
         return r;
 }
 
@@ -394,7 +346,7 @@ static int check_target(struct parser *ps, const char *t)
         if (!why)
                 return 0;
         char clean[96];
-        sanitize(t, 64, clean, sizeof(clean));
+        text_sanitize(t, 64, '`', clean, sizeof(clean));
         return perr(ps, POLICY_ERR_SCHEMA, "\"%s\" %s", clean, why);
 }
 
@@ -417,8 +369,8 @@ static int check_url_prefix(struct parser *ps, const cJSON *v)
                 size_t n = (size_t)(end - s) < sizeof(head) - 1 ? (size_t)(end - s) : sizeof(head) - 1;
                 memcpy(head, s, n);
                 head[n] = '\0';
-                sanitize(s, 96, clean, sizeof(clean));
-                sanitize(head, 96, upto, sizeof(upto));
+                text_sanitize(s, 96, '`', clean, sizeof(clean));
+                text_sanitize(head, 96, '`', upto, sizeof(upto));
                 return perr(ps, POLICY_ERR_SCHEMA,
                             "\"%s\" must end the host with \"/\" (otherwise \"%s.evil.example/\" matches too)",
                             clean, upto);
@@ -441,11 +393,11 @@ static int check_pattern(struct parser *ps, const cJSON *pat, int depth, bool in
                 return -1;
         size_t i = 0;
         for (const cJSON *c = pat->child; c; c = c->next, i++) {
-                size_t old = obj ? push_key(ps, c->string) : push(ps, "[%zu]", i);
+                size_t old = obj ? push_key(ps, c->string) : jpath_push(&ps->jp, "[%zu]", i);
                 int r = obj && !in_array && strcmp(c->string, "url_prefix") == 0
                                 ? check_url_prefix(ps, c)
                                 : check_pattern(ps, c, depth + 1, in_array || !obj);
-                pop(ps, old);
+                jpath_pop(&ps->jp, old);
                 if (r < 0)
                         return -1;
         }
@@ -462,7 +414,7 @@ static int parse_decision_at(struct parser *ps, const cJSON *v, enum policy_deci
         if (parse_decision(v->valuestring, ret))
                 return 0;
         char clean[96];
-        sanitize(v->valuestring, 64, clean, sizeof(clean));
+        text_sanitize(v->valuestring, 64, '`', clean, sizeof(clean));
         return perr(ps, POLICY_ERR_SCHEMA, "\"%s\" is not a decision (expected always_allow, ask_before or never_allow)",
                     clean);
 }
@@ -484,38 +436,38 @@ static int parse_rule(struct parser *ps, const cJSON *j, struct rule *r)
                 if (!v[k]) {
                         size_t old = push_key(ps, rule_keys[k]);
                         perr(ps, POLICY_ERR_SCHEMA, "missing (every rule needs a target and a decision)");
-                        pop(ps, old);
+                        jpath_pop(&ps->jp, old);
                         return -1;
                 }
-        size_t old = push(ps, ".target");
+        size_t old = jpath_push(&ps->jp, ".target");
         int rc = want_type(ps, v[0], cJSON_IsString(v[0]), "a string");
         if (rc == 0)
                 rc = check_target(ps, v[0]->valuestring);
-        pop(ps, old);
+        jpath_pop(&ps->jp, old);
         if (rc < 0)
                 return -1;
         r->target = v[0]->valuestring;
 
-        old = push(ps, ".decision");
+        old = jpath_push(&ps->jp, ".decision");
         rc = parse_decision_at(ps, v[1], &r->decision);
-        pop(ps, old);
+        jpath_pop(&ps->jp, old);
         if (rc < 0)
                 return -1;
 
         if (v[2]) {
-                old = push(ps, ".match_args");
+                old = jpath_push(&ps->jp, ".match_args");
                 rc = want_type(ps, v[2], cJSON_IsObject(v[2]), "an object");
                 if (rc == 0)
                         rc = check_pattern(ps, v[2], 1, false);
-                pop(ps, old);
+                jpath_pop(&ps->jp, old);
                 if (rc < 0)
                         return -1;
                 r->match = v[2];
         }
         if (v[3]) {
-                old = push(ps, ".reason");
+                old = jpath_push(&ps->jp, ".reason");
                 rc = want_type(ps, v[3], cJSON_IsString(v[3]), "a string");
-                pop(ps, old);
+                jpath_pop(&ps->jp, old);
                 if (rc < 0)
                         return -1;
                 r->reason = v[3]->valuestring;
@@ -537,10 +489,10 @@ static int parse_doc(struct parser *ps, struct policy *p)
                 v[k] = c;
         }
         if (!v[0]) {
-                push(ps, "rules");
+                jpath_push(&ps->jp, "rules");
                 return perr(ps, POLICY_ERR_SCHEMA, "missing (a policy needs a \"rules\" array, which may be empty)");
         }
-        push(ps, "rules");
+        jpath_push(&ps->jp, "rules");
         if (want_type(ps, v[0], cJSON_IsArray(v[0]), "an array") < 0)
                 return -1;
         size_t n = 0;
@@ -552,27 +504,27 @@ static int parse_doc(struct parser *ps, struct policy *p)
                 return err_set(ps->err, ENOMEM, "policy");
         size_t i = 0;
         for (const cJSON *c = v[0]->child; c; c = c->next, i++) {
-                size_t old = push(ps, "[%zu]", i);
+                size_t old = jpath_push(&ps->jp, "[%zu]", i);
                 if (parse_rule(ps, c, &p->owned_rules[i]) < 0)
                         return -1;
-                pop(ps, old);
+                jpath_pop(&ps->jp, old);
         }
-        pop(ps, 0);
+        jpath_pop(&ps->jp, 0);
         p->rules = p->owned_rules;
         p->n_rules = n;
 
         p->fallback = POLICY_ALLOW;
         if (v[1]) {
-                push(ps, "default");
+                jpath_push(&ps->jp, "default");
                 if (parse_decision_at(ps, v[1], &p->fallback) < 0)
                         return -1;
-                pop(ps, 0);
+                jpath_pop(&ps->jp, 0);
         }
         if (v[2]) {
-                push(ps, "default_reason");
+                jpath_push(&ps->jp, "default_reason");
                 if (want_type(ps, v[2], cJSON_IsString(v[2]), "a string") < 0)
                         return -1;
-                pop(ps, 0);
+                jpath_pop(&ps->jp, 0);
                 p->fallback_reason = strdup(v[2]->valuestring);
                 if (!p->fallback_reason)
                         return err_set(ps->err, ENOMEM, "policy");
@@ -580,21 +532,6 @@ static int parse_doc(struct parser *ps, struct policy *p)
         return 0;
 }
 
-/* Line and column (1-based) of `at` in `text`.  Columns count characters
- * (UTF-8 sequences), not bytes; a leading byte-order mark is not counted. */
-static void line_col(const char *text, const char *at, int *line, int *col)
-{
-        const unsigned char *p = (const unsigned char *)text;
-        *line = 1, *col = 1;
-        if (p[0] == 0xef && p[1] == 0xbb && p[2] == 0xbf && (const char *)p + 3 <= at)
-                p += 3;
-        for (; (const char *)p < at && *p; p++) {
-                if (*p == '\n')
-                        (*line)++, *col = 1;
-                else if ((*p & 0xc0) != 0x80)
-                        (*col)++;
-        }
-}
 
 int policy_parse(const char *json, size_t len, const char *origin, struct policy **ret, struct err **err)
 {
@@ -608,14 +545,14 @@ int policy_parse(const char *json, size_t len, const char *origin, struct policy
         int line, col;
         const char *nul = memchr(buf, '\0', len);
         if (nul) {
-                line_col(buf, nul, &line, &col);
+                text_line_col(buf, nul, &line, &col);
                 return err_setc(err, POLICY_ERR_SYNTAX, 0, "not valid JSON at line %d, column %d (a NUL byte)", line,
                                 col);
         }
         const char *end = NULL;
         cJSON *doc = cJSON_ParseWithLengthOpts(buf, len + 1, &end, 1);
         if (!doc) {
-                line_col(buf, end && end >= buf && end <= buf + len ? end : buf + len, &line, &col);
+                text_line_col(buf, end && end >= buf && end <= buf + len ? end : buf + len, &line, &col);
                 return err_setc(err, POLICY_ERR_SYNTAX, 0, "not valid JSON at line %d, column %d", line, col);
         }
         struct policy *p = policy_new("custom", origin ? origin : "policy");
@@ -702,7 +639,7 @@ int policy_select(const struct policy_sources *src, struct policy **ret, char **
                 consulted = 0;
         } else if (file) {
                 char clean[400];
-                sanitize(file, 300, clean, sizeof(clean));
+                text_sanitize(file, 300, '`', clean, sizeof(clean));
                 snprintf(source, sizeof(source), "CHIDORI_POLICY_FILE=%s", clean);
                 r = load_file(file, source, &p, &perr_);
                 consulted = 1;
@@ -712,7 +649,7 @@ int policy_select(const struct policy_sources *src, struct policy **ret, char **
                 consulted = 2;
         } else if (prof) {
                 char clean[96];
-                sanitize(prof, 64, clean, sizeof(clean));
+                text_sanitize(prof, 64, '`', clean, sizeof(clean));
                 snprintf(source, sizeof(source), "CHIDORI_POLICY_PROFILE=%s", clean);
                 if (policy_is_profile_name(prof))
                         p = make_profile(prof, ORIGIN_ENV_PROFILE, source);
@@ -947,7 +884,7 @@ static size_t message(const char *target, const struct policy_verdict *v, const 
                       char *buf, size_t len)
 {
         char clean[256];
-        sanitize(target ? target : "", 200, clean, sizeof(clean));
+        text_sanitize(target ? target : "", 200, '`', clean, sizeof(clean));
         const char *reason = v && v->reason && *v->reason ? v->reason : NULL;
         return finish(snprintf(buf, len, "policy: `%s` %s%s%s%s", clean, what, reason ? ": " : "",
                                reason ? reason : "", tail));

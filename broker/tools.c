@@ -19,6 +19,7 @@
 
 #include "broker/subproc.h"
 #include "common/cleanup.h"
+#include "common/text.h"
 #include "common/util.h"
 
 struct tool {
@@ -36,42 +37,7 @@ struct tools_registry {
 
 /* ---- text helpers ---- */
 
-/* Printable ASCII copy of at most `max` bytes of s (others as \xNN). */
-static void sanitize(const char *s, size_t max, char *out, size_t outlen)
-{
-        size_t o = 0, i = 0;
-        for (; s[i] && i < max; i++) {
-                unsigned char c = (unsigned char)s[i];
-                char tmp[5];
-                int n = 1;
-                if (c < 0x20 || c >= 0x7f)
-                        n = snprintf(tmp, sizeof(tmp), "\\x%02x", c);
-                else
-                        tmp[0] = (char)c;
-                if (o + (size_t)n + 1 > outlen)
-                        break;
-                memcpy(out + o, tmp, (size_t)n);
-                o += (size_t)n;
-        }
-        if (s[i] && o + 4 <= outlen) {
-                memcpy(out + o, "...", 3);
-                o += 3;
-        }
-        out[o] = '\0';
-}
 
-/* 1-based line and column (in characters) of `at` in text. */
-static void line_col(const char *text, const char *at, int *line, int *col)
-{
-        const unsigned char *p = (const unsigned char *)text;
-        *line = 1, *col = 1;
-        for (; (const char *)p < at; p++) {
-                if (*p == '\n')
-                        (*line)++, *col = 1;
-                else if ((*p & 0xc0) != 0x80)
-                        (*col)++;
-        }
-}
 
 static const char *type_name(const cJSON *j)
 {
@@ -101,31 +67,11 @@ static void strv_free(char **v)
 
 struct parser {
         const char *origin;
-        char path[256];
-        size_t plen;
+        struct jpath jp;
         struct err **err;
 };
 
-static size_t push(struct parser *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static size_t push(struct parser *ps, const char *fmt, ...)
-{
-        size_t old = ps->plen;
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(ps->path + ps->plen, sizeof(ps->path) - ps->plen, fmt, ap);
-        va_end(ap);
-        if (n > 0)
-                ps->plen += (size_t)n;
-        if (ps->plen >= sizeof(ps->path))
-                ps->plen = sizeof(ps->path) - 1;
-        return old;
-}
 
-static void pop(struct parser *ps, size_t old)
-{
-        ps->plen = old;
-        ps->path[old] = '\0';
-}
 
 /* Tool names with a '.' (or anything not a plain word) are shown quoted,
  * so that "web.search.command" cannot be misread. */
@@ -136,10 +82,10 @@ static size_t push_name(struct parser *ps, const char *name)
                 plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
                         *c == '_' || *c == '-';
         if (plain)
-                return push(ps, "%s", name);
+                return jpath_push(&ps->jp, "%s", name);
         char clean[96];
-        sanitize(name, TOOLS_NAME_MAX, clean, sizeof(clean));
-        return push(ps, "[\"%s\"]", clean);
+        text_sanitize(name, TOOLS_NAME_MAX, 0, clean, sizeof(clean));
+        return jpath_push(&ps->jp, "[\"%s\"]", clean);
 }
 
 static int perr(struct parser *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -150,7 +96,7 @@ static int perr(struct parser *ps, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        return err_setc(ps->err, TOOLS_E_SCHEMA, 0, "%s: %s: %s", ps->origin, ps->plen ? ps->path : "top level",
+        return err_setc(ps->err, TOOLS_E_SCHEMA, 0, "%s: %s: %s", ps->origin, jpath_str(&ps->jp),
                         msg);
 }
 
@@ -165,7 +111,7 @@ static int check_unique_keys(struct parser *ps, const cJSON *obj)
                 for (const cJSON *b = a->next; b; b = b->next)
                         if (strcmp(a->string, b->string) == 0) {
                                 char clean[96];
-                                sanitize(a->string, 64, clean, sizeof(clean));
+                                text_sanitize(a->string, 64, 0, clean, sizeof(clean));
                                 return perr(ps, "duplicate key \"%s\"", clean);
                         }
         return 0;
@@ -243,9 +189,9 @@ static int string_array(struct parser *ps, const cJSON *j, size_t max, const cha
         size_t i = 0;
         for (const cJSON *c = j->child; c; c = c->next, i++) {
                 if (!cJSON_IsString(c) || !c->valuestring[0]) {
-                        size_t old = push(ps, "[%zu]", i);
+                        size_t old = jpath_push(&ps->jp, "[%zu]", i);
                         perr(ps, "must be a non-empty string, got %s", cJSON_IsString(c) ? "\"\"" : type_name(c));
-                        pop(ps, old);
+                        jpath_pop(&ps->jp, old);
                         strv_free(v);
                         return -1;
                 }
@@ -276,10 +222,10 @@ static int parse_command(struct parser *ps, const cJSON *j, struct tool *t)
         if (string_array(ps, j, TOOLS_COMMAND_MAX, "strings", &t->command, &t->def.ncommand) < 0)
                 return -1;
         const char *prog = t->command[0];
-        size_t old = push(ps, "[0]");
+        size_t old = jpath_push(&ps->jp, "[0]");
         int r = 0;
         char clean[160];
-        sanitize(prog, 128, clean, sizeof(clean));
+        text_sanitize(prog, 128, 0, clean, sizeof(clean));
         if (strchr(prog, '/')) {
                 if (!is_clean_abs(prog, true))
                         r = perr(ps, "\"%s\" must be an absolute path or a bare program name", clean);
@@ -288,7 +234,7 @@ static int parse_command(struct parser *ps, const cJSON *j, struct tool *t)
         } else if (!found_in_path(prog)) {
                 r = perr(ps, "program \"%s\" not found in PATH=%s", clean, TOOLS_PATH);
         }
-        pop(ps, old);
+        jpath_pop(&ps->jp, old);
         return r;
 }
 
@@ -299,9 +245,9 @@ static int parse_env(struct parser *ps, const cJSON *j, struct tool *t)
         if (string_array(ps, j, TOOLS_ENV_MAX, "variable names", &t->env, &t->def.nenv) < 0)
                 return -1;
         for (size_t i = 0; i < t->def.nenv; i++) {
-                size_t old = push(ps, "[%zu]", i);
+                size_t old = jpath_push(&ps->jp, "[%zu]", i);
                 char clean[160];
-                sanitize(t->env[i], 128, clean, sizeof(clean));
+                text_sanitize(t->env[i], 128, 0, clean, sizeof(clean));
                 int r = 0;
                 if (!is_env_name(t->env[i]))
                         r = perr(ps, "\"%s\" is not a variable name ([A-Za-z_][A-Za-z0-9_]*)", clean);
@@ -310,7 +256,7 @@ static int parse_env(struct parser *ps, const cJSON *j, struct tool *t)
                 for (size_t k = 0; k < i && r == 0; k++)
                         if (strcmp(t->env[k], t->env[i]) == 0)
                                 r = perr(ps, "\"%s\" is listed twice", clean);
-                pop(ps, old);
+                jpath_pop(&ps->jp, old);
                 if (r < 0)
                         return -1;
         }
@@ -324,9 +270,9 @@ static int parse_ro_bind(struct parser *ps, const cJSON *j, struct tool *t)
         if (string_array(ps, j, TOOLS_RO_BIND_MAX, "absolute paths", &t->ro_bind, &t->def.nro_bind) < 0)
                 return -1;
         for (size_t i = 0; i < t->def.nro_bind; i++) {
-                size_t old = push(ps, "[%zu]", i);
+                size_t old = jpath_push(&ps->jp, "[%zu]", i);
                 char clean[160];
-                sanitize(t->ro_bind[i], 128, clean, sizeof(clean));
+                text_sanitize(t->ro_bind[i], 128, 0, clean, sizeof(clean));
                 struct stat st;
                 int r = 0;
                 if (!is_clean_abs(t->ro_bind[i], false) || strcmp(t->ro_bind[i], "/") == 0)
@@ -334,7 +280,7 @@ static int parse_ro_bind(struct parser *ps, const cJSON *j, struct tool *t)
                                      "components", clean);
                 else if (stat(t->ro_bind[i], &st) < 0)
                         r = perr(ps, "\"%s\" does not exist", clean);
-                pop(ps, old);
+                jpath_pop(&ps->jp, old);
                 if (r < 0)
                         return -1;
         }
@@ -354,7 +300,7 @@ static int parse_tool(struct parser *ps, const cJSON *def, struct tool *t)
         t->def.max_output_bytes = TOOLS_DEFAULT_MAX_OUTPUT;
         bool have_command = false;
         for (const cJSON *k = def->child; k; k = k->next) {
-                size_t old = push(ps, ".%s", k->string);
+                size_t old = jpath_push(&ps->jp, ".%s", k->string);
                 int r = 0;
                 double v = 0;
                 if (strcmp(k->string, "command") == 0) {
@@ -375,26 +321,26 @@ static int parse_tool(struct parser *ps, const cJSON *def, struct tool *t)
                 } else if (strcmp(k->string, "ro_bind") == 0) {
                         r = parse_ro_bind(ps, k, t);
                 } else {
-                        pop(ps, old);
+                        jpath_pop(&ps->jp, old);
                         char clean[96];
-                        sanitize(k->string, 64, clean, sizeof(clean));
-                        old = push(ps, ".%s", clean);
+                        text_sanitize(k->string, 64, 0, clean, sizeof(clean));
+                        old = jpath_push(&ps->jp, ".%s", clean);
                         r = perr(ps, "unknown key (expected %s)", known_keys);
                 }
-                pop(ps, old);
+                jpath_pop(&ps->jp, old);
                 if (r < 0)
                         return -1;
         }
         if (!have_command) {
-                size_t old = push(ps, ".command");
+                size_t old = jpath_push(&ps->jp, ".command");
                 perr(ps, "missing: must be a non-empty array of strings");
-                pop(ps, old);
+                jpath_pop(&ps->jp, old);
                 return -1;
         }
         if (!t->def.sandbox && t->def.nro_bind > 0) {
-                size_t old = push(ps, ".ro_bind");
+                size_t old = jpath_push(&ps->jp, ".ro_bind");
                 perr(ps, "only applies to sandboxed tools (\"sandbox\": false sees the whole host)");
-                pop(ps, old);
+                jpath_pop(&ps->jp, old);
                 return -1;
         }
         t->def.command = t->command;
@@ -445,7 +391,7 @@ static int parse_doc(struct parser *ps, const cJSON *doc, struct tools_registry 
                 t->def.name = t->name;
                 if (parse_tool(ps, d, t) < 0)
                         return -1;
-                pop(ps, old);
+                jpath_pop(&ps->jp, old);
         }
         return 0;
 }
@@ -464,14 +410,14 @@ int tools_parse(const char *json, size_t len, const char *origin, struct tools_r
         int line, col;
         const char *nul = memchr(buf, '\0', len);
         if (nul) {
-                line_col(buf, nul, &line, &col);
+                text_line_col(buf, nul, &line, &col);
                 return err_setc(err, TOOLS_E_SYNTAX, 0, "%s: not valid JSON at line %d, column %d (a NUL byte)",
                                 origin, line, col);
         }
         const char *end = NULL;
         cJSON *doc = cJSON_ParseWithLengthOpts(buf, len + 1, &end, 1);
         if (!doc) {
-                line_col(buf, end && end >= buf && end <= buf + len ? end : buf + len, &line, &col);
+                text_line_col(buf, end && end >= buf && end <= buf + len ? end : buf + len, &line, &col);
                 return err_setc(err, TOOLS_E_SYNTAX, 0, "%s: not valid JSON at line %d, column %d", origin, line, col);
         }
         struct tools_registry *reg = calloc(1, sizeof(*reg));
@@ -687,7 +633,7 @@ int tools_parse_output(const char *name, const void *out, size_t len, struct cJS
                 v = cJSON_ParseWithLengthOpts(buf, len + 1, &end, 1);
         if (!v) {
                 const char *at = nul ? nul : end && end >= buf && end <= buf + len ? end : buf + len;
-                line_col(buf, at, &line, &col);
+                text_line_col(buf, at, &line, &col);
                 return err_setc(err, TOOLS_E_OUTPUT, 0, "tool %s printed invalid JSON on stdout (line %d, column %d)",
                                 name, line, col);
         }

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "common/cleanup.h"
+#include "common/text.h"
 #include "common/err.h"
 #include "common/util.h"
 
@@ -97,25 +98,6 @@ static const char *error_desc(int code)
         return "unknown error";
 }
 
-/* The agent's path as shown in messages: control bytes, quote and backslash
- * as \xNN, cut at about QUOTE_MAX bytes.  UTF-8 passes through. */
-static const char *quote(const char *s, size_t len, char out[QUOTE_MAX])
-{
-        size_t o = 0;
-        for (size_t i = 0; i < len; i++) {
-                unsigned char c = (unsigned char)s[i];
-                if (o + 8 >= QUOTE_MAX) {
-                        memcpy(out + o, "...", 4);
-                        return out;
-                }
-                if (c < 0x20 || c == 0x7f || c == '\'' || c == '\\')
-                        o += (size_t)snprintf(out + o, QUOTE_MAX - o, "\\x%02x", c);
-                else
-                        out[o++] = (char)c;
-        }
-        out[o] = '\0';
-        return out;
-}
 
 /* What an operation is doing, for its error messages. */
 struct opctx {
@@ -131,9 +113,9 @@ static int fail_as(struct err **err, int code, const struct opctx *c, const char
         char q1[QUOTE_MAX], q2[QUOTE_MAX];
         if (c->p2)
                 return err_setc(err, code, 0, "%s: %s, %s '%s' -> '%s'", vfs_error_name(code), error_desc(code),
-                                syscall, quote(c->p1, c->l1, q1), quote(c->p2, c->l2, q2));
+                                syscall, text_quote(c->p1, c->l1, q1, QUOTE_MAX), text_quote(c->p2, c->l2, q2, QUOTE_MAX));
         return err_setc(err, code, 0, "%s: %s, %s '%s'", vfs_error_name(code), error_desc(code), syscall,
-                        quote(c->p1, c->l1, q1));
+                        text_quote(c->p1, c->l1, q1, QUOTE_MAX));
 }
 
 static int fail(struct err **err, int code, const struct opctx *c)
@@ -1109,7 +1091,7 @@ int vfs_call(struct vfs *v, const char *op, const cJSON *args, cJSON **ret, stru
                 return 0;
         }
         char q[QUOTE_MAX];
-        return err_setc(err, ENOSYS, 0, "ENOSYS: function not implemented, fs.%s", quote(op, strlen(op), q));
+        return err_setc(err, ENOSYS, 0, "ENOSYS: function not implemented, fs.%s", text_quote(op, strlen(op), q, QUOTE_MAX));
 }
 
 /* ---- lifetime --------------------------------------------------------- */

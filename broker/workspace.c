@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/text.h"
 #include "common/err.h"
 #include "common/util.h"
 
@@ -54,25 +55,6 @@ const char *workspace_error_name(int code)
         return names[code];
 }
 
-/* The agent's path as shown in messages: control bytes, quote and backslash
- * escaped, cut at about QUOTE_MAX bytes.  Bytes >= 0x80 pass (UTF-8 names). */
-static const char *quote(const char *s, size_t len, char out[QUOTE_MAX])
-{
-        size_t o = 0;
-        for (size_t i = 0; i < len; i++) {
-                unsigned char c = (unsigned char)s[i];
-                if (o + 8 >= QUOTE_MAX) {
-                        memcpy(out + o, "...", 4);
-                        return out;
-                }
-                if (c < 0x20 || c == 0x7f || c == '\'' || c == '\\')
-                        o += (size_t)snprintf(out + o, QUOTE_MAX - o, "\\x%02x", c);
-                else
-                        out[o++] = (char)c;
-        }
-        out[o] = '\0';
-        return out;
-}
 
 /* "workspace: '<path>' <reason>" with a code.  Returns -1. */
 __attribute__((format(printf, 6, 7))) static int
@@ -83,7 +65,7 @@ fail_len(struct err **err, int code, int errnum, const char *rel, size_t len, co
         va_start(ap, fmt);
         vsnprintf(reason, sizeof(reason), fmt, ap);
         va_end(ap);
-        return err_setc(err, code, errnum, "workspace: '%s' %s", quote(rel, len, q), reason);
+        return err_setc(err, code, errnum, "workspace: '%s' %s", text_quote(rel, len, q, QUOTE_MAX), reason);
 }
 
 #define fail(err, code, errnum, rel, ...) fail_len(err, code, errnum, rel, strlen(rel), __VA_ARGS__)
@@ -256,7 +238,7 @@ static int open_parent(struct workspace *w, const struct wpath *p, bool create, 
                                 char qp[QUOTE_MAX];
                                 return fail(err, WORKSPACE_IO, errno, rel,
                                             "cannot be written: creating directory '%s'",
-                                            quote(parent, j, qp));
+                                            text_quote(parent, j, qp, QUOTE_MAX));
                         }
                         next = resolve(w->rootfd, parent, O_PATH | O_DIRECTORY);
                 }
@@ -388,7 +370,7 @@ static int read_dir(int dfd, size_t max, const char *rel, struct entry **ret, si
                                 continue;
                         char qn[QUOTE_MAX];
                         r = fail(err, WORKSPACE_IO, errno, rel, "cannot be listed: stat '%s'",
-                                 quote(de->d_name, strlen(de->d_name), qn));
+                                 text_quote(de->d_name, strlen(de->d_name), qn, QUOTE_MAX));
                         break;
                 }
                 if (n == cap) {

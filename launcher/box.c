@@ -54,6 +54,18 @@ const char *box_layer_name(enum box_layer l)
         return (unsigned)l < LAYER_MAX ? layer_names[l] : "?";
 }
 
+size_t box_layers_format(unsigned mask, char *buf, size_t len)
+{
+        size_t n = 0;
+        if (len)
+                buf[0] = '\0';
+        for (int l = 0; l < LAYER_MAX; l++)
+                if (mask & (1u << l))
+                        n += (size_t)snprintf(buf + (n < len ? n : len), n < len ? len - n : 0, "%s%s", n ? "," : "",
+                                              layer_names[l]);
+        return n;
+}
+
 int box_parse_layers(const char *list, unsigned *ret_mask, struct err **err)
 {
         unsigned mask = 0;

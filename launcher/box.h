@@ -37,6 +37,9 @@ enum box_layer {
 };
 
 const char *box_layer_name(enum box_layer l);
+/* "net,landlock": the names of the layers in `mask`, comma-separated (the
+ * inverse of box_parse_layers).  snprintf semantics. */
+size_t box_layers_format(unsigned mask, char *buf, size_t len);
 /* Parse "net,landlock" into a bitmask; -1 with err naming the bad word. */
 int box_parse_layers(const char *list, unsigned *ret_mask, struct err **err);
 

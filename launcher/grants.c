@@ -150,12 +150,8 @@ static int nested_argv(const struct grants_opts *o, const struct nested_src *ns,
         if (sb->require)
                 ADD("--require-sandbox");
         if (sb->disable) {
-                char names[256] = "";
-                size_t k = 0;
-                for (int l = 0; l < LAYER_MAX; l++)
-                        if (sb->disable & (1u << l))
-                                k += (size_t)snprintf(names + k, sizeof(names) - k, "%s%s", k ? "," : "",
-                                                      box_layer_name((enum box_layer)l));
+                char names[256];
+                box_layers_format(sb->disable, names, sizeof(names));
                 ADD(keep(g, "--unsafe-disable=%s", names));
         }
         if (sb->jit == 0)

@@ -162,12 +162,8 @@ int sandbox_opts_check(const struct sandbox_opts *o)
                 return -1;
         }
         if (o->disable) {
-                char names[256] = "";
-                size_t n = 0;
-                for (int l = 0; l < LAYER_MAX; l++)
-                        if (o->disable & (1u << l))
-                                n += (size_t)snprintf(names + n, sizeof(names) - n, "%s%s", n ? "," : "",
-                                                      box_layer_name((enum box_layer)l));
+                char names[256];
+                box_layers_format(o->disable, names, sizeof(names));
                 fprintf(stderr, "chidori: WARNING: sandbox layers DISABLED (%s) by --unsafe-disable: "
                                 "this run is less confined; use only for tests and debugging\n",
                         names);

@@ -35,30 +35,27 @@ for t in "$BUILD"/tests/test_*; do
   count_cmocka "$logdir/$name.log"
 done
 
-if [[ -x $BUILD/jsrun ]] && compgen -G "tests/js/*.test.js" >/dev/null; then
-  echo "== JS web-platform tests"
-  "$BUILD"/jsrun engine/fetch.js engine/crypto.js engine/fs.js tests/js/*.test.js >"$logdir/js.log" 2>&1
-  grep '^not ok' "$logdir/js.log" | sed 's/^/    /'
-  line=$(grep -E '^# js: [0-9]+ passed, [0-9]+ failed' "$logdir/js.log" | tail -n 1)
+# js_suite TITLE LOG RUNNER ARGS...: a build/jsrun-style runner, its "# js: N passed, N failed" line.
+js_suite() {
+  local title=$1 log=$logdir/$2 line p f; shift 2
+  echo "== $title"
+  "$@" >"$log" 2>&1
+  grep '^not ok' "$log" | sed 's/^/    /'
+  line=$(grep -E '^# js: [0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
   if [[ -n $line ]]; then
     p=$(awk '{print $3}' <<<"$line"); f=$(awk '{print $5}' <<<"$line")
     pass=$((pass + p)); fail=$((fail + f)); echo "  passed $p, failed $f"
   else
-    echo "  js runner crashed:"; tail -n 20 "$logdir/js.log" | sed 's/^/    /'; fail=$((fail + 1))
+    echo "  $(basename "$1") crashed:"; tail -n 20 "$log" | sed 's/^/    /'; fail=$((fail + 1))
   fi
-fi
+}
 
+if [[ -x $BUILD/jsrun ]] && compgen -G "tests/js/*.test.js" >/dev/null; then
+  js_suite "JS web-platform tests" js.log "$BUILD"/jsrun engine/fetch.js engine/crypto.js engine/fs.js tests/js/*.test.js
+fi
+# The same node:fs tests with natives over the real broker/vfs.c.
 if [[ -x $BUILD/vfsrun ]] && compgen -G "tests/js/fs_*.test.js" >/dev/null; then
-  echo "== node:fs tests against the parent's VFS (build/vfsrun)"
-  "$BUILD"/vfsrun engine/fs.js tests/js/fs_*.test.js >"$logdir/vfsrun.log" 2>&1
-  grep '^not ok' "$logdir/vfsrun.log" | sed 's/^/    /'
-  line=$(grep -E '^# js: [0-9]+ passed, [0-9]+ failed' "$logdir/vfsrun.log" | tail -n 1)
-  if [[ -n $line ]]; then
-    p=$(awk '{print $3}' <<<"$line"); f=$(awk '{print $5}' <<<"$line")
-    pass=$((pass + p)); fail=$((fail + f)); echo "  passed $p, failed $f"
-  else
-    echo "  vfsrun crashed:"; tail -n 20 "$logdir/vfsrun.log" | sed 's/^/    /'; fail=$((fail + 1))
-  fi
+  js_suite "node:fs tests against the parent's VFS (build/vfsrun)" vfsrun.log "$BUILD"/vfsrun engine/fs.js tests/js/fs_*.test.js
 fi
 
 echo "== end-to-end tests (bats)"
