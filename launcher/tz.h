@@ -21,7 +21,7 @@
  * that this host has (a TZif file beneath /usr/share/zoneinfo, which the box
  * shows read-only with the rest of /usr) and the engine's ICU knows under
  * that name.  -1 with err saying why and what to use instead; the caller
- * names the option or file the value came from.  Loads ICU (about 1 ms) for
+ * names the option or file the value came from.  Loads ICU (~1.5 ms) for
  * any zone but UTC. */
 int tz_check(const char *zone, struct err **err);
 
