@@ -164,6 +164,8 @@ static int nested_argv(const struct grants_opts *o, const struct nested_src *ns,
                 ADD(keep(g, "--cpus=%g", sb->cpus));
         if (sb->cgroup_parent)
                 ADD(keep(g, "--cgroup-parent=%s", sb->cgroup_parent));
+        if (sb->tz)
+                ADD(keep(g, "--tz=%s", sb->tz)); /* the callee sees the caller's zone */
         if (o->workspace_dir)
                 ADD(keep(g, "--workspace=%s", o->workspace_dir));
         for (size_t i = 0; i < o->nallow; i++)

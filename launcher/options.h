@@ -24,6 +24,7 @@ struct sandbox_opts {
         uint64_t pids_max;       /* --pids / CHIDORI_PIDS_MAX (default 64) */
         double cpus;             /* --cpus, 0 = no cpu.max */
         const char *cgroup_parent; /* --cgroup-parent / CHIDORI_CGROUP_PARENT */
+        const char *tz;          /* the worker's TZ, checked (launcher/tz.h); set by run and replay, NULL = UTC */
 };
 
 enum {
@@ -103,8 +104,9 @@ int sandbox_wait(const struct sandbox_opts *o, struct sandbox_run *r, int *ret_s
 void sandbox_finish(struct sandbox_run *r, struct sandbox_usage *usage);
 /* Kill everything the box started (deadline). */
 void sandbox_kill(struct sandbox_run *r);
-/* Environment for the worker given the JIT posture (static storage). */
-char **sandbox_worker_env(bool jit, bool stage2);
+/* Environment for the worker given the JIT posture and its time zone (NULL =
+ * UTC) (static storage). */
+char **sandbox_worker_env(bool jit, bool stage2, const char *tz);
 
 /* Helpers shared with run.c */
 int parse_nonneg(const char *s, long *ret);

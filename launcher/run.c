@@ -19,6 +19,7 @@
 #include "launcher/grants.h"
 #include "launcher/launcher.h"
 #include "launcher/options.h"
+#include "launcher/tz.h"
 
 struct run_opts {
         const char *agent_path;
@@ -33,6 +34,7 @@ struct run_opts {
         struct grants_opts gr;    /* run only: what the agent is handed */
         bool json, quiet, in_process;
         bool untrusted, trusted;  /* --untrusted / --trusted */
+        bool tz_flag;             /* sb.tz came from --tz (else CHIDORI_TZ or the default) */
 };
 
 static int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -184,7 +186,7 @@ static void run_ctx_free(struct run_ctx *c)
         free(c->ns);
 }
 
-static void journal_header(struct run_ctx *c)
+static void journal_header(struct run_ctx *c, const char *tz)
 {
         char ts[40];
         utc_iso8601(ts, sizeof(ts));
@@ -197,6 +199,7 @@ static void journal_header(struct run_ctx *c)
         cJSON_AddStringToObject(h, "agent_sha256", c->agent.sha256);
         cJSON_AddStringToObject(h, "filename", c->agent.filename);
         cJSON_AddStringToObject(h, "memory_ns", c->ns);
+        cJSON_AddStringToObject(h, "tz", tz ? tz : TZ_DEFAULT); /* replay runs in the same zone */
         cJSON_AddItemToObject(h, "input", cJSON_Duplicate(c->input, 1));
         cJSON_AddStringToObject(h, "started", ts);
         journal_append(c->journal, h, NULL);
@@ -383,6 +386,8 @@ static void run_help(void)
                "                        [default $XDG_STATE_HOME/chidori or ~/.local/state/chidori]\n"
                "  --memory-ns NAME      memory namespace (default: the agent's absolute path)\n"
                "  --js-deadline MS      engine CPU-time limit in ms, 0 = none [CHIDORI_JS_DEADLINE_MS]\n"
+               "  --tz ZONE             the time zone the agent's local-time Date and Intl see: a zone of\n"
+               "                        the tz database such as Europe/Paris, or UTC (default) [CHIDORI_TZ]\n"
                GRANTS_OPTIONS_HELP
                SANDBOX_OPTIONS_HELP
                "  --no-isolate          run the engine inside this process (embedders, debugging)\n"
@@ -410,7 +415,7 @@ static void run_help(void)
 
 enum {
         OPT_INPUT = 256, OPT_INPUT_FILE, OPT_JOURNAL, OPT_ANSWERS, OPT_STATE_DIR, OPT_MEM_NS,
-        OPT_JS_DEADLINE, OPT_NO_ISOLATE, OPT_ISOLATE, OPT_JSON, OPT_QUIET, OPT_UNTRUSTED, OPT_TRUSTED,
+        OPT_JS_DEADLINE, OPT_NO_ISOLATE, OPT_ISOLATE, OPT_JSON, OPT_QUIET, OPT_UNTRUSTED, OPT_TRUSTED, OPT_TZ,
 };
 
 static const struct option run_longopts[] = {
@@ -427,6 +432,7 @@ static const struct option run_longopts[] = {
         { "quiet", no_argument, NULL, OPT_QUIET },
         { "untrusted", no_argument, NULL, OPT_UNTRUSTED },
         { "trusted", no_argument, NULL, OPT_TRUSTED },
+        { "tz", required_argument, NULL, OPT_TZ },
         { "help", no_argument, NULL, 'h' },
         SANDBOX_LONGOPTS,
         GRANTS_LONGOPTS,
@@ -468,6 +474,9 @@ int cmd_run(int argc, char **argv)
         struct run_opts o = { 0 };
         if (env_defaults(&o) < 0 || grants_opts_env(&o.gr) < 0)
                 return EXIT_USAGE;
+        const char *tz_env = getenv("CHIDORI_TZ");
+        if (tz_env && *tz_env)
+                o.sb.tz = tz_env;
         optind = 1;
         int c;
         while ((c = getopt_long(argc, argv, "h", run_longopts, NULL)) != -1) {
@@ -485,6 +494,7 @@ int cmd_run(int argc, char **argv)
                 case OPT_ANSWERS: o.answers_path = optarg; break;
                 case OPT_STATE_DIR: o.state_dir = optarg; break;
                 case OPT_MEM_NS: o.mem_ns = optarg; break;
+                case OPT_TZ: o.sb.tz = optarg, o.tz_flag = true; break;
                 case 'h': run_help(); return EXIT_OK;
                 default: return usage_error("run", "unknown option");
                 }
@@ -498,6 +508,17 @@ int cmd_run(int argc, char **argv)
         o.agent_path = argv[optind];
         if (o.input_json && o.input_file)
                 return usage_error("run", "give --input or --input-file, not both");
+        {
+                struct err *tzerr = NULL;
+                if (tz_check(o.sb.tz, &tzerr) < 0) {
+                        if (o.tz_flag)
+                                usage_error("run", "--tz %s", err_msg(tzerr));
+                        else
+                                fprintf(stderr, "chidori: CHIDORI_TZ=%s\n", err_msg(tzerr));
+                        err_free(tzerr);
+                        return EXIT_USAGE;
+                }
+        }
 
         struct run_ctx ctx = { 0 };
         int code = EXIT_USAGE;
@@ -554,7 +575,7 @@ int cmd_run(int argc, char **argv)
                         fprintf(stderr, "chidori: --journal: %s\n", err_msg(err));
                         goto out;
                 }
-                journal_header(&ctx);
+                journal_header(&ctx, o.sb.tz);
         }
         code = execute(&o, &ctx, "run");
 out:
@@ -573,6 +594,8 @@ static void replay_help(void)
                "\n"
                "Options (environment variable in brackets):\n"
                "  --agent FILE          the agent to replay (default: the path in the journal header)\n"
+               "                        The time zone is the one recorded in the journal (--tz of the\n"
+               "                        run); CHIDORI_TZ does not apply.\n"
                "  --js-deadline MS      engine CPU-time limit in ms [CHIDORI_JS_DEADLINE_MS]\n"
                SANDBOX_OPTIONS_HELP
                "  --no-isolate          run the engine inside this process [CHIDORI_ISOLATE=off]\n"
@@ -589,6 +612,7 @@ int cmd_replay(int argc, char **argv)
         static const struct option longopts[] = {
                 { "agent", required_argument, NULL, OPT_AGENT },
                 { "js-deadline", required_argument, NULL, OPT_JS_DEADLINE },
+                { "tz", required_argument, NULL, OPT_TZ },
                 SANDBOX_LONGOPTS,
                 { "no-isolate", no_argument, NULL, OPT_NO_ISOLATE },
                 { "isolate", no_argument, NULL, OPT_ISOLATE },
@@ -611,6 +635,10 @@ int cmd_replay(int argc, char **argv)
                         continue;
                 switch (c) {
                 case OPT_AGENT: agent_override = optarg; break;
+                case OPT_TZ:
+                        return usage_error("replay", "--tz: a replay runs in the time zone recorded in the journal "
+                                                     "(its header's \"tz\"); choose the zone when recording, with "
+                                                     "chidori run --tz");
                 case 'h': replay_help(); return EXIT_OK;
                 default: return usage_error("replay", "unknown option");
                 }
@@ -649,6 +677,17 @@ int cmd_replay(int argc, char **argv)
                         "%s); replay needs the same agent\n",
                         path, ctx.agent.sha256, sha->valuestring);
                 code = EXIT_AGENT_ERROR;
+                goto out;
+        }
+        /* The zone the run had (journals from before --tz existed: UTC). */
+        const cJSON *tz = cJSON_GetObjectItemCaseSensitive(h, "tz");
+        if (tz && !cJSON_IsString(tz)) {
+                fprintf(stderr, "chidori: replay: the journal header's \"tz\" is not a string\n");
+                goto out;
+        }
+        o.sb.tz = tz ? tz->valuestring : NULL;
+        if (tz_check(o.sb.tz, &err) < 0) {
+                fprintf(stderr, "chidori: replay: the journal's time zone %s\n", err_msg(err));
                 goto out;
         }
         const cJSON *in = cJSON_GetObjectItemCaseSensitive(h, "input");

@@ -19,6 +19,7 @@
 #include "common/util.h"
 #include "launcher/launcher.h"
 #include "launcher/options.h"
+#include "launcher/tz.h"
 
 int parse_nonneg(const char *s, long *ret)
 {
@@ -223,13 +224,17 @@ static int stage2_memfd(bool jit, struct err **err)
         return fd;
 }
 
-char **sandbox_worker_env(bool jit, bool stage2)
+char **sandbox_worker_env(bool jit, bool stage2, const char *tz)
 {
-        static char *env[8];
+        static char *env[9];
         static const char *pass[] = { "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS" };
-        static char buf[3][1024];
+        static char buf[3][1024], tzbuf[TZ_NAME_MAX + 4];
         size_t n = 0;
         env[n++] = "LANG=C.UTF-8";
+        /* A fixed zone: ICU takes it from TZ instead of listing the host's
+         * zoneinfo, which the filter denies (launcher/tz.h). */
+        snprintf(tzbuf, sizeof(tzbuf), "TZ=%s", tz ? tz : TZ_DEFAULT);
+        env[n++] = tzbuf;
         if (!jit)
                 env[n++] = "JSC_useJIT=false";
         if (stage2)
@@ -314,7 +319,7 @@ int sandbox_start(const struct sandbox_opts *o, struct box_opts *bo, const char 
         bo->fsize = o->fsize;
         bo->cgroup_fd = -1;
         if (bo->worker)
-                bo->envp = sandbox_worker_env(r->jit, !(o->disable & (1u << LAYER_SECCOMP)));
+                bo->envp = sandbox_worker_env(r->jit, !(o->disable & (1u << LAYER_SECCOMP)), o->tz);
         char cgbanner[256] = "";
         int code = cgroup_setup(o, bo, run_id, r, cgbanner, sizeof(cgbanner), err);
         if (code != 0)

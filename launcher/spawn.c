@@ -17,6 +17,7 @@
 #include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -25,6 +26,7 @@
 #include "launcher/box.h"
 #include "launcher/launcher.h"
 #include "launcher/options.h"
+#include "launcher/tz.h"
 
 #ifndef CHIDORI_LIBEXECDIR
 #define CHIDORI_LIBEXECDIR "/usr/local/libexec/chidori"
@@ -132,6 +134,12 @@ int spawn_worker(struct spawn_opts *o, struct worker *w, struct err **err)
         w->notify_fd = -1;
         if (o->in_process) {
                 snprintf(o->banner, sizeof(o->banner), "off (in-process engine: --no-isolate / CHIDORI_ISOLATE=off)");
+                /* The engine reads TZ from this process: the same zone as a
+                 * worker's, set before its thread (or ICU) starts. */
+                const char *tz = o->sandbox && o->sandbox->tz ? o->sandbox->tz : TZ_DEFAULT;
+                if (setenv("TZ", tz, 1) < 0)
+                        return err_set(err, errno, "set TZ=%s for the in-process engine", tz);
+                tzset();
                 return spawn_in_process(w, err);
         }
         int sv[2], ep[2];

@@ -81,3 +81,37 @@ load helpers
   chid run --frob "$T/a.js"
   assert_status 2
 }
+
+@test "run --tz: a zone not in the tz database, a malformed name, a zone the engine lacks, a bad CHIDORI_TZ: exit 2, named" {
+  echo 'function main(){return new Date(0).getHours()}' >"$T/a.js"
+  chid run --tz Europe/Pariss "$T/a.js"
+  assert_status 2
+  assert_stderr_has "chidori: --tz 'Europe/Pariss' is not a zone of the tz database (no such zone in /usr/share/zoneinfo); use a name such as Europe/Paris"
+  [[ -z $output ]]
+  chid run --tz ../../etc/passwd "$T/a.js"
+  assert_status 2
+  assert_stderr_has "chidori: --tz '../../etc/passwd' is not a time-zone name (expected a zone of the tz database such as Europe/Paris or Asia/Tokyo, or UTC)"
+  chid run --tz "$(printf 'Asia/Tokyo\033[2J')" "$T/a.js" # no terminal escape reaches the message
+  assert_status 2
+  assert_stderr_has "--tz 'Asia/Tokyo\\x1b[2J' is not a time-zone name"
+  chid run --tz "" "$T/a.js"
+  assert_status 2
+  # A file of the tz directory that is not a zone ICU (the engine's copy of
+  # the database) knows: it would silently become UTC in the box.
+  if [[ -f /usr/share/zoneinfo/posixrules ]]; then
+    chid run --tz posixrules "$T/a.js"
+    assert_status 2
+    assert_stderr_has "chidori: --tz 'posixrules' is not a zone the engine knows (ICU "
+  fi
+  CHIDORI_TZ=Nowhere/Land chid run "$T/a.js"
+  assert_status 2
+  assert_stderr_has "chidori: CHIDORI_TZ='Nowhere/Land' is not a zone of the tz database"
+  # The same values, well formed, run.
+  chid run --quiet --tz Europe/Paris "$T/a.js"
+  assert_status 0
+  assert_stdout 1
+  CHIDORI_TZ=Asia/Tokyo chid run --quiet "$T/a.js"
+  assert_stdout 9
+  chid run --help
+  [[ $output == *"--tz ZONE"* && $output == *"[CHIDORI_TZ]"* ]] || { echo "$output"; false; }
+}

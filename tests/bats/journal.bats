@@ -154,3 +154,54 @@ JS
   assert_status 0
   assert_stdout "$first"
 }
+
+tz_agent() {
+  agent tz.js <<'JS'
+async function main() { return [new Date(0).getHours(), new Date(2024, 0, 15).getTime(), Intl.DateTimeFormat().resolvedOptions().timeZone, Date.now() > 0]; }
+JS
+}
+
+@test "replay runs in the time zone the journal header records, whatever CHIDORI_TZ says" {
+  tz_agent
+  chid run --quiet --tz Asia/Tokyo --journal "$T/j.jsonl" "$T/tz.js"
+  assert_status 0
+  assert_stdout '[9,1705244400000,"Asia/Tokyo",true]'
+  head -n1 "$T/j.jsonl" | grep -q '"tz":"Asia/Tokyo"'
+  CHIDORI_TZ=Europe/Paris chid replay --quiet "$T/j.jsonl"
+  assert_status 0
+  assert_stdout '[9,1705244400000,"Asia/Tokyo",true]'
+  chid replay --quiet --no-isolate "$T/j.jsonl"
+  assert_stdout '[9,1705244400000,"Asia/Tokyo",true]'
+  # Without --tz the run (and its replay) is UTC, not the caller's zone.
+  TZ=Europe/Paris chid run --quiet --journal "$T/u.jsonl" "$T/tz.js"
+  assert_stdout '[0,1705276800000,"UTC",true]'
+  head -n1 "$T/u.jsonl" | grep -q '"tz":"UTC"'
+  CHIDORI_TZ=Asia/Tokyo chid replay --quiet "$T/u.jsonl"
+  assert_stdout '[0,1705276800000,"UTC",true]'
+}
+
+@test "replay --tz is a usage error; a journal naming a zone that does not exist is refused" {
+  tz_agent
+  chid run --quiet --tz Asia/Tokyo --journal "$T/j.jsonl" "$T/tz.js"
+  assert_status 0
+  chid replay --tz UTC "$T/j.jsonl"
+  assert_status 2
+  assert_stderr_has "chidori: --tz: a replay runs in the time zone recorded in the journal"
+  sed -i '1s|"tz":"Asia/Tokyo"|"tz":"Mars/Olympus"|' "$T/j.jsonl"
+  chid replay --quiet "$T/j.jsonl"
+  assert_status 2
+  assert_stderr_has "chidori: replay: the journal's time zone 'Mars/Olympus' is not a zone of the tz database"
+  sed -i '1s|"tz":"Mars/Olympus"|"tz":7|' "$T/j.jsonl"
+  chid replay --quiet "$T/j.jsonl"
+  assert_status 2
+  assert_stderr_has "chidori: replay: the journal header's \"tz\" is not a string"
+}
+
+@test "in-process runs see the same zone as boxed ones: --tz, else UTC, never the caller's TZ" {
+  tz_agent
+  TZ=Europe/Paris chid run --quiet --no-isolate "$T/tz.js"
+  assert_status 0
+  assert_stdout '[0,1705276800000,"UTC",true]'
+  TZ=Europe/Paris chid run --quiet --no-isolate --tz Asia/Tokyo "$T/tz.js"
+  assert_stdout '[9,1705244400000,"Asia/Tokyo",true]'
+}

@@ -196,6 +196,21 @@ JS
   assert_stdout '{"r":{"doubled":42},"w":{"doubled":2},"strict":"EAGENT","out":true}'
 }
 
+@test "callAgent: the callee runs in the caller's time zone (--tz passes on)" {
+  mkdir -p "$T/a"
+  cat >"$T/a/child.js" <<'JS'
+module.exports = async () => [new Date(0).getHours(), Intl.DateTimeFormat().resolvedOptions().timeZone];
+JS
+  cat >"$T/a/main.js" <<'JS'
+module.exports = async () => ({ me: new Date(0).getHours(), child: await chidori.callAgent('child.js') });
+JS
+  chid run --quiet --tz Asia/Tokyo "$T/a/main.js"
+  assert_status 0
+  assert_stdout '{"me":9,"child":[9,"Asia/Tokyo"]}'
+  chid run --quiet "$T/a/main.js"
+  assert_stdout '{"me":0,"child":[0,"UTC"]}'
+}
+
 @test "a sandboxed tool sees only the variables its env list names" {
   cat >"$T/env.sh" <<'SH'
 #!/bin/sh

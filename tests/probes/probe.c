@@ -1047,6 +1047,7 @@ static void run(int argc, char **argv)
         if (!strcmp(c, "write-path")) { NEED(1); cmd_write_path(a1); }
         if (!strcmp(c, "read-path")) { NEED(1); cmd_read_path(a1); }
         if (!strcmp(c, "list-dir")) { NEED(1); cmd_list_dir(a1); }
+        if (!strcmp(c, "list-zoneinfo")) cmd_list_dir("/usr/share/zoneinfo"); /* worker mode takes no arguments */
         if (!strcmp(c, "procmem-write")) cmd_procmem_write();
         if (!strcmp(c, "write-self-exe")) cmd_write_self_exe(a1);
         if (!strcmp(c, "reopen-fd")) { NEED(1); cmd_reopen_fd(a1); }
