@@ -32,14 +32,11 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/dlib.h"
 #include "common/util.h"
 #include "launcher/launcher.h"
 
 #define AGENT_MAX_BYTES (16u << 20)
-
-#ifndef CHIDORI_LIBEXECDIR
-#define CHIDORI_LIBEXECDIR "/usr/local/libexec/chidori"
-#endif
 
 void agent_free(struct agent *a)
 {
@@ -93,38 +90,41 @@ static bool needs_bundle(const char *path, const char *src)
         return looks_like_module(src);
 }
 
-static char *find_esbuild(void)
+char *agent_find_esbuild(void)
 {
         const char *env = getenv("CHIDORI_ESBUILD");
         if (env && *env)
                 return access(env, X_OK) == 0 ? strdup(env) : NULL;
+        /* The build tree (tools/, from `make deps`), then beside the binary
+         * or in its libexec directory (`make install` copies it there). */
         char self[PATH_MAX];
         ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-        if (n > 0) {
-                self[n] = '\0';
-                char *slash = strrchr(self, '/');
-                if (slash) {
-                        *slash = '\0';
-                        const char *rel[] = { "/../tools/node_modules/.bin/esbuild", "/esbuild" };
-                        for (size_t i = 0; i < ARRAY_SIZE(rel); i++) {
-                                char *p = NULL;
-                                if (asprintf(&p, "%s%s", self, rel[i]) >= 0 && access(p, X_OK) == 0)
-                                        return p;
+        char *slash = n > 0 ? (self[n] = '\0', strrchr(self, '/')) : NULL;
+        if (slash) {
+                *slash = '\0';
+                char *p = NULL;
+                if (asprintf(&p, "%s/../tools/node_modules/.bin/esbuild", self) >= 0 && access(p, X_OK) == 0) {
+                        char *real = realpath(p, NULL);
+                        if (real) {
                                 free(p);
+                                return real;
                         }
+                        return p;
                 }
+                free(p);
         }
-        if (access(CHIDORI_LIBEXECDIR "/esbuild", X_OK) == 0)
-                return strdup(CHIDORI_LIBEXECDIR "/esbuild");
+        char *p = dlib_find("esbuild", X_OK);
+        if (p)
+                return p;
         const char *path = getenv("PATH");
         if (!path)
                 return NULL;
         _cleanup_free_ char *dup = strdup(path);
-        for (char *save = NULL, *d = strtok_r(dup, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-                char *p = NULL;
+        for (char *save = NULL, *d = dup ? strtok_r(dup, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save)) {
                 if (asprintf(&p, "%s/esbuild", d) >= 0 && access(p, X_OK) == 0)
                         return p;
                 free(p);
+                p = NULL;
         }
         return NULL;
 }
@@ -440,7 +440,7 @@ static void load_map(struct agent *a, const char *tmp, const char *dir)
 
 static int bundle(struct agent *a, struct err **err)
 {
-        _cleanup_free_ char *esbuild = find_esbuild();
+        _cleanup_free_ char *esbuild = agent_find_esbuild();
         if (!esbuild)
                 return err_setc(err, AGENT_E_NO_ESBUILD, 0,
                                 "%s is an ES module or TypeScript and needs bundling, but esbuild was not found; "

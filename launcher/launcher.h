@@ -82,6 +82,9 @@ struct agent {
  * error, code 1 and the message carries esbuild's diagnosis (syntax errors as
  * file:line:col). */
 int agent_load(const char *path, struct agent *ret, struct err **err);
+/* esbuild: $CHIDORI_ESBUILD, the build tree's tools/, beside the binary or in
+ * its libexec directory (common/dlib.h), then $PATH.  malloc'd, or NULL. */
+char *agent_find_esbuild(void);
 void agent_free(struct agent *a);
 enum { AGENT_E_NOT_FOUND = 1, AGENT_E_BUNDLE, AGENT_E_IMPORT, AGENT_E_NO_ESBUILD };
 
