@@ -75,9 +75,9 @@ const char *dlib_dirs_text(void)
         size_t k = 0;
         buf[0] = '\0';
         for (int i = 0; i < n; i++) {
+                const char *sep = i == 0 ? "" : i == n - 1 ? " or " : ", ";
                 if (k < sizeof(buf))
-                        k += (size_t)snprintf(buf + k, sizeof(buf) - k, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ",
-                                              dirs[i]);
+                        k += (size_t)snprintf(buf + k, sizeof(buf) - k, "%s%s", sep, dirs[i]);
                 free(dirs[i]);
         }
         return buf;

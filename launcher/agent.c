@@ -342,7 +342,8 @@ static int check_meta(const char *meta_path, const char *dir, const char *tmp, s
                 {
                         const cJSON *path = cJSON_GetObjectItemCaseSensitive(imp, "path");
                         const cJSON *kind = cJSON_GetObjectItemCaseSensitive(imp, "kind");
-                        if (!cJSON_IsString(path) || !cJSON_IsString(kind) || strcmp(kind->valuestring, "require-call") == 0 ||
+                        if (!cJSON_IsString(path) || !cJSON_IsString(kind) ||
+                            strcmp(kind->valuestring, "require-call") == 0 ||
                             strcmp(kind->valuestring, "require-resolve") == 0)
                                 continue;
                         rc = err_setc(err, AGENT_E_IMPORT, 0,
@@ -410,11 +411,12 @@ static int write_inputs(int dfd, const char *agent_abs, struct err **err)
         _cleanup_free_ char *quoted = s ? cJSON_PrintUnformatted(s) : NULL;
         cJSON_Delete(s);
         _cleanup_free_ char *entry = NULL;
-        if (!quoted || asprintf(&entry,
-                                "import * as agent from %s;\n"
-                                "if (typeof agent.default === \"function\") module.exports = agent;\n"
-                                "else if (typeof agent.main === \"function\") module.exports = { default: agent.main };\n",
-                                quoted) < 0)
+        if (!quoted ||
+            asprintf(&entry,
+                     "import * as agent from %s;\n"
+                     "if (typeof agent.default === \"function\") module.exports = agent;\n"
+                     "else if (typeof agent.main === \"function\") module.exports = { default: agent.main };\n",
+                     quoted) < 0)
                 return err_set(err, ENOMEM, "bundle");
         return write_text(dfd, "entry.mjs", entry, err);
 }
@@ -482,11 +484,15 @@ static int bundle(struct agent *a, struct err **err)
                 rc = write_inputs(dfd, a->abspath, err);
         char *out = NULL, *errtext = NULL;
         if (rc == 0) {
+                /* import() becomes require() (so that a missing module fails
+                 * where it is called, as require does); import.meta is {} as
+                 * it was in CommonJS bundles. */
                 char *argv[] = { esbuild, entry, "--bundle", "--format=esm", "--platform=neutral",
                                  "--target=es2022", "--log-level=error", "--color=false", "--charset=utf8",
-                                 al0, al1, al2, al3, "--external:node:*",
-                                 "--main-fields=module,main", "--legal-comments=none", "--sourcemap=external",
-                                 "--sources-content=false", "--supported:dynamic-import=false", "--define:import.meta={}", metaarg, outarg, NULL };
+                                 al0, al1, al2, al3, "--external:node:*", "--main-fields=module,main",
+                                 "--legal-comments=none", "--sourcemap=external", "--sources-content=false",
+                                 "--supported:dynamic-import=false", "--define:import.meta={}", metaarg, outarg,
+                                 NULL };
                 int status = 0;
                 rc = run_capture(argv, dir, &out, &errtext, &status, err);
                 if (rc == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {

@@ -45,7 +45,9 @@ static void print_files(void)
         };
         for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
                 const char *env = getenv(f[i].env);
-                char *p = env && *env ? (access(env, f[i].mode) == 0 ? strdup(env) : NULL) : dlib_find(f[i].name, f[i].mode);
+                char *p = !(env && *env)                  ? dlib_find(f[i].name, f[i].mode)
+                          : access(env, f[i].mode) == 0 ? strdup(env)
+                                                          : NULL;
                 if (p)
                         printf("  %-26s %-4s %s (%s)\n", f[i].label, "ok", p, f[i].use);
                 else if (env && *env)

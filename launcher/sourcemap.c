@@ -253,7 +253,8 @@ int sourcemap_lookup(const struct sourcemap *m, struct sourcemap_pos *pos, size_
                                 fields++;
                         }
                         if (fields != 1 && fields != 4 && fields != 5)
-                                return err_set(err, 0, "a source map segment has %d fields (expected 1, 4 or 5)", fields);
+                                return err_set(err, 0, "a source map segment has %d fields (expected 1, 4 or 5)",
+                                               fields);
                         for (int f = 0; f < fields; f++) {
                                 seg[f] += v[f];
                                 if (seg[f] < 0 || seg[f] > INT_MAX)
