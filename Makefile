@@ -3,7 +3,9 @@
 # `make asan` builds with AddressSanitizer + UBSan (clang) into build-asan/ and runs the same suite.
 
 PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
 LIBEXECDIR ?= $(PREFIX)/libexec/chidori
+DATADIR    ?= $(PREFIX)/share
 BUILD      ?= build
 CC         ?= gcc
 SAN        ?=
@@ -14,7 +16,11 @@ PKGS_HOST   := libcjson sqlite3 libseccomp libcap libmnl
 PKGS_CLI    := javascriptcoregtk-4.1 $(PKGS_HOST) libcurl
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-format-nonliteral -Werror=implicit-function-declaration -Werror=vla
-CPPFLAGS += -I. -DCHIDORI_LIBEXECDIR='"$(LIBEXECDIR)"'
+CPPFLAGS += -I.
+# Where the installed binary looks for its worker and libraries: relative to
+# itself first (common/dlib.c), so an install to any PREFIX works as built.
+LIBEXEC_REL := $(shell realpath -m --relative-to='$(BINDIR)' '$(LIBEXECDIR)')
+DIRS_FLAGS := -DCHIDORI_LIBEXECDIR='"$(LIBEXECDIR)"' -DCHIDORI_LIBEXEC_REL='"$(LIBEXEC_REL)"'
 OPTFLAGS ?= -O2 -g
 override CFLAGS := $(OPTFLAGS) -std=gnu11 $(WARN) -fno-strict-aliasing -fstack-protector-strong -fPIC -MMD -MP $(CFLAGS)
 ifeq ($(SAN),1)
@@ -52,7 +58,7 @@ UNIT_BIN  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 PROBE_SRC := $(wildcard tests/probes/*.c)
 PROBE_BIN := $(patsubst tests/probes/%.c,$(BUILD)/probes/%,$(PROBE_SRC))
 
-.PHONY: all deps test unit asan fuzz bench lint install clean check-deps test-vm
+.PHONY: all deps test unit asan fuzz bench lint install uninstall clean check-deps test-vm FORCE
 all: $(BUILD)/chidori $(BUILD)/chidori-worker $(BUILD)/libchidori-engine.so $(BUILD)/libchidori-net.so $(BUILD)/jsrun $(BUILD)/vfsrun $(UNIT_BIN) $(PROBE_BIN) $(BUILD)/jsc_hello
 
 deps:
@@ -61,6 +67,17 @@ deps:
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(call cflags_of,$(PKGS_CLI)) -c $< -o $@
+
+# common/dlib.c bakes in where libexec is relative to bin: rebuilt when that
+# changes (`make install LIBEXECDIR=/usr/lib/chidori` after a plain `make`),
+# not for another PREFIX, so an install never rewrites the build tree.
+$(BUILD)/dirs.stamp: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(LIBEXEC_REL)' | cmp -s - $@ || echo '$(LIBEXEC_REL)' >$@
+
+$(BUILD)/obj/common/dlib.o: common/dlib.c $(BUILD)/dirs.stamp
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(DIRS_FLAGS) $(CFLAGS) $(call cflags_of,$(PKGS_CLI)) -c $< -o $@
 
 $(BUILD)/obj/engine/embed.o: engine/embed.S engine/web.js engine/prelude.js engine/fetch.js engine/crypto.js engine/fs.js
 	@mkdir -p $(dir $@)
@@ -162,12 +179,36 @@ bench: all
 lint:
 	./scripts/lint.sh
 
-install: $(BUILD)/chidori $(BUILD)/chidori-worker $(BUILD)/libchidori-engine.so $(BUILD)/libchidori-net.so $(BUILD)/libchidori-net.so
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBEXECDIR)
-	install -m 0755 $(BUILD)/chidori $(DESTDIR)$(PREFIX)/bin/chidori
+# DESTDIR stages the tree (packaging); the binary finds its worker and
+# libraries relative to itself, so the staged tree runs where it is too.
+# esbuild (from `make deps`) is copied beside the worker when present.
+ESBUILD_SRC := tools/node_modules/.bin/esbuild
+INSTALL_FILES := $(BINDIR)/chidori $(LIBEXECDIR)/chidori-worker $(LIBEXECDIR)/libchidori-engine.so \
+                 $(LIBEXECDIR)/libchidori-net.so $(LIBEXECDIR)/esbuild \
+                 $(DATADIR)/bash-completion/completions/chidori $(DATADIR)/zsh/site-functions/_chidori
+
+install: $(BUILD)/chidori $(BUILD)/chidori-worker $(BUILD)/libchidori-engine.so $(BUILD)/libchidori-net.so
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(DATADIR)/bash-completion/completions \
+		$(DESTDIR)$(DATADIR)/zsh/site-functions
+	install -m 0755 $(BUILD)/chidori $(DESTDIR)$(BINDIR)/chidori
 	install -m 0755 $(BUILD)/chidori-worker $(DESTDIR)$(LIBEXECDIR)/chidori-worker
 	install -m 0755 $(BUILD)/libchidori-engine.so $(DESTDIR)$(LIBEXECDIR)/libchidori-engine.so
 	install -m 0755 $(BUILD)/libchidori-net.so $(DESTDIR)$(LIBEXECDIR)/libchidori-net.so
+	@if [ -x $(ESBUILD_SRC) ]; then \
+		echo "install -m 0755 $(ESBUILD_SRC) $(DESTDIR)$(LIBEXECDIR)/esbuild"; \
+		install -m 0755 $(ESBUILD_SRC) $(DESTDIR)$(LIBEXECDIR)/esbuild; \
+	else \
+		echo "install: no esbuild in tools/ ('make deps' fetches it): ES-module and TypeScript agents will" \
+		     "need esbuild on PATH or CHIDORI_ESBUILD; 'chidori doctor' says which one it finds"; \
+	fi
+	install -m 0644 completions/chidori.bash $(DESTDIR)$(DATADIR)/bash-completion/completions/chidori
+	install -m 0644 completions/chidori.zsh $(DESTDIR)$(DATADIR)/zsh/site-functions/_chidori
+
+# Removes exactly the files install puts and chidori's own libexec
+# directory; the shared ones (bin, share/...) stay, as other packages use them.
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALL_FILES))
+	if [ -d $(DESTDIR)$(LIBEXECDIR) ]; then rmdir --ignore-fail-on-non-empty $(DESTDIR)$(LIBEXECDIR); fi
 
 clean:
 	rm -rf build build-asan

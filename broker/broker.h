@@ -29,6 +29,7 @@ struct llm_config;
 struct broker_config {
         const char *script;       /* source handed to the worker (bundled if needed) */
         const char *filename;     /* shown in stack traces: the agent's base name */
+        bool esm;                 /* script is an ES-module bundle (init "esm": strict, top-level await) */
         const struct cJSON *input;
         const char *run_id;
         long js_deadline_ms;      /* engine CPU-time limit, 0 = none */

@@ -435,6 +435,8 @@ static int send_init(struct loop *l, struct err **err)
         cJSON_AddStringToObject(init, "type", "init");
         cJSON_AddStringToObject(init, "script", c->script);
         cJSON_AddStringToObject(init, "filename", c->filename);
+        if (c->esm)
+                cJSON_AddTrueToObject(init, "esm");
         cJSON_AddItemToObject(init, "input", c->input ? cJSON_Duplicate(c->input, 1) : cJSON_CreateNull());
         cJSON_AddStringToObject(init, "run_id", c->run_id ? c->run_id : "");
         cJSON *lim = cJSON_AddObjectToObject(init, "limits");

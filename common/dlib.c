@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,38 +13,94 @@
 #ifndef CHIDORI_LIBEXECDIR
 #define CHIDORI_LIBEXECDIR "/usr/local/libexec/chidori"
 #endif
+#ifndef CHIDORI_LIBEXEC_REL
+#define CHIDORI_LIBEXEC_REL "../libexec/chidori"
+#endif
+
+int dlib_dirs(char *ret[3])
+{
+        int n = 0;
+        char self[PATH_MAX];
+        ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        char *slash = len > 0 ? (self[len] = '\0', strrchr(self, '/')) : NULL;
+        const char *cand[3] = { NULL, NULL, CHIDORI_LIBEXECDIR };
+        char rel[PATH_MAX * 2] = "";
+        if (slash) {
+                *slash = '\0';
+                cand[0] = slash == self ? "/" : self;
+                snprintf(rel, sizeof(rel), "%s/%s", cand[0], CHIDORI_LIBEXEC_REL);
+                cand[1] = rel;
+        }
+        for (int i = 0; i < 3; i++) {
+                if (!cand[i])
+                        continue;
+                char *p = realpath(cand[i], NULL);
+                if (!p)
+                        p = strdup(cand[i]);
+                if (!p)
+                        continue;
+                bool dup = false;
+                for (int k = 0; k < n; k++)
+                        dup = dup || strcmp(ret[k], p) == 0;
+                if (dup)
+                        free(p);
+                else
+                        ret[n++] = p;
+        }
+        return n;
+}
+
+char *dlib_find(const char *name, int mode)
+{
+        char *dirs[3];
+        int n = dlib_dirs(dirs);
+        char *found = NULL;
+        for (int i = 0; i < n; i++) {
+                char *p = NULL;
+                if (!found && asprintf(&p, "%s%s%s", dirs[i], strcmp(dirs[i], "/") ? "/" : "", name) >= 0 &&
+                    access(p, mode) == 0)
+                        found = p;
+                else
+                        free(p);
+                free(dirs[i]);
+        }
+        return found;
+}
+
+const char *dlib_dirs_text(void)
+{
+        static char buf[PATH_MAX * 3 + 16];
+        char *dirs[3];
+        int n = dlib_dirs(dirs);
+        size_t k = 0;
+        buf[0] = '\0';
+        for (int i = 0; i < n; i++) {
+                const char *sep = i == 0 ? "" : i == n - 1 ? " or " : ", ";
+                if (k < sizeof(buf))
+                        k += (size_t)snprintf(buf + k, sizeof(buf) - k, "%s%s", sep, dirs[i]);
+                free(dirs[i]);
+        }
+        return buf;
+}
 
 void *dlib_symbol(const char *name, const char *env_var, const char *symbol, struct err **err)
 {
-        char path[PATH_MAX] = "";
         const char *env = getenv(env_var);
-        if (env && *env) {
-                snprintf(path, sizeof(path), "%s", env);
-        } else {
-                char self[PATH_MAX];
-                ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-                if (n > 0) {
-                        self[n] = '\0';
-                        char *slash = strrchr(self, '/');
-                        size_t dir = slash ? (size_t)(slash - self) + 1 : 0, nl = strlen(name);
-                        if (slash && dir + nl < sizeof(path)) {
-                                memcpy(path, self, dir);
-                                memcpy(path + dir, name, nl + 1);
-                        }
-                }
-                if (!path[0] || access(path, R_OK) < 0)
-                        snprintf(path, sizeof(path), "%s/%s", CHIDORI_LIBEXECDIR, name);
-        }
-        void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        char *found = env && *env ? strdup(env) : dlib_find(name, R_OK);
+        void *h = found ? dlopen(found, RTLD_NOW | RTLD_LOCAL) : NULL;
         if (!h) {
-                err_set(err, 0, "cannot load %s: %s; reinstall chidori or set %s=/path/to/%s", name, dlerror(),
-                        env_var, name);
+                if (found)
+                        err_set(err, 0, "cannot load %s: %s; reinstall chidori or set %s=/path/to/%s", found, dlerror(),
+                                env_var, name);
+                else
+                        err_set(err, 0, "cannot find %s in %s; reinstall chidori or set %s=/path/to/%s", name,
+                                dlib_dirs_text(), env_var, name);
+                free(found);
                 return NULL;
         }
         void *sym = dlsym(h, symbol);
-        if (!sym) {
-                err_set(err, 0, "%s has no %s: %s", path, symbol, dlerror());
-                return NULL;
-        }
+        if (!sym)
+                err_set(err, 0, "%s has no %s: %s", found, symbol, dlerror());
+        free(found);
         return sym;
 }

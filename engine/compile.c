@@ -8,6 +8,13 @@
  * traces and errors equal the file's; only columns on line 1 are shifted by
  * the prefix, which the prelude subtracts when it reports a location.
  *
+ * An ES-module bundle (init's "esm", launcher/agent.c) is the body of a
+ * module without imports or exports; it is wrapped in an async function
+ * instead, so that top-level await works (the C API evaluates scripts, not
+ * modules), and the wrapper returns a promise of `main`.  Not in strict
+ * mode, as CommonJS bundles ran before: JavaScriptCore eliminates tail calls
+ * in strict code, and `return helper(x)` would vanish from stack traces.
+ *
  * JSC's SyntaxError objects carry a line but no column.  The column is
  * recovered by parsing prefixes of the source: the shortest prefix that
  * still ends in the same error (same message, same line) ends at the
@@ -24,6 +31,7 @@
 #include "engine/engine-internal.h"
 
 static const char wrap_prefix[] = "(function(module, exports, require){";
+static const char esm_prefix[] = "(async function(module, exports, require){";
 static const char wrap_suffix[] = "\n;return typeof main === 'function' ? main : undefined;\n})";
 
 static JSStringRef prop_string(JSContextRef ctx, JSValueRef obj, const char *name)
@@ -210,10 +218,9 @@ static bool is_syntax_error(JSContextRef ctx, JSValueRef exc)
 
 /* Report a syntax error of the wrapped source at the script's real place. */
 static void report_syntax_error(struct engine *e, JSValueRef exc, const JSChar *wrapped, size_t wrapped_len,
-                                const JSChar *src, size_t src_len, JSStringRef filename)
+                                unsigned plen, const JSChar *src, size_t src_len, JSStringRef filename)
 {
         JSContextRef ctx = e->ctx;
-        unsigned plen = (unsigned)strlen(wrap_prefix);
         unsigned line = (unsigned)prop_number(ctx, exc, "line");
         unsigned column = 1;
         unsigned src_lines = count_lines(src, src_len);
@@ -268,21 +275,22 @@ static JSChar *append_ascii(JSChar *d, const char *s)
  * `main`, if any), or NULL when the run is over (a syntax error became the
  * done frame, or the CPU budget ran out) or *ret_exception is set (some other
  * exception while compiling, e.g. the parser ran out of stack). */
-JSObjectRef engine_compile(struct engine *e, JSStringRef script, JSStringRef filename, unsigned *ret_prefix_len,
-                           JSValueRef *ret_exception)
+JSObjectRef engine_compile(struct engine *e, JSStringRef script, JSStringRef filename, bool esm,
+                           unsigned *ret_prefix_len, JSValueRef *ret_exception)
 {
         JSContextRef ctx = e->ctx;
+        const char *prefix = esm ? esm_prefix : wrap_prefix;
         *ret_exception = NULL;
-        *ret_prefix_len = (unsigned)strlen(wrap_prefix);
+        *ret_prefix_len = (unsigned)strlen(prefix);
         const JSChar *src = JSStringGetCharactersPtr(script);
         size_t src_len = JSStringGetLength(script);
-        size_t len = strlen(wrap_prefix) + src_len + strlen(wrap_suffix);
+        size_t len = strlen(prefix) + src_len + strlen(wrap_suffix);
         _cleanup_free_ JSChar *buf = malloc(len * sizeof(JSChar));
         if (!buf) {
                 *ret_exception = engine_make_error(ctx, "RangeError", "out of memory compiling the agent");
                 return NULL;
         }
-        JSChar *d = append_ascii(buf, wrap_prefix);
+        JSChar *d = append_ascii(buf, prefix);
         memcpy(d, src, src_len * sizeof(JSChar));
         append_ascii(d + src_len, wrap_suffix);
 
@@ -301,7 +309,7 @@ JSObjectRef engine_compile(struct engine *e, JSStringRef script, JSStringRef fil
                 return NULL;
         if (exc) {
                 if (is_syntax_error(ctx, exc))
-                        report_syntax_error(e, exc, buf, len, src, src_len, filename);
+                        report_syntax_error(e, exc, buf, len, *ret_prefix_len, src, src_len, filename);
                 else
                         *ret_exception = exc;
                 return NULL;

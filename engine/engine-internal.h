@@ -134,8 +134,9 @@ void engine_request_abort(struct engine *e);
 JSValueRef engine_make_error(JSContextRef ctx, const char *name, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
 
-/* compile.c */
-JSObjectRef engine_compile(struct engine *e, JSStringRef script, JSStringRef filename,
+/* compile.c: esm selects the wrapper of an ES-module bundle (strict, async:
+ * the wrapper returns a promise, top-level await works). */
+JSObjectRef engine_compile(struct engine *e, JSStringRef script, JSStringRef filename, bool esm,
                            unsigned *ret_prefix_len, JSValueRef *ret_exception);
 
 #endif

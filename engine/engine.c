@@ -232,6 +232,12 @@ static void start_run(struct engine *e)
                 engine_fail_protocol(e, "init frame: \"run_id\" is not a string");
                 return;
         }
+        JSValueRef esm = get_prop(ctx, init, "esm");
+        if (!JSValueIsUndefined(ctx, esm) && !JSValueIsBoolean(ctx, esm)) {
+                engine_fail_protocol(e, "init frame: \"esm\" is not a boolean");
+                return;
+        }
+        bool is_esm = JSValueToBoolean(ctx, esm);
         JSValueRef input = get_prop(ctx, init, "input");
         if (JSValueIsUndefined(ctx, input))
                 input = JSValueMakeNull(ctx);
@@ -257,7 +263,7 @@ static void start_run(struct engine *e)
         JSStringRef file = JSValueToStringCopy(ctx, filename, NULL);
         unsigned prefix_len = 0;
         JSValueRef exc = NULL;
-        JSObjectRef wrapper = engine_compile(e, src, file, &prefix_len, &exc);
+        JSObjectRef wrapper = engine_compile(e, src, file, is_esm, &prefix_len, &exc);
         JSStringRelease(src);
         JSStringRelease(file);
         if (exc) {
@@ -266,8 +272,9 @@ static void start_run(struct engine *e)
         }
         if (!wrapper)
                 return;
-        JSValueRef argv[5] = { wrapper, input, run_id, filename, JSValueMakeNumber(ctx, prefix_len) };
-        call_hook(e, e->hook_start, 5, argv);
+        JSValueRef argv[6] = { wrapper, input, run_id, filename, JSValueMakeNumber(ctx, prefix_len),
+                               JSValueMakeBoolean(ctx, is_esm) };
+        call_hook(e, e->hook_start, 6, argv);
 }
 
 bool engine_exit_after_done;

@@ -15,7 +15,7 @@
  *                                     result frame {ok, value|error}
  *   finish(doneJson)                  the agent settled: the done frame
  * Hooks (engine/engine.c):
- *   start(wrapper, input, runId, filename, prefixLen)
+ *   start(wrapper, input, runId, filename, prefixLen, esm)
  *   deliver(id, frame)   settle the promise of call `id`
  *   fireTimer() -> bool  fire the earliest virtual timer, false if none
  *   fail(error)          end the run with an error
@@ -1281,11 +1281,33 @@ BUILTIN['node:fs'] = BUILTIN.fs = () => loadFs().fs;
 BUILTIN['node:fs/promises'] = BUILTIN['fs/promises'] = () => loadFs().promises;
 BUILTIN['node:crypto'] = BUILTIN.crypto = loadCrypto;
 
+// Node's built-in modules, for the message when an agent asks for one the
+// sandbox does not have (launcher/agent.c keeps the same list).
+const NODE_BUILTINS = create(null);
+{
+        const names = ['assert', 'async_hooks', 'buffer', 'child_process', 'cluster', 'console', 'constants',
+                'crypto', 'dgram', 'diagnostics_channel', 'dns', 'domain', 'events', 'fs', 'http', 'http2', 'https',
+                'inspector', 'module', 'net', 'os', 'path', 'perf_hooks', 'process', 'punycode', 'querystring',
+                'readline', 'repl', 'sea', 'sqlite', 'stream', 'string_decoder', 'sys', 'test', 'timers', 'tls',
+                'trace_events', 'tty', 'url', 'util', 'v8', 'vm', 'wasi', 'worker_threads', 'zlib'];
+        for (let i = 0; i < names.length; i++)
+                NODE_BUILTINS[names[i]] = true;
+}
+function isNodeBuiltin(n) {
+        if (n.length > 5 && n.slice(0, 5) === 'node:')
+                return true;
+        const slash = n.indexOf('/');
+        return NODE_BUILTINS[slash < 0 ? n : n.slice(0, slash)] === true;
+}
+
 function require(name) {
         const n = safeString(name);
         if (BUILTIN[n])
                 return BUILTIN[n]();
-        const e = new ErrorC("Cannot find module '" + n + "': chidori agents are one script; bundle dependencies with esbuild");
+        const e = new ErrorC(isNodeBuiltin(n)
+                ? "Cannot find module '" + n + "': it is not available in the chidori sandbox (it provides " +
+                        'node:fs, node:fs/promises and node:crypto)'
+                : "Cannot find module '" + n + "': chidori agents are one script; bundle dependencies with esbuild");
         define(e, 'code', 'MODULE_NOT_FOUND');
         throw e;
 }
@@ -1428,12 +1450,25 @@ function noEntry() {
         }));
 }
 
-function start(wrapper, input, runId, filename, plen) {
+function start(wrapper, input, runId, filename, plen, esm) {
         agentFile = filename;
         prefixLen = plen;
         try {
                 const module = { exports: {} };
                 const main = apply(wrapper, module.exports, [module, module.exports, require]);
+                // An ES-module bundle's wrapper is async (top-level await):
+                // pick the entry once the module body has finished.
+                if (esm)
+                        apply(promiseThen, main, [(m) => enter(module, m, input, runId, filename), fail]);
+                else
+                        enter(module, main, input, runId, filename);
+        } catch (e) {
+                fail(e);
+        }
+}
+
+function enter(module, main, input, runId, filename) {
+        try {
                 const ex = module.exports;
                 let entry;
                 if (ex !== null && (typeof ex === 'object' || typeof ex === 'function') && typeof ex.default === 'function')

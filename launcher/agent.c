@@ -1,10 +1,22 @@
 /* launcher/agent.c — load an agent file and turn ES modules / TypeScript into
- * one CommonJS script with esbuild before launch.
+ * one script with esbuild before launch.
  *
  * Bundling runs on the host, so it must not become a way for an agent to read
  * host files: esbuild's metafile lists every input, and any input outside the
  * agent's own directory makes the load fail (e.g. `import k from
  * '/home/u/.aws/creds.json'` would otherwise be inlined into the bundle).
+ *
+ * The bundle is an ES module (the only output format in which esbuild allows
+ * top-level await) with neither imports nor exports, so the engine can run it
+ * as the body of an async function (engine/compile.c):
+ *   - the entry point is a generated file that imports the agent and hands
+ *     its `default` (or `main`) export to the prelude through module.exports;
+ *   - node:fs, node:fs/promises and node:crypto (and fs, crypto) are aliased
+ *     to one-line CommonJS shims that call the prelude's require();
+ *   - any other `import ... from 'node:xyz'` is refused here, naming the
+ *     module; `require('node:xyz')` stays a runtime call the prelude refuses.
+ * esbuild also writes a source map, which the launcher uses to report errors
+ * at the agent's own files and lines (launcher/sourcemap.c).
  */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
@@ -15,23 +27,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/dlib.h"
 #include "common/util.h"
 #include "launcher/launcher.h"
 
 #define AGENT_MAX_BYTES (16u << 20)
 
-#ifndef CHIDORI_LIBEXECDIR
-#define CHIDORI_LIBEXECDIR "/usr/local/libexec/chidori"
-#endif
-
 void agent_free(struct agent *a)
 {
         if (!a)
                 return;
+        sourcemap_free(a->map);
+        free(a->map_warning);
         free(a->path);
         free(a->abspath);
         free(a->filename);
@@ -78,38 +90,41 @@ static bool needs_bundle(const char *path, const char *src)
         return looks_like_module(src);
 }
 
-static char *find_esbuild(void)
+char *agent_find_esbuild(void)
 {
         const char *env = getenv("CHIDORI_ESBUILD");
         if (env && *env)
                 return access(env, X_OK) == 0 ? strdup(env) : NULL;
+        /* The build tree (tools/, from `make deps`), then beside the binary
+         * or in its libexec directory (`make install` copies it there). */
         char self[PATH_MAX];
         ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-        if (n > 0) {
-                self[n] = '\0';
-                char *slash = strrchr(self, '/');
-                if (slash) {
-                        *slash = '\0';
-                        const char *rel[] = { "/../tools/node_modules/.bin/esbuild", "/esbuild" };
-                        for (size_t i = 0; i < ARRAY_SIZE(rel); i++) {
-                                char *p = NULL;
-                                if (asprintf(&p, "%s%s", self, rel[i]) >= 0 && access(p, X_OK) == 0)
-                                        return p;
+        char *slash = n > 0 ? (self[n] = '\0', strrchr(self, '/')) : NULL;
+        if (slash) {
+                *slash = '\0';
+                char *p = NULL;
+                if (asprintf(&p, "%s/../tools/node_modules/.bin/esbuild", self) >= 0 && access(p, X_OK) == 0) {
+                        char *real = realpath(p, NULL);
+                        if (real) {
                                 free(p);
+                                return real;
                         }
+                        return p;
                 }
+                free(p);
         }
-        if (access(CHIDORI_LIBEXECDIR "/esbuild", X_OK) == 0)
-                return strdup(CHIDORI_LIBEXECDIR "/esbuild");
+        char *p = dlib_find("esbuild", X_OK);
+        if (p)
+                return p;
         const char *path = getenv("PATH");
         if (!path)
                 return NULL;
         _cleanup_free_ char *dup = strdup(path);
-        for (char *save = NULL, *d = strtok_r(dup, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-                char *p = NULL;
+        for (char *save = NULL, *d = dup ? strtok_r(dup, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save)) {
                 if (asprintf(&p, "%s/esbuild", d) >= 0 && access(p, X_OK) == 0)
                         return p;
                 free(p);
+                p = NULL;
         }
         return NULL;
 }
@@ -200,6 +215,29 @@ static int run_capture(char *const argv[], const char *cwd, char **ret_out, char
         return 0;
 }
 
+/* Node's built-in modules, for the message when an agent asks for one the
+ * sandbox does not have.  engine/prelude.js keeps the same list. */
+static const char *const node_builtins[] = {
+        "assert", "async_hooks", "buffer", "child_process", "cluster", "console", "constants", "crypto",
+        "dgram", "diagnostics_channel", "dns", "domain", "events", "fs", "http", "http2", "https",
+        "inspector", "module", "net", "os", "path", "perf_hooks", "process", "punycode", "querystring",
+        "readline", "repl", "sea", "sqlite", "stream", "string_decoder", "sys", "test", "timers", "tls",
+        "trace_events", "tty", "url", "util", "v8", "vm", "wasi", "worker_threads", "zlib",
+};
+#define PROVIDED "node:fs, node:fs/promises and node:crypto"
+
+static bool is_node_builtin(const char *name, size_t len)
+{
+        if (len > 5 && strncmp(name, "node:", 5) == 0)
+                return true;
+        const char *slash = memchr(name, '/', len);
+        size_t base = slash ? (size_t)(slash - name) : len;
+        for (size_t i = 0; i < ARRAY_SIZE(node_builtins); i++)
+                if (strlen(node_builtins[i]) == base && strncmp(node_builtins[i], name, base) == 0)
+                        return true;
+        return false;
+}
+
 /* Turn esbuild's "✘ [ERROR] msg\n\n    file:line:col:" into "msg (file:line:col)". */
 static char *esbuild_diagnosis(const char *text)
 {
@@ -222,25 +260,71 @@ static char *esbuild_diagnosis(const char *text)
                 }
                 loc = le;
         }
+        /* 'Could not resolve "os"': say that the sandbox has no such module
+         * (esbuild's own hint, --platform=node, does not apply here). */
+        char hint[256] = "";
+        if (mlen > 19 && strncmp(m, "Could not resolve \"", 19) == 0) {
+                const char *q = memchr(m + 19, '"', mlen - 19);
+                if (q && is_node_builtin(m + 19, (size_t)(q - m - 19)))
+                        snprintf(hint, sizeof(hint),
+                                 "; '%.*s' is a Node.js built-in module, which is not available in the chidori "
+                                 "sandbox (it provides " PROVIDED ")",
+                                 (int)(q - m - 19), m + 19);
+        }
         char *s = NULL;
-        if (asprintf(&s, "%.*s%s", (int)mlen, m, where) < 0)
+        if (asprintf(&s, "%.*s%s%s", (int)mlen, m, where, hint) < 0)
                 return NULL;
         return s;
 }
 
-static int check_inputs(const char *meta_path, const char *dir, struct err **err)
+/* A metafile key (relative to the agent's directory) that names one of the
+ * files this launcher generated in its temporary directory. */
+static bool is_ours(const char *key, const char *dir, const char *tmp)
+{
+        _cleanup_free_ char *abs = sourcemap_join(dir, key);
+        size_t n = strlen(tmp);
+        return abs && strncmp(abs, tmp, n) == 0 && abs[n] == '/';
+}
+
+/* Which input imports `path` (for the message). */
+static const char *importer_of(const cJSON *inputs, const char *path, const char *dir, const char *tmp)
+{
+        const cJSON *in;
+        cJSON_ArrayForEach(in, inputs)
+        {
+                const cJSON *imp;
+                cJSON_ArrayForEach(imp, cJSON_GetObjectItemCaseSensitive(in, "imports"))
+                {
+                        const cJSON *p = cJSON_GetObjectItemCaseSensitive(imp, "path");
+                        if (cJSON_IsString(p) && strcmp(p->valuestring, path) == 0 && !is_ours(in->string, dir, tmp))
+                                return in->string;
+                }
+        }
+        return "the agent";
+}
+
+/* Every input is beneath the agent's directory (or is one of ours), and the
+ * bundle imports nothing: an import statement left in it names a module
+ * chidori does not provide. */
+static int check_meta(const char *meta_path, const char *dir, const char *tmp, struct err **err)
 {
         _cleanup_free_ char *text = NULL;
         if (read_file(meta_path, 64u << 20, &text, NULL, err) < 0)
                 return err_wrap(err, "read esbuild metafile");
         cJSON *meta = cJSON_Parse(text);
         const cJSON *inputs = cJSON_GetObjectItemCaseSensitive(meta, "inputs");
+        const cJSON *outputs = cJSON_GetObjectItemCaseSensitive(meta, "outputs");
         int rc = 0;
+        if (!cJSON_IsObject(inputs) || !cJSON_IsObject(outputs)) {
+                cJSON_Delete(meta);
+                return err_setc(err, AGENT_E_BUNDLE, 0, "esbuild's metafile has no inputs or outputs");
+        }
         const cJSON *in;
         cJSON_ArrayForEach(in, inputs)
         {
                 const char *k = in->string;
-                if (k[0] == '/' || strncmp(k, "../", 3) == 0 || strcmp(k, "..") == 0 || strstr(k, "/../")) {
+                if ((k[0] == '/' || strncmp(k, "../", 3) == 0 || strcmp(k, "..") == 0 || strstr(k, "/../")) &&
+                    !is_ours(k, dir, tmp)) {
                         rc = err_setc(err, AGENT_E_IMPORT, 0,
                                       "the agent imports '%s', which is outside its directory %s; agents may "
                                       "only bundle files beneath their own directory",
@@ -248,57 +332,192 @@ static int check_inputs(const char *meta_path, const char *dir, struct err **err
                         break;
                 }
         }
+        const cJSON *out;
+        cJSON_ArrayForEach(out, outputs)
+        {
+                if (rc < 0 || !has_suffix(out->string, ".js"))
+                        continue;
+                const cJSON *imp;
+                cJSON_ArrayForEach(imp, cJSON_GetObjectItemCaseSensitive(out, "imports"))
+                {
+                        const cJSON *path = cJSON_GetObjectItemCaseSensitive(imp, "path");
+                        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(imp, "kind");
+                        if (!cJSON_IsString(path) || !cJSON_IsString(kind) ||
+                            strcmp(kind->valuestring, "require-call") == 0 ||
+                            strcmp(kind->valuestring, "require-resolve") == 0)
+                                continue;
+                        rc = err_setc(err, AGENT_E_IMPORT, 0,
+                                      "%s imports '%s', which is not available in the chidori sandbox (it "
+                                      "provides " PROVIDED ")",
+                                      importer_of(inputs, path->valuestring, dir, tmp), path->valuestring);
+                        break;
+                }
+        }
         cJSON_Delete(meta);
         return rc;
 }
 
+static int write_text(int dfd, const char *name, const char *text, struct err **err)
+{
+        _cleanup_close_ int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return err_set(err, errno, "create %s for bundling", name);
+        size_t len = strlen(text);
+        while (len > 0) {
+                ssize_t n = write(fd, text, len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return err_set(err, errno, "write %s for bundling", name);
+                text += n;
+                len -= (size_t)n;
+        }
+        return 0;
+}
+
+/* The files of the temporary directory, removed in this order. */
+static const char *const tmp_files[] = {
+        "fs/index.js", "fs/promises.js", "crypto/index.js", "fs", "crypto",
+        "entry.mjs",   "meta.json",      "bundle.js",       "bundle.js.map",
+};
+
+static void remove_tmp(int dfd)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(tmp_files); i++)
+                if (unlinkat(dfd, tmp_files[i], 0) < 0 && errno == EISDIR)
+                        unlinkat(dfd, tmp_files[i], AT_REMOVEDIR);
+}
+
+/* What the bundle's entry point and the shims say.  `require` reaches the
+ * prelude's require() (a parameter of the function the engine wraps the
+ * bundle in); it is passed as a value so that esbuild does not resolve the
+ * name again. */
+static int write_inputs(int dfd, const char *agent_abs, struct err **err)
+{
+        static const struct {
+                const char *file, *module;
+        } shims[] = { { "fs/index.js", "node:fs" }, { "fs/promises.js", "node:fs/promises" },
+                      { "crypto/index.js", "node:crypto" } };
+        if (mkdirat(dfd, "fs", 0700) < 0 || mkdirat(dfd, "crypto", 0700) < 0)
+                return err_set(err, errno, "create a directory for bundling");
+        for (size_t i = 0; i < ARRAY_SIZE(shims); i++) {
+                char text[160];
+                snprintf(text, sizeof(text), "module.exports = ((load) => load(\"%s\"))(require);\n",
+                         shims[i].module);
+                if (write_text(dfd, shims[i].file, text, err) < 0)
+                        return -1;
+        }
+        cJSON *s = cJSON_CreateString(agent_abs);
+        _cleanup_free_ char *quoted = s ? cJSON_PrintUnformatted(s) : NULL;
+        cJSON_Delete(s);
+        _cleanup_free_ char *entry = NULL;
+        if (!quoted ||
+            asprintf(&entry,
+                     "import * as agent from %s;\n"
+                     "if (typeof agent.default === \"function\") module.exports = agent;\n"
+                     "else if (typeof agent.main === \"function\") module.exports = { default: agent.main };\n",
+                     quoted) < 0)
+                return err_set(err, ENOMEM, "bundle");
+        return write_text(dfd, "entry.mjs", entry, err);
+}
+
+static void load_map(struct agent *a, const char *tmp, const char *dir)
+{
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        struct err *err = NULL;
+        if (asprintf(&path, "%s/bundle.js.map", tmp) < 0)
+                path = NULL;
+        if (!path)
+                err_set(&err, ENOMEM, "read the map");
+        if (!path || read_file(path, (size_t)AGENT_MAX_BYTES * 4, &text, NULL, &err) < 0 ||
+            sourcemap_parse(text, tmp, dir, &a->map, &err) < 0) {
+                if (asprintf(&a->map_warning,
+                             "esbuild's source map for %s is unusable (%s); error positions will point into the bundle",
+                             a->path, err_msg(err)) < 0)
+                        a->map_warning = NULL;
+                a->map = NULL;
+        }
+        err_free(err);
+}
+
 static int bundle(struct agent *a, struct err **err)
 {
-        _cleanup_free_ char *esbuild = find_esbuild();
+        _cleanup_free_ char *esbuild = agent_find_esbuild();
         if (!esbuild)
                 return err_setc(err, AGENT_E_NO_ESBUILD, 0,
                                 "%s is an ES module or TypeScript and needs bundling, but esbuild was not found; "
-                                "run 'make deps' (installs it into tools/) or set CHIDORI_ESBUILD=/path/to/esbuild",
+                                "run 'make deps' (installs it into tools/), put esbuild on PATH, or set "
+                                "CHIDORI_ESBUILD=/path/to/esbuild",
                                 a->path);
         _cleanup_free_ char *dir = strdup(a->abspath);
+        if (!dir)
+                return err_set(err, ENOMEM, "bundle");
         char *slash = strrchr(dir, '/');
         if (slash == dir)
                 slash[1] = '\0';
         else
                 *slash = '\0';
-        char tmpl[] = "/tmp/chidori-bundle-XXXXXX";
-        if (!mkdtemp(tmpl))
-                return err_set(err, errno, "create a temporary directory for bundling");
-        _cleanup_free_ char *meta = NULL, *metaarg = NULL, *outfile = NULL, *outarg = NULL;
-        if (asprintf(&meta, "%s/meta.json", tmpl) < 0 || asprintf(&metaarg, "--metafile=%s", meta) < 0 ||
-            asprintf(&outfile, "%s/bundle.js", tmpl) < 0 || asprintf(&outarg, "--outfile=%s", outfile) < 0)
-                return err_set(err, ENOMEM, "bundle");
-        char *argv[] = { esbuild, a->abspath, "--bundle", "--format=cjs", "--platform=neutral",
-                         "--target=es2022", "--log-level=error", "--color=false", "--charset=utf8",
-                         "--external:node:*", "--external:fs", "--external:fs/promises", "--external:crypto",
-                         "--main-fields=module,main", "--legal-comments=none", metaarg, outarg, NULL };
+        const char *tmpdir = getenv("TMPDIR");
+        char made[PATH_MAX];
+        if (snprintf(made, sizeof(made), "%s/chidori-bundle-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp") >=
+            (int)sizeof(made))
+                return err_set(err, ENAMETOOLONG, "TMPDIR is too long");
+        if (!mkdtemp(made))
+                return err_set(err, errno, "create a temporary directory for bundling in %s",
+                               tmpdir && *tmpdir ? tmpdir : "/tmp");
+        /* esbuild names files by their real paths; so do we. */
+        _cleanup_free_ char *tmp = realpath(made, NULL);
+        _cleanup_free_ char *meta = NULL, *metaarg = NULL, *outfile = NULL, *outarg = NULL, *entry = NULL;
+        _cleanup_free_ char *al0 = NULL, *al1 = NULL, *al2 = NULL, *al3 = NULL;
+        int rc = 0;
+        if (!tmp || asprintf(&meta, "%s/meta.json", tmp) < 0 || asprintf(&metaarg, "--metafile=%s", meta) < 0 ||
+            asprintf(&outfile, "%s/bundle.js", tmp) < 0 || asprintf(&outarg, "--outfile=%s", outfile) < 0 ||
+            asprintf(&entry, "%s/entry.mjs", tmp) < 0 || asprintf(&al0, "--alias:node:fs=%s/fs", tmp) < 0 ||
+            asprintf(&al1, "--alias:fs=%s/fs", tmp) < 0 ||
+            asprintf(&al2, "--alias:node:crypto=%s/crypto", tmp) < 0 ||
+            asprintf(&al3, "--alias:crypto=%s/crypto", tmp) < 0)
+                rc = err_set(err, ENOMEM, "bundle");
+        _cleanup_close_ int dfd = open(made, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (rc == 0 && dfd < 0)
+                rc = err_set(err, errno, "open %s", made);
+        if (rc == 0)
+                rc = write_inputs(dfd, a->abspath, err);
         char *out = NULL, *errtext = NULL;
-        int status = 0;
-        int rc = run_capture(argv, dir, &out, &errtext, &status, err);
-        if (rc == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-                _cleanup_free_ char *d = esbuild_diagnosis(errtext);
-                const char *m = d ? d : errtext;
-                rc = err_setc(err, strncmp(m, "Could not resolve", 17) == 0 ? AGENT_E_IMPORT : AGENT_E_BUNDLE, 0,
-                              "%s", m);
+        if (rc == 0) {
+                /* import() becomes require() (so that a missing module fails
+                 * where it is called, as require does); import.meta is {} as
+                 * it was in CommonJS bundles. */
+                char *argv[] = { esbuild, entry, "--bundle", "--format=esm", "--platform=neutral",
+                                 "--target=es2022", "--log-level=error", "--color=false", "--charset=utf8",
+                                 al0, al1, al2, al3, "--external:node:*", "--main-fields=module,main",
+                                 "--legal-comments=none", "--sourcemap=external", "--sources-content=false",
+                                 "--supported:dynamic-import=false", "--define:import.meta={}", metaarg, outarg,
+                                 NULL };
+                int status = 0;
+                rc = run_capture(argv, dir, &out, &errtext, &status, err);
+                if (rc == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+                        _cleanup_free_ char *d = esbuild_diagnosis(errtext);
+                        const char *m = d ? d : errtext;
+                        rc = err_setc(err, strncmp(m, "Could not resolve", 17) == 0 ? AGENT_E_IMPORT : AGENT_E_BUNDLE,
+                                      0, "%s", m);
+                }
         }
         if (rc == 0)
-                rc = check_inputs(meta, dir, err);
+                rc = check_meta(meta, dir, tmp, err);
         char *script = NULL;
         if (rc == 0 && read_file(outfile, (size_t)AGENT_MAX_BYTES * 4, &script, NULL, err) < 0)
                 rc = err_wrap(err, "read the bundle");
-        unlink(meta);
-        unlink(outfile);
-        rmdir(tmpl);
+        if (rc == 0)
+                load_map(a, tmp, dir);
+        if (dfd >= 0)
+                remove_tmp(dfd);
+        rmdir(made);
         free(errtext);
         free(out);
         if (rc < 0)
                 return -1;
         a->script = script;
+        a->esm = true;
         return 0;
 }
 

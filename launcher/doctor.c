@@ -19,6 +19,7 @@
 
 #include "cgroup/cgroup.h"
 #include "common/cleanup.h"
+#include "common/dlib.h"
 #include "launcher/landlock.h"
 #include "launcher/launcher.h"
 #include "launcher/options.h"
@@ -28,6 +29,45 @@ static void emit_row(const char *name, const char *why, void *arg)
 {
         (void)arg;
         printf("| `%s` | %s |\n", name, why);
+}
+
+/* One line per file chidori needs besides itself: where it was found (the
+ * same search a run makes), or what is lost without it and how to fix it. */
+static void print_files(void)
+{
+        static const struct {
+                const char *name, *env, *label, *use;
+                int mode;
+        } f[] = {
+                { "chidori-worker", "CHIDORI_WORKER", "worker", "runs every agent", X_OK },
+                { "libchidori-engine.so", "CHIDORI_ENGINE_LIB", "engine library", "--no-isolate", R_OK },
+                { "libchidori-net.so", "CHIDORI_NET_LIB", "network library", "fetch and chidori.prompt", R_OK },
+        };
+        for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+                const char *env = getenv(f[i].env);
+                char *p = !(env && *env)                  ? dlib_find(f[i].name, f[i].mode)
+                          : access(env, f[i].mode) == 0 ? strdup(env)
+                                                          : NULL;
+                if (p)
+                        printf("  %-26s %-4s %s (%s)\n", f[i].label, "ok", p, f[i].use);
+                else if (env && *env)
+                        printf("  %-26s %-4s %s=%s is not usable; %s needs it: fix or unset %s\n", f[i].label, "FAIL",
+                               f[i].env, env, f[i].use, f[i].env);
+                else
+                        printf("  %-26s %-4s %s not found in %s; %s needs it: reinstall chidori (make install) "
+                               "or set %s=/path/to/%s\n",
+                               f[i].label, "FAIL", f[i].name, dlib_dirs_text(), f[i].use, f[i].env, f[i].name);
+                free(p);
+        }
+        char *e = agent_find_esbuild();
+        if (e)
+                printf("  %-26s %-4s %s (bundles ES-module and TypeScript agents)\n", "esbuild", "ok", e);
+        else
+                printf("  %-26s %-4s not found: ES-module (.mjs) and TypeScript (.ts) agents cannot run (plain .js and "
+                       "CommonJS agents can); install esbuild on PATH, run 'make deps && make install' from the "
+                       "source tree, or set CHIDORI_ESBUILD=/path/to/esbuild\n",
+                       "esbuild", "no");
+        free(e);
 }
 
 static int print_tables(void)
@@ -129,7 +169,10 @@ int cmd_doctor(int argc, char **argv)
                                "a layer is unavailable.  --require exits 78 when a core layer (user, pid, mount\n"
                                "or net namespace, seccomp, Landlock on kernels that have it) is missing.\n"
                                "--seccomp-table prints the seccomp allowlists with the reason for each syscall.\n"
-                               "Environment: CHIDORI_CGROUP_PARENT (where run cgroups go).\n");
+                               "It also says where the worker, the engine and network libraries and esbuild\n"
+                               "were found (esbuild bundles ES-module and TypeScript agents).\n"
+                               "Environment: CHIDORI_CGROUP_PARENT (where run cgroups go), CHIDORI_WORKER,\n"
+                               "CHIDORI_ENGINE_LIB, CHIDORI_NET_LIB, CHIDORI_ESBUILD (override those paths).\n");
                         return EXIT_OK;
                 } else {
                         fprintf(stderr, "Try 'chidori doctor --help'.\n");
@@ -215,6 +258,7 @@ int cmd_doctor(int argc, char **argv)
         }
         printf("  %-26s %-4s %s\n", "capabilities", "ok", "dropped with libcap in every box (no kernel support needed)");
         printf("  %-26s %-4s %s\n", "no_new_privs, rlimits", "ok", "always applied");
+        print_files();
         if (missing)
                 printf("%d core layer%s unavailable: `chidori run --require-sandbox` would refuse to run.\n", missing,
                        missing == 1 ? "" : "s");

@@ -74,13 +74,50 @@ struct agent {
         size_t source_len;
         char *script;      /* what the worker runs (bundled when needed) */
         char sha256[65];   /* of the original bytes */
+        bool esm;          /* script is an ES-module bundle: strict, may use top-level await */
+        struct sourcemap *map;  /* the bundle's source map, or NULL */
+        char *map_warning; /* why there is no map for a bundle, or NULL */
 };
 /* Load and, for ES modules / TypeScript, bundle with esbuild.  On a bundling
  * error, code 1 and the message carries esbuild's diagnosis (syntax errors as
  * file:line:col). */
 int agent_load(const char *path, struct agent *ret, struct err **err);
+/* esbuild: $CHIDORI_ESBUILD, the build tree's tools/, beside the binary or in
+ * its libexec directory (common/dlib.h), then $PATH.  malloc'd, or NULL. */
+char *agent_find_esbuild(void);
 void agent_free(struct agent *a);
 enum { AGENT_E_NOT_FOUND = 1, AGENT_E_BUNDLE, AGENT_E_IMPORT, AGENT_E_NO_ESBUILD };
+
+/* ---- sourcemap.c ---- */
+/* A source map (revision 3) of a bundle, with its sources made relative to
+ * the agent's directory (sources outside it are chidori's own and map to
+ * nothing). */
+struct sourcemap;
+struct cJSON;
+/* Parse the map's JSON text; map_dir is where the map's relative source
+ * paths start (the bundle's directory).  *ret is freed with sourcemap_free. */
+int sourcemap_parse(const char *json, const char *map_dir, const char *agent_dir, struct sourcemap **ret,
+                    struct err **err);
+void sourcemap_free(struct sourcemap *m);
+struct sourcemap_pos {
+        unsigned line, col;            /* in: 1-based position in the bundle */
+        int src;                       /* out: index of the source, -1 if unmapped */
+        unsigned orig_line, orig_col;  /* out: 1-based position in that source */
+        long best_col;                 /* internal */
+};
+/* Map n positions in one pass over the mappings.  Fails only on a malformed map. */
+int sourcemap_lookup(const struct sourcemap *m, struct sourcemap_pos *pos, size_t n, struct err **err);
+/* The source's path relative to the agent's directory; NULL for chidori's
+ * own generated code or an index out of range. */
+const char *sourcemap_source(const struct sourcemap *m, int index);
+/* Rewrite a done frame's error {stack, file, line, column}: frames and the
+ * position in the bundle named `bundle` become the agent's own files and
+ * lines; frames in generated code are dropped. */
+int sourcemap_map_error(const struct sourcemap *m, const char *bundle, struct cJSON *error, struct err **err);
+/* One base64 VLQ value at *p (advanced past it); -1 if malformed or over 31 bits. */
+int sourcemap_vlq(const char **p, long *ret);
+/* Lexically join and normalise: "/a/b" + "../c/./d" -> "/a/c/d" (malloc'd). */
+char *sourcemap_join(const char *base, const char *rel);
 
 /* ---- report.c ---- */
 /* Print the outcome (stdout for the value, stderr for failures) and return

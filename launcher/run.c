@@ -252,6 +252,8 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
 {
         struct err *err = NULL;
         _cleanup_free_ char *worker_path = NULL;
+        if (c->agent.map_warning)
+                fprintf(stderr, "chidori: warning: %s\n", c->agent.map_warning);
         if (!o->in_process && find_worker(&worker_path, &err) < 0) {
                 fprintf(stderr, "chidori: %s\n", err_msg(err));
                 err_free(err);
@@ -265,6 +267,7 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
         struct broker_config cfg = {
                 .script = c->agent.script,
                 .filename = c->agent.filename,
+                .esm = c->agent.esm,
                 .input = c->input,
                 .run_id = c->run_id,
                 .js_deadline_ms = o->js_deadline_ms,
@@ -343,6 +346,12 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
                 err_free(err);
                 broker_outcome_clear(&out);
                 return EXIT_PROTOCOL;
+        }
+        /* Bundled code: the error's place in the agent's own files. */
+        if (out.error && c->agent.map && sourcemap_map_error(c->agent.map, c->agent.filename, out.error, &err) < 0) {
+                fprintf(stderr, "chidori: warning: %s; error positions point into the bundle\n", err_msg(err));
+                err_free(err);
+                err = NULL;
         }
         int code = early ? EXIT_OK : report_outcome(&out, status, o->json, o->js_deadline_ms, o->sb.cpu_secs, c->run_id);
         if (c->journal)

@@ -28,11 +28,6 @@
 #include "launcher/options.h"
 #include "launcher/tz.h"
 
-#ifndef CHIDORI_LIBEXECDIR
-#define CHIDORI_LIBEXECDIR "/usr/local/libexec/chidori"
-#endif
-
-
 int find_worker(char **ret_path, struct err **err)
 {
         const char *env = getenv("CHIDORI_WORKER");
@@ -42,30 +37,14 @@ int find_worker(char **ret_path, struct err **err)
                 *ret_path = strdup(env);
                 return *ret_path ? 0 : err_set(err, ENOMEM, "find worker");
         }
-        char self[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-        if (n > 0) {
-                self[n] = '\0';
-                char *slash = strrchr(self, '/');
-                if (slash) {
-                        *slash = '\0';
-                        char *p = NULL;
-                        if (asprintf(&p, "%s/chidori-worker", self) >= 0 && access(p, X_OK) == 0) {
-                                *ret_path = p;
-                                return 0;
-                        }
-                        free(p);
-                }
-        }
-        char *p = strdup(CHIDORI_LIBEXECDIR "/chidori-worker");
-        if (p && access(p, X_OK) == 0) {
+        char *p = dlib_find("chidori-worker", X_OK);
+        if (p) {
                 *ret_path = p;
                 return 0;
         }
-        free(p);
-        return err_set(err, 0,
-                       "cannot find chidori-worker next to chidori or in " CHIDORI_LIBEXECDIR
-                       "; reinstall chidori or set CHIDORI_WORKER=/path/to/chidori-worker");
+        return err_set(err, 0, "cannot find chidori-worker in %s; reinstall chidori or set "
+                               "CHIDORI_WORKER=/path/to/chidori-worker",
+                       dlib_dirs_text());
 }
 
 typedef int (*engine_serve_fn)(int in_fd, int out_fd, struct err **err);

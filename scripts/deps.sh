@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install everything chidori needs to build and test on Debian 12, idempotently.
+# Install everything chidori needs to build and test on Debian 12, idempotently
+# (zsh only to test the zsh completion).
 # Run as root (or with sudo). Safe to re-run: it installs only what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,7 +10,7 @@ PKGS=(
   libjavascriptcoregtk-4.1-dev libcjson-dev libsqlite3-dev libcmocka-dev
   libseccomp-dev libcap-dev libmnl-dev libcurl4-openssl-dev libicu-dev tzdata
   bats bc procps passwd util-linux bubblewrap nodejs npm
-  python3 jq curl
+  python3 jq curl zsh
 )
 
 missing=()
