@@ -2,10 +2,10 @@
  * supervising a box (deadline kill, seccomp notifications, endings). */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -290,7 +290,6 @@ static const char *nproc_unavailable(const struct sandbox_opts *o)
 struct limits_plan {
         struct cgroup_limits cg;  /* what the leaf holds */
         uint64_t watch_memory;    /* the watchdog's limit, 0 = none */
-        const char *pids_none;    /* pids neither in the leaf nor by RLIMIT_NPROC: why */
         char why[200];            /* why the cgroup holds less than asked, "" if it holds all */
 };
 
@@ -320,9 +319,7 @@ static int plan_fallbacks(const struct sandbox_opts *o, struct box_opts *bo, str
                 } else if (o->set & SB_SET_PIDS) {
                         return unavailable(err, "--pids %llu (no cgroup pids.max: %s; %s)",
                                            (unsigned long long)o->pids_max, p->why, no);
-                } else {
-                        p->pids_none = no;
-                }
+                } /* else the default goes unheld: "pids: none" in the banner */
         }
         if (o->cpus > 0 && !(p->cg.cpus > 0))
                 return unavailable(err,

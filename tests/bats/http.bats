@@ -8,6 +8,8 @@ load helpers
 setup_file() {
   SRVDIR=$(mktemp -d /tmp/chidori-http.XXXXXX)
   export SRVDIR
+  # the battery's runs get a memory store of their own (not the user's)
+  export XDG_STATE_HOME="$SRVDIR/state"
   python3 "$BATS_TEST_DIRNAME/../servers/fake_http.py" --host 127.0.0.1 --port 0 >"$SRVDIR/port" 2>"$SRVDIR/log" &
   echo $! >"$SRVDIR/pid"
   python3 "$BATS_TEST_DIRNAME/../servers/fake_http.py" --host 127.0.0.2 --port 0 >"$SRVDIR/port2" 2>>"$SRVDIR/log" &
