@@ -277,6 +277,18 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
                                 "CHIDORI_ISOLATE=off runs the engine in this process)\n");
                 return EXIT_LAYER_UNAVAILABLE;
         }
+        /* A box limit asked for explicitly has no box to hold it in-process. */
+        const char *boxlimit = !o->in_process                                     ? NULL
+                               : (o->sb.set & SB_SET_MEMORY) && o->sb.memory_bytes ? "--memory"
+                               : (o->sb.set & SB_SET_PIDS)                         ? "--pids"
+                               : (o->sb.set & SB_SET_CPUS)                         ? "--cpus"
+                               : (o->sb.set & SB_SET_CPU_SECS) && o->sb.cpu_secs   ? "--cpu-secs"
+                                                                                   : NULL;
+        if (boxlimit) {
+                fprintf(stderr, "chidori: sandbox layer unavailable: %s (--no-isolate / CHIDORI_ISOLATE=off runs "
+                                "the engine in this process: no box to hold it; drop one or the other)\n", boxlimit);
+                return EXIT_LAYER_UNAVAILABLE;
+        }
         struct broker_config cfg = {
                 .script = c->agent.script,
                 .filename = c->agent.filename,

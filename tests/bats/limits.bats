@@ -131,6 +131,20 @@ JS
   assert_status 0
 }
 
+@test "--no-isolate has no box: an explicit box limit fails the run (78), the defaults do not" {
+  hello="$BATS_TEST_DIRNAME/../../examples/hello.js"
+  chid run --quiet --no-isolate --memory 256M "$hello"
+  assert_status 78
+  assert_stderr_has "chidori: sandbox layer unavailable: --memory (--no-isolate / CHIDORI_ISOLATE=off runs the engine in this process: no box to hold it"
+  [[ -z $output ]]
+  CHIDORI_PIDS_MAX=8 CHIDORI_ISOLATE=off chid run --quiet "$hello"
+  assert_status 78
+  assert_stderr_has "sandbox layer unavailable: --pids (--no-isolate"
+  chid run --quiet --no-isolate "$hello"
+  assert_status 0
+  assert_stdout '{"greeting":"Hello, world!"}'
+}
+
 # ---- the engine CPU budget -------------------------------------------------
 
 @test "the default engine CPU budget is in the banner: 60 s, 10 s under --untrusted, as given, or none" {
