@@ -18,6 +18,7 @@
 
 #include "broker/broker-internal.h"
 #include "broker/net.h"
+#include "common/text.h"
 
 static void on_refuse(void *arg, uint64_t id, const char *url, const char *addr, const char *why)
 {
@@ -26,7 +27,7 @@ static void on_refuse(void *arg, uint64_t id, const char *url, const char *addr,
         snprintf(msg, sizeof(msg),
                  "http: refused %s for call %llu (%.400s): %s — not public (SSRF guard); allow it with --allow-host",
                  addr, (unsigned long long)id, url, why);
-        fprintf(stderr, "chidori: %s\n", msg);
+        text_fput_line(stderr, "chidori: ", msg, strlen(msg)); /* the URL is the agent's */
         fflush(stderr);
         broker_journal_note(b, "ssrf", msg);
 }

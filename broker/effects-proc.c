@@ -28,6 +28,7 @@
 #include "broker/subproc.h"
 #include "broker/tools.h"
 #include "common/cleanup.h"
+#include "common/text.h"
 #include "common/util.h"
 
 extern char **environ;
@@ -140,13 +141,11 @@ static void on_agent_done(void *arg, uint64_t id, const struct subproc_result *r
         /* The nested run's stderr (its agent's logs, warnings): shown here,
          * line by line, under the callee's name. */
         if (res->err_len && !b->cfg->quiet_logs) {
-                const char *p = (const char *)res->err, *end = p + res->err_len;
-                while (p < end) {
-                        const char *nl = memchr(p, '\n', (size_t)(end - p));
-                        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
-                        fprintf(stderr, "[%s] %.*s\n", callee, (int)len, p);
-                        p += len + 1;
-                }
+                /* Escaped (the callee's name is a file name in the agent's
+                 * folder, its text the nested agent's): common/text.h. */
+                char tag[320], name[300];
+                snprintf(tag, sizeof(tag), "[%s] ", text_term(callee, strlen(callee), name, sizeof(name)));
+                text_fput_lines(stderr, tag, (const char *)res->err, res->err_len, true);
                 fflush(stderr);
         }
         char msg[1024];

@@ -21,6 +21,7 @@
 #include "broker/workspace.h"
 #include "broker/http.h"
 #include "common/cleanup.h"
+#include "common/text.h"
 #include "common/util.h"
 
 const char *broker_arg_str(const cJSON *args, const char *name)
@@ -48,10 +49,14 @@ static int do_log(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, 
         if (!level)
                 level = "info";
         if (!b->cfg->quiet_logs) {
+                /* Agent text: escaped, and every line under the tag, so a
+                 * message cannot drive the terminal or forge our lines. */
+                char tag[96], lv[64];
                 if (strcmp(level, "info") == 0)
-                        fprintf(stderr, "[agent] %s\n", msg);
+                        snprintf(tag, sizeof(tag), "[agent] ");
                 else
-                        fprintf(stderr, "[agent:%s] %s\n", level, msg);
+                        snprintf(tag, sizeof(tag), "[agent:%s] ", text_term(level, strlen(level), lv, sizeof(lv)));
+                text_fput_lines(stderr, tag, msg, strlen(msg), true);
                 fflush(stderr);
         }
         *ret = cJSON_CreateNull();
@@ -192,7 +197,10 @@ static int answer_from_tty(const char *prompt, cJSON **ret, struct err **err)
         _cleanup_fclose_ FILE *tty = fopen("/dev/tty", "r+e");
         if (!tty)
                 return err_set(err, errno, "input: cannot open the terminal");
-        fprintf(tty, "%s ", prompt);
+        /* The prompt is the agent's text: escaped, each line tagged, so it
+         * cannot pass for a prompt of the system's (a fake password ask). */
+        text_fput_lines(tty, "[agent] ", prompt, strlen(prompt), false);
+        fputc(' ', tty);
         fflush(tty);
         char *line = NULL;
         size_t cap = 0;

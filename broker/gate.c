@@ -15,6 +15,7 @@
 
 #include "broker/broker-internal.h"
 #include "broker/policy.h"
+#include "common/text.h"
 
 bool broker_gate(struct broker *b, const char *target, const cJSON *args, char *msg, size_t len)
 {
@@ -40,7 +41,7 @@ bool broker_gate(struct broker *b, const char *target, const cJSON *args, char *
                 policy_ask_message(target, &v, msg, len);
         else
                 policy_denial_message(target, &v, msg, len);
-        fprintf(stderr, "chidori: %s\n", msg);
+        text_fput_line(stderr, "chidori: ", msg, strlen(msg)); /* it quotes the call's arguments */
         fflush(stderr);
         broker_journal_note(b, d == POLICY_ASK ? "needs_approval" : "denied", msg);
         return false;

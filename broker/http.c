@@ -78,7 +78,6 @@ struct xfer {
         long hop_budget_ms;  /* total time left when this hop started */
         /* the guard's verdicts for this hop */
         int refused, passed;
-        char refused_addr[SSRF_ADDR_MAX];
         /* the response being received */
         struct http_response res;
         size_t body_cap, hdr_bytes, res_hcap;
@@ -319,8 +318,7 @@ static curl_socket_t open_socket(void *p, curlsocktype purpose, struct curl_sock
         if (!ok) {
                 char addr[SSRF_ADDR_MAX];
                 ssrf_addr_format(sa, addr, sizeof(addr));
-                if (t->refused++ == 0)
-                        memcpy(t->refused_addr, addr, sizeof(addr));
+                t->refused++;
                 if (purpose != CURLSOCKTYPE_IPCXN)
                         snprintf(why, sizeof(why), "not an outgoing connection");
                 if (t->e->cfg.on_refuse)
@@ -628,9 +626,14 @@ static struct err *transfer_error(struct xfer *t, CURLcode rc)
         if (t->too_big || rc == CURLE_FILESIZE_EXCEEDED) {
                 err_setc(&err, HTTP_E_TOO_BIG, 0, "http: response exceeds the %zu-byte limit", c->max_response_bytes);
         } else if (t->refused && !t->passed) {
+                /* Named by the host the agent asked for, never by the
+                 * address it resolved to: the agent must not learn what a
+                 * name means inside the operator's network (issue 9 item
+                 * 9).  The operator's stderr and the journal name the
+                 * address (on_refuse). */
                 err_setc(&err, HTTP_E_SSRF, 0,
-                         "http: destination %s is not public (SSRF guard); allow it with --allow-host",
-                         t->refused_addr);
+                         "http: destination host '%.200s' is not public (SSRF guard); allow it with --allow-host",
+                         t->host);
         } else if (t->headers_too_big) {
                 err_setc(&err, HTTP_E_TOO_BIG, 0, "http: response headers exceed the %d-byte limit",
                          RESPONSE_HEADERS_MAX_BYTES);
@@ -702,7 +705,7 @@ static int next_hop(struct xfer *t, const char *location, long status, struct er
         t->body_cap = t->hdr_bytes = t->res_hcap = 0;
         t->too_big = t->headers_too_big = t->in_body = false;
         t->refused = t->passed = 0;
-        t->refused_addr[0] = t->errbuf[0] = '\0';
+        t->errbuf[0] = '\0';
         return hop_setup(t, err);
 }
 

@@ -23,6 +23,7 @@
 #include "broker/broker-internal.h"
 #include "broker/journal.h"
 #include "common/cleanup.h"
+#include "common/text.h"
 #include "common/util.h"
 
 struct outq {
@@ -270,7 +271,7 @@ static int perform(struct loop *l, int64_t id, const char *op, const cJSON *args
         if (!e) {
                 char msg[256];
                 snprintf(msg, sizeof(msg), "unknown host call '%.64s': this chidori does not provide it", op);
-                fprintf(stderr, "chidori: %s\n", msg);
+                text_fput_line(stderr, "chidori: ", msg, strlen(msg));
                 return answer(l, id, op, args, NULL, error_obj("Error", msg), err);
         }
         if (e->gate != GATE_NONE) {
@@ -543,7 +544,8 @@ static void errfwd_flush(struct loop *l)
                 f->len = 0;
                 return;
         }
-        fprintf(stderr, "[worker] %.*s\n", (int)f->len, f->line);
+        /* What the worker writes is the box's text: escaped for the terminal. */
+        text_fput_line(stderr, "[worker] ", f->line, f->len);
         fflush(stderr);
         f->len = 0;
 }

@@ -96,6 +96,7 @@ struct report {
         int errnum;
         unsigned applied;
         int landlock_abi;
+        int nproc_applied;
         char skipped[LAYER_MAX][120];
         char msg[512];
 };
@@ -407,6 +408,18 @@ __attribute__((noreturn)) static void child_main(const struct box_opts *o, unsig
                 }
                 if (o->fsize > 0)
                         set_rlimit(RLIMIT_FSIZE, (rlim_t)o->fsize, "fsize");
+                /* pids without a cgroup: RLIMIT_NPROC counts the tasks of
+                 * one uid in one user namespace (Linux >= 5.14), here the
+                 * box's own, so it bounds this box alone. */
+                if (o->nproc > 0 && (ns_applied & LAYER_BIT(LAYER_USERNS))) {
+                        set_rlimit(RLIMIT_NPROC, (rlim_t)o->nproc, "nproc");
+                        rep.nproc_applied = 1;
+                } else if (o->nproc > 0 && o->nproc_required) {
+                        child_fail(BOX_E_LAYER, 0,
+                                   "sandbox layer unavailable: --pids %ld (no cgroup pids.max, and RLIMIT_NPROC "
+                                   "bounds one box only inside its own user namespace: %s)",
+                                   o->nproc, rep.skipped[LAYER_USERNS][0] ? rep.skipped[LAYER_USERNS] : "none");
+                }
                 rep.applied |= LAYER_BIT(LAYER_RLIMITS);
         } else {
                 layer_skip(o, LAYER_RLIMITS, false, "disabled by --unsafe-disable");
@@ -699,6 +712,7 @@ int box_spawn(const struct box_opts *o, struct box *b, struct err **err)
         b->notify_fd = lfd;
         b->applied = r.applied;
         b->landlock_abi = r.landlock_abi;
+        b->nproc_applied = r.nproc_applied;
         memcpy(b->skipped, r.skipped, sizeof(b->skipped));
         return 0;
 }

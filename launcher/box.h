@@ -65,6 +65,9 @@ struct box_opts {
         long nofile;                   /* RLIMIT_NOFILE (default 256) */
         long cpu_secs;                 /* RLIMIT_CPU, 0 = unset */
         long fsize;                    /* RLIMIT_FSIZE bytes, 0 = unset */
+        long nproc;                    /* RLIMIT_NPROC, 0 = unset: pids without a cgroup, set
+                                        * only in the box's own user namespace (per box there) */
+        bool nproc_required;           /* no user namespace for it: fail (BOX_E_LAYER), not skip */
         int cgroup_fd;                 /* v2 leaf for CLONE_INTO_CGROUP, or -1 */
         /* v1 (or v2 without CLONE_INTO_CGROUP): place the child before it
          * does anything; the child then enters its cgroup namespace, so the
@@ -79,6 +82,7 @@ struct box {
         int notify_fd;                 /* seccomp user-notification listener, or -1 */
         unsigned applied;              /* bitmask of 1<<LAYER_* */
         int landlock_abi;
+        bool nproc_applied;            /* RLIMIT_NPROC was set (box_opts.nproc) */
         char skipped[LAYER_MAX][120];  /* why a layer was not applied ("" if applied) */
 };
 

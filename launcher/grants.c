@@ -138,11 +138,11 @@ static int nested_argv(const struct grants_opts *o, const struct nested_src *ns,
                 ADD("--trusted");
         if (ns->in_process)
                 ADD("--no-isolate");
-        if (ns->js_deadline_ms > 0)
+        if (ns->js_deadline_ms >= 0) /* only as given: the callee picks its own default */
                 ADD(keep(g, "--js-deadline=%ld", ns->js_deadline_ms));
         if (ns->state_dir)
                 ADD(keep(g, "--state-dir=%s", ns->state_dir));
-        if (sb->cpu_secs > 0)
+        if (sb->set & SB_SET_CPU_SECS)
                 ADD(keep(g, "--cpu-secs=%ld", sb->cpu_secs));
         ADD(keep(g, "--nofile=%ld", sb->nofile));
         if (sb->fsize > 0)
@@ -158,8 +158,12 @@ static int nested_argv(const struct grants_opts *o, const struct nested_src *ns,
                 ADD("--no-jit");
         else if (sb->jit == 1)
                 ADD("--jit");
-        ADD(keep(g, "--memory=%llu", (unsigned long long)sb->memory_bytes));
-        ADD(keep(g, "--pids=%llu", (unsigned long long)sb->pids_max));
+        /* Limits as the user gave them: a default stays a default in the
+         * callee (noted in its banner, not fatal where it cannot apply). */
+        if ((sb->set & SB_SET_MEMORY) && sb->memory_bytes > 0)
+                ADD(keep(g, "--memory=%llu", (unsigned long long)sb->memory_bytes));
+        if (sb->set & SB_SET_PIDS)
+                ADD(keep(g, "--pids=%llu", (unsigned long long)sb->pids_max));
         if (sb->cpus > 0)
                 ADD(keep(g, "--cpus=%g", sb->cpus));
         if (sb->cgroup_parent)

@@ -25,6 +25,18 @@ struct sandbox_opts {
         double cpus;             /* --cpus, 0 = no cpu.max */
         const char *cgroup_parent; /* --cgroup-parent / CHIDORI_CGROUP_PARENT */
         const char *tz;          /* the worker's TZ, checked (launcher/tz.h); set by run and replay, NULL = UTC */
+        unsigned set;            /* SB_SET_*: what the user gave (flag or variable), not defaults */
+        long engine_cpu_ms;      /* run: the engine's CPU budget (--js-deadline), 0 = none: the
+                                  * banner shows it; RLIMIT_CPU backs it up (sandbox_cpu_secs) */
+};
+
+/* A limit the user set explicitly that cannot be applied fails the run
+ * (exit 78); a default that cannot be applied is a note in the banner. */
+enum {
+        SB_SET_MEMORY = 1u << 0,   /* --memory, CHIDORI_JS_MEM_CAP_MB */
+        SB_SET_PIDS = 1u << 1,     /* --pids, CHIDORI_PIDS_MAX */
+        SB_SET_CPUS = 1u << 2,     /* --cpus */
+        SB_SET_CPU_SECS = 1u << 3, /* --cpu-secs, CHIDORI_ISOLATE_CPU_SECS */
 };
 
 enum {
@@ -49,7 +61,9 @@ enum {
 #define SANDBOX_OPTIONS_HELP                                                                          \
         "  --deadline MS         wall-clock deadline; the box is killed (exit 124), 0 = none\n"      \
         "                        [CHIDORI_ISOLATE_DEADLINE_MS]\n"                                    \
-        "  --cpu-secs N          RLIMIT_CPU in seconds (exit 152), 0 = none [CHIDORI_ISOLATE_CPU_SECS]\n" \
+        "  --cpu-secs N          RLIMIT_CPU in seconds (exit 152), 0 = none [CHIDORI_ISOLATE_CPU_SECS];\n" \
+        "                        run: default 1.5 x --js-deadline + 2 s, a backstop for what the\n" \
+        "                        engine cannot interrupt (a regular expression)\n"                    \
         "  --nofile N            RLIMIT_NOFILE (default 256)\n"                                      \
         "  --fsize BYTES         RLIMIT_FSIZE, opt-in\n"                                             \
         "  --require-sandbox     fail (exit 78) unless user, pid, mount and net namespaces, seccomp,\n" \
@@ -59,10 +73,15 @@ enum {
         "                        mnt, net, ipc, uts, cgroupns, caps, landlock, seccomp, rlimits,\n"  \
         "                        cgroup = the memory/pids/cpu ceiling)\n"                            \
         "  --jit / --no-jit      JavaScriptCore's JIT; --no-jit also denies new executable memory\n"  \
-        "  --memory SIZE         cgroup memory ceiling, e.g. 256M or 1G (default 512M; exit 137)\n" \
+        "  --memory SIZE         memory ceiling, e.g. 256M or 1G (default 512M; exit 137): the cgroup's,\n" \
+        "                        else a watchdog on the box's resident memory\n"                    \
         "                        [CHIDORI_JS_MEM_CAP_MB, in MiB]\n"                                 \
-        "  --pids N              cgroup pids.max (default 64) [CHIDORI_PIDS_MAX]\n"                 \
-        "  --cpus FRACTION       cgroup cpu.max as a fraction of one CPU, e.g. 0.5\n"                \
+        "  --pids N              processes and threads (default 64): cgroup pids.max, else\n"       \
+        "                        RLIMIT_NPROC in the box's user namespace [CHIDORI_PIDS_MAX]\n"     \
+        "  --cpus FRACTION       cgroup cpu.max as a fraction of one CPU, e.g. 0.5 (needs a cgroup)\n" \
+        "                        --memory, --pids or --cpus given (flag or variable) but impossible to\n" \
+        "                        apply fails the run (exit 78); a default that cannot is noted in the\n" \
+        "                        banner\n"                                                           \
         "  --cgroup-parent PATH  cgroup under which run cgroups are created\n"                      \
         "                        [CHIDORI_CGROUP_PARENT] (default: below this process's cgroup)\n"
 
@@ -75,9 +94,11 @@ int sandbox_opts_parse(struct sandbox_opts *o, const char *cmd, int c, const cha
 int sandbox_opts_check(const struct sandbox_opts *o);
 
 struct cgroup_run;
+struct memwatch;
 struct sandbox_run {
         struct box box;
         struct cgroup_run *cg;   /* the run's cgroup leaf, or NULL */
+        struct memwatch *mw;     /* the memory watchdog when no cgroup holds the ceiling */
         char banner[768];
         int stage2_fd;
         bool jit;
@@ -104,6 +125,11 @@ int sandbox_wait(const struct sandbox_opts *o, struct sandbox_run *r, int *ret_s
 void sandbox_finish(struct sandbox_run *r, struct sandbox_usage *usage);
 /* Kill everything the box started (deadline). */
 void sandbox_kill(struct sandbox_run *r);
+/* The worker's RLIMIT_CPU in seconds (0 = none): --cpu-secs when given,
+ * else the backstop of the engine budget, 1.5 x engine_cpu_ms + 2 s (rounded
+ * up).  JavaScriptCore's watchdog cannot interrupt a regular expression
+ * (YARR) mid-match; the rlimit can (SIGXCPU, exit 152). */
+long sandbox_cpu_secs(const struct sandbox_opts *o, bool worker);
 /* Environment for the worker given the JIT posture and its time zone (NULL =
  * UTC) (static storage). */
 char **sandbox_worker_env(bool jit, bool stage2, const char *tz);

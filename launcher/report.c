@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "common/text.h"
 #include "launcher/launcher.h"
 #include "launcher/seccomp.h"
 
@@ -29,29 +30,47 @@ static const char *str_member(const cJSON *o, const char *k)
         return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+/* Everything in the error is the agent's (name, message, file, stack): it
+ * is escaped for the terminal and every line carries its prefix, so a
+ * message cannot forge a `chidori:` line of ours or drive the terminal
+ * (common/text.h). */
 static void print_agent_error(const cJSON *e)
 {
         const char *name = str_member(e, "name"), *msg = str_member(e, "message");
         const char *file = str_member(e, "file"), *stack = str_member(e, "stack");
         const cJSON *line = cJSON_GetObjectItemCaseSensitive(e, "line");
         const cJSON *col = cJSON_GetObjectItemCaseSensitive(e, "column");
-        fprintf(stderr, "chidori: agent error: %s: %s", name ? name : "Error", msg ? msg : "");
+        char ename[128], where[400] = "", fname[300];
+        if (!name)
+                name = "Error";
+        text_term(name, strlen(name), ename, sizeof(ename));
         if (file && cJSON_IsNumber(line)) {
+                text_term(file, strlen(file), fname, sizeof(fname));
                 if (cJSON_IsNumber(col))
-                        fprintf(stderr, " (at %s:%d:%d)", file, line->valueint, col->valueint);
+                        snprintf(where, sizeof(where), " (at %s:%d:%d)", fname, line->valueint, col->valueint);
                 else
-                        fprintf(stderr, " (at %s:%d)", file, line->valueint);
+                        snprintf(where, sizeof(where), " (at %s:%d)", fname, line->valueint);
         }
-        fputc('\n', stderr);
+        /* "chidori: agent error: Name: first line", then each further line of
+         * the message under "chidori: agent error: ", then where it was. */
+        if (!msg)
+                msg = "";
+        const char *nl = strchr(msg, '\n');
+        size_t first = nl ? (size_t)(nl - msg) : strlen(msg);
+        fprintf(stderr, "chidori: agent error: %s: ", ename);
+        text_fput_lines(stderr, "", msg, first, false);
+        if (nl && nl[1])
+                fputc('\n', stderr), text_fput_lines(stderr, "chidori: agent error: ", nl + 1, strlen(nl + 1), false);
+        fprintf(stderr, "%s\n", where);
         if (stack && *stack) {
                 /* Indent the engine's stack (one frame per line). */
                 const char *p = stack;
                 while (*p) {
-                        const char *nl = strchr(p, '\n');
-                        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+                        const char *snl = strchr(p, '\n');
+                        size_t n = snl ? (size_t)(snl - p) : strlen(p);
                         if (n)
-                                fprintf(stderr, "    at %.*s\n", (int)n, p);
-                        p += n + (nl ? 1 : 0);
+                                text_fput_line(stderr, "    at ", p, n);
+                        p += n + (snl ? 1 : 0);
                 }
         }
 }
@@ -95,7 +114,9 @@ static int fail(const struct broker_outcome *o, bool json, const char *run_id, i
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        fprintf(stderr, "chidori: %s\n", msg);
+        /* The message may quote what the worker sent (a protocol error, a
+         * replay divergence): one line, escaped. */
+        text_fput_line(stderr, "chidori: ", msg, strlen(msg));
         if (json)
                 print_json(false, NULL, NULL, msg, code, o, run_id);
         return code;
@@ -126,7 +147,9 @@ int report_outcome(const struct broker_outcome *o, int status, bool json, long j
                             "agent never settled: its promise is still pending and nothing is left to run "
                             "(no outstanding host call, no timer)");
         case BROKER_END_CPU_LIMIT:
-                return fail(o, json, run_id, EXIT_CPU, "CPU limit exceeded (%g s)", (double)js_deadline_ms / 1000.0);
+                return fail(o, json, run_id, EXIT_CPU,
+                            "CPU limit exceeded (%g s); raise it with --js-deadline MS (0 = none)",
+                            (double)js_deadline_ms / 1000.0);
         case BROKER_END_DEADLINE:
                 return fail(o, json, run_id, EXIT_DEADLINE, "%s", o->message);
         case BROKER_END_DIVERGED:
@@ -160,7 +183,8 @@ int report_outcome(const struct broker_outcome *o, int status, bool json, long j
                                                             : "(unknown)");
                 if (sig == SIGXCPU || (sig == SIGKILL && cpu_secs > 0 && o->end == BROKER_END_EOF &&
                                        o->cpu_ms >= (double)cpu_secs * 950.0))
-                        return fail(o, json, run_id, EXIT_CPU, "CPU limit exceeded (%ld s)", cpu_secs);
+                        return fail(o, json, run_id, EXIT_CPU,
+                                    "CPU limit exceeded (%ld s); raise it with --cpu-secs N (0 = none)", cpu_secs);
                 return fail(o, json, run_id, 128 + sig, "engine crashed (signal %s)", report_signame(sig));
         }
         if (o->fatal_signal > 0 && o->fatal_signal < 64)

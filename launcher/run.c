@@ -15,6 +15,7 @@
 #include "broker/memstore.h"
 #include "broker/policy.h"
 #include "common/cleanup.h"
+#include "common/text.h"
 #include "common/util.h"
 #include "launcher/grants.h"
 #include "launcher/launcher.h"
@@ -29,7 +30,8 @@ struct run_opts {
         const char *state_dir;
         const char *answers_path;
         const char *mem_ns;
-        long js_deadline_ms;
+        long js_deadline_ms;      /* -1 until given or defaulted (resolve_cpu_budget) */
+        bool js_deadline_set;     /* given by --js-deadline or CHIDORI_JS_DEADLINE_MS */
         struct sandbox_opts sb;
         struct grants_opts gr;    /* run only: what the agent is handed */
         bool json, quiet, in_process;
@@ -131,6 +133,22 @@ static void banner(const struct run_opts *o, const char *isolation, const struct
         policy_describe(pol, desc, sizeof(desc));
         fprintf(stderr, "Isolation: %s\n", isolation);
         fprintf(stderr, "Policy: %s\n", desc);
+}
+
+/* The engine's CPU budget by default (docs/sandbox.md, "CPU"): a runaway
+ * loop ends without the operator asking for it.  Code run under a policy
+ * that is not permissive (--untrusted) gets less: it has no reason to compute
+ * for long, and a shorter bound limits what a hostile agent burns.  There is
+ * no default wall-clock deadline: waiting on a slow tool is not a runaway. */
+#define JS_BUDGET_DEFAULT_MS 60000L
+#define JS_BUDGET_UNTRUSTED_MS 10000L
+
+static void resolve_cpu_budget(struct run_opts *o, const struct policy *pol)
+{
+        o->js_deadline_set = o->js_deadline_ms >= 0;
+        if (!o->js_deadline_set)
+                o->js_deadline_ms = policy_fallback(pol) != POLICY_ALLOW ? JS_BUDGET_UNTRUSTED_MS : JS_BUDGET_DEFAULT_MS;
+        o->sb.engine_cpu_ms = o->js_deadline_ms;
 }
 
 /* Select the policy (ARCHITECTURE.md, "Policy"): --untrusted beats every
@@ -264,6 +282,18 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
                                 "CHIDORI_ISOLATE=off runs the engine in this process)\n");
                 return EXIT_LAYER_UNAVAILABLE;
         }
+        /* A box limit asked for explicitly has no box to hold it in-process. */
+        const char *boxlimit = !o->in_process                                     ? NULL
+                               : (o->sb.set & SB_SET_MEMORY) && o->sb.memory_bytes ? "--memory"
+                               : (o->sb.set & SB_SET_PIDS)                         ? "--pids"
+                               : (o->sb.set & SB_SET_CPUS)                         ? "--cpus"
+                               : (o->sb.set & SB_SET_CPU_SECS) && o->sb.cpu_secs   ? "--cpu-secs"
+                                                                                   : NULL;
+        if (boxlimit) {
+                fprintf(stderr, "chidori: sandbox layer unavailable: %s (--no-isolate / CHIDORI_ISOLATE=off runs "
+                                "the engine in this process: no box to hold it; drop one or the other)\n", boxlimit);
+                return EXIT_LAYER_UNAVAILABLE;
+        }
         struct broker_config cfg = {
                 .script = c->agent.script,
                 .filename = c->agent.filename,
@@ -285,7 +315,7 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
         if (!c->replay) {
                 struct nested_src ns = {
                         .sb = &o->sb, .untrusted = o->untrusted, .trusted = o->trusted,
-                        .in_process = o->in_process, .js_deadline_ms = o->js_deadline_ms,
+                        .in_process = o->in_process, .js_deadline_ms = o->js_deadline_set ? o->js_deadline_ms : -1,
                         .state_dir = o->state_dir, .agent_path = o->agent_path,
                 };
                 int gc = grants_open(&o->gr, &ns, &c->grants, &cfg);
@@ -353,7 +383,8 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
                 err_free(err);
                 err = NULL;
         }
-        int code = early ? EXIT_OK : report_outcome(&out, status, o->json, o->js_deadline_ms, o->sb.cpu_secs, c->run_id);
+                int code = early ? EXIT_OK : report_outcome(&out, status, o->json, o->js_deadline_ms,
+                                                  sandbox_cpu_secs(&o->sb, !o->in_process), c->run_id);
         if (c->journal)
                 journal_end(c, &out, status, code);
         broker_outcome_clear(&out);
@@ -394,7 +425,9 @@ static void run_help(void)
                "  --state-dir DIR       where agent memory is kept\n"
                "                        [default $XDG_STATE_HOME/chidori or ~/.local/state/chidori]\n"
                "  --memory-ns NAME      memory namespace (default: the agent's absolute path)\n"
-               "  --js-deadline MS      engine CPU-time limit in ms, 0 = none [CHIDORI_JS_DEADLINE_MS]\n"
+               "  --js-deadline MS      the engine's CPU-time budget in ms (exit 152); default 60000,\n"
+               "                        10000 under a policy that is not permissive (--untrusted);\n"
+               "                        0 = none [CHIDORI_JS_DEADLINE_MS]\n"
                "  --tz ZONE             the time zone the agent's local-time Date and Intl see: a zone of\n"
                "                        the tz database such as Europe/Paris, or UTC (default) [CHIDORI_TZ]\n"
                GRANTS_OPTIONS_HELP
@@ -472,6 +505,7 @@ static int common_opt(const char *cmd, int c, struct run_opts *o)
 static int env_defaults(struct run_opts *o)
 {
         sandbox_opts_init(&o->sb);
+        o->js_deadline_ms = -1;
         if (env_ms("CHIDORI_JS_DEADLINE_MS", &o->js_deadline_ms) < 0 || sandbox_opts_env(&o->sb) < 0 ||
             env_isolate(&o->in_process) < 0)
                 return -1;
@@ -560,12 +594,19 @@ int cmd_run(int argc, char **argv)
                 }
         }
         if (agent_load(o.agent_path, &ctx.agent, &err) < 0) {
+                /* The bundler's text quotes the agent's source and file
+                 * names: escaped, each line under the prefix. */
                 if (err_code(err) == AGENT_E_BUNDLE || err_code(err) == AGENT_E_IMPORT) {
-                        fprintf(stderr, "chidori: agent error: %s: %s\n",
-                                err_code(err) == AGENT_E_BUNDLE ? "SyntaxError" : "ImportError", err_msg(err));
+                        const char *m = err_msg(err);
+                        fprintf(stderr, "chidori: agent error: %s: ",
+                                err_code(err) == AGENT_E_BUNDLE ? "SyntaxError" : "ImportError");
+                        const char *nl = strchr(m, '\n');
+                        text_fput_lines(stderr, "", m, nl ? (size_t)(nl - m) : strlen(m), true);
+                        if (nl && nl[1])
+                                text_fput_lines(stderr, "chidori: agent error: ", nl + 1, strlen(nl + 1), true);
                         code = EXIT_AGENT_ERROR;
                 } else {
-                        fprintf(stderr, "chidori: %s\n", err_msg(err));
+                        text_fput_line(stderr, "chidori: ", err_msg(err), strlen(err_msg(err)));
                 }
                 goto out;
         }
@@ -575,6 +616,7 @@ int cmd_run(int argc, char **argv)
          * says so (docs/sandbox.md, "JIT and W^X"). */
         if (o.sb.jit < 0 && policy_fallback(ctx.policy) != POLICY_ALLOW)
                 o.sb.jit = 0;
+        resolve_cpu_budget(&o, ctx.policy);
         ctx.ns = strdup(o.mem_ns ? o.mem_ns : ctx.agent.abspath);
         if (open_memory(&o, &ctx) < 0)
                 goto out;
@@ -605,7 +647,8 @@ static void replay_help(void)
                "  --agent FILE          the agent to replay (default: the path in the journal header)\n"
                "                        The time zone is the one recorded in the journal (--tz of the\n"
                "                        run); CHIDORI_TZ does not apply.\n"
-               "  --js-deadline MS      engine CPU-time limit in ms [CHIDORI_JS_DEADLINE_MS]\n"
+               "  --js-deadline MS      the engine's CPU-time budget in ms (default 60000, 10000 under\n"
+               "                        --untrusted; 0 = none) [CHIDORI_JS_DEADLINE_MS]\n"
                SANDBOX_OPTIONS_HELP
                "  --no-isolate          run the engine inside this process [CHIDORI_ISOLATE=off]\n"
                "  --isolate             run the engine in a worker process (default)\n"
@@ -706,6 +749,7 @@ int cmd_replay(int argc, char **argv)
                 goto out;
         if (o.sb.jit < 0 && policy_fallback(ctx.policy) != POLICY_ALLOW)
                 o.sb.jit = 0;
+        resolve_cpu_budget(&o, ctx.policy);
         code = execute(&o, &ctx, "replay");
 out:
         err_free(err);

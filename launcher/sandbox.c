@@ -5,12 +5,14 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +20,7 @@
 #include "cgroup/cgroup.h"
 #include "common/util.h"
 #include "launcher/launcher.h"
+#include "launcher/memwatch.h"
 #include "launcher/options.h"
 #include "launcher/tz.h"
 
@@ -57,21 +60,23 @@ static int env_long(const char *name, long *ret, const char *what)
 
 int sandbox_opts_env(struct sandbox_opts *o)
 {
+        long cpu = -1, mb = -1, pids = -1;
         if (env_long("CHIDORI_ISOLATE_DEADLINE_MS", &o->deadline_ms, "a number of milliseconds") < 0 ||
-            env_long("CHIDORI_ISOLATE_CPU_SECS", &o->cpu_secs, "a number of seconds") < 0)
+            env_long("CHIDORI_ISOLATE_CPU_SECS", &cpu, "a number of seconds") < 0)
                 return -1;
-        long mb = -1, pids = -1;
+        if (cpu >= 0)
+                o->cpu_secs = cpu, o->set |= SB_SET_CPU_SECS;
         if (env_long("CHIDORI_JS_MEM_CAP_MB", &mb, "a number of MiB") < 0 ||
             env_long("CHIDORI_PIDS_MAX", &pids, "a number of processes") < 0)
                 return -1;
         if (mb >= 0)
-                o->memory_bytes = (uint64_t)mb << 20; /* 0: no memory ceiling */
+                o->memory_bytes = (uint64_t)mb << 20, o->set |= SB_SET_MEMORY; /* 0: no memory ceiling */
         if (pids == 0) {
                 fprintf(stderr, "chidori: CHIDORI_PIDS_MAX=0 would forbid the engine's own threads; use 1 or more\n");
                 return -1;
         }
         if (pids > 0)
-                o->pids_max = (uint64_t)pids;
+                o->pids_max = (uint64_t)pids, o->set |= SB_SET_PIDS;
         const char *cp = getenv("CHIDORI_CGROUP_PARENT");
         if (cp && *cp)
                 o->cgroup_parent = cp;
@@ -96,7 +101,7 @@ int sandbox_opts_parse(struct sandbox_opts *o, const char *cmd, int c, const cha
         const char *what = NULL;
         switch (c) {
         case SOPT_DEADLINE: dst = &o->deadline_ms, what = "--deadline"; break;
-        case SOPT_CPU_SECS: dst = &o->cpu_secs, what = "--cpu-secs"; break;
+        case SOPT_CPU_SECS: dst = &o->cpu_secs, what = "--cpu-secs", o->set |= SB_SET_CPU_SECS; break;
         case SOPT_NOFILE: dst = &o->nofile, what = "--nofile"; break;
         case SOPT_FSIZE: dst = &o->fsize, what = "--fsize"; break;
         case SOPT_REQUIRE: o->require = true; return 1;
@@ -110,6 +115,7 @@ int sandbox_opts_parse(struct sandbox_opts *o, const char *cmd, int c, const cha
                         err_free(e);
                         return -1;
                 }
+                o->set |= SB_SET_MEMORY;
                 return 1;
         }
         case SOPT_CPUS: {
@@ -119,6 +125,7 @@ int sandbox_opts_parse(struct sandbox_opts *o, const char *cmd, int c, const cha
                         err_free(e);
                         return -1;
                 }
+                o->set |= SB_SET_CPUS;
                 return 1;
         }
         case SOPT_PIDS: {
@@ -128,6 +135,7 @@ int sandbox_opts_parse(struct sandbox_opts *o, const char *cmd, int c, const cha
                         return -1;
                 }
                 o->pids_max = (uint64_t)v;
+                o->set |= SB_SET_PIDS;
                 return 1;
         }
         case SOPT_UNSAFE_DISABLE: {
@@ -263,47 +271,177 @@ static int cg_attach(void *arg, pid_t pid, struct err **err)
         return cgroup_run_attach(arg, pid, err);
 }
 
-/* Create the run's leaf.  Returns 0 (leaf or, when not required, no leaf
- * with the reason in banner), or an exit code. */
-static int cgroup_setup(const struct sandbox_opts *o, struct box_opts *bo, const char *run_id, struct sandbox_run *r,
-                        char *banner, size_t blen, struct err **err)
+/* Whether RLIMIT_NPROC can stand in for pids.max: NULL if so, else why not.
+ * Since Linux 5.14 the count behind it is per user namespace and uid
+ * (ucounts), and the box has a user namespace of its own with one uid in it:
+ * the count is the box's tasks (threads included, as pids.max counts them).
+ * Without that namespace it would count every process of the uid, and would
+ * not bind root at all. */
+static const char *nproc_unavailable(const struct sandbox_opts *o)
 {
+        if (o->disable & (1u << LAYER_RLIMITS))
+                return "the rlimits layer that would set RLIMIT_NPROC is disabled by --unsafe-disable";
+        if (o->disable & (1u << LAYER_USERNS))
+                return "RLIMIT_NPROC counts per box only in the box's own user namespace, disabled by --unsafe-disable";
+        struct utsname u;
+        int maj = 0, min = 0;
+        if (uname(&u) == 0 && sscanf(u.release, "%d.%d", &maj, &min) == 2 && (maj > 5 || (maj == 5 && min >= 14)))
+                return NULL;
+        return "before Linux 5.14 RLIMIT_NPROC counts every process of the uid, not the box's";
+}
+
+/* How the run's limits are held: by the cgroup leaf, or by the fallbacks
+ * (docs/sandbox.md, "Limits without a cgroup"). */
+struct limits_plan {
+        struct cgroup_limits cg;  /* what the leaf holds */
+        uint64_t watch_memory;    /* the watchdog's limit, 0 = none */
+        char why[200];            /* why the cgroup holds less than asked, "" if it holds all */
+};
+
+static int unavailable(struct err **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int unavailable(struct err **err, const char *fmt, ...)
+{
+        char msg[600];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        err_setc(err, BOX_E_LAYER, 0, "sandbox layer unavailable: %s", msg);
+        return EXIT_LAYER_UNAVAILABLE;
+}
+
+/* The limits the cgroup does not hold: each one's fallback, or exit 78 when
+ * the user asked for it and it has none. */
+static int plan_fallbacks(const struct sandbox_opts *o, struct box_opts *bo, struct limits_plan *p, struct err **err)
+{
+        if (o->memory_bytes && !p->cg.memory_bytes)
+                p->watch_memory = o->memory_bytes;
+        if (!p->cg.pids_max) {
+                const char *no = nproc_unavailable(o);
+                if (!no) {
+                        bo->nproc = (long)o->pids_max;
+                        bo->nproc_required = o->set & SB_SET_PIDS;
+                } else if (o->set & SB_SET_PIDS) {
+                        return unavailable(err, "--pids %llu (no cgroup pids.max: %s; %s)",
+                                           (unsigned long long)o->pids_max, p->why, no);
+                } /* else the default goes unheld: "pids: none" in the banner */
+        }
+        if (o->cpus > 0 && !(p->cg.cpus > 0))
+                return unavailable(err,
+                                   "--cpus %g (no cgroup cpu.max: %s; nothing else bounds a share of the CPU: "
+                                   "drop --cpus or give chidori a cgroup, docs/cgroups.md)",
+                                   o->cpus, p->why);
+        return 0;
+}
+
+/* Create the run's leaf with what the cgroup can hold, and plan the
+ * fallbacks for the rest.  Returns 0 or an exit code (err set). */
+static int limits_setup(const struct sandbox_opts *o, struct box_opts *bo, const char *run_id, struct sandbox_run *r,
+                        struct limits_plan *p, struct err **err)
+{
+        memset(p, 0, sizeof(*p));
+        bool usable[CGROUP_CTL_MAX] = { false };
         if (o->disable & (1u << LAYER_CGROUP)) {
-                snprintf(banner, blen, "memory ceiling: none (disabled by --unsafe-disable)");
-                return 0;
+                snprintf(p->why, sizeof(p->why), "disabled by --unsafe-disable");
+        } else {
+                if (!cg_host) {
+                        if (cgroup_host_detect(o->cgroup_parent, &cg_host, err) < 0)
+                                return err_wrap(err, "cgroup parent"), EXIT_USAGE;
+                        atexit(cg_host_free);
+                        if (cgroup_host_version(cg_host) > 0)
+                                cgroup_cleanup_stale(cg_host, NULL);
+                }
+                if (cgroup_host_version(cg_host) == 0) {
+                        const char *why = cgroup_host_reason(cg_host);
+                        snprintf(p->why, sizeof(p->why), "%s", why ? why : "no cgroup");
+                } else {
+                        struct cgroup_info info;
+                        cgroup_host_describe(cg_host, &info);
+                        size_t n = 0;
+                        for (int c = 0; c < CGROUP_CTL_MAX; c++) {
+                                usable[c] = info.ctl[c].usable;
+                                if (!usable[c] && n < sizeof(p->why))
+                                        n += (size_t)snprintf(p->why + n, sizeof(p->why) - n, "%s%s controller: %s",
+                                                              n ? "; " : "", cgroup_ctl_name((enum cgroup_ctl)c),
+                                                              info.ctl[c].why ? info.ctl[c].why : "not usable");
+                        }
+                }
         }
-        if (!cg_host) {
-                if (cgroup_host_detect(o->cgroup_parent, &cg_host, err) < 0)
-                        return err_wrap(err, "cgroup parent"), EXIT_USAGE;
-                atexit(cg_host_free);
-                if (cgroup_host_version(cg_host) > 0)
-                        cgroup_cleanup_stale(cg_host, NULL);
+        if (o->require && !usable[CGROUP_CTL_MEMORY])
+                return unavailable(err, "memory ceiling (%s)", p->why);
+        p->cg.memory_bytes = usable[CGROUP_CTL_MEMORY] ? o->memory_bytes : 0;
+        p->cg.pids_max = usable[CGROUP_CTL_PIDS] ? o->pids_max : 0;
+        p->cg.cpus = usable[CGROUP_CTL_CPU] ? o->cpus : 0;
+        if (p->cg.memory_bytes || p->cg.pids_max || p->cg.cpus > 0) {
+                if (cgroup_run_create(cg_host, run_id, &p->cg, &r->cg, err) < 0) {
+                        if (o->require || err_code(*err) == CGROUP_E_INVALID)
+                                return err_wrap(err, "sandbox layer unavailable: memory ceiling"),
+                                       EXIT_LAYER_UNAVAILABLE;
+                        /* An unwritable --cgroup-parent, a full hierarchy:
+                         * every limit takes its fallback. */
+                        snprintf(p->why, sizeof(p->why), "%s", err_msg(*err));
+                        err_free(*err);
+                        *err = NULL;
+                        memset(&p->cg, 0, sizeof(p->cg));
+                }
         }
-        struct cgroup_limits lim = { .memory_bytes = o->memory_bytes, .pids_max = o->pids_max, .cpus = o->cpus };
-        if (cgroup_host_version(cg_host) == 0) {
-                const char *why = cgroup_host_reason(cg_host);
-                if (o->require)
-                        return err_setc(err, BOX_E_LAYER, 0, "sandbox layer unavailable: memory ceiling (%s)",
-                                        why ? why : "no cgroup"),
-                               EXIT_LAYER_UNAVAILABLE;
-                snprintf(banner, blen, "memory ceiling: none (%s)", why ? why : "no cgroup");
-                return 0;
+        int code = plan_fallbacks(o, bo, p, err);
+        if (code != 0) {
+                cgroup_run_destroy(r->cg, NULL);
+                r->cg = NULL;
+                return code;
         }
-        if (cgroup_run_create(cg_host, run_id, &lim, &r->cg, err) < 0) {
-                if (o->require || err_code(*err) == CGROUP_E_INVALID)
-                        return err_wrap(err, "sandbox layer unavailable: memory ceiling"), EXIT_LAYER_UNAVAILABLE;
-                snprintf(banner, blen, "memory ceiling: none (%s)", err_msg(*err));
-                err_free(*err);
-                *err = NULL;
-                return 0;
-        }
-        cgroup_banner(cg_host, &lim, banner, blen);
-        bo->cgroup_fd = cgroup_run_clone_fd(r->cg);
-        if (bo->cgroup_fd < 0) {
-                bo->attach = cg_attach;
-                bo->attach_arg = r->cg;
+        if (r->cg) {
+                bo->cgroup_fd = cgroup_run_clone_fd(r->cg);
+                if (bo->cgroup_fd < 0) {
+                        bo->attach = cg_attach;
+                        bo->attach_arg = r->cg;
+                }
         }
         return 0;
+}
+
+/* The banner's limits fragment, once the box runs (RLIMIT_NPROC needed its
+ * user namespace):
+ *   "cgroup1 memory.limit_in_bytes=512M pids.max=64"
+ *   "no cgroup (no cgroup delegation): memory watchdog 512M, pids rlimit 64"
+ *   "cgroup2 memory.max=512M; pids rlimit 64 (pids controller: ...)" */
+static void limits_banner(const struct sandbox_opts *o, const struct limits_plan *p, const struct box *b,
+                          char *buf, size_t len)
+{
+        char cg[160] = "", fb[160] = "";
+        size_t n = 0;
+        if (p->cg.memory_bytes || p->cg.pids_max || p->cg.cpus > 0)
+                cgroup_banner(cg_host, &p->cg, cg, sizeof(cg));
+        if (p->watch_memory) {
+                char sz[24];
+                cgroup_format_size(p->watch_memory, sz, sizeof(sz));
+                n += (size_t)snprintf(fb + n, sizeof(fb) - n, "memory watchdog %s", sz);
+        } else if (!o->memory_bytes && !cg[0] && n < sizeof(fb)) {
+                n += (size_t)snprintf(fb + n, sizeof(fb) - n, "memory ceiling: none");
+        }
+        if (!p->cg.pids_max && n < sizeof(fb)) {
+                if (b->nproc_applied)
+                        n += (size_t)snprintf(fb + n, sizeof(fb) - n, "%spids rlimit %llu", n ? ", " : "",
+                                              (unsigned long long)o->pids_max);
+                else
+                        n += (size_t)snprintf(fb + n, sizeof(fb) - n, "%spids: none", n ? ", " : "");
+        }
+        if (!fb[0])
+                snprintf(buf, len, "%s", cg);
+        else if (!cg[0])
+                snprintf(buf, len, "no cgroup (%s): %s", p->why, fb);
+        else
+                snprintf(buf, len, "%s; %s (%s)", cg, fb, p->why);
+}
+
+long sandbox_cpu_secs(const struct sandbox_opts *o, bool worker)
+{
+        if (o->set & SB_SET_CPU_SECS)
+                return o->cpu_secs;
+        if (worker && o->engine_cpu_ms > 0)
+                return (o->engine_cpu_ms * 3 / 2 + 999) / 1000 + 2;
+        return o->cpu_secs;
 }
 
 int sandbox_start(const struct sandbox_opts *o, struct box_opts *bo, const char *run_id, struct sandbox_run *r,
@@ -315,13 +453,13 @@ int sandbox_start(const struct sandbox_opts *o, struct box_opts *bo, const char 
         bo->disable = o->disable;
         bo->require = o->require;
         bo->nofile = o->nofile;
-        bo->cpu_secs = o->cpu_secs;
+        bo->cpu_secs = sandbox_cpu_secs(o, bo->worker);
         bo->fsize = o->fsize;
         bo->cgroup_fd = -1;
         if (bo->worker)
                 bo->envp = sandbox_worker_env(r->jit, !(o->disable & (1u << LAYER_SECCOMP)), o->tz);
-        char cgbanner[256] = "";
-        int code = cgroup_setup(o, bo, run_id, r, cgbanner, sizeof(cgbanner), err);
+        struct limits_plan plan;
+        int code = limits_setup(o, bo, run_id, r, &plan, err);
         if (code != 0)
                 return code;
         const struct seccomp_prog *filter = NULL;
@@ -350,9 +488,26 @@ int sandbox_start(const struct sandbox_opts *o, struct box_opts *bo, const char 
         if (r->stage2_fd >= 0)
                 close(r->stage2_fd);
         r->stage2_fd = -1;
-        char extra[64] = "";
-        if (bo->worker)
-                snprintf(extra, sizeof(extra), "%s", r->jit ? "jit on" : "jit off, no executable memory");
+        /* No cgroup for the memory ceiling: the watchdog holds it, for the
+         * whole box (the worker starts no process; a launched program may). */
+        if (plan.watch_memory &&
+            memwatch_start(r->box.pid, r->box.pidfd, plan.watch_memory, !bo->worker,
+                           !(r->box.applied & (1u << LAYER_PIDNS)), &r->mw, err) < 0) {
+                sandbox_kill(r);
+                while (waitpid(r->box.pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
+                box_close(&r->box);
+                err_wrap(err, "sandbox layer unavailable: memory watchdog");
+                code = EXIT_LAYER_UNAVAILABLE;
+                goto fail;
+        }
+        char cgbanner[320], extra[64] = "";
+        limits_banner(o, &plan, &r->box, cgbanner, sizeof(cgbanner));
+        if (bo->worker && o->engine_cpu_ms > 0)
+                snprintf(extra, sizeof(extra), "%s; cpu budget %g s", r->jit ? "jit on" : "jit off, no executable memory",
+                         (double)o->engine_cpu_ms / 1000.0);
+        else if (bo->worker)
+                snprintf(extra, sizeof(extra), "%s; cpu budget none", r->jit ? "jit on" : "jit off, no executable memory");
         box_describe(&r->box, cgbanner, extra, r->banner, sizeof(r->banner));
         return 0;
 fail:
@@ -376,6 +531,10 @@ void sandbox_finish(struct sandbox_run *r, struct sandbox_usage *u)
 {
         if (u)
                 memset(u, 0, sizeof(*u));
+        struct memwatch_result mr = { 0 };
+        bool watched = r->mw != NULL;
+        memwatch_stop(r->mw, &mr);
+        r->mw = NULL;
         if (r->cg) {
                 struct cgroup_stats st;
                 if (u && cgroup_run_stats(r->cg, &st, NULL) == 0) {
@@ -387,6 +546,14 @@ void sandbox_finish(struct sandbox_run *r, struct sandbox_usage *u)
                 }
                 cgroup_run_destroy(r->cg, NULL);
                 r->cg = NULL;
+        }
+        /* The watchdog held the memory ceiling (the cgroup, if any, only
+         * pids or cpu). */
+        if (u && watched) {
+                u->known = true;
+                u->oom_killed = mr.killed;
+                u->peak_bytes = mr.peak_bytes;
+                u->memory_limit = mr.limit_bytes;
         }
         box_close(&r->box);
 }

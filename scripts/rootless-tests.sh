@@ -50,7 +50,7 @@ stage=$(mktemp -d /tmp/chidori-rootless.XXXXXX) || skip_all "cannot create a sta
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/build/probes" "$stage/tests/bats" "$stage/examples" "$stage/home"
 cp "$BUILD/chidori" "$BUILD/chidori-worker" "$stage/build/"
-cp "$BUILD/probes/probe" "$stage/build/probes/"
+cp "$BUILD/probes/probe" "$BUILD/probes/cg_forkbomb" "$stage/build/probes/"
 cp tests/bats/helpers.bash tests/bats/rootless.bats tests/bats/sandbox.bats "$stage/tests/bats/"
 cp examples/* "$stage/examples/"
 # esbuild (ES-module and TypeScript agents) is found next to the binary.

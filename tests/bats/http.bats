@@ -8,6 +8,8 @@ load helpers
 setup_file() {
   SRVDIR=$(mktemp -d /tmp/chidori-http.XXXXXX)
   export SRVDIR
+  # the battery's runs get a memory store of their own (not the user's)
+  export XDG_STATE_HOME="$SRVDIR/state"
   python3 "$BATS_TEST_DIRNAME/../servers/fake_http.py" --host 127.0.0.1 --port 0 >"$SRVDIR/port" 2>"$SRVDIR/log" &
   echo $! >"$SRVDIR/pid"
   python3 "$BATS_TEST_DIRNAME/../servers/fake_http.py" --host 127.0.0.2 --port 0 >"$SRVDIR/port2" 2>>"$SRVDIR/log" &
@@ -91,7 +93,7 @@ check_case() { # index into the battery
   local kind url got
   read -r kind url < <(sed -n "${1}p" "$SRVDIR/urls")
   got=$(outcome closed.json "$url")
-  if [[ $got != "error ssrf fetch failed: http: destination "*" is not public (SSRF guard); allow it with --allow-host" ]]; then
+  if [[ $got != "error ssrf fetch failed: http: destination host '"*"' is not public (SSRF guard); allow it with --allow-host" ]]; then
     echo "without the allowlist, $url gave: $got"; cat "$SRVDIR/closed.err"; return 1
   fi
   got=$(outcome open.json "$url")
@@ -148,6 +150,32 @@ check_case() { # index into the battery
   grep -q "refused 127.0.0.1 for call" "$SRVDIR/closed.err"
 }
 
+@test "the agent's SSRF error names the host it asked for, never the address it resolved to" {
+  agent o.js <<'JS'
+module.exports = async (urls) => {
+  const out = [];
+  for (const u of urls) {
+    try { await fetch(u); out.push('reached ' + u); } catch (e) { out.push(e.message + ' | ' + e.cause.message + ' | ' + e.cause.code); }
+  }
+  return out;
+};
+JS
+  chid run --quiet --journal "$T/j.jsonl" --input "[\"http://localhost:$P/\", \"http://127.0.0.1:$P/\", \"http://10.1.2.3/\"]" "$T/o.js"
+  assert_status 0
+  # a name: the agent learns only that it is not public, not what it means
+  [[ $output == *"destination host 'localhost' is not public (SSRF guard)"*"| ssrf"* ]] || { echo "$output"; return 1; }
+  local first=${output%%\",\"*}
+  [[ $first != *127.0.0.1* && $first != *::1* ]] || { echo "the resolved address leaked: $first"; return 1; }
+  # a literal: its own text, nothing more
+  [[ $output == *"destination host '127.0.0.1' is not public"* && $output == *"destination host '10.1.2.3' is not public"* ]] ||
+    { echo "$output"; return 1; }
+  [[ $output != *loopback* && $output != *private* && $output != *RFC* ]] || { echo "the class leaked: $output"; return 1; }
+  # the operator's stderr and the journal name the address and why
+  assert_stderr_has "http: refused 127.0.0.1 for call 1 (http://localhost:$P/): loopback"
+  assert_stderr_has "http: refused 10.1.2.3 for call 3 (http://10.1.2.3/): private"
+  grep '"kind":"ssrf"' "$T/j.jsonl" | grep -q 'refused 127.0.0.1 for call 1 (http://localhost'
+}
+
 @test "a redirect from an allowed host to a private address is refused at the hop" {
   agent r.js <<JS
 module.exports = async () => {
@@ -157,7 +185,7 @@ module.exports = async () => {
 JS
   chid run --quiet --allow-host "127.0.0.1:$P" "$T/r.js"
   assert_status 0
-  [[ $output == *"destination 127.0.0.2 is not public (SSRF guard)"* ]] || { echo "$output"; return 1; }
+  [[ $output == *"destination host '127.0.0.2' is not public (SSRF guard)"* ]] || { echo "$output"; return 1; }
   # The same redirect with the second host allowed too is followed.
   chid run --quiet --allow-host "127.0.0.1:$P" --allow-host "127.0.0.2" "$T/r.js"
   assert_status 0

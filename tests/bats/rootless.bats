@@ -198,19 +198,49 @@ BANNER_NS="Isolation: process (user,pid,mnt,net,ipc,uts,cgroup ns;"
 }
 
 # The memory ceiling needs cgroup delegation, which chidori-test does not have
-# here.  DEPENDS ON the cgroup wiring into the box (the integrator's work in
-# progress): docs/sandbox.md says the banner then reads
-# "memory ceiling: none (no cgroup delegation)" and --require-sandbox refuses.
+# here: the run goes on with the fallbacks (a watchdog on the box's resident
+# memory, RLIMIT_NPROC for --pids), the banner names them, and
+# --require-sandbox refuses (the watchdog is not a cgroup ceiling).
 
-@test "rootless (cgroup wiring): without delegation the run goes on and the banner names the missing memory ceiling" {
+@test "rootless (cgroup wiring): without delegation the run goes on and the banner names the fallbacks" {
   chid launch -- "$PROBE" status
   assert_status 0
   assert_stderr_has "$BANNER_NS"
-  assert_stderr_has "memory ceiling: none (no cgroup delegation)"
+  assert_stderr_has "no cgroup (no cgroup delegation): memory watchdog 512M, pids rlimit 64"
   [[ $stderr != *"memory.max="* && $stderr != *"memory.limit_in_bytes="* ]] || { show; false; }
   chid run --state-dir "$T/state" "$EXAMPLES/hello.js"
   assert_status 0
-  assert_stderr_has "memory ceiling: none (no cgroup delegation)"
+  assert_stderr_has "no cgroup (no cgroup delegation): memory watchdog 512M, pids rlimit 64"
+}
+
+@test "rootless: without delegation a memory bomb is killed by the watchdog: 137 and the message" {
+  cat >"$T/bomb.js" <<'JS'
+function main() {
+  const keep = [];
+  for (let i = 0; i < 1536; i++) keep.push(new Uint8Array(1 << 20).fill(i & 255));
+  let spin = 0;
+  for (let i = 0; i < 3e8; i++) spin += i & 1;  // hold it a moment (a busy machine polls late)
+  return "survived " + keep.length + " MiB";
+}
+JS
+  chid run --quiet --memory 128M --state-dir "$T/state" "$T/bomb.js"
+  assert_status 137
+  assert_stderr_has "chidori: memory limit exceeded (limit 128 MiB)"
+  [[ -z $output ]] || { show; false; }
+  # with room for it the same agent survives: the watchdog is what stopped it
+  chid run --quiet --memory 2G --state-dir "$T/state" "$T/bomb.js"
+  assert_status 0
+  [[ $output == '"survived 1536 MiB"' ]] || { show; false; }
+}
+
+@test "rootless: without delegation --pids 16 holds a fork bomb; --cpus cannot apply (78)" {
+  [[ -x $BUILD_DIR/probes/cg_forkbomb ]] || skip "cg_forkbomb is not staged"
+  chid launch --quiet --pids 16 -- "$BUILD_DIR/probes/cg_forkbomb"
+  assert_status 3
+  [[ $output =~ ^forked\ 1[0-5],\ refused\ [0-9]+$ ]] || { show; false; }
+  chid launch --cpus 0.5 -- /bin/true
+  assert_status 78
+  assert_stderr_has "chidori: sandbox layer unavailable: --cpus 0.5 (no cgroup cpu.max: no cgroup delegation;"
 }
 
 @test "rootless (cgroup wiring): --require-sandbox refuses to run without a memory ceiling (78)" {

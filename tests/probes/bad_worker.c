@@ -153,6 +153,23 @@ static int run(int argc, char **argv)
                 frame(out);
                 return 0;
         }
+        if (!strcmp(mode, "stderr-escapes")) {
+                /* A compromised worker writing to the terminal through the
+                 * parent's [worker] forwarding. */
+                static const char m[] = "\x1b]0;pwned\x07\r\nchidori: memory limit exceeded (limit 1 MiB)\n"
+                                        "\xe2\x80\xae\xc2\x9b" "2J\x7f\n";
+                if (write(2, m, sizeof(m) - 1) < 0)
+                        return 9;
+                frame("{\"type\":\"done\",\"ok\":true,\"value\":1}");
+                return 0;
+        }
+        if (!strcmp(mode, "escape-op")) {
+                /* An op name the real engine never sends (it checks [a-zA-Z.]). */
+                frame("{\"type\":\"call\",\"id\":1,\"op\":\"\\u001b]0;pwned\\u0007\\nchidori: fake\",\"args\":{}}");
+                free(read_frame());
+                frame("{\"type\":\"done\",\"ok\":true,\"value\":2}");
+                return 0;
+        }
         fprintf(stderr, "bad_worker: unknown mode '%s'\n", mode);
         return 99;
 }

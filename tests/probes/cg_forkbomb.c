@@ -20,5 +20,8 @@ int main(void)
                         ok++;
         }
         printf("forked %d, refused %d\n", ok, refused);
-        return refused ? 3 : 0;
+        fflush(stdout);
+        /* No exit handlers: an instrumented (make asan) build's leak check
+         * at exit uses ptrace, which launch's filter refuses. */
+        _exit(refused ? 3 : 0);
 }

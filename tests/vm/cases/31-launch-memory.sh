@@ -1,7 +1,8 @@
 #!/bin/sh
 # `chidori launch --memory 64M` bounds a C program on cgroup v2: touching 200 MiB is
-# OOM-killed (137, reported), 32 MiB is not (no false positive), and with
-# --unsafe-disable=cgroup the 200 MiB one survives (the ceiling is what stopped it).
+# OOM-killed (137, reported), 32 MiB is not (no false positive); with
+# --unsafe-disable=cgroup the watchdog kills it instead, and with no ceiling at all
+# (CHIDORI_JS_MEM_CAP_MB=0) it survives (the ceiling is what stopped it).
 # vm-timeout: 90
 # shellcheck source=tests/vm/lib.sh
 . "$CHIDORI_VM_LIB"
@@ -23,10 +24,15 @@ vm_expect_rc 0 "cg_hog 32 under --memory 64M"
 echo "  ok: 32 MiB under 64M runs to completion"
 
 vm_run hog200off 60 "$CHIDORI" launch --memory 64M --unsafe-disable=cgroup -- "$PROBES/cg_hog" 200
-vm_expect_rc 0 "cg_hog 200 with --unsafe-disable=cgroup"
-vm_err_has "memory ceiling: none (disabled by --unsafe-disable)" || vm_fail "banner lacks 'memory ceiling: none (disabled by --unsafe-disable)'"
-vm_out_has "survived 200 MiB" || vm_fail "cg_hog 200 did not survive without the cgroup layer"
-echo "  ok: the same 200 MiB survives with the cgroup layer off"
+vm_expect_rc 137 "cg_hog 200 with --unsafe-disable=cgroup (the watchdog holds the ceiling)"
+vm_err_has "no cgroup (disabled by --unsafe-disable): memory watchdog 64M" || vm_fail "banner lacks 'no cgroup (disabled by --unsafe-disable): memory watchdog 64M'"
+vm_err_has "memory limit exceeded (limit 64 MiB)" || vm_fail "stderr lacks 'memory limit exceeded (limit 64 MiB)'"
+echo "  ok: with the cgroup layer off the watchdog kills the same 200 MiB (137, reported)"
+
+vm_run hog200none 60 env CHIDORI_JS_MEM_CAP_MB=0 "$CHIDORI" launch --quiet -- "$PROBES/cg_hog" 200
+vm_expect_rc 0 "cg_hog 200 with no memory ceiling"
+vm_out_has "survived 200 MiB" || vm_fail "cg_hog 200 did not survive without a ceiling"
+echo "  ok: the same 200 MiB survives with no ceiling at all"
 left="$(vm_chidori_dirs "$CHIDORI_CGROUP_PARENT")"
 [ -z "$left" ] || vm_fail "cgroup directories left behind: $left"
 exit 0

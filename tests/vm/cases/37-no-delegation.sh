@@ -1,7 +1,9 @@
 #!/bin/sh
-# Without cgroup delegation there is no memory ceiling, and chidori says so: an
+# Without cgroup delegation there is no cgroup ceiling, and chidori says so: an
 # unprivileged launcher (CHIDORI_CGROUP_PARENT unset) sitting in a cgroup it may not
-# write gets `memory ceiling: none (no cgroup delegation)` in the banner, and with
+# write gets `no cgroup (no cgroup delegation): memory watchdog 512M, pids rlimit 64`
+# in the banner (the watchdog kills at --memory, RLIMIT_NPROC holds --pids, an
+# explicit --cpus exits 78), and with
 # --require-sandbox exits 78 with `sandbox layer unavailable: memory ceiling (no cgroup
 # delegation)`. As root the shape is real (tester placed in a root-owned cgroup); as
 # tester it is a cgroup of its own made read-only. Also: a launcher whose cgroup holds
@@ -11,7 +13,7 @@
 # shellcheck source=tests/vm/lib.sh
 . "$CHIDORI_VM_LIB"
 
-vm_need_chidori
+vm_need_chidori cg_hog cg_forkbomb
 unset CHIDORI_CGROUP_PARENT
 vm_check "enter a leaf, enable controllers in $CG" vm_enter_leaf self
 nd="$CG/nodeleg"
@@ -41,8 +43,21 @@ echo "  ok: --require-sandbox refuses with 78 and the reason"
 
 vm_run noreq 30 $AS_NODELEG "$CHIDORI" launch -- /bin/true
 vm_expect_rc 0 "launch without --require-sandbox"
-vm_err_has "memory ceiling: none (no cgroup delegation)" || vm_fail "banner lacks 'memory ceiling: none (no cgroup delegation)'"
-echo "  ok: without --require-sandbox it runs and the banner says why there is no ceiling"
+vm_err_has "no cgroup (no cgroup delegation): memory watchdog 512M, pids rlimit 64" \
+  || vm_fail "banner lacks 'no cgroup (no cgroup delegation): memory watchdog 512M, pids rlimit 64'"
+echo "  ok: without --require-sandbox it runs and the banner names the fallbacks and why"
+
+vm_run hog 60 $AS_NODELEG "$CHIDORI" launch --quiet --memory 64M -- "$PROBES/cg_hog" 200
+vm_expect_rc 137 "cg_hog 200 under --memory 64M without delegation (the watchdog)"
+vm_err_has "memory limit exceeded (limit 64 MiB)" || vm_fail "stderr lacks 'memory limit exceeded (limit 64 MiB)'"
+vm_run bomb 30 $AS_NODELEG "$CHIDORI" launch --quiet --pids 16 -- "$PROBES/cg_forkbomb"
+vm_expect_rc 3 "cg_forkbomb under --pids 16 without delegation (RLIMIT_NPROC)"
+echo "$OUT" | grep -Eq '^forked 1[0-5], refused [0-9]+$' || vm_fail "stdout '$OUT', expected 'forked 10..15, refused N'"
+vm_run cpus 30 $AS_NODELEG "$CHIDORI" launch --cpus 0.5 -- /bin/true
+vm_expect_rc 78 "--cpus 0.5 without delegation"
+vm_err_has "sandbox layer unavailable: --cpus 0.5 (no cgroup cpu.max: no cgroup delegation" \
+  || vm_fail "stderr lacks 'sandbox layer unavailable: --cpus 0.5 (no cgroup cpu.max: no cgroup delegation'"
+echo "  ok: the watchdog kills at --memory, RLIMIT_NPROC holds --pids, --cpus is refused (78)"
 
 vm_run env 30 $AS_NODELEG env CHIDORI_ISOLATE_REQUIRE_SANDBOX=1 "$CHIDORI" launch -- /bin/true
 vm_expect_rc 78 "CHIDORI_ISOLATE_REQUIRE_SANDBOX=1 without delegation"
@@ -60,8 +75,8 @@ mkdir "$busy" || vm_fail "mkdir $busy"
 in_busy='echo 0 > "$1/cgroup.procs" || exit 126; shift; sleep 30 >/dev/null 2>&1 & exec "$@"'
 vm_run busy 30 sh -c "$in_busy" busy "$busy" "$CHIDORI" launch -- /bin/true
 vm_expect_rc 0 "launch from a cgroup holding other processes"
-vm_err_has "memory ceiling: none (launcher cgroup holds other processes)" \
-  || vm_fail "banner lacks 'memory ceiling: none (launcher cgroup holds other processes)'"
+vm_err_has "no cgroup (launcher cgroup holds other processes): memory watchdog 512M" \
+  || vm_fail "banner lacks 'no cgroup (launcher cgroup holds other processes): memory watchdog 512M'"
 vm_run busyreq 30 sh -c "$in_busy" busy "$busy" "$CHIDORI" launch --require-sandbox -- /bin/true
 vm_expect_rc 78 "launch --require-sandbox from a cgroup holding other processes"
 vm_err_has "sandbox layer unavailable: memory ceiling (launcher cgroup holds other processes)" \
