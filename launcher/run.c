@@ -16,6 +16,7 @@
 #include "broker/policy.h"
 #include "common/cleanup.h"
 #include "common/util.h"
+#include "launcher/bounds.h"
 #include "launcher/grants.h"
 #include "launcher/launcher.h"
 #include "launcher/options.h"
@@ -31,6 +32,7 @@ struct run_opts {
         long js_deadline_ms;
         struct sandbox_opts sb;
         struct grants_opts gr;    /* run only: what the agent is handed */
+        struct broker_limits lim; /* the parent's limits (launcher/bounds.h) */
         bool json, quiet, in_process;
         bool untrusted, trusted;  /* --untrusted / --trusted */
 };
@@ -199,7 +201,7 @@ static void journal_header(struct run_ctx *c)
         cJSON_AddStringToObject(h, "memory_ns", c->ns);
         cJSON_AddItemToObject(h, "input", cJSON_Duplicate(c->input, 1));
         cJSON_AddStringToObject(h, "started", ts);
-        journal_append(c->journal, h, NULL);
+        journal_append_final(c->journal, h, NULL);  /* a huge --input may pass --max-journal: then the first call stops */
         cJSON_Delete(h);
 }
 
@@ -211,6 +213,7 @@ static const char *end_name(enum broker_end e)
                 [BROKER_END_NEVER_SETTLED] = "never_settled", [BROKER_END_CPU_LIMIT] = "cpu_limit",
                 [BROKER_END_PROTOCOL] = "protocol_error", [BROKER_END_EOF] = "worker_exited",
                 [BROKER_END_DEADLINE] = "deadline",    [BROKER_END_DIVERGED] = "replay_diverged",
+                [BROKER_END_LIMIT] = "limit",
         };
         return (unsigned)e < BROKER_END_MAX ? n[e] : "unknown";
 }
@@ -239,7 +242,7 @@ static void journal_end(struct run_ctx *c, const struct broker_outcome *o, int s
                 cJSON_AddNumberToObject(st, "peak_memory_bytes", (double)o->peak_bytes);
         if (o->memory_limit)
                 cJSON_AddNumberToObject(st, "memory_limit_bytes", (double)o->memory_limit);
-        journal_append(c->journal, e, NULL);
+        journal_append_final(c->journal, e, NULL);  /* also when the journal is full */
         journal_sync(c->journal, NULL);
         cJSON_Delete(e);
 }
@@ -275,6 +278,7 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
                 .quiet_logs = c->replay != NULL,
                 .stop = &launcher_stop_signal,
                 .policy = c->policy,
+                .limits = o->lim,
         };
         if (!c->replay) {
                 struct nested_src ns = {
@@ -384,6 +388,7 @@ static void run_help(void)
                "  --memory-ns NAME      memory namespace (default: the agent's absolute path)\n"
                "  --js-deadline MS      engine CPU-time limit in ms, 0 = none [CHIDORI_JS_DEADLINE_MS]\n"
                GRANTS_OPTIONS_HELP
+               BOUNDS_OPTIONS_HELP
                SANDBOX_OPTIONS_HELP
                "  --no-isolate          run the engine inside this process (embedders, debugging)\n"
                "                        [CHIDORI_ISOLATE=off]\n"
@@ -430,6 +435,7 @@ static const struct option run_longopts[] = {
         { "help", no_argument, NULL, 'h' },
         SANDBOX_LONGOPTS,
         GRANTS_LONGOPTS,
+        BOUNDS_LONGOPTS,
         { NULL, 0, NULL, 0 },
 };
 
@@ -437,6 +443,8 @@ static const struct option run_longopts[] = {
 static int common_opt(const char *cmd, int c, struct run_opts *o)
 {
         int h = sandbox_opts_parse(&o->sb, cmd, c, optarg);
+        if (h == 0)
+                h = bounds_opts_parse(&o->lim, cmd, c, optarg);
         if (h != 0)
                 return h;
         switch (c) {
@@ -457,8 +465,9 @@ static int common_opt(const char *cmd, int c, struct run_opts *o)
 static int env_defaults(struct run_opts *o)
 {
         sandbox_opts_init(&o->sb);
+        bounds_opts_init(&o->lim);
         if (env_ms("CHIDORI_JS_DEADLINE_MS", &o->js_deadline_ms) < 0 || sandbox_opts_env(&o->sb) < 0 ||
-            env_isolate(&o->in_process) < 0)
+            bounds_opts_env(&o->lim) < 0 || env_isolate(&o->in_process) < 0)
                 return -1;
         return 0;
 }
@@ -574,6 +583,7 @@ static void replay_help(void)
                "Options (environment variable in brackets):\n"
                "  --agent FILE          the agent to replay (default: the path in the journal header)\n"
                "  --js-deadline MS      engine CPU-time limit in ms [CHIDORI_JS_DEADLINE_MS]\n"
+               BOUNDS_OPTIONS_HELP
                SANDBOX_OPTIONS_HELP
                "  --no-isolate          run the engine inside this process [CHIDORI_ISOLATE=off]\n"
                "  --isolate             run the engine in a worker process (default)\n"
@@ -590,6 +600,7 @@ int cmd_replay(int argc, char **argv)
                 { "agent", required_argument, NULL, OPT_AGENT },
                 { "js-deadline", required_argument, NULL, OPT_JS_DEADLINE },
                 SANDBOX_LONGOPTS,
+                BOUNDS_LONGOPTS,
                 { "no-isolate", no_argument, NULL, OPT_NO_ISOLATE },
                 { "isolate", no_argument, NULL, OPT_ISOLATE },
                 { "json", no_argument, NULL, OPT_JSON },
@@ -622,7 +633,7 @@ int cmd_replay(int argc, char **argv)
         struct run_ctx ctx = { 0 };
         struct err *err = NULL;
         int code = EXIT_USAGE;
-        if (replay_open(argv[optind], &ctx.replay, &err) < 0) {
+        if (replay_open(argv[optind], o.lim.max_journal, &ctx.replay, &err) < 0) {
                 fprintf(stderr, "chidori: replay: %s\n", err_msg(err));
                 goto out;
         }
