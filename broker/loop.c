@@ -17,6 +17,7 @@
 #include <string.h>
 #include <linux/seccomp.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -118,12 +119,22 @@ static int outq_flush(struct loop *l, struct err **err)
                         size_t boff = off > 4 ? off - 4 : 0;
                         iov[n++] = (struct iovec){ .iov_base = f->body + boff, .iov_len = f->len - boff };
                 }
-                ssize_t w = writev(l->b.peer->frame_fd, iov, n);
+                /* MSG_NOSIGNAL: a worker that has gone is EPIPE here, not a
+                 * SIGPIPE that would kill the launcher. */
+                struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+                ssize_t w = sendmsg(l->b.peer->frame_fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
                 if (w < 0) {
                         if (errno == EINTR)
                                 continue;
                         if (errno == EAGAIN)
                                 return 0;
+                        if (errno == EPIPE || errno == ECONNRESET) {
+                                /* Gone: what is queued can never be read; what
+                                 * it wrote before going is still read. */
+                                l->peer_gone = true;
+                                outq_clear(q);
+                                return 0;
+                        }
                         return err_set(err, errno, "write to worker");
                 }
                 size_t left = (size_t)w;
@@ -196,31 +207,25 @@ static cJSON *error_obj(const char *name, const char *message)
 
 /* The journal cannot take the answer to call `id`: the run cannot be
  * recorded completely, so it stops here (docs/decisions.md).  The call is
- * answered ELIMIT and that answer, the limit note and (from the launcher)
- * the end line are the journal's last lines — they may pass the cap. */
-static int journal_full(struct loop *l, int64_t id, const char *op, const cJSON *args, struct err **err)
+ * answered ELIMIT (the worker is stopped right after); the journal ends
+ * with the calls before it, the limit note and (from the launcher) the end
+ * line, which may pass the cap.  A replay of it diverges at call `id`. */
+static int journal_full(struct loop *l, int64_t id, const char *op, struct err **err)
 {
         struct broker *b = &l->b;
-        char text[256];
+        char text[256], detail[192];
         broker_limit_text(b, LIMIT_JOURNAL, text, sizeof(text));
-        cJSON *error = broker_error_obj("Error", text, "ELIMIT");
-        cJSON *line = cJSON_CreateObject();
-        cJSON_AddStringToObject(line, "type", "call");
-        cJSON_AddNumberToObject(line, "seq", (double)b->seq);
-        cJSON_AddNumberToObject(line, "id", (double)id);
-        cJSON_AddStringToObject(line, "op", op);
-        cJSON_AddItemToObject(line, "args", cJSON_CreateObject()); /* the args are what did not fit */
-        cJSON_AddBoolToObject(line, "ok", false);
-        cJSON_AddItemReferenceToObject(line, "error", error);
-        int r = journal_append_final(b->cfg->journal, line, err);
-        cJSON_Delete(line);
-        cJSON_Delete(error);
-        (void)args;
-        char detail[128];
         snprintf(detail, sizeof(detail), "call %lld (%.64s) could not be recorded", (long long)id, op);
         broker_limit_report(b, LIMIT_JOURNAL, detail);
         end_with(b, BROKER_END_LIMIT, "%s: the run was stopped at call %lld, the first that could not be recorded",
                  text, (long long)id);
+        cJSON *res = cJSON_CreateObject();
+        cJSON_AddStringToObject(res, "type", "result");
+        cJSON_AddNumberToObject(res, "id", (double)id);
+        cJSON_AddBoolToObject(res, "ok", false);
+        cJSON_AddItemToObject(res, "error", broker_error_obj("Error", text, "ELIMIT"));
+        int r = send_json(l, res, err);
+        cJSON_Delete(res);
         return r;
 }
 
@@ -261,7 +266,7 @@ static int answer(struct loop *l, int64_t id, const char *op, const cJSON *args,
                         err_free(*err);
                         *err = NULL;
                         cJSON_Delete(res);
-                        return journal_full(l, id, op, args, err);
+                        return journal_full(l, id, op, err);
                 }
         }
         if (r == 0)
@@ -854,9 +859,9 @@ int broker_run(const struct broker_config *cfg, const struct broker_peer *peer, 
                                 break;
                         }
                 }
-                if (pfd[0].revents & (POLLHUP | POLLERR) && !(pfd[0].revents & POLLIN)) {
-                        /* Hung up, nothing left to read: what is queued can
-                         * never be delivered. */
+                if (pfd[0].revents & (POLLHUP | POLLERR)) {
+                        /* Hung up: what is queued can never be delivered;
+                         * what it wrote before is still read, below. */
                         l.peer_gone = true;
                         outq_clear(&l.q);
                 }
