@@ -360,8 +360,11 @@ int replay_entry_line(struct replay *r, const struct replay_entry *e, cJSON **re
                 ssize_t n = pread(r->fd, buf + have, e->len - have, e->off + (off_t)have);
                 if (n < 0 && errno == EINTR)
                         continue;
-                if (n <= 0)
-                        return err_set(err, n < 0 ? errno : 0, "journal '%s' line %zu: read", r->path, e->lineno);
+                if (n < 0)
+                        return err_set(err, errno, "journal '%s' line %zu: read", r->path, e->lineno);
+                if (n == 0)
+                        return err_setc(err, JOURNAL_E_FORMAT, 0, "journal '%s' changed during the replay (line %zu)",
+                                        r->path, e->lineno);
                 have += (size_t)n;
         }
         buf[e->len] = '\0';

@@ -1,7 +1,8 @@
 /* broker/memstore.h — the agent memory behind chidori.memory.{get,set,delete,list}.
  *
  * A key/value store persisted in SQLite (dir/memory.sqlite3), one table:
- *   memory(ns TEXT, key TEXT, value TEXT, updated_at INTEGER, PRIMARY KEY(ns, key))
+ *   memory(ns TEXT, key TEXT, value TEXT, updated_at INTEGER, bytes INTEGER, PRIMARY KEY(ns, key))
+ *   memory_ns(ns TEXT PRIMARY KEY, keys INTEGER, bytes INTEGER)   -- kept by triggers
  * `ns` is chosen by the broker (which agent's memory), `key` by the agent,
  * `value` is JSON text, `updated_at` is Unix time in milliseconds.
  *
@@ -13,8 +14,9 @@
  *              max_bytes of keys and values together (memstore_set_max;
  *              MEMSTORE_DEFAULT_NS_BYTES): a set that would pass it fails with
  *              code MEMSTORE_E_LIMIT and changes nothing.  Each row records its
- *              own size (key bytes + value bytes), so checking costs one
- *              index scan of the namespace, like the key count.
+ *              own size (key bytes + value bytes); a namespace's key count
+ *              and bytes are kept in memory_ns by triggers, so both checks
+ *              cost one lookup whatever the namespace holds.
  *
  * A struct memstore is not thread-safe: use it from one thread at a time.
  * Several processes may open the same database (WAL mode, 5 s busy timeout).
