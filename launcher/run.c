@@ -284,7 +284,7 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
                 struct nested_src ns = {
                         .sb = &o->sb, .untrusted = o->untrusted, .trusted = o->trusted,
                         .in_process = o->in_process, .js_deadline_ms = o->js_deadline_ms,
-                        .state_dir = o->state_dir, .agent_path = o->agent_path,
+                        .state_dir = o->state_dir, .agent_path = o->agent_path, .lim = &o->lim,
                 };
                 int gc = grants_open(&o->gr, &ns, &c->grants, &cfg);
                 if (gc)

@@ -390,3 +390,18 @@ JS
   assert_status 0
   assert_stdout 1
 }
+
+@test "a nested agent runs under its caller's limits" {
+  mkdir -p "$T/a"
+  cat >"$T/a/child.js" <<'JS'
+module.exports = async () => {
+  try { await chidori.log("c".repeat(3000)); return "logged"; } catch (e) { return e.message; }
+};
+JS
+  cat >"$T/a/main.js" <<'JS'
+module.exports = async () => chidori.callAgent('child.js', {});
+JS
+  chid run --quiet --max-log 2K "$T/a/main.js"
+  assert_status 0
+  assert_stdout '"log limit reached (2 KiB per run; raise it with --max-log)"'
+}
