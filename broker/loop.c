@@ -43,7 +43,12 @@ struct qframe {
 struct outq {
         struct qframe *head, *tail;
         size_t pending;      /* bytes not yet written */
+        size_t held;         /* what the frames cost in memory, for flow control */
 };
+
+/* The allocations of a queued frame beyond its bytes, roughly (a qframe,
+ * two malloc headers): a flood of tiny answers costs more than its bytes. */
+#define QFRAME_COST (sizeof(struct qframe) + 32)
 
 struct errfwd {
         char line[4096];
@@ -93,6 +98,11 @@ static int end_with(struct broker *b, enum broker_end end, const char *fmt, ...)
 static size_t outq_pending(const struct outq *q)
 {
         return q->pending;
+}
+
+static size_t outq_held(const struct outq *q)
+{
+        return q->held;
 }
 
 static void outq_clear(struct outq *q)
@@ -147,6 +157,7 @@ static int outq_flush(struct loop *l, struct err **err)
                                 break;
                         }
                         left -= rest;
+                        q->held -= QFRAME_COST + 4 + f->len;
                         q->head = f->next;
                         if (!q->head)
                                 q->tail = NULL;
@@ -185,6 +196,7 @@ static int send_json(struct loop *l, const cJSON *j, struct err **err)
                 q->head = f;
         q->tail = f;
         q->pending += 4 + len;
+        q->held += QFRAME_COST + 4 + len;
         return outq_flush(l, err);
 }
 
@@ -607,7 +619,7 @@ static bool reading(struct loop *l)
         struct broker *b = &l->b;
         if (l->peer_gone)
                 return true;
-        if (outq_pending(&l->q) >= b->lim.max_queue) {
+        if (outq_held(&l->q) >= b->lim.max_queue) {
                 broker_limit_report(b, LIMIT_QUEUE, NULL);
                 return false;
         }

@@ -355,7 +355,12 @@ static int setup_db(struct memstore *m, struct err **err)
                 return err_set(err, 0,
                                "memory: '%s' has schema version %d but this chidori knows only %d; upgrade chidori or use another memory directory",
                                m->path, version, SCHEMA_VERSION);
-        if (version < SCHEMA_VERSION) {
+        /* The totals table is checked too: a file that says version 2 without
+         * it (an interrupted or hand-made one) is upgraded again, harmlessly. */
+        sqlite3_stmt *has_totals = NULL;
+        bool totals = sqlite3_prepare_v2(db, "SELECT 1 FROM memory_ns LIMIT 0", -1, &has_totals, NULL) == SQLITE_OK;
+        sqlite3_finalize(has_totals);
+        if (version < SCHEMA_VERSION || !totals) {
                 /* One transaction: another chidori sees version 1 or 2, never half of it. */
                 rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
                 sqlite3_stmt *probe = NULL;
