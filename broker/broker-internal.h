@@ -52,7 +52,44 @@ struct broker {
         size_t http_split;        /* fds of b->http before those of b->llm_http */
         double deadline_at;       /* mono_ms of the parent deadline, 0 = none */
         const struct net_api *net; /* libchidori-net.so, loaded by the first http or prompt call */
+
+        /* The parent's limits (broker/limits.c): cfg->limits with the defaults filled in. */
+        struct broker_limits lim;
+        unsigned limits_reported;  /* bit per enum broker_limit: stderr line and note written */
+        uint64_t log_bytes;        /* log message bytes this run */
+        uint64_t ws_written;       /* bytes written to the workspace this run */
+        uint64_t http_inflight;    /* response body bytes buffered by transfers in flight */
 };
+
+/* ---- the parent's limits (broker/limits.c) ---- */
+
+enum broker_limit {
+        LIMIT_CALLS,           /* flow control: calls in flight */
+        LIMIT_QUEUE,           /* flow control: answers queued for the worker */
+        LIMIT_LOG,
+        LIMIT_JOURNAL,
+        LIMIT_VFS,
+        LIMIT_MEMORY_STORE,
+        LIMIT_WORKSPACE_WRITE,
+        LIMIT_HTTP,            /* response bodies in flight (--max-queue) */
+        LIMIT_TEMPLATE,        /* output size and work budget: fixed (broker/template.h) */
+        LIMIT_MAX
+};
+
+/* err->code of a handler stopped by a parent limit: the agent's Error gets
+ * code "ELIMIT" (a value no module uses for its own codes). */
+#define BROKER_E_LIMIT 0x4c494d
+
+/* Fill b->lim from cfg->limits and the defaults. */
+void broker_limits_init(struct broker *b);
+/* "log limit reached (16 MiB per run; raise it with --max-log)". */
+void broker_limit_text(const struct broker *b, enum broker_limit k, char *buf, size_t len);
+/* The first time a limit is reached in a run: one "chidori: " line on
+ * stderr and a journal note of kind "limit" (`detail` may be NULL). */
+void broker_limit_report(struct broker *b, enum broker_limit k, const char *detail);
+/* For a handler: report, then set err to the text with code BROKER_E_LIMIT.
+ * Returns -1. */
+int broker_limit_fail(struct broker *b, enum broker_limit k, struct err **err);
 
 /* One host call handler: validate args (shape), perform, answer.
  *   0  answered: *ret_value is the result;

@@ -26,6 +26,28 @@ struct ssrf_allow;
 struct tools_registry;
 struct llm_config;
 
+/* The parent's own limits: what a worker can make this process hold or do
+ * (docs/sandbox.md, "The parent's limits").  The launcher fills every field
+ * (its options start from these defaults); a zero field takes the default. */
+#define BROKER_DEFAULT_MAX_CALLS 1024u
+#define BROKER_DEFAULT_MAX_QUEUE ((uint64_t)64 << 20)
+#define BROKER_DEFAULT_MAX_LOG ((uint64_t)16 << 20)
+#define BROKER_DEFAULT_MAX_JOURNAL ((uint64_t)1 << 30)
+#define BROKER_DEFAULT_MAX_VFS ((uint64_t)64 << 20)
+#define BROKER_DEFAULT_MAX_MEMORY_STORE ((uint64_t)64 << 20)
+#define BROKER_DEFAULT_MAX_WORKSPACE_WRITE ((uint64_t)1 << 30)
+
+struct broker_limits {
+        uint64_t max_calls;           /* host calls in flight; more are not read until one ends */
+        uint64_t max_queue;           /* bytes of answers queued for the worker (flow control), and
+                                       * bytes of http responses in flight (ELIMIT) */
+        uint64_t max_log;             /* bytes of log messages per run */
+        uint64_t max_journal;         /* bytes of journal per run (replay refuses bigger ones) */
+        uint64_t max_vfs;             /* the node:fs tree's charged bytes */
+        uint64_t max_memory_store;    /* bytes of keys and values per memory namespace */
+        uint64_t max_workspace_write; /* bytes written to the workspace per run */
+};
+
 struct broker_config {
         const char *script;       /* source handed to the worker (bundled if needed) */
         const char *filename;     /* shown in stack traces: the agent's base name */
@@ -42,6 +64,7 @@ struct broker_config {
         long deadline_ms;         /* parent wall-clock deadline, 0 = none */
         bool quiet_logs;          /* replay: agent logs are effects, not performed */
         volatile sig_atomic_t *stop;  /* non-zero: the launcher was asked to stop (signal number) */
+        struct broker_limits limits;  /* the parent's limits; zero fields take the defaults */
 
         /* What the run is handed (the gated effects).  The policy decides
          * every gated call; NULL denies them all. */
@@ -83,6 +106,7 @@ enum broker_end {
         BROKER_END_DIVERGED,     /* replay: the worker asked for something else */
         BROKER_END_SECCOMP,      /* a blocked syscall: blocked_syscall says which */
         BROKER_END_INTERRUPTED,  /* the launcher got SIGINT/SIGTERM/SIGHUP; worker killed */
+        BROKER_END_LIMIT,        /* a parent limit that ends the run (the journal's): message says which */
         BROKER_END_MAX
 };
 

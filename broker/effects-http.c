@@ -60,6 +60,13 @@ static void on_done(void *arg, uint64_t id, const struct http_response *res, con
                         broker_complete(b, (int64_t)id, NULL, broker_error_obj("Error", "http: out of memory", "internal"));
                 return;
         }
+        if (herr && herr->code == HTTP_E_LIMIT) {
+                char text[256];
+                broker_limit_text(b, LIMIT_HTTP, text, sizeof(text));
+                broker_limit_report(b, LIMIT_HTTP, NULL);
+                broker_complete(b, (int64_t)id, NULL, broker_error_obj("Error", text, "ELIMIT"));
+                return;
+        }
         broker_complete(b, (int64_t)id, NULL,
                         broker_error_obj("Error", herr && herr->msg ? herr->msg : "http: request failed",
                                          herr ? b->net->http_error_name(herr->code) : NULL));
@@ -84,6 +91,8 @@ static int engine(struct broker *b, struct err **err)
                 .on_refuse = on_refuse,
                 .on_redirect = on_redirect,
                 .hook_arg = b,
+                .inflight = &b->http_inflight,
+                .max_inflight = b->lim.max_queue,
         };
         return b->net->http_engine_new(&hc, &b->http, err);
 }
@@ -156,7 +165,8 @@ int effect_prompt(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, 
         int r = 0;
         if (!b->llm_http) {
                 r = b->net->llm_provider_allow(b->cfg->llm, &b->llm_allow, err);
-                struct http_config hc = { .timeout_ms = LLM_TIMEOUT_MS, .allow = b->llm_allow };
+                struct http_config hc = { .timeout_ms = LLM_TIMEOUT_MS, .allow = b->llm_allow,
+                                          .inflight = &b->http_inflight, .max_inflight = b->lim.max_queue };
                 if (r == 0)
                         r = b->net->http_engine_new(&hc, &b->llm_http, err);
         }

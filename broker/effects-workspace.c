@@ -79,8 +79,13 @@ int effect_workspace_write(struct broker *b, int64_t id, const cJSON *args, cJSO
         size_t len = 0;
         if (base64_decode(data, strlen(data), &bytes, &len) < 0)
                 return err_set(err, 0, "workspace.write: 'data_base64' is not valid base64");
+        /* Bytes written per run (--max-workspace-write): the host's disk is
+         * not the box's to fill.  Checked before anything is touched. */
+        if (len > b->lim.max_workspace_write - b->ws_written)
+                return broker_limit_fail(b, LIMIT_WORKSPACE_WRITE, err);
         if (workspace_write(b->cfg->workspace, path, bytes, len, cd ? cJSON_IsTrue(cd) : true, err) < 0)
                 return -1;
+        b->ws_written += len;
         *ret = cJSON_CreateNull();
         return 0;
 }

@@ -48,6 +48,12 @@ static int do_log(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, 
                 return -1;
         if (!level)
                 level = "info";
+        /* Log volume per run (--max-log): the message is refused whole, so
+         * what is printed is always what the agent wrote. */
+        size_t len = strlen(msg);
+        if (len > b->lim.max_log - b->log_bytes)
+                return broker_limit_fail(b, LIMIT_LOG, err);
+        b->log_bytes += len;
         if (!b->cfg->quiet_logs) {
                 /* Agent text: escaped, and every line under the tag, so a
                  * message cannot drive the terminal or forge our lines. */
@@ -97,8 +103,14 @@ static int do_mem_set(struct broker *b, int64_t id, const cJSON *args, cJSON **r
         _cleanup_free_ char *json = v ? cJSON_PrintUnformatted(v) : strdup("null");
         if (!json)
                 return err_set(err, ENOMEM, "memory.set");
-        if (memstore_set(b->cfg->mem, b->cfg->mem_ns, key, json, err) < 0)
+        if (memstore_set(b->cfg->mem, b->cfg->mem_ns, key, json, err) < 0) {
+                if (err_code(*err) == MEMSTORE_E_LIMIT) {
+                        err_free(*err);
+                        *err = NULL;
+                        return broker_limit_fail(b, LIMIT_MEMORY_STORE, err);
+                }
                 return -1;
+        }
         *ret = cJSON_CreateNull();
         return 0;
 }
@@ -141,7 +153,6 @@ static int do_mem_list(struct broker *b, int64_t id, const cJSON *args, cJSON **
 static int do_template(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
 {
         (void)id;
-        (void)b;
         const char *tpl = NULL;
         if (broker_need_str(args, "template", "template", &tpl, err) < 0)
                 return -1;
@@ -156,8 +167,13 @@ static int do_template(struct broker *b, int64_t id, const cJSON *args, cJSON **
         _cleanup_free_ char *out = NULL;
         int r = template_render(tpl, vars, &out, err);
         cJSON_Delete(empty);
-        if (r < 0)
+        if (r < 0) {
+                if (err_code(*err) == TEMPLATE_E_LIMIT) {
+                        broker_limit_report(b, LIMIT_TEMPLATE, err_msg(*err));
+                        (*err)->code = BROKER_E_LIMIT;  /* the agent sees code ELIMIT */
+                }
                 return -1;
+        }
         *ret = cJSON_CreateString(out);
         return 0;
 }

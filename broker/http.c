@@ -80,8 +80,8 @@ struct xfer {
         int refused, passed;
         /* the response being received */
         struct http_response res;
-        size_t body_cap, hdr_bytes, res_hcap;
-        bool too_big, headers_too_big, in_body;
+        size_t body_cap, hdr_bytes, res_hcap;  /* body_cap is counted in cfg.inflight */
+        bool too_big, headers_too_big, in_body, over_inflight;
         char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -345,10 +345,19 @@ static size_t on_body(char *buf, size_t size, size_t nmemb, void *p)
                         cap *= 2;
                 if (cap > t->e->cfg.max_response_bytes)
                         cap = t->e->cfg.max_response_bytes;
+                const struct http_config *c = &t->e->cfg;
+                uint64_t more = cap - t->body_cap;
+                if (c->inflight && c->max_inflight &&
+                    (more > c->max_inflight || *c->inflight > c->max_inflight - more)) {
+                        t->over_inflight = true;
+                        return 0;
+                }
                 unsigned char *nb = realloc(r->body, cap);
                 if (!nb)
                         return 0;
                 r->body = nb;
+                if (c->inflight)
+                        *c->inflight += more;
                 t->body_cap = cap;
         }
         memcpy(r->body + r->body_len, buf, n);
@@ -576,10 +585,19 @@ oom:
 
 /* ---- transfer lifetime ---- */
 
+/* The response body is going: stop counting it as in flight. */
+static void body_release(struct xfer *t)
+{
+        if (t->e->cfg.inflight)
+                *t->e->cfg.inflight -= t->body_cap;
+        t->body_cap = 0;
+}
+
 static void xfer_free(struct xfer *t)
 {
         if (!t)
                 return;
+        body_release(t);
         if (t->easy)
                 curl_easy_cleanup(t->easy);
         curl_slist_free_all(t->slist);
@@ -623,7 +641,10 @@ static struct err *transfer_error(struct xfer *t, CURLcode rc)
 {
         struct err *err = NULL;
         const struct http_config *c = &t->e->cfg;
-        if (t->too_big || rc == CURLE_FILESIZE_EXCEEDED) {
+        if (t->over_inflight) {
+                err_setc(&err, HTTP_E_LIMIT, 0, "http: response bodies in flight would pass the limit of %llu bytes",
+                         (unsigned long long)c->max_inflight);
+        } else if (t->too_big || rc == CURLE_FILESIZE_EXCEEDED) {
                 err_setc(&err, HTTP_E_TOO_BIG, 0, "http: response exceeds the %zu-byte limit", c->max_response_bytes);
         } else if (t->refused && !t->passed) {
                 /* Named by the host the agent asked for, never by the
@@ -701,9 +722,10 @@ static int next_hop(struct xfer *t, const char *location, long status, struct er
         free(t->url), free(t->host), free(t->origin);
         t->url = url, t->host = host, t->origin = origin;
         t->hops++;
+        body_release(t);
         response_clear(&t->res);
         t->body_cap = t->hdr_bytes = t->res_hcap = 0;
-        t->too_big = t->headers_too_big = t->in_body = false;
+        t->too_big = t->headers_too_big = t->in_body = t->over_inflight = false;
         t->refused = t->passed = 0;
         t->errbuf[0] = '\0';
         return hop_setup(t, err);

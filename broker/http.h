@@ -60,11 +60,12 @@ enum http_errc {
         HTTP_E_REDIRECT,  /* too many, to a refused URL, or redirect "error" */
         HTTP_E_NETWORK,   /* anything else libcurl reports (DNS, refused, TLS...) */
         HTTP_E_INTERNAL,  /* out of memory, libcurl misuse */
+        HTTP_E_LIMIT,     /* response bodies in flight would pass max_inflight */
         HTTP_E_MAX
 };
 
 /* "request", "ssrf", "too_big", "timeout", "redirect", "network",
- * "internal"; NULL for anything else (0 included). */
+ * "internal", "ELIMIT"; NULL for anything else (0 included). */
 const char *http_error_name(int code);
 
 /* Optional hooks, both called with http_config.hook_arg and the caller's id.
@@ -91,6 +92,12 @@ struct http_config {
         http_refuse_fn on_refuse;       /* may be NULL */
         http_redirect_fn on_redirect;   /* may be NULL */
         void *hook_arg;
+        /* Response bodies buffered by transfers in flight, counted in
+         * *inflight (which several engines may share); a transfer whose
+         * body would take it past max_inflight fails with HTTP_E_LIMIT.
+         * NULL / 0: not counted. */
+        uint64_t *inflight;
+        uint64_t max_inflight;
 };
 
 struct http_header {

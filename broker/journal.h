@@ -10,42 +10,69 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "common/err.h"
 
 struct cJSON;
+
+/* err->code of the journal's own refusals. */
+enum journal_errc {
+        JOURNAL_E_LIMIT = 1,  /* recording: the line would pass the size limit; replay: the file is over it */
+        JOURNAL_E_FORMAT,     /* replay: not a journal, or a line it cannot use */
+};
 
 /* ---- recording ---- */
 struct journal;
 
 /* Create/truncate path (mode 0600). */
 int journal_open(const char *path, struct journal **ret, struct err **err);
+/* Cap the file at `max` bytes (0 = no cap).  A line that would pass it is
+ * not written: journal_append fails with JOURNAL_E_LIMIT and the journal
+ * is full from then on (every later journal_append fails the same way). */
+void journal_set_limit(struct journal *j, uint64_t max);
 /* Append one JSON object as a line.  Takes no ownership. */
 int journal_append(struct journal *j, const struct cJSON *line, struct err **err);
+/* Append whatever the size: the header, the note saying why the journal is
+ * full, the end line.  The cap can therefore be passed by these lines. */
+int journal_append_final(struct journal *j, const struct cJSON *line, struct err **err);
+bool journal_is_full(const struct journal *j);
+uint64_t journal_size(const struct journal *j);  /* bytes written */
 /* fsync the file. */
 int journal_sync(struct journal *j, struct err **err);
 void journal_close(struct journal *j);  /* NULL ok; does not fsync */
 
-/* ---- replay ---- */
+/* ---- replay ----
+ * Loading reads the file once, in linear time: every call line is parsed,
+ * checked and indexed by seq (its position) and by id (a hash table), and
+ * then dropped; only its offset in the file is kept.  A line is read and
+ * parsed again when the replay needs it (replay_entry_line), so memory does
+ * not grow with the journal (docs/decisions.md). */
 struct replay;
 
 struct replay_entry {
         uint64_t seq;             /* delivery order, 1-based */
         int64_t id;               /* call id assigned by the worker */
-        const char *op;
-        const struct cJSON *args;
-        const struct cJSON *line; /* the whole line: ok, value / error */
+        const char *op;           /* owned by the replay */
         bool called;              /* the worker has asked for it */
         bool delivered;
+        off_t off;                /* where its line starts in the file */
+        size_t len;               /* bytes of the line, without the newline */
+        size_t lineno;
 };
 
-/* Parse a whole journal.  Errors name the line number. */
-int replay_open(const char *path, struct replay **ret, struct err **err);
+/* Read a whole journal.  A file of more than max_bytes (0 = no limit) is
+ * refused before it is read (JOURNAL_E_LIMIT).  Errors name the line. */
+int replay_open(const char *path, uint64_t max_bytes, struct replay **ret, struct err **err);
 void replay_free(struct replay *r);
 const struct cJSON *replay_header(const struct replay *r);
 const struct cJSON *replay_end(const struct replay *r);  /* NULL if the run never ended */
 size_t replay_count(const struct replay *r);
 struct replay_entry *replay_by_seq(struct replay *r, size_t idx);  /* 0-based */
-struct replay_entry *replay_by_id(struct replay *r, int64_t id);
+struct replay_entry *replay_by_id(struct replay *r, int64_t id);   /* O(1) */
+/* Entry e's whole line, read and parsed again: *ret (the caller
+ * cJSON_Deletes it) has "args" and "ok" with "value" or "error".  Fails if
+ * the file changed under the replay. */
+int replay_entry_line(struct replay *r, const struct replay_entry *e, struct cJSON **ret, struct err **err);
 
 #endif

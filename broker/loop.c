@@ -17,19 +17,39 @@
 #include <string.h>
 #include <linux/seccomp.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "broker/broker-internal.h"
 #include "broker/journal.h"
+#include "broker/memstore.h"
 #include "common/cleanup.h"
 #include "common/text.h"
 #include "common/util.h"
 
-struct outq {
-        char *buf;
-        size_t len, off, cap;
+/* A frame waiting to be written: its header and its JSON text, written
+ * from `off` on (counting the header's 4 bytes first). */
+struct qframe {
+        struct qframe *next;
+        unsigned char hdr[4];
+        char *body;          /* from cJSON_PrintUnformatted */
+        size_t len;          /* of body */
+        size_t off;
 };
+
+/* Frames in order; each is freed once written, so the memory held is what
+ * the worker has not read yet (never a buffer that only grows). */
+struct outq {
+        struct qframe *head, *tail;
+        size_t pending;      /* bytes not yet written */
+        size_t held;         /* what the frames cost in memory, for flow control */
+};
+
+/* The allocations of a queued frame beyond its bytes, roughly (a qframe,
+ * two malloc headers): a flood of tiny answers costs more than its bytes. */
+#define QFRAME_COST (sizeof(struct qframe) + 32)
 
 struct errfwd {
         char line[4096];
@@ -40,6 +60,7 @@ struct errfwd {
 struct loop {
         struct broker b;
         bool just_answered;
+        bool peer_gone;      /* the worker hung up: answers have nowhere to go */
         struct outq q;
         struct errfwd ef;
         double deadline_at;  /* mono_ms, 0 = none */
@@ -69,28 +90,89 @@ static int end_with(struct broker *b, enum broker_end end, const char *fmt, ...)
         return 0;
 }
 
-/* ---- outgoing frames ---- */
+/* ---- outgoing frames ----
+ * The queue holds answers the worker has not read yet.  Its size is what
+ * flow control looks at (reading(), below): while it holds max_queue bytes
+ * or more, no further call is read, so it grows past the cap only by what
+ * calls already in flight complete with (each bounded on its own). */
+
+static size_t outq_pending(const struct outq *q)
+{
+        return q->pending;
+}
+
+static size_t outq_held(const struct outq *q)
+{
+        return q->held;
+}
+
+static void outq_clear(struct outq *q)
+{
+        for (struct qframe *f = q->head, *next; f; f = next) {
+                next = f->next;
+                free(f->body);
+                free(f);
+        }
+        *q = (struct outq){ 0 };
+}
 
 static int outq_flush(struct loop *l, struct err **err)
 {
         struct outq *q = &l->q;
-        while (q->off < q->len) {
-                ssize_t n = write(l->b.peer->frame_fd, q->buf + q->off, q->len - q->off);
-                if (n < 0) {
+        while (q->head) {
+                /* Up to 32 frames per writev. */
+                struct iovec iov[64];
+                int n = 0;
+                for (struct qframe *f = q->head; f && n + 2 <= 64; f = f->next) {
+                        size_t off = f->off;
+                        if (off < 4)
+                                iov[n++] = (struct iovec){ .iov_base = f->hdr + off, .iov_len = 4 - off };
+                        size_t boff = off > 4 ? off - 4 : 0;
+                        iov[n++] = (struct iovec){ .iov_base = f->body + boff, .iov_len = f->len - boff };
+                }
+                /* MSG_NOSIGNAL: a worker that has gone is EPIPE here, not a
+                 * SIGPIPE that would kill the launcher. */
+                struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+                ssize_t w = sendmsg(l->b.peer->frame_fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (w < 0) {
                         if (errno == EINTR)
                                 continue;
                         if (errno == EAGAIN)
                                 return 0;
+                        if (errno == EPIPE || errno == ECONNRESET) {
+                                /* Gone: what is queued can never be read; what
+                                 * it wrote before going is still read. */
+                                l->peer_gone = true;
+                                outq_clear(q);
+                                return 0;
+                        }
                         return err_set(err, errno, "write to worker");
                 }
-                q->off += (size_t)n;
+                size_t left = (size_t)w;
+                q->pending -= left;
+                while (left && q->head) {
+                        struct qframe *f = q->head;
+                        size_t rest = 4 + f->len - f->off;
+                        if (left < rest) {
+                                f->off += left;
+                                break;
+                        }
+                        left -= rest;
+                        q->held -= QFRAME_COST + 4 + f->len;
+                        q->head = f->next;
+                        if (!q->head)
+                                q->tail = NULL;
+                        free(f->body);
+                        free(f);
+                }
         }
-        q->off = q->len = 0;
         return 0;
 }
 
 static int send_json(struct loop *l, const cJSON *j, struct err **err)
 {
+        if (l->peer_gone)
+                return 0; /* nobody will read it */
         char *s = cJSON_PrintUnformatted(j);
         if (!s)
                 return err_set(err, ENOMEM, "serialise frame");
@@ -99,25 +181,23 @@ static int send_json(struct loop *l, const cJSON *j, struct err **err)
                 free(s);
                 return err_set(err, 0, "frame of %zu bytes exceeds the %u-byte limit", len, FRAME_MAX_BYTES);
         }
-        struct outq *q = &l->q;
-        if (q->len + 4 + len > q->cap) {
-                size_t cap = q->cap ? q->cap : 4096;
-                while (cap < q->len + 4 + len)
-                        cap *= 2;
-                char *nb = realloc(q->buf, cap);
-                if (!nb) {
-                        free(s);
-                        return err_set(err, ENOMEM, "queue frame");
-                }
-                q->buf = nb;
-                q->cap = cap;
+        struct qframe *f = calloc(1, sizeof(*f));
+        if (!f) {
+                free(s);
+                return err_set(err, ENOMEM, "queue frame");
         }
-        unsigned char *h = (unsigned char *)q->buf + q->len;
-        h[0] = (unsigned char)(len >> 24), h[1] = (unsigned char)(len >> 16);
-        h[2] = (unsigned char)(len >> 8), h[3] = (unsigned char)len;
-        memcpy(q->buf + q->len + 4, s, len);
-        q->len += 4 + len;
-        free(s);
+        f->hdr[0] = (unsigned char)(len >> 24), f->hdr[1] = (unsigned char)(len >> 16);
+        f->hdr[2] = (unsigned char)(len >> 8), f->hdr[3] = (unsigned char)len;
+        f->body = s;
+        f->len = len;
+        struct outq *q = &l->q;
+        if (q->tail)
+                q->tail->next = f;
+        else
+                q->head = f;
+        q->tail = f;
+        q->pending += 4 + len;
+        q->held += QFRAME_COST + 4 + len;
         return outq_flush(l, err);
 }
 
@@ -136,6 +216,30 @@ cJSON *broker_error_obj(const char *name, const char *message, const char *code)
 static cJSON *error_obj(const char *name, const char *message)
 {
         return broker_error_obj(name, message, NULL);
+}
+
+/* The journal cannot take the answer to call `id`: the run cannot be
+ * recorded completely, so it stops here (docs/decisions.md).  The call is
+ * answered ELIMIT (the worker is stopped right after); the journal ends
+ * with the calls before it, the limit note and (from the launcher) the end
+ * line, which may pass the cap.  A replay of it diverges at call `id`. */
+static int journal_full(struct loop *l, int64_t id, const char *op, struct err **err)
+{
+        struct broker *b = &l->b;
+        char text[256], detail[192];
+        broker_limit_text(b, LIMIT_JOURNAL, text, sizeof(text));
+        snprintf(detail, sizeof(detail), "call %lld (%.64s) could not be recorded", (long long)id, op);
+        broker_limit_report(b, LIMIT_JOURNAL, detail);
+        end_with(b, BROKER_END_LIMIT, "%s: the run was stopped at call %lld, the first that could not be recorded",
+                 text, (long long)id);
+        cJSON *res = cJSON_CreateObject();
+        cJSON_AddStringToObject(res, "type", "result");
+        cJSON_AddNumberToObject(res, "id", (double)id);
+        cJSON_AddBoolToObject(res, "ok", false);
+        cJSON_AddItemToObject(res, "error", broker_error_obj("Error", text, "ELIMIT"));
+        int r = send_json(l, res, err);
+        cJSON_Delete(res);
+        return r;
 }
 
 /* Deliver the answer to call `id`: frame to the worker, line in the journal.
@@ -171,6 +275,12 @@ static int answer(struct loop *l, int64_t id, const char *op, const cJSON *args,
                         cJSON_AddItemReferenceToObject(line, "value", cJSON_GetObjectItem(res, "value"));
                 r = journal_append(b->cfg->journal, line, err);
                 cJSON_Delete(line);
+                if (r < 0 && err_code(*err) == JOURNAL_E_LIMIT) {
+                        err_free(*err);
+                        *err = NULL;
+                        cJSON_Delete(res);
+                        return journal_full(l, id, op, err);
+                }
         }
         if (r == 0)
                 r = send_json(l, res, err);
@@ -187,7 +297,12 @@ void broker_journal_note(struct broker *b, const char *kind, const char *message
         cJSON_AddStringToObject(line, "type", "note");
         cJSON_AddStringToObject(line, "kind", kind);
         cJSON_AddStringToObject(line, "message", message);
-        journal_append(b->cfg->journal, line, NULL);
+        /* Limit notes are written once per limit and run, so they may pass
+         * the journal's cap (the one saying it is full must). */
+        if (strcmp(kind, "limit") == 0)
+                journal_append_final(b->cfg->journal, line, NULL);
+        else
+                journal_append(b->cfg->journal, line, NULL);
         cJSON_Delete(line);
 }
 
@@ -295,7 +410,9 @@ static int perform(struct loop *l, int64_t id, const char *op, const cJSON *args
         b->pending_scratch = NULL;
         if (r < 0) {
                 cJSON *eo = broker_error_obj("Error", err_msg(ferr),
-                                             e->code_name ? e->code_name(err_code(ferr)) : NULL);
+                                             err_code(ferr) == BROKER_E_LIMIT ? "ELIMIT"
+                                             : e->code_name                   ? e->code_name(err_code(ferr))
+                                                                              : NULL);
                 err_free(ferr);
                 cJSON_Delete(value);
                 return answer(l, id, op, args, NULL, eo, err);
@@ -320,17 +437,26 @@ static int replay_pump(struct loop *l, struct err **err)
         struct replay *r = b->cfg->replay;
         struct replay_entry *e;
         while ((e = replay_by_seq(r, b->replay_next)) && e->called && !e->delivered) {
-                const cJSON *ok = cJSON_GetObjectItemCaseSensitive(e->line, "ok");
-                const cJSON *v = cJSON_GetObjectItemCaseSensitive(e->line, "value");
-                const cJSON *er = cJSON_GetObjectItemCaseSensitive(e->line, "error");
+                cJSON *line = NULL;
+                if (replay_entry_line(r, e, &line, err) < 0)
+                        return -1;
+                const cJSON *ok = cJSON_GetObjectItemCaseSensitive(line, "ok");
+                cJSON *v = cJSON_DetachItemFromObjectCaseSensitive(line, "value");
+                cJSON *er = cJSON_DetachItemFromObjectCaseSensitive(line, "error");
                 cJSON *value = NULL, *error = NULL;
                 if (cJSON_IsTrue(ok))
-                        value = v ? cJSON_Duplicate(v, 1) : cJSON_CreateNull();
+                        value = v ? v : cJSON_CreateNull(), v = NULL;
                 else
-                        error = er ? cJSON_Duplicate(er, 1) : error_obj("Error", "recorded failure");
+                        error = er ? er : error_obj("Error", "recorded failure"), er = NULL;
+                cJSON_Delete(v);
+                cJSON_Delete(er);
+                cJSON *args = cJSON_DetachItemFromObjectCaseSensitive(line, "args");
+                cJSON_Delete(line);
                 e->delivered = true;
                 b->replay_next++;
-                if (answer(l, e->id, e->op, e->args, value, error, err) < 0)
+                int rc = answer(l, e->id, e->op, args, value, error, err);
+                cJSON_Delete(args);
+                if (rc < 0)
                         return -1;
         }
         return 0;
@@ -346,12 +472,18 @@ static int replay_call(struct loop *l, int64_t id, const char *op, const cJSON *
         if (strcmp(e->op, op) != 0)
                 return end_with(b, BROKER_END_DIVERGED, "replay diverged at call %lld: expected %s, got %s",
                                 (long long)id, e->op, op);
-        if (!cJSON_Compare(e->args, args, true)) {
-                _cleanup_free_ char *want = describe(e->op, e->args);
+        cJSON *line = NULL;
+        if (replay_entry_line(b->cfg->replay, e, &line, err) < 0)
+                return -1;
+        const cJSON *want_args = cJSON_GetObjectItemCaseSensitive(line, "args");
+        if (!cJSON_Compare(want_args, args, true)) {
+                _cleanup_free_ char *want = describe(e->op, want_args);
                 _cleanup_free_ char *got = describe(op, args);
+                cJSON_Delete(line);
                 return end_with(b, BROKER_END_DIVERGED, "replay diverged at call %lld: expected %s, got %s",
                                 (long long)id, want ? want : e->op, got ? got : op);
         }
+        cJSON_Delete(line);
         e->called = true;
         return replay_pump(l, err);
 }
@@ -478,10 +610,38 @@ static int on_frame(struct loop *l, char *body, size_t len, struct err **err)
         return r;
 }
 
+/* Flow control: whether to read the next call now.  Not while the worker
+ * leaves max_queue bytes of answers unread, nor while max_calls calls are
+ * in flight (replay keeps no state per waiting call, so there only the
+ * queue counts).  The worker keeps reading answers while its own writes
+ * wait (engine/transport.c), so stopping here never deadlocks the pair.
+ * A worker that hung up is read to the end whatever the caps: it cannot
+ * read answers any more, and its `done` may be in what is left. */
+static bool reading(struct loop *l)
+{
+        struct broker *b = &l->b;
+        if (l->peer_gone)
+                return true;
+        if (outq_held(&l->q) >= b->lim.max_queue) {
+                broker_limit_report(b, LIMIT_QUEUE, NULL);
+                return false;
+        }
+        if (!b->cfg->replay && b->npend >= b->lim.max_calls) {
+                broker_limit_report(b, LIMIT_CALLS, NULL);
+                return false;
+        }
+        return true;
+}
+
+static bool reader_has_bytes(const struct frame_reader *r)
+{
+        return r->off < r->len || r->body;
+}
+
 static int read_frames(struct loop *l, struct err **err)
 {
         struct broker *b = &l->b;
-        while (!b->finished) {
+        while (!b->finished && reading(l)) {
                 char *body = NULL;
                 size_t len = 0;
                 struct err *rerr = NULL;
@@ -608,6 +768,11 @@ int broker_run(const struct broker_config *cfg, const struct broker_peer *peer, 
         if (cfg->deadline_ms > 0)
                 l.deadline_at = start + (double)cfg->deadline_ms;
         l.b.deadline_at = l.deadline_at;
+        broker_limits_init(&l.b);
+        if (cfg->journal)
+                journal_set_limit(cfg->journal, l.b.lim.max_journal);
+        if (cfg->mem)
+                memstore_set_max(cfg->mem, l.b.lim.max_memory_store);
         int rc = 0;
         struct pollfd *pfd = NULL;
         size_t pfd_cap = 0;
@@ -637,7 +802,9 @@ int broker_run(const struct broker_config *cfg, const struct broker_peer *peer, 
                         }
                         nfd = 3 + k + kp;
                 }
-                pfd[0] = (struct pollfd){ .fd = peer->frame_fd, .events = POLLIN | (l.q.len ? POLLOUT : 0) };
+                bool rd = reading(&l);
+                pfd[0] = (struct pollfd){ .fd = peer->frame_fd,
+                                          .events = (rd ? POLLIN : 0) | (outq_pending(&l.q) ? POLLOUT : 0) };
                 pfd[1] = (struct pollfd){ .fd = have_err && !l.ef.eof ? peer->stderr_fd : -1, .events = POLLIN };
                 pfd[2] = (struct pollfd){ .fd = notify_gone ? -1 : peer->notify_fd, .events = POLLIN };
                 if (l.deadline_at > 0) {
@@ -708,11 +875,20 @@ int broker_run(const struct broker_config *cfg, const struct broker_peer *peer, 
                                 break;
                         }
                 }
-                if (pfd[0].revents & POLLOUT && outq_flush(&l, err) < 0) {
+                if (pfd[0].revents & (POLLHUP | POLLERR)) {
+                        /* Hung up: what is queued can never be delivered;
+                         * what it wrote before is still read, below. */
+                        l.peer_gone = true;
+                        outq_clear(&l.q);
+                }
+                if (!l.peer_gone && pfd[0].revents & POLLOUT && outq_flush(&l, err) < 0) {
                         rc = -1;
                         break;
                 }
-                if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR) && read_frames(&l, err) < 0) {
+                /* Frames already in our buffer are read as soon as flow
+                 * control allows: poll would not report them again. */
+                if ((pfd[0].revents & (POLLIN | POLLHUP | POLLERR) || reader_has_bytes(&l.b.reader)) &&
+                    read_frames(&l, err) < 0) {
                         rc = -1;
                         break;
                 }
@@ -741,7 +917,7 @@ out:
         free_pending(&l.b);
         err_free(l.b.async_err);
         frame_reader_reset(&l.b.reader);
-        free(l.q.buf);
+        outq_clear(&l.q);
         return rc;
 }
 

@@ -20,12 +20,14 @@
 #include "common/cleanup.h"
 #include "common/err.h"
 
-#define SCHEMA_VERSION 1
+/* 1: the table; 2: its bytes column and the per-namespace totals. */
+#define SCHEMA_VERSION 2
 
 struct memstore {
         sqlite3 *db;
         char *path;  /* dir/memory.sqlite3, for messages */
         sqlite3_stmt *get, *set, *del, *list;
+        unsigned long long max_bytes;  /* per namespace */
 };
 
 static const char SQL_SCHEMA[] =
@@ -34,22 +36,51 @@ static const char SQL_SCHEMA[] =
         " key TEXT NOT NULL,"
         " value TEXT NOT NULL,"
         " updated_at INTEGER NOT NULL,"
+        " bytes INTEGER NOT NULL DEFAULT 0,"
         " PRIMARY KEY (ns, key))";
+/* Version 2: each row's size (key + value bytes), and a namespace's key
+ * count and bytes kept by triggers, in the statement that changes the row:
+ * they move together with the rows they count.  The upgrade recomputes
+ * them from the rows. */
+static const char SQL_ADD_BYTES[] =
+        "ALTER TABLE memory ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;"
+        "UPDATE memory SET bytes = length(CAST(key AS BLOB)) + length(CAST(value AS BLOB));";
+static const char SQL_TOTALS[] =
+        "CREATE TABLE IF NOT EXISTS memory_ns ("
+        " ns TEXT PRIMARY KEY,"
+        " keys INTEGER NOT NULL,"
+        " bytes INTEGER NOT NULL);"
+        "DELETE FROM memory_ns;"
+        "INSERT INTO memory_ns (ns, keys, bytes) SELECT ns, count(*), sum(bytes) FROM memory GROUP BY ns;"
+        "CREATE TRIGGER IF NOT EXISTS memory_ns_insert AFTER INSERT ON memory BEGIN"
+        " INSERT INTO memory_ns (ns, keys, bytes) VALUES (new.ns, 1, new.bytes)"
+        " ON CONFLICT (ns) DO UPDATE SET keys = keys + 1, bytes = bytes + excluded.bytes; END;"
+        "CREATE TRIGGER IF NOT EXISTS memory_ns_update AFTER UPDATE OF bytes ON memory BEGIN"
+        " UPDATE memory_ns SET bytes = bytes - old.bytes + new.bytes WHERE ns = new.ns; END;"
+        "CREATE TRIGGER IF NOT EXISTS memory_ns_delete AFTER DELETE ON memory BEGIN"
+        " UPDATE memory_ns SET keys = keys - 1, bytes = bytes - old.bytes WHERE ns = old.ns; END;";
 static const char SQL_GET[] = "SELECT value FROM memory WHERE ns = ?1 AND key = ?2";
-/* SQL_SET enforces the per-namespace key limit in the same statement (hence
- * the same write transaction) as the insert, so two processes cannot both add
- * the 10,000th key.  Overwrites skip the count (EXISTS comes first and
- * short-circuits the OR); adding a new key counts the namespace's index
- * entries, about 30 ns each (0.3 ms at the limit), which keeps the schema
- * a single table with no counters to drift.  When the limit stops the
- * insert, the statement changes no row. */
+/* SQL_SET enforces the per-namespace limits (keys, bytes) in the same
+ * statement (hence the same write transaction) as the insert, so two
+ * processes cannot both pass them.  An overwrite skips the key count
+ * (EXISTS comes first and short-circuits the OR) and is charged its new size
+ * less its old one.  The totals come from memory_ns, one index lookup each
+ * (counting the namespace's rows instead cost ~0.3 ms at 10,000 keys).
+ * When a limit stops the insert, the statement changes no row. */
 static const char SQL_SET[] =
-        "INSERT INTO memory (ns, key, value, updated_at)"
-        " SELECT ?1, ?2, ?3, ?4"
-        " WHERE EXISTS (SELECT 1 FROM memory WHERE ns = ?1 AND key = ?2)"
-        "    OR (SELECT count(*) FROM memory WHERE ns = ?1) < ?5"
+        "INSERT INTO memory (ns, key, value, updated_at, bytes)"
+        " SELECT ?1, ?2, ?3, ?4, ?6"
+        " WHERE (EXISTS (SELECT 1 FROM memory WHERE ns = ?1 AND key = ?2)"
+        "        OR coalesce((SELECT keys FROM memory_ns WHERE ns = ?1), 0) < ?5)"
+        "   AND coalesce((SELECT bytes FROM memory_ns WHERE ns = ?1), 0)"
+        "       - coalesce((SELECT bytes FROM memory WHERE ns = ?1 AND key = ?2), 0) + ?6 <= ?7"
         " ON CONFLICT (ns, key) DO UPDATE"
-        " SET value = excluded.value, updated_at = excluded.updated_at";
+        " SET value = excluded.value, updated_at = excluded.updated_at, bytes = excluded.bytes";
+/* Why a set changed nothing: [key exists, keys, bytes]. */
+static const char SQL_WHY[] =
+        "SELECT EXISTS (SELECT 1 FROM memory WHERE ns = ?1 AND key = ?2),"
+        " coalesce((SELECT keys FROM memory_ns WHERE ns = ?1), 0),"
+        " coalesce((SELECT bytes FROM memory_ns WHERE ns = ?1), 0)";
 static const char SQL_DEL[] = "DELETE FROM memory WHERE ns = ?1 AND key = ?2";
 /* Keys sharing a prefix are contiguous in byte order and sort at or after the
  * prefix itself, so a range scan from the prefix that stops at the first
@@ -324,10 +355,31 @@ static int setup_db(struct memstore *m, struct err **err)
                 return err_set(err, 0,
                                "memory: '%s' has schema version %d but this chidori knows only %d; upgrade chidori or use another memory directory",
                                m->path, version, SCHEMA_VERSION);
-        if (version < SCHEMA_VERSION) {
-                rc = sqlite3_exec(db, "PRAGMA user_version=1", NULL, NULL, NULL);
-                if (rc != SQLITE_OK)
-                        return db_err(db, m->path, rc, err, "cannot record the schema version");
+        /* The totals table is checked too: a file that says version 2 without
+         * it (an interrupted or hand-made one) is upgraded again, harmlessly. */
+        sqlite3_stmt *has_totals = NULL;
+        bool totals = sqlite3_prepare_v2(db, "SELECT 1 FROM memory_ns LIMIT 0", -1, &has_totals, NULL) == SQLITE_OK;
+        sqlite3_finalize(has_totals);
+        if (version < SCHEMA_VERSION || !totals) {
+                /* One transaction: another chidori sees version 1 or 2, never half of it. */
+                rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+                sqlite3_stmt *probe = NULL;
+                bool has_bytes = rc == SQLITE_OK &&
+                                 sqlite3_prepare_v2(db, "SELECT bytes FROM memory LIMIT 0", -1, &probe, NULL) == SQLITE_OK;
+                sqlite3_finalize(probe);
+                if (rc == SQLITE_OK && !has_bytes)
+                        rc = sqlite3_exec(db, SQL_ADD_BYTES, NULL, NULL, NULL);
+                if (rc == SQLITE_OK)
+                        rc = sqlite3_exec(db, SQL_TOTALS, NULL, NULL, NULL);
+                if (rc == SQLITE_OK)
+                        rc = sqlite3_exec(db, "PRAGMA user_version=2", NULL, NULL, NULL);
+                if (rc == SQLITE_OK)
+                        rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+                if (rc != SQLITE_OK) {
+                        db_err(db, m->path, rc, err, "cannot upgrade the memory table to schema version 2");
+                        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+                        return -1;
+                }
         }
 
         struct {
@@ -380,11 +432,17 @@ int memstore_open(const char *dir, struct memstore **ret, struct err **err)
         }
         if (setup_db(m, err) < 0)
                 goto fail;
+        m->max_bytes = MEMSTORE_DEFAULT_NS_BYTES;
         *ret = m;
         return 0;
 fail:
         memstore_close(m);
         return -1;
+}
+
+void memstore_set_max(struct memstore *m, unsigned long long max_bytes)
+{
+        m->max_bytes = max_bytes ? max_bytes : MEMSTORE_DEFAULT_NS_BYTES;
 }
 
 void memstore_close(struct memstore *m)
@@ -453,6 +511,31 @@ static int check_value(const char *value_json, size_t *ret_len, struct err **err
         return 0;
 }
 
+/* The set changed nothing: say which limit stopped it. */
+static int refused(struct memstore *m, const char *ns, const char *key, size_t klen, size_t bytes,
+                   struct err **err)
+{
+        sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(m->db, SQL_WHY, -1, &st, NULL);
+        if (rc == SQLITE_OK)
+                rc = bind_text(st, 1, ns, strlen(ns));
+        if (rc == SQLITE_OK)
+                rc = bind_text(st, 2, key, klen);
+        if (rc == SQLITE_OK)
+                rc = sqlite3_step(st);
+        bool exists = rc == SQLITE_ROW && sqlite3_column_int(st, 0);
+        sqlite3_int64 keys = rc == SQLITE_ROW ? sqlite3_column_int64(st, 1) : 0;
+        sqlite3_int64 held = rc == SQLITE_ROW ? sqlite3_column_int64(st, 2) : 0;
+        sqlite3_finalize(st);
+        if (!exists && keys >= (sqlite3_int64)MEMSTORE_KEYS_MAX)
+                return err_set(err, 0,
+                               "memory: namespace '%s' already holds %u keys, the limit per namespace; delete keys before adding new ones",
+                               ns, MEMSTORE_KEYS_MAX);
+        return err_setc(err, MEMSTORE_E_LIMIT, 0,
+                        "memory: namespace '%s' holds %lld bytes of keys and values; storing %zu more would pass its limit of %llu bytes",
+                        ns, (long long)held, bytes, m->max_bytes);
+}
+
 int memstore_set(struct memstore *m, const char *ns, const char *key, const char *value_json,
                  struct err **err)
 {
@@ -472,13 +555,15 @@ int memstore_set(struct memstore *m, const char *ns, const char *key, const char
         if (rc == SQLITE_OK)
                 rc = sqlite3_bind_int64(st, 5, MEMSTORE_KEYS_MAX);
         if (rc == SQLITE_OK)
+                rc = sqlite3_bind_int64(st, 6, (sqlite3_int64)(klen + vlen));
+        if (rc == SQLITE_OK)
+                rc = sqlite3_bind_int64(st, 7, (sqlite3_int64)m->max_bytes);
+        if (rc == SQLITE_OK)
                 rc = sqlite3_step(st);
         if (rc != SQLITE_DONE)
                 return db_err(m->db, m->path, rc, err, "cannot store a key");
         if (sqlite3_changes(m->db) == 0)
-                return err_set(err, 0,
-                               "memory: namespace '%s' already holds %u keys, the limit per namespace; delete keys before adding new ones",
-                               ns, MEMSTORE_KEYS_MAX);
+                return refused(m, ns, key, klen, klen + vlen, err);
         return 0;
 }
 

@@ -1,7 +1,8 @@
 /* broker/memstore.h — the agent memory behind chidori.memory.{get,set,delete,list}.
  *
  * A key/value store persisted in SQLite (dir/memory.sqlite3), one table:
- *   memory(ns TEXT, key TEXT, value TEXT, updated_at INTEGER, PRIMARY KEY(ns, key))
+ *   memory(ns TEXT, key TEXT, value TEXT, updated_at INTEGER, bytes INTEGER, PRIMARY KEY(ns, key))
+ *   memory_ns(ns TEXT PRIMARY KEY, keys INTEGER, bytes INTEGER)   -- kept by triggers
  * `ns` is chosen by the broker (which agent's memory), `key` by the agent,
  * `value` is JSON text, `updated_at` is Unix time in milliseconds.
  *
@@ -9,7 +10,13 @@
  *   key        1..MEMSTORE_KEY_MAX bytes of valid UTF-8 (no NUL: C strings)
  *   value      valid JSON text of at most MEMSTORE_VALUE_MAX bytes
  *   namespace  at most MEMSTORE_KEYS_MAX keys (overwriting an existing key at
- *              the limit still works; adding a new one does not)
+ *              the limit still works; adding a new one does not), and at most
+ *              max_bytes of keys and values together (memstore_set_max;
+ *              MEMSTORE_DEFAULT_NS_BYTES): a set that would pass it fails with
+ *              code MEMSTORE_E_LIMIT and changes nothing.  Each row records its
+ *              own size (key bytes + value bytes); a namespace's key count
+ *              and bytes are kept in memory_ns by triggers, so both checks
+ *              cost one lookup whatever the namespace holds.
  *
  * A struct memstore is not thread-safe: use it from one thread at a time.
  * Several processes may open the same database (WAL mode, 5 s busy timeout).
@@ -27,6 +34,11 @@ struct memstore;
 #define MEMSTORE_VALUE_MAX (1024u * 1024u)
 #define MEMSTORE_KEYS_MAX 10000u
 #define MEMSTORE_DB_NAME "memory.sqlite3"
+#define MEMSTORE_DEFAULT_NS_BYTES ((unsigned long long)64 << 20)
+
+/* err->code of a refusal by the bytes-per-namespace limit (other errors
+ * carry no code). */
+enum { MEMSTORE_E_LIMIT = 1 };
 
 /* Open the store in `dir`, creating `dir` (and missing parents) with mode
  * 0700 and dir/memory.sqlite3 with mode 0600 if absent (an existing database
@@ -35,6 +47,9 @@ struct memstore;
  * and prepares the statements once.  The database file must not be a
  * symlink.  On success *ret owns the store; free with memstore_close(). */
 int memstore_open(const char *dir, struct memstore **ret, struct err **err);
+
+/* Bytes of keys and values one namespace may hold (0 = the default). */
+void memstore_set_max(struct memstore *m, unsigned long long max_bytes);
 
 /* Finalize the statements and close the database.  NULL is ok. */
 void memstore_close(struct memstore *m);

@@ -19,7 +19,7 @@
 #include "broker/llm.h"
 #include "common/err.h"
 
-#define CHIDORI_NET_API_VERSION 1
+#define CHIDORI_NET_API_VERSION 2  /* 2: http_config.inflight, max_inflight */
 
 struct net_api {
         int version;

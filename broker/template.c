@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 
 #include "common/cleanup.h"
 #include "common/err.h"
+#include "common/util.h"
 
 #define SHOW_MAX 200  /* bytes of a name quoted in an error message */
 
@@ -276,41 +278,192 @@ static bool is_valid_name(const char *s, size_t n)
         }
 }
 
-/* One step down a path: an object member named exactly `seg`, or an array
- * element whose canonical decimal index is `seg` ("0", "12"; not "012"). */
-static const cJSON *child(const cJSON *v, const char *seg, size_t len)
+/* ---- member lookup ----
+ * cJSON keeps an object's members and an array's elements in a linked list,
+ * so walking to one costs its position: a template repeating {{ big.last }}
+ * over an object of n members would cost tags x n.  Instead the first
+ * lookup in a container indexes all of it in one pass (objects: a hash
+ * table of its members, under a per-process random seed; arrays: a vector),
+ * and every later step is O(1).  Probes and indexed members are counted as
+ * work against TEMPLATE_WORK_PER_UNIT x (template bytes + members indexed),
+ * so not even keys that collide can make a render quadratic. */
+
+struct cindex {
+        const cJSON *c;      /* NULL: a free slot of the set */
+        const cJSON **tab;   /* objects: open addressing, mask + 1 slots; arrays: the n elements */
+        size_t mask, n;
+};
+
+struct lookups {
+        struct cindex *set;  /* open addressing by container pointer: setmask + 1 slots */
+        size_t setmask, nset;
+        uint64_t seed;
+        uint64_t work, budget;
+        bool over_budget, no_mem;
+};
+
+static void lookups_free(struct lookups *L)
 {
-        if (cJSON_IsObject(v)) {
-                for (const cJSON *c = v->child; c; c = c->next)
-                        if (c->string && strncmp(c->string, seg, len) == 0 && c->string[len] == '\0')
-                                return c;
-                return NULL;
+        for (size_t i = 0; L->set && i <= L->setmask; i++)
+                free(L->set[i].tab);
+        free(L->set);
+}
+
+#define _cleanup_lookups_ __attribute__((cleanup(lookups_free)))
+
+static size_t ptr_slot(const void *p, size_t mask)
+{
+        uint64_t h = (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull;
+        return (size_t)(h ^ (h >> 29)) & mask;
+}
+
+/* Count work; false once over the budget. */
+static bool spend(struct lookups *L, uint64_t n)
+{
+        L->work += n;
+        if (L->work > L->budget)
+                L->over_budget = true;
+        return !L->over_budget;
+}
+
+static bool same_name(const cJSON *m, const char *seg, size_t len)
+{
+        return m->string && strncmp(m->string, seg, len) == 0 && m->string[len] == '\0';
+}
+
+static size_t count_kids(const cJSON *c)
+{
+        size_t n = 0;
+        for (const cJSON *k = c->child; k; k = k->next)
+                n++;
+        return n;
+}
+
+/* Index container c (an object or an array): one pass over it. */
+static struct cindex *index_container(struct lookups *L, const cJSON *c)
+{
+        if (2 * (L->nset + 1) > L->setmask + 1) {
+                size_t nmask = L->set ? 2 * L->setmask + 1 : 15;
+                struct cindex *ns = calloc(nmask + 1, sizeof(*ns));
+                if (!ns) {
+                        L->no_mem = true;
+                        return NULL;
+                }
+                for (size_t i = 0; L->set && i <= L->setmask; i++) {
+                        if (!L->set[i].c)
+                                continue;
+                        size_t s = ptr_slot(L->set[i].c, nmask);
+                        while (ns[s].c)
+                                s = (s + 1) & nmask;
+                        ns[s] = L->set[i];
+                }
+                free(L->set);
+                L->set = ns;
+                L->setmask = nmask;
         }
-        if (cJSON_IsArray(v)) {
+        size_t n = count_kids(c);
+        /* Indexing is work too, and each member indexed adds to the budget. */
+        L->budget += (uint64_t)TEMPLATE_WORK_PER_UNIT * n;
+        if (!spend(L, n))
+                return NULL;
+        struct cindex ci = { .c = c, .n = n };
+        if (cJSON_IsArray(c)) {
+                ci.tab = malloc((n ? n : 1) * sizeof(*ci.tab));
+                if (!ci.tab) {
+                        L->no_mem = true;
+                        return NULL;
+                }
+                size_t i = 0;
+                for (const cJSON *k = c->child; k; k = k->next)
+                        ci.tab[i++] = k;
+        } else {
+                size_t cap = 8;
+                while (cap < 2 * n)
+                        cap *= 2;
+                ci.mask = cap - 1;
+                ci.tab = calloc(cap, sizeof(*ci.tab));
+                if (!ci.tab) {
+                        L->no_mem = true;
+                        return NULL;
+                }
+                for (const cJSON *k = c->child; k; k = k->next) {
+                        if (!k->string)
+                                continue;
+                        size_t len = strlen(k->string);
+                        size_t s = (size_t)hash_bytes(k->string, len, L->seed) & ci.mask;
+                        /* The first of duplicate names wins, as a walk would find it. */
+                        bool dup = false;
+                        for (; ci.tab[s]; s = (s + 1) & ci.mask) {
+                                if (!spend(L, 1)) {
+                                        free(ci.tab);
+                                        return NULL;
+                                }
+                                if (same_name(ci.tab[s], k->string, len)) {
+                                        dup = true;
+                                        break;
+                                }
+                        }
+                        if (!dup)
+                                ci.tab[s] = k;
+                }
+        }
+        size_t s = ptr_slot(c, L->setmask);
+        while (L->set[s].c)
+                s = (s + 1) & L->setmask;
+        L->set[s] = ci;
+        L->nset++;
+        return &L->set[s];
+}
+
+static struct cindex *find_index(struct lookups *L, const cJSON *c)
+{
+        if (L->set)
+                for (size_t s = ptr_slot(c, L->setmask); L->set[s].c; s = (s + 1) & L->setmask)
+                        if (L->set[s].c == c)
+                                return &L->set[s];
+        return index_container(L, c);
+}
+
+/* One step down a path: an object member named exactly `seg`, or an array
+ * element whose canonical decimal index is `seg` ("0", "12"; not "012").
+ * NULL when absent, over the budget or out of memory (L says which). */
+static const cJSON *child(struct lookups *L, const cJSON *v, const char *seg, size_t len)
+{
+        bool arr = cJSON_IsArray(v);
+        if (!arr && !cJSON_IsObject(v))
+                return NULL;
+        size_t idx = 0;
+        if (arr) {
                 if (!is_digit(seg[0]) || (len > 1 && seg[0] == '0') || len > 9)
                         return NULL;  /* 9 digits: more elements than any array we could hold */
-                size_t idx = 0;
                 for (size_t i = 0; i < len; i++) {
                         if (!is_digit(seg[i]))
                                 return NULL;
                         idx = idx * 10 + (size_t)(seg[i] - '0');
                 }
-                const cJSON *c = v->child;
-                for (; c && idx > 0; idx--)
-                        c = c->next;
-                return c;
+        }
+        struct cindex *ci = find_index(L, v);
+        if (!ci)
+                return NULL;
+        if (arr)
+                return idx < ci->n ? ci->tab[idx] : NULL;
+        for (size_t s = (size_t)hash_bytes(seg, len, L->seed) & ci->mask; ci->tab[s]; s = (s + 1) & ci->mask) {
+                if (!spend(L, 1))
+                        return NULL;
+                if (same_name(ci->tab[s], seg, len))
+                        return ci->tab[s];
         }
         return NULL;
 }
 
-static const cJSON *lookup(const cJSON *vars, const char *name, size_t n)
+static const cJSON *lookup(struct lookups *L, const cJSON *vars, const char *name, size_t n)
 {
         const cJSON *cur = vars;
         size_t i = 0;
         while (cur) {
                 const char *dot = memchr(name + i, '.', n - i);
                 size_t end = dot ? (size_t)(dot - name) : n;
-                cur = child(cur, name + i, end - i);
+                cur = child(L, cur, name + i, end - i);
                 if (!dot)
                         return cur;
                 i = end + 1;
@@ -330,7 +483,7 @@ static int out_failed(const struct out *o, const char *name, size_t name_len, si
 {
         switch (o->fail) {
         case OUT_TOO_BIG:
-                return err_set(err, 0,
+                return err_setc(err, TEMPLATE_E_LIMIT, 0,
                                "template: output would exceed %u MiB (line %zu); shorten the template or the values it inserts",
                                TEMPLATE_OUTPUT_MAX / (1024u * 1024u), line);
         case OUT_TOO_DEEP:
@@ -348,7 +501,7 @@ static int out_failed(const struct out *o, const char *name, size_t name_len, si
 
 /* Render the tag whose "{{" starts at `open`; on success *ret_next points
  * past its "}}".  `line` is the line of the "{{". */
-static int render_tag(struct out *o, const char *open, const cJSON *vars, size_t line,
+static int render_tag(struct out *o, struct lookups *L, const char *open, const cJSON *vars, size_t line,
                       const char **ret_next, struct err **err)
 {
         const char *body = open + 2;
@@ -378,7 +531,15 @@ static int render_tag(struct out *o, const char *open, const cJSON *vars, size_t
                 return err_set(err, 0,
                                "template: bad variable name '%.*s%s' (line %zu); a name is letters, digits, '_' and '$' in parts joined by dots, e.g. {{ user.name }} or {{ items.0 }}",
                                shown, s, more, line);
-        const cJSON *v = lookup(vars, s, n);
+        const cJSON *v = lookup(L, vars, s, n);
+        if (L->over_budget)
+                return err_setc(err, TEMPLATE_E_LIMIT, 0,
+                                "template work limit reached (%llu steps at line %zu; the budget is %u per byte of "
+                                "template and per member of the objects and arrays it looks into): simplify the "
+                                "template or its variables",
+                                (unsigned long long)L->work, line, TEMPLATE_WORK_PER_UNIT);
+        if (L->no_mem)
+                return err_set(err, ENOMEM, "template: cannot index the variables (line %zu)", line);
         if (!v)
                 return err_set(err, 0, "template: no variable '%.*s%s' (line %zu)", shown, s, more, line);
         if (out_value(o, v) < 0)
@@ -395,8 +556,10 @@ int template_render(const char *tpl, const struct cJSON *vars, char **ret, struc
                 return err_set(err, 0, "template: vars must be a JSON object of variables, e.g. { name: 'Ada' }");
 
         _cleanup_out_ struct out o = { 0 };
+        _cleanup_lookups_ struct lookups L = { .seed = hash_seed() };
         size_t line = 1;
         const char *p = tpl;
+        L.budget = (uint64_t)TEMPLATE_WORK_PER_UNIT * (strlen(tpl) + 1);
 
         if (out_grow(&o, 0) < 0)
                 return out_failed(&o, "", 0, line, err);
@@ -426,7 +589,7 @@ int template_render(const char *tpl, const struct cJSON *vars, char **ret, struc
                         }
                 } else if (p[1] == '{') {
                         const char *next = NULL;
-                        if (render_tag(&o, p, vars, line, &next, err) < 0)
+                        if (render_tag(&o, &L, p, vars, line, &next, err) < 0)
                                 return -1;
                         line += count_newlines(p, (size_t)(next - p));
                         p = next;

@@ -54,6 +54,7 @@ struct vfs {
         size_t used;           /* charged bytes, see vfs.h */
         uint64_t clock;        /* logical time */
         uint64_t next_ino;
+        uint64_t seed;         /* of the name hash */
 };
 
 #define UMASK 022u
@@ -218,19 +219,17 @@ int vfs_check_path(const struct vfs *v, const char *path, size_t len, const char
 
 /* ---- the node table --------------------------------------------------- */
 
-static uint64_t hash(uint64_t parent_ino, const char *name, size_t len)
+/* The agent picks the names: under a seed it cannot know (random per
+ * process), it cannot pile its files into one chain and make every lookup
+ * walk all of them. */
+static uint64_t hash(const struct vfs *v, uint64_t parent_ino, const char *name, size_t len)
 {
-        uint64_t h = 0xcbf29ce484222325ull ^ (parent_ino * 0x9e3779b97f4a7c15ull);
-        for (size_t i = 0; i < len; i++) {
-                h ^= (unsigned char)name[i];
-                h *= 0x100000001b3ull;
-        }
-        return h ^ (h >> 29);
+        return hash_bytes(name, len, v->seed ^ (parent_ino * 0x9e3779b97f4a7c15ull));
 }
 
 static struct node **bucket_of(const struct vfs *v, const struct node *parent, const char *name, size_t len)
 {
-        return &v->buckets[hash(parent->ino, name, len) & (v->nbuckets - 1)];
+        return &v->buckets[hash(v, parent->ino, name, len) & (v->nbuckets - 1)];
 }
 
 static struct node *child(const struct vfs *v, const struct node *dir, const char *name, size_t len)
@@ -1118,6 +1117,7 @@ int vfs_new(const struct vfs_limits *lim, struct vfs **ret, struct err **err)
                 return err_setc(err, ENOMEM, ENOMEM, "vfs: creating the filesystem");
         v->lim = l;
         v->next_ino = 1;
+        v->seed = hash_seed();
         v->nbuckets = 64;
         v->buckets = calloc(v->nbuckets, sizeof(*v->buckets));
         v->root = node_new(v, "", 0, NODE_DIR, 0755);

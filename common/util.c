@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -229,6 +230,59 @@ void sha256_hex(const void *buf, size_t len, char out[65])
         sha256_final(&s, d);
         for (int i = 0; i < 32; i++)
                 snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+void format_size(uint64_t bytes, char *buf, size_t len)
+{
+        static const char *const units[] = { "TiB", "GiB", "MiB", "KiB" };
+        for (int i = 0; i < 4; i++) {
+                unsigned shift = (unsigned)(40 - 10 * i);
+                if (bytes && bytes % ((uint64_t)1 << shift) == 0) {
+                        snprintf(buf, len, "%llu %s", (unsigned long long)(bytes >> shift), units[i]);
+                        return;
+                }
+        }
+        snprintf(buf, len, "%llu byte%s", (unsigned long long)bytes, bytes == 1 ? "" : "s");
+}
+
+/* The final mix of MurmurHash3: every input bit reaches every output bit. */
+static uint64_t fmix64(uint64_t h)
+{
+        h ^= h >> 33;
+        h *= 0xff51afd7ed558ccdull;
+        h ^= h >> 33;
+        h *= 0xc4ceb9fe1a85ec53ull;
+        return h ^ (h >> 33);
+}
+
+uint64_t hash_bytes(const void *p, size_t n, uint64_t seed)
+{
+        const unsigned char *s = p;
+        uint64_t h = seed ^ (n * 0x9e3779b97f4a7c15ull);
+        size_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+                uint64_t w;
+                memcpy(&w, s + i, 8);
+                h = fmix64(h ^ w) + 0x9e3779b97f4a7c15ull;
+        }
+        uint64_t w = 0;
+        memcpy(&w, s + i, n - i);
+        return fmix64(h ^ w ^ ((uint64_t)(n - i) << 56));
+}
+
+uint64_t hash_seed(void)
+{
+        static uint64_t seed;
+        if (!seed) {
+                uint64_t v = 0;
+                if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v)) {
+                        struct timespec ts;
+                        clock_gettime(CLOCK_MONOTONIC, &ts);
+                        v = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)getpid();
+                }
+                seed = v | 1;
+        }
+        return seed;
 }
 
 double mono_ms(void)

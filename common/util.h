@@ -34,6 +34,16 @@ void sha256_final(struct sha256 *s, unsigned char out[32]);
 /* Lower-case hex of the digest of buf; out must hold 65 bytes. */
 void sha256_hex(const void *buf, size_t len, char out[65]);
 
+/* A byte count as a person reads it: "16 MiB", "1 GiB", "512 KiB" when it is
+ * an exact multiple, else "1500000 bytes".  Always NUL-terminates. */
+void format_size(uint64_t bytes, char *buf, size_t len);
+
+/* A 64-bit hash of n bytes under a seed, for in-memory tables whose keys an
+ * agent chooses: with a seed it cannot know (hash_seed(), random per
+ * process) it cannot line its keys up in one chain. */
+uint64_t hash_bytes(const void *p, size_t n, uint64_t seed);
+uint64_t hash_seed(void);
+
 /* Monotonic milliseconds (double). */
 double mono_ms(void);
 /* UTC time as "2026-11-29T20:11:36.123Z" into out (>= 32 bytes). */

@@ -117,6 +117,7 @@ int engine_queue_push(struct engine *e, uint64_t id, JSValueRef frame);
 bool engine_queue_pop(struct engine *e, uint64_t *ret_id, JSValueRef *ret_frame);
 void engine_queue_clear(struct engine *e);
 int engine_write_frame(struct engine *e, const char *body, size_t len);
+int engine_write_frame_draining(struct engine *e, const char *body, size_t len, struct err **err);
 JSValueRef engine_read_json_frame(struct engine *e, const char *expect_type);
 void engine_fail_protocol(struct engine *e, const char *fmt, ...)
         __attribute__((format(printf, 2, 3)));

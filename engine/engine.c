@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -310,7 +311,7 @@ static int send_done(struct engine *e, struct err **err)
         }
         if (!text)
                 return err_set(err, ENOMEM, "compose done frame");
-        if (frame_write_raw(e->out_fd, text, strlen(text), err) < 0)
+        if (engine_write_frame_draining(e, text, strlen(text), err) < 0)
                 return err_wrap(err, "send done frame");
         /* The worker process ends here: no context teardown (a GC) once the
          * outcome is out.  In-process callers get the normal return. */
@@ -324,7 +325,7 @@ static int serve(struct engine *e, struct err **err)
         if (setup(e, err) < 0)
                 return err_wrap(err, "start engine");
         static const char ready[] = "{\"type\":\"ready\",\"protocol\":1}";
-        if (frame_write_raw(e->out_fd, ready, sizeof(ready) - 1, err) < 0)
+        if (engine_write_frame_draining(e, ready, sizeof(ready) - 1, err) < 0)
                 return err_wrap(err, "send ready frame");
         start_run(e);
         run_loop(e);
@@ -348,6 +349,14 @@ int engine_serve(int in_fd, int out_fd, struct err **err)
 
         struct engine e = { .in_fd = in_fd, .out_fd = out_fd };
         frame_reader_init(&e.reader);
+        /* Non-blocking both ways: a write that cannot go on reads answers
+         * meanwhile (engine_write_frame_draining), reads wait in poll. */
+        int fl = fcntl(out_fd, F_GETFL);
+        if (fl >= 0)
+                fcntl(out_fd, F_SETFL, fl | O_NONBLOCK);
+        fl = fcntl(in_fd, F_GETFL);
+        if (fl >= 0)
+                fcntl(in_fd, F_SETFL, fl | O_NONBLOCK);
         int r = serve(&e, err);
         teardown(&e);
         frame_reader_reset(&e.reader);

@@ -7,11 +7,14 @@
  * parsed object, and the object itself is what the prelude receives. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "common/cleanup.h"
 #include "engine/engine-internal.h"
@@ -73,10 +76,69 @@ char *engine_value_to_utf8(JSContextRef ctx, JSValueRef v, size_t *ret_len)
         return r;
 }
 
+/* Wait until fd is readable (the frame socket is non-blocking). */
+static void wait_readable(int fd)
+{
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        while (poll(&p, 1, -1) < 0 && errno == EINTR)
+                ;
+}
+
+/* Write one frame without ever waiting on the parent while its answers wait
+ * on us.  The parent stops reading our frames while it holds too many
+ * answers we have not read (its flow control, broker/loop.c); so when the
+ * socket is full and answers arrive, they are read into the queue the loop
+ * delivers from (in arrival order, as if they had come during a synchronous
+ * call) until the frame is out.  Only answers are expected here: before
+ * `init` nothing is outstanding and this is a plain write. */
+int engine_write_frame_draining(struct engine *e, const char *body, size_t len, struct err **err)
+{
+        if (len == 0 || len > FRAME_MAX_BYTES)
+                return frame_write_raw(e->out_fd, body, len, err); /* refuses with the usual message */
+        uint8_t hdr[FRAME_HEADER_BYTES] = { (uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8),
+                                            (uint8_t)len };
+        struct iovec iov[2] = { { .iov_base = hdr, .iov_len = sizeof(hdr) }, { .iov_base = (void *)body, .iov_len = len } };
+        struct iovec *v = iov;
+        int cnt = 2;
+        while (cnt > 0) {
+                ssize_t n = writev(e->out_fd, v, cnt);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno != EAGAIN)
+                        return err_setc(err, PROTO_E_IO, errno, "write frame");
+                if (n < 0) {
+                        struct pollfd p[2] = { { .fd = e->out_fd, .events = POLLOUT },
+                                               { .fd = e->in_fd, .events = e->outstanding ? POLLIN : 0 } };
+                        if (poll(p, 2, -1) < 0 && errno != EINTR)
+                                return err_setc(err, PROTO_E_IO, errno, "wait to write a frame");
+                        if (p[1].revents & POLLIN || (e->in_fd == e->out_fd && p[0].revents & POLLIN)) {
+                                uint64_t id;
+                                JSValueRef frame;
+                                if (engine_read_result(e, &id, &frame) < 0)
+                                        return err_set(err, 0, "the run ended while a frame was being sent");
+                                if (engine_queue_push(e, id, frame) < 0)
+                                        return err_set(err, ENOMEM, "queue a result");
+                        }
+                        continue;
+                }
+                size_t left = (size_t)n;
+                while (cnt > 0 && left >= v->iov_len) {
+                        left -= v->iov_len;
+                        v++;
+                        cnt--;
+                }
+                if (cnt > 0) {
+                        v->iov_base = (char *)v->iov_base + left;
+                        v->iov_len -= left;
+                }
+        }
+        return 0;
+}
+
 int engine_write_frame(struct engine *e, const char *body, size_t len)
 {
         struct err *err = NULL;
-        if (frame_write_raw(e->out_fd, body, len, &err) < 0) {
+        if (engine_write_frame_draining(e, body, len, &err) < 0) {
                 err_wrap(&err, "send frame to parent");
                 engine_fail_transport(e, err);
                 return -1;
@@ -170,7 +232,7 @@ JSValueRef engine_read_json_frame(struct engine *e, const char *expect_type)
         struct err *err = NULL;
         int got;
         while ((got = frame_reader_read(&e->reader, e->in_fd, &body, &len, &err)) == 0)
-                ; /* a blocking fd never returns 0; be safe if someone made it non-blocking */
+                wait_readable(e->in_fd); /* the socket is non-blocking (engine_write_frame_draining) */
         if (got < 0) {
                 switch (err_code(err)) {
                 case PROTO_E_OVERSIZE:

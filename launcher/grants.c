@@ -180,6 +180,17 @@ static int nested_argv(const struct grants_opts *o, const struct nested_src *ns,
                 ADD(keep(g, "--http-timeout=%ld", o->http_timeout_ms));
         if (o->tools_file)
                 ADD(keep(g, "--tools=%s", o->tools_file));
+        if (ns->lim) {
+                /* The parent's limits: the nested run's launcher is a parent too. */
+                const struct broker_limits *l = ns->lim;
+                ADD(keep(g, "--max-calls=%llu", (unsigned long long)l->max_calls));
+                ADD(keep(g, "--max-queue=%llu", (unsigned long long)l->max_queue));
+                ADD(keep(g, "--max-log=%llu", (unsigned long long)l->max_log));
+                ADD(keep(g, "--max-journal=%llu", (unsigned long long)l->max_journal));
+                ADD(keep(g, "--max-vfs=%llu", (unsigned long long)l->max_vfs));
+                ADD(keep(g, "--max-memory-store=%llu", (unsigned long long)l->max_memory_store));
+                ADD(keep(g, "--max-workspace-write=%llu", (unsigned long long)l->max_workspace_write));
+        }
 #undef ADD
         a[n] = NULL;
         g->nested_argv = calloc(n + 1, sizeof(char *));

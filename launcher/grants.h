@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 struct broker_config;
+struct broker_limits;
 struct workspace;
 struct ssrf_allow;
 struct tools_registry;
@@ -51,6 +52,7 @@ struct nested_src {
         long js_deadline_ms;
         const char *state_dir;
         const char *agent_path;        /* the caller's agent: its folder bounds the callees */
+        const struct broker_limits *lim; /* the parent's limits (launcher/bounds.h), or NULL */
 };
 
 enum { GOPT_WORKSPACE = 800, GOPT_ALLOW_HOST, GOPT_HTTP_MAX_RESPONSE, GOPT_HTTP_TIMEOUT, GOPT_TOOLS };

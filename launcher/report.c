@@ -164,6 +164,20 @@ int report_outcome(const struct broker_outcome *o, int status, bool json, long j
         case BROKER_END_SECCOMP:
                 return fail(o, json, run_id, EXIT_SECCOMP, "sandbox violation: blocked syscall %s",
                             seccomp_syscall_name(o->blocked_syscall));
+        case BROKER_END_LIMIT: {
+                /* A parent limit stopped the run (the journal's): the
+                 * agent's doing, so exit 1, with the limit's code. */
+                fprintf(stderr, "chidori: %s\n", o->message ? o->message : "limit reached");
+                if (json) {
+                        cJSON *e = cJSON_CreateObject();
+                        cJSON_AddStringToObject(e, "name", "Error");
+                        cJSON_AddStringToObject(e, "code", "ELIMIT");
+                        cJSON_AddStringToObject(e, "message", o->message ? o->message : "limit reached");
+                        print_json(false, NULL, e, o->message, EXIT_AGENT_ERROR, o, run_id);
+                        cJSON_Delete(e);
+                }
+                return EXIT_AGENT_ERROR;
+        }
         case BROKER_END_EOF:
         case BROKER_END_MAX:
                 break;

@@ -17,6 +17,7 @@
 #include "common/cleanup.h"
 #include "common/text.h"
 #include "common/util.h"
+#include "launcher/bounds.h"
 #include "launcher/grants.h"
 #include "launcher/launcher.h"
 #include "launcher/options.h"
@@ -34,6 +35,7 @@ struct run_opts {
         bool js_deadline_set;     /* given by --js-deadline or CHIDORI_JS_DEADLINE_MS */
         struct sandbox_opts sb;
         struct grants_opts gr;    /* run only: what the agent is handed */
+        struct broker_limits lim; /* the parent's limits (launcher/bounds.h) */
         bool json, quiet, in_process;
         bool untrusted, trusted;  /* --untrusted / --trusted */
         bool tz_flag;             /* sb.tz came from --tz (else CHIDORI_TZ or the default) */
@@ -220,7 +222,7 @@ static void journal_header(struct run_ctx *c, const char *tz)
         cJSON_AddStringToObject(h, "tz", tz ? tz : TZ_DEFAULT); /* replay runs in the same zone */
         cJSON_AddItemToObject(h, "input", cJSON_Duplicate(c->input, 1));
         cJSON_AddStringToObject(h, "started", ts);
-        journal_append(c->journal, h, NULL);
+        journal_append_final(c->journal, h, NULL);  /* a huge --input may pass --max-journal: then the first call stops */
         cJSON_Delete(h);
 }
 
@@ -232,6 +234,7 @@ static const char *end_name(enum broker_end e)
                 [BROKER_END_NEVER_SETTLED] = "never_settled", [BROKER_END_CPU_LIMIT] = "cpu_limit",
                 [BROKER_END_PROTOCOL] = "protocol_error", [BROKER_END_EOF] = "worker_exited",
                 [BROKER_END_DEADLINE] = "deadline",    [BROKER_END_DIVERGED] = "replay_diverged",
+                [BROKER_END_LIMIT] = "limit",
         };
         return (unsigned)e < BROKER_END_MAX ? n[e] : "unknown";
 }
@@ -260,7 +263,7 @@ static void journal_end(struct run_ctx *c, const struct broker_outcome *o, int s
                 cJSON_AddNumberToObject(st, "peak_memory_bytes", (double)o->peak_bytes);
         if (o->memory_limit)
                 cJSON_AddNumberToObject(st, "memory_limit_bytes", (double)o->memory_limit);
-        journal_append(c->journal, e, NULL);
+        journal_append_final(c->journal, e, NULL);  /* also when the journal is full */
         journal_sync(c->journal, NULL);
         cJSON_Delete(e);
 }
@@ -311,12 +314,13 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
                 .quiet_logs = c->replay != NULL,
                 .stop = &launcher_stop_signal,
                 .policy = c->policy,
+                .limits = o->lim,
         };
         if (!c->replay) {
                 struct nested_src ns = {
                         .sb = &o->sb, .untrusted = o->untrusted, .trusted = o->trusted,
                         .in_process = o->in_process, .js_deadline_ms = o->js_deadline_set ? o->js_deadline_ms : -1,
-                        .state_dir = o->state_dir, .agent_path = o->agent_path,
+                        .state_dir = o->state_dir, .agent_path = o->agent_path, .lim = &o->lim,
                 };
                 int gc = grants_open(&o->gr, &ns, &c->grants, &cfg);
                 if (gc)
@@ -431,6 +435,7 @@ static void run_help(void)
                "  --tz ZONE             the time zone the agent's local-time Date and Intl see: a zone of\n"
                "                        the tz database such as Europe/Paris, or UTC (default) [CHIDORI_TZ]\n"
                GRANTS_OPTIONS_HELP
+               BOUNDS_OPTIONS_HELP
                SANDBOX_OPTIONS_HELP
                "  --no-isolate          run the engine inside this process (embedders, debugging)\n"
                "                        [CHIDORI_ISOLATE=off]\n"
@@ -478,6 +483,7 @@ static const struct option run_longopts[] = {
         { "help", no_argument, NULL, 'h' },
         SANDBOX_LONGOPTS,
         GRANTS_LONGOPTS,
+        BOUNDS_LONGOPTS,
         { NULL, 0, NULL, 0 },
 };
 
@@ -485,6 +491,8 @@ static const struct option run_longopts[] = {
 static int common_opt(const char *cmd, int c, struct run_opts *o)
 {
         int h = sandbox_opts_parse(&o->sb, cmd, c, optarg);
+        if (h == 0)
+                h = bounds_opts_parse(&o->lim, cmd, c, optarg);
         if (h != 0)
                 return h;
         switch (c) {
@@ -506,8 +514,9 @@ static int env_defaults(struct run_opts *o)
 {
         sandbox_opts_init(&o->sb);
         o->js_deadline_ms = -1;
+        bounds_opts_init(&o->lim);
         if (env_ms("CHIDORI_JS_DEADLINE_MS", &o->js_deadline_ms) < 0 || sandbox_opts_env(&o->sb) < 0 ||
-            env_isolate(&o->in_process) < 0)
+            bounds_opts_env(&o->lim) < 0 || env_isolate(&o->in_process) < 0)
                 return -1;
         return 0;
 }
@@ -649,6 +658,7 @@ static void replay_help(void)
                "                        run); CHIDORI_TZ does not apply.\n"
                "  --js-deadline MS      the engine's CPU-time budget in ms (default 60000, 10000 under\n"
                "                        --untrusted; 0 = none) [CHIDORI_JS_DEADLINE_MS]\n"
+               BOUNDS_OPTIONS_HELP
                SANDBOX_OPTIONS_HELP
                "  --no-isolate          run the engine inside this process [CHIDORI_ISOLATE=off]\n"
                "  --isolate             run the engine in a worker process (default)\n"
@@ -666,6 +676,7 @@ int cmd_replay(int argc, char **argv)
                 { "js-deadline", required_argument, NULL, OPT_JS_DEADLINE },
                 { "tz", required_argument, NULL, OPT_TZ },
                 SANDBOX_LONGOPTS,
+                BOUNDS_LONGOPTS,
                 { "no-isolate", no_argument, NULL, OPT_NO_ISOLATE },
                 { "isolate", no_argument, NULL, OPT_ISOLATE },
                 { "json", no_argument, NULL, OPT_JSON },
@@ -702,7 +713,7 @@ int cmd_replay(int argc, char **argv)
         struct run_ctx ctx = { 0 };
         struct err *err = NULL;
         int code = EXIT_USAGE;
-        if (replay_open(argv[optind], &ctx.replay, &err) < 0) {
+        if (replay_open(argv[optind], o.lim.max_journal, &ctx.replay, &err) < 0) {
                 fprintf(stderr, "chidori: replay: %s\n", err_msg(err));
                 goto out;
         }

@@ -4,6 +4,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,9 +244,35 @@ int frame_reader_read(struct frame_reader *r, int fd, char **ret_body, size_t *r
         }
 }
 
+size_t json_count_values(const char *text, size_t len)
+{
+        size_t n = 1;
+        bool in_str = false;
+        for (const char *p = text, *e = text + len; p < e; p++) {
+                char c = *p;
+                if (in_str) {
+                        if (c == '\\')
+                                p++;
+                        else if (c == '"')
+                                in_str = false;
+                        continue;
+                }
+                if (c == '"')
+                        in_str = true;
+                else if (c == ',' || c == '[' || c == '{')
+                        n++;
+        }
+        return n;
+}
+
 int frame_decode(const char *body, size_t len, cJSON **ret_json, enum frame_type *ret_type,
                  struct err **err)
 {
+        if (json_count_values(body, len) > FRAME_MAX_VALUES)
+                return err_setc(err, PROTO_E_TOO_MANY, 0,
+                                "frame holds more than %u JSON values (the limit per frame; send fewer, e.g. "
+                                "a string instead of a long array)",
+                                FRAME_MAX_VALUES);
         const char *end = NULL;
         cJSON *j = cJSON_ParseWithLengthOpts(body, len, &end, 0);
         if (!j) {

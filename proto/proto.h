@@ -22,6 +22,11 @@
 struct cJSON;
 
 #define FRAME_MAX_BYTES (64u * 1024u * 1024u)
+/* JSON values in one frame.  A parsed value costs the parent ~80 bytes
+ * (a cJSON node and its allocation) for as little as 2 bytes of text
+ * ("0,"), so a frame of 64 MiB could become ~2.5 GiB of tree; this bounds
+ * one parsed frame near 170 MiB. */
+#define FRAME_MAX_VALUES (2u * 1024u * 1024u)
 #define FRAME_HEADER_BYTES 4u
 #define PROTO_VERSION 1
 
@@ -45,6 +50,7 @@ enum proto_error {
         PROTO_E_BAD_JSON,      /* body is not a JSON object */
         PROTO_E_NO_TYPE,       /* no string "type" member */
         PROTO_E_UNKNOWN_TYPE,  /* "type" names no known frame */
+        PROTO_E_TOO_MANY,      /* more than FRAME_MAX_VALUES JSON values */
 };
 
 const char *frame_type_name(enum frame_type t);
@@ -80,7 +86,14 @@ void frame_reader_reset(struct frame_reader *r);  /* frees buffers and a partial
 int frame_reader_read(struct frame_reader *r, int fd, char **ret_body, size_t *ret_len,
                       struct err **err);
 
-/* Parse a frame body: must be a JSON object with a known string "type".
+/* An upper bound on the number of values cJSON would build from these
+ * `len` bytes of JSON text (1 + commas + brackets and braces outside
+ * strings), in one pass, without parsing: check it before a parse whose
+ * size matters. */
+size_t json_count_values(const char *text, size_t len);
+
+/* Parse a frame body: must be a JSON object with a known string "type",
+ * holding at most FRAME_MAX_VALUES values (PROTO_E_TOO_MANY).
  * On success *ret_json owns the parsed tree (cJSON_Delete it). */
 int frame_decode(const char *body, size_t len, struct cJSON **ret_json,
                  enum frame_type *ret_type, struct err **err);

@@ -123,6 +123,23 @@ static int run(int argc, char **argv)
                 frame("{\"type\":\"call\",\"id\":5,\"op\":\"log\",\"args\":{\"message\":\"x\"}}");
                 wait_forever();
         }
+        if (!strcmp(mode, "many-values")) {
+                /* A 12 MiB call whose args are 6 million tiny JSON values:
+                 * parsed as is, ~500 MiB of tree in the parent. */
+                size_t n = 6u << 20;
+                const char *head = "{\"type\":\"call\",\"id\":1,\"op\":\"log\",\"args\":{\"message\":\"x\",\"a\":[";
+                size_t hl = strlen(head), len = hl + 2 * n + 2;
+                char *b = malloc(len + 1);
+                memcpy(b, head, hl);
+                for (size_t i = 0; i < n; i++)
+                        b[hl + 2 * i] = '0', b[hl + 2 * i + 1] = ',';
+                b[hl + 2 * n - 1] = ']';
+                b[hl + 2 * n] = '}';
+                b[hl + 2 * n + 1] = '}';
+                b[len] = 0;
+                frame(b);
+                wait_forever();
+        }
         if (!strcmp(mode, "result-frame")) {
                 frame("{\"type\":\"result\",\"id\":1,\"ok\":true,\"value\":1}");
                 wait_forever();

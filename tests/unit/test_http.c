@@ -1063,6 +1063,51 @@ static void test_size_cap(void **state)
         ssrf_allow_free(a);
 }
 
+/* Bodies in flight count against a shared cap (the broker's --max-queue):
+ * a transfer whose body would pass it fails with HTTP_E_LIMIT, and every
+ * byte counted is given back when the transfer ends, however it ends. */
+static void test_inflight_cap(void **state)
+{
+        (void)state;
+        uint64_t inflight = 0;
+        struct ssrf_allow *a;
+        struct http_config c = { .inflight = &inflight, .max_inflight = 16384 };
+        struct http_engine *e = engine("127.0.0.1", &a, &c);
+        char *u = url_of("127.0.0.1", "/hello");
+        struct result r;
+        assert_int_equal(fetch(e, u, NULL, &r, NULL), 0); /* one buffer of 16 KiB fits */
+        assert_null(r.err);
+        assert_int_equal(r.len, 1024);
+        assert_int_equal(inflight, 0);
+        result_clear(&r);
+        http_engine_free(e);
+        ssrf_allow_free(a);
+
+        c.max_inflight = 16383;
+        e = engine("127.0.0.1", &a, &c);
+        assert_int_equal(fetch(e, u, NULL, &r, NULL), 0);
+        assert_string_equal(r.err, "http: response bodies in flight would pass the limit of 16383 bytes");
+        assert_int_equal(r.code, HTTP_E_LIMIT);
+        assert_string_equal(http_error_name(r.code), "ELIMIT");
+        assert_int_equal(inflight, 0);
+        result_clear(&r);
+        free(u);
+        http_engine_free(e);
+        ssrf_allow_free(a);
+
+        /* a big body stops at the shared cap before its own */
+        c.max_inflight = 1 << 20;
+        e = engine("127.0.0.1", &a, &c);
+        u = url_of("127.0.0.1", "/big?nolen=1"); /* with its length, libcurl refuses it up front (too_big) */
+        assert_int_equal(fetch(e, u, NULL, &r, NULL), 0);
+        assert_int_equal(r.code, HTTP_E_LIMIT);
+        assert_int_equal(inflight, 0);
+        result_clear(&r);
+        free(u);
+        http_engine_free(e);
+        ssrf_allow_free(a);
+}
+
 static void test_request_body_cap(void **state)
 {
         (void)state;
@@ -1724,6 +1769,7 @@ int main(void)
                 cmocka_unit_test(test_cancel_and_chaining),
                 cmocka_unit_test(test_perform_polls_itself),
                 cmocka_unit_test(test_hooks),
+                cmocka_unit_test(test_inflight_cap),
         };
         return cmocka_run_group_tests_name("http", tests, group_setup, group_teardown);
 }

@@ -357,6 +357,73 @@ static void test_key_count_limit(void **state)
         memstore_keys_free(keys);
 }
 
+/* Bytes of keys and values per namespace: a set that would pass the limit
+ * fails (MEMSTORE_E_LIMIT) and changes nothing; an overwrite counts its new
+ * size only; other namespaces have their own budget. */
+static void test_bytes_limit(void **state)
+{
+        struct fx *fx = *state;
+        memstore_set_max(fx->m, 100);
+        assert_ok(memstore_set(fx->m, "ns", "a", "\"0123456789012345678901234567890123456789\"", err)); /* 1 + 42 */
+        assert_ok(memstore_set(fx->m, "ns", "b", "\"0123456789012345678901234567890123456789\"", err)); /* 86 */
+        struct err *e = NULL;
+        memstore_set_max(fx->m, 98);
+        assert_int_equal(memstore_set(fx->m, "ns", "c", "\"0123456789\"", &e), -1); /* 99 > 98 */
+        assert_int_equal(err_code(e), MEMSTORE_E_LIMIT);
+        assert_string_equal(err_msg(e), "memory: namespace 'ns' holds 86 bytes of keys and values; storing 13 more "
+                                        "would pass its limit of 98 bytes");
+        err_free(e);
+        assert_stored(fx->m, "ns", "c", NULL);
+        /* an overwrite replaces its old size */
+        assert_ok(memstore_set(fx->m, "ns", "a", "1", err)); /* 86 - 43 + 2 = 45 */
+        assert_ok(memstore_set(fx->m, "ns", "c", "\"0123456789\"", err)); /* 58 */
+        assert_ok(memstore_set(fx->m, "other", "a", "\"0123456789012345678901234567890123456789\"", err));
+        /* deleting frees room */
+        bool existed = false;
+        assert_ok(memstore_delete(fx->m, "ns", "b", &existed, err));
+        assert_ok(memstore_set(fx->m, "ns", "d", "\"01234567890123456789012345678901234567\"", err));
+        memstore_set_max(fx->m, 0); /* back to the default */
+        assert_ok(memstore_set(fx->m, "ns", "e", "\"0123456789012345678901234567890123456789\"", err));
+}
+
+/* A database of schema version 1 (no bytes column) is upgraded in place:
+ * existing rows get their size, the limit applies to them. */
+static void test_upgrade_from_v1(void **state)
+{
+        struct fx *fx = *state;
+        char dir[128], path[160];
+        snprintf(dir, sizeof(dir), "%s/v1", fx->dir);
+        assert_int_equal(mkdir(dir, 0700), 0);
+        snprintf(path, sizeof(path), "%s/memory.sqlite3", dir);
+        sqlite3 *db = NULL;
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db,
+                                      "CREATE TABLE memory (ns TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,"
+                                      " updated_at INTEGER NOT NULL, PRIMARY KEY (ns, key));"
+                                      "INSERT INTO memory VALUES ('ns', 'old', '\"0123456789\"', 1);"
+                                      "PRAGMA user_version=1;",
+                                      NULL, NULL, NULL),
+                         SQLITE_OK);
+        sqlite3_close(db);
+        struct memstore *m = NULL;
+        assert_ok(memstore_open(dir, &m, err));
+        assert_stored(m, "ns", "old", "\"0123456789\"");
+        memstore_set_max(m, 20);
+        struct err *e = NULL;
+        assert_int_equal(memstore_set(m, "ns", "new", "\"0123\"", &e), -1); /* 15 + 9 > 20 */
+        assert_int_equal(err_code(e), MEMSTORE_E_LIMIT);
+        err_free(e);
+        assert_ok(memstore_set(m, "ns", "n", "1", err)); /* 15 + 2 */
+        memstore_close(m);
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        sqlite3_stmt *st = NULL;
+        assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        assert_int_equal(sqlite3_column_int(st, 0), 2);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+}
+
 static void assert_mode(const char *path, mode_t want)
 {
         struct stat st;
@@ -410,7 +477,7 @@ static void test_wal(void **state)
         assert_string_equal((const char *)sqlite3_column_text(st, 0), "wal");
         sqlite3_finalize(st);
         /* the schema is the one documented */
-        assert_int_equal(sqlite3_prepare_v2(db, "SELECT ns, key, value, updated_at FROM memory", -1, &st, NULL),
+        assert_int_equal(sqlite3_prepare_v2(db, "SELECT ns, key, value, updated_at, bytes FROM memory", -1, &st, NULL),
                          SQLITE_OK);
         sqlite3_finalize(st);
         sqlite3_close(db);
@@ -556,6 +623,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_value_limits, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_value_json, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_key_count_limit, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_bytes_limit, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_upgrade_from_v1, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_modes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_wal, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),

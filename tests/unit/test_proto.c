@@ -108,6 +108,57 @@ static void decode_errors(void **state)
         }
 }
 
+/* The count is an upper bound on cJSON's nodes that strings cannot fool;
+ * a frame over FRAME_MAX_VALUES is refused before it is parsed. */
+static void value_count(void **state)
+{
+        (void)state;
+        static const struct {
+                const char *json;
+                size_t n;
+        } cases[] = {
+                { "1", 1 }, { "[]", 2 }, { "{}", 2 }, { "[1,2,3]", 4 }, { "{\"a\":1,\"b\":[1,2]}", 5 },
+                { "\"a,b,[c]{\"", 1 }, { "[\"\\\",[\",1]", 3 }, { "[[[[]]]]", 5 },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                size_t n = json_count_values(cases[i].json, strlen(cases[i].json));
+                if (n != cases[i].n)
+                        fail_msg("%s: %zu, want %zu", cases[i].json, n, cases[i].n);
+                cJSON *j = cJSON_Parse(cases[i].json);
+                assert_non_null(j);
+                cJSON_Delete(j);
+        }
+        /* {"type":"call","a":[0,...]} holds 3 + zeros values: FRAME_MAX_VALUES fit, one more does not */
+        for (int extra = 0; extra < 2; extra++) {
+                size_t zeros = FRAME_MAX_VALUES - 3 + (size_t)extra;
+                const char *head = "{\"type\":\"call\",\"a\":[";
+                size_t hl = strlen(head), len = hl + 2 * zeros + 1;
+                char *b = malloc(len + 1);
+                memcpy(b, head, hl);
+                for (size_t k = 0; k < zeros; k++)
+                        b[hl + 2 * k] = '0', b[hl + 2 * k + 1] = ',';
+                b[hl + 2 * zeros - 1] = ']'; /* the last ',' */
+                b[hl + 2 * zeros] = '}';
+                b[len] = '\0';
+                cJSON *j = NULL;
+                enum frame_type t;
+                struct err *e = NULL;
+                int r = frame_decode(b, len, &j, &t, &e);
+                if (extra == 0) {
+                        if (r < 0)
+                                fail_msg("%s", err_msg(e));
+                        cJSON_Delete(j);
+                } else {
+                        assert_int_equal(r, -1);
+                        assert_int_equal(err_code(e), PROTO_E_TOO_MANY);
+                        assert_string_equal(err_msg(e), "frame holds more than 2097152 JSON values (the limit per "
+                                                        "frame; send fewer, e.g. a string instead of a long array)");
+                        err_free(e);
+                }
+                free(b);
+        }
+}
+
 static void write_refuses_bad_lengths(void **state)
 {
         (void)state;
@@ -235,6 +286,7 @@ int main(void)
                 cmocka_unit_test(roundtrip),
                 cmocka_unit_test(precise_errors),
                 cmocka_unit_test(decode_errors),
+                cmocka_unit_test(value_count),
                 cmocka_unit_test(write_refuses_bad_lengths),
                 cmocka_unit_test(large_frame_partial_io),
                 cmocka_unit_test(incremental_reader),

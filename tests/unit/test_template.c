@@ -16,6 +16,7 @@
 
 #include "broker/template.h"
 #include "common/err.h"
+#include "common/util.h"
 
 /* Render `tpl` with vars parsed from `vars_json` (NULL = no vars) and compare. */
 static void check(const char *tpl, const char *vars_json, const char *want)
@@ -365,6 +366,102 @@ static void test_linear_time(void **state)
         cJSON_Delete(vars);
 }
 
+static double ms_since(const struct timespec *t0)
+{
+        struct timespec t1;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* A lookup repeated over a big object or array costs one hash probe, not a
+ * walk to the member: 20,000 tags over 20,000 members each. */
+static void test_big_containers_linear(void **state)
+{
+        (void)state;
+        enum { N = 20000 };
+        cJSON *vars = cJSON_CreateObject(), *o = cJSON_AddObjectToObject(vars, "o"),
+              *a = cJSON_AddArrayToObject(vars, "a");
+        char key[32];
+        for (int i = 0; i < N; i++) {
+                snprintf(key, sizeof(key), "k%d", i);
+                cJSON_AddNumberToObject(o, key, i);
+                cJSON_AddItemToArray(a, cJSON_CreateNumber(i));
+        }
+        const char *unit = "{{o.k19999}}{{ a.19999 }}";
+        size_t ul = strlen(unit);
+        char *tpl = malloc(N * ul + 1);
+        for (size_t i = 0; i < N; i++)
+                memcpy(tpl + i * ul, unit, ul);
+        tpl[N * ul] = '\0';
+        struct timespec t0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        char *out = NULL;
+        struct err *e = NULL;
+        if (template_render(tpl, vars, &out, &e) < 0)
+                fail_msg("%s", err_msg(e));
+        double ms = ms_since(&t0);
+        printf("template: %d lookups in a %d-member object and array in %.1f ms\n", 2 * N, N, ms);
+        assert_int_equal(strlen(out), (size_t)N * 10);
+        assert_memory_equal(out, "1999919999", 10);
+        assert_true(ms < 1000); /* ~7 s when each lookup walked the members */
+        free(out);
+        free(tpl);
+        cJSON_Delete(vars);
+}
+
+/* Duplicate names: the first one wins, as a walk would find it. */
+static void test_duplicate_members(void **state)
+{
+        (void)state;
+        check("{{ a }} {{ o.b }}", "{\"a\":1,\"a\":2,\"o\":{\"b\":\"x\",\"b\":\"y\"}}", "1 x");
+}
+
+/* Keys that all land in one slot (found here against this process's seed,
+ * as an attacker who knew it might) cost a probe per key each: the work
+ * budget stops the render instead of letting it go quadratic. */
+static void test_work_budget(void **state)
+{
+        (void)state;
+        enum { N = 3000 };
+        const uint64_t mask = 8191; /* the table of an object of 3,000 members */
+        cJSON *vars = cJSON_CreateObject(), *o = cJSON_AddObjectToObject(vars, "o");
+        char key[32], last[32] = "";
+        int found = 0;
+        for (uint64_t i = 0; found < N; i++) {
+                int n = snprintf(key, sizeof(key), "c%llu", (unsigned long long)i);
+                if ((hash_bytes(key, (size_t)n, hash_seed()) & mask) != 0)
+                        continue;
+                cJSON_AddNumberToObject(o, key, found++);
+                memcpy(last, key, sizeof(key));
+        }
+        char tpl[64];
+        snprintf(tpl, sizeof(tpl), "{{ o.%s }}", last);
+        char *out = (char *)0x1;
+        struct err *e = NULL;
+        assert_int_equal(template_render(tpl, vars, &out, &e), -1);
+        assert_ptr_equal(out, (char *)0x1);
+        assert_int_equal(err_code(e), TEMPLATE_E_LIMIT);
+        if (!strstr(err_msg(e), "template work limit reached (") ||
+            !strstr(err_msg(e), " at line 1; the budget is 16 per byte of template and per member of the objects and "
+                                "arrays it looks into): simplify the template or its variables"))
+                fail_msg("%s", err_msg(e));
+        err_free(e);
+        /* the same members spread normally are fine */
+        snprintf(tpl, sizeof(tpl), "{{ o.%s }}", last);
+        cJSON *spread = cJSON_CreateObject(), *so = cJSON_AddObjectToObject(spread, "o");
+        for (int i = 0; i < N; i++) {
+                snprintf(key, sizeof(key), "s%d", i);
+                cJSON_AddNumberToObject(so, key, i);
+        }
+        cJSON_AddNumberToObject(so, last, 7);
+        out = NULL;
+        assert_int_equal(template_render(tpl, spread, &out, NULL), 0);
+        assert_string_equal(out, "7");
+        free(out);
+        cJSON_Delete(spread);
+        cJSON_Delete(vars);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -384,6 +481,9 @@ int main(void)
                 cmocka_unit_test(test_output_cap),
                 cmocka_unit_test(test_too_deep),
                 cmocka_unit_test(test_linear_time),
+                cmocka_unit_test(test_big_containers_linear),
+                cmocka_unit_test(test_duplicate_members),
+                cmocka_unit_test(test_work_budget),
         };
         return cmocka_run_group_tests_name("template", tests, NULL, NULL);
 }
