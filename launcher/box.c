@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <linux/seccomp.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -451,6 +452,17 @@ __attribute__((noreturn)) static void child_main(const struct box_opts *o, unsig
         } else {
                 layer_skip(o, LAYER_CAPS, false, "disabled by --unsafe-disable");
         }
+
+        /* Die with the launcher, even a SIGKILLed one: the box's pid 1
+         * going takes its whole pid namespace along, so nothing the box
+         * started outlives the run.  Set after the last credential change
+         * (which would clear it); a launcher already gone has hung up the
+         * sync socket. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                child_fail(BOX_E_SETUP, errno, "PR_SET_PDEATHSIG");
+        struct pollfd alive = { .fd = sync_fd, .events = POLLIN | POLLRDHUP };
+        if (poll(&alive, 1, 0) > 0 && (alive.revents & (POLLHUP | POLLRDHUP)))
+                _exit(78);
 
         if (!(o->disable & LAYER_BIT(LAYER_LANDLOCK))) {
                 /* Read and execute beneath the box's root; write only into

@@ -933,7 +933,7 @@ static void v2_clone_into_cgroup(void **state)
         assert_true(read(p[0], b, sizeof(b) - 1) > 0);
         close(p[0]);
         char want[600];
-        snprintf(want, sizeof(want), "0::%s\n", f->run[0]->leaf_cg[0]);
+        snprintf(want, sizeof(want), "0::%s/" CG_BOX_LEAF "\n", f->run[0]->leaf_cg[0]);
         if (!strstr(b, want))
                 fail_msg("child's /proc/self/cgroup:\n%swant %s", b, want);
         print_message("  born in %s (controllers: %s)\n", f->run[0]->leaf_cg[0],
