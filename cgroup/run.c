@@ -413,6 +413,7 @@ int cgroup_run_child_create(struct cgroup_run *r, const char *name, char **ret_e
         const struct cgroup_host *h = r->h;
         char *enter = NULL;
         size_t len = 0;
+        unsigned made = 0; /* hierarchies where we created <name>: only those are undone */
         for (size_t i = 0; i < h->nhier; i++) {
                 const struct hier *hi = &h->hier[i];
                 if (r->leaf_fd[i] < 0)
@@ -423,6 +424,7 @@ int cgroup_run_child_create(struct cgroup_run *r, const char *name, char **ret_e
                                  r->leaf_cg[i], name);
                         goto fail;
                 }
+                made |= 1u << i;
                 if (hi->v2) {
                         /* The child's process goes one level down, so that it
                          * may enable controllers in <name> for its own runs. */
@@ -455,7 +457,10 @@ int cgroup_run_child_create(struct cgroup_run *r, const char *name, char **ret_e
         return 0;
 fail:
         free(enter);
-        (void)cgroup_run_child_remove(r, name, NULL);
+        for (size_t i = 0; i < h->nhier; i++)
+                if (made & (1u << i))
+                        (void)cg_remove_tree(&h->hier[i], r->leaf_fd[i], r->leaf_cg[i], name, !h->no_kill_file,
+                                             CG_DRAIN_MS);
         return -1;
 }
 
