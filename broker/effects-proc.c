@@ -143,8 +143,7 @@ int effect_tool(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, st
         if (!ch)
                 return err_set(err, 0, "tool %s: tools cannot be started in this mode", name);
         if (b->ntools >= ch->max_tools)
-                return limit_refused(b, err, "tool limit reached (%u tool processes at once per run; raise it "
-                                             "with --max-tools)", ch->max_tools);
+                return limit_refused(b, err, "tool limit reached (%u at once per run; raise it with --max-tools)", ch->max_tools);
         const cJSON *targs = cJSON_GetObjectItemCaseSensitive(args, "args");
         if (engine(b, err) < 0)
                 return -1;
@@ -301,8 +300,8 @@ int effect_agent_call(struct broker *b, int64_t id, const cJSON *args, cJSON **r
         if (b->cfg->agent_depth >= BROKER_AGENT_DEPTH_MAX)
                 return err_set(err, 0, "callAgent %s: agents nest at most %d deep", path, BROKER_AGENT_DEPTH_MAX);
         if (b->nnested >= ch->max_nested)
-                return limit_refused(b, err, "callAgent limit reached (%u nested agents at once per run; raise it "
-                                             "with --max-nested)", ch->max_nested);
+                return limit_refused(b, err, "nested agent limit reached (%u at once per run; raise it with "
+                                             "--max-nested)", ch->max_nested);
         _cleanup_free_ char *callee = NULL;
         if (resolve_callee(b, path, &callee, err) < 0)
                 return -1;

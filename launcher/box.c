@@ -453,13 +453,10 @@ __attribute__((noreturn)) static void child_main(const struct box_opts *o, unsig
                 layer_skip(o, LAYER_CAPS, false, "disabled by --unsafe-disable");
         }
 
-        /* Die with the launcher, even a SIGKILLed one: the box's pid 1
-         * going takes its whole pid namespace along, so nothing the box
-         * started outlives the run.  Set after the last credential change
-         * (which would clear it); a launcher already gone has hung up the
-         * sync socket. */
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-                child_fail(BOX_E_SETUP, errno, "PR_SET_PDEATHSIG");
+        /* caps_lock_process armed the parent-death signal (the box's pid 1
+         * going takes its pid namespace along); across a pid namespace
+         * getppid() cannot tell whether the launcher died before that, but
+         * a launcher already gone has hung up the sync socket. */
         struct pollfd alive = { .fd = sync_fd, .events = POLLIN | POLLRDHUP };
         if (poll(&alive, 1, 0) > 0 && (alive.revents & (POLLHUP | POLLRDHUP)))
                 _exit(78);

@@ -14,8 +14,8 @@
 
 int main(int argc, char **argv)
 {
-        long hold = argc > 1 ? atol(argv[1]) : 2000, max = argc > 2 ? atol(argv[2]) : 100;
-        long release = argc > 3 ? atol(argv[3]) : 0;
+        long hold = argc > 1 ? strtol(argv[1], NULL, 10) : 2000, max = argc > 2 ? strtol(argv[2], NULL, 10) : 100;
+        long release = argc > 3 ? strtol(argv[3], NULL, 10) : 0;
         char buf[4096];
         while (read(0, buf, sizeof(buf)) > 0)
                 ;
