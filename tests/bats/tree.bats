@@ -227,6 +227,28 @@ JS
   [[ $output -gt 10 && $output -lt 64 ]] || { echo "held $output in all, --pids 64"; echo "$stderr"; return 1; }
 }
 
+@test "a nested run's own launcher process and its box live below the caller's run cgroup" {
+  tree_setup
+  local cg=/sys/fs/cgroup/memory
+  [[ -d $cg ]] || cg=/sys/fs/cgroup
+  [[ -e $cg/cgroup.procs ]] || skip "no cgroup filesystem at $cg"
+  MARK="$T/agent/spin-$$$RANDOM.js"
+  echo 'module.exports = async () => { const t = Date.now(); while (Date.now() - t < 20000) {} return 1; };' >"$MARK"
+  bg_chidori run --quiet "$T/agent/main.js" --input "{\"callee\": \"$(basename "$MARK")\"}"
+  wait_markers 1
+  local nested worker mine caller box
+  nested=$(marker_pids | head -1)
+  for _ in $(seq 50); do worker=$(pgrep -P "$nested" | head -1); [[ -n $worker ]] && break; sleep 0.1; done
+  # the memory line (v1) or the unified one (v2)
+  mine=$(grep -E ':memory:|^0::' "/proc/$nested/cgroup" | head -1 | cut -d: -f3)
+  caller=$(grep -E ':memory:|^0::' "/proc/$BGPID/cgroup" | head -1 | cut -d: -f3)
+  box=$(grep -E ':memory:|^0::' "/proc/$worker/cgroup" | head -1 | cut -d: -f3)
+  kill_bg
+  echo "caller launcher: $caller; nested launcher: $mine; nested box: $box"
+  [[ $mine == */chidori-$BGPID-*/run-*/call-* ]] || { echo "the nested launcher is not below the caller's run"; return 1; }
+  [[ $box == "${mine%/chidori-launcher}"/chidori-$nested-*/run-*/box ]] || { echo "the nested box is not below it"; return 1; }
+}
+
 @test "--max-tools and --max-nested: calls beyond the cap fail with ELIMIT, noted and journaled; replay is exact" {
   tree_setup
   cat >"$T/slow.sh" <<'SH'

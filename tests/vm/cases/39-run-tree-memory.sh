@@ -1,7 +1,7 @@
 #!/bin/sh
-# One cgroup budget for the run tree on cgroup v2: nested agents and boxed tools
-# run below the caller's run cgroup, so --memory and --pids bound the caller and
-# everything it starts together (issue 9 item 2); the whole tree is removed after.
+# One cgroup budget for the run tree on cgroup v2, memory: a caller and its nested
+# agent run below the caller's run cgroup, so --memory bounds them together (issue 9
+# item 2): each alone fits, both together are stopped; the whole tree is removed after.
 # vm-timeout: 240
 # shellcheck source=tests/vm/lib.sh
 . "$CHIDORI_VM_LIB"
@@ -51,12 +51,6 @@ else
   vm_out_has "memory limit exceeded" || vm_fail "caller + child over --memory together were not stopped: $OUT"
 fi
 echo "  ok: caller + nested agent share --memory 128M"
-
-# pids: two nested agents' boxed tools fork at once under one --pids 64
-vm_run bomb 120 "$CHIDORI" run --quiet --pids 64 --tools "$TMPDIR/tools.json" "$A/bomb.js"
-vm_expect_rc 0 "fork bomb across nested calls"
-[ "$OUT" -gt 10 ] && [ "$OUT" -lt 64 ] || vm_fail "held $OUT processes at once in all, --pids 64"
-echo "  ok: the tools of two nested agents held $OUT processes together under --pids 64"
 
 left="$(vm_chidori_dirs "$CHIDORI_CGROUP_PARENT")"
 [ -z "$left" ] || vm_fail "cgroup directories left behind: $left"
