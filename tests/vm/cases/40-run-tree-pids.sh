@@ -12,7 +12,7 @@ A="$TMPDIR/agent"
 mkdir -p "$A"
 cat >"$A/child.js" <<'JS'
 module.exports = async (x) => {
-  if (x && x.tool) return chidori.tool('fork', {});
+  if (x && x.tool) return chidori.tool('fork', {}).catch((e) => ({ held: 0, error: e.message }));
   const a = new Uint8Array(x.child << 20).fill(7);
   return a.length >> 20;
 };
@@ -26,8 +26,9 @@ module.exports = async (x) => {
 JS
 cat >"$A/bomb.js" <<'JS'
 module.exports = async () => {
-  const r = await Promise.all([chidori.callAgent('child.js', { tool: 1 }), chidori.callAgent('child.js', { tool: 1 })]);
-  return r[0].held + r[1].held;
+  const held = (p) => p.then((r) => r.held, () => 0);
+  const r = await Promise.all([held(chidori.callAgent('child.js', { tool: 1 })), held(chidori.callAgent('child.js', { tool: 1 }))]);
+  return r[0] + r[1];
 };
 JS
 echo "{\"fork\": {\"command\": [\"$PROBES/fork_hold\", \"4000\", \"200\", \"12\"]}}" >"$TMPDIR/tools.json"
