@@ -35,6 +35,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,24 +53,30 @@ static int write_file(const char *path, const char *text)
         return n == (ssize_t)strlen(text) ? 0 : -1;
 }
 
-/* A pid namespace for our next child; as root alone, else with a user
- * namespace mapping us to ourselves.  false: neither (errno set). */
-static bool new_pid_namespace(void)
+/* fork() into a new pid namespace: as root directly, else inside a user
+ * namespace that maps us to ourselves (entered by this process first).
+ * With clone(CLONE_NEWPID) rather than unshare, our own later children
+ * (a sanitizer's helper at exit) still start in our namespace.  -1 with
+ * errno when neither works. */
+static pid_t fork_new_pid_namespace(void)
 {
-        if (unshare(CLONE_NEWPID) == 0)
-                return true;
+        pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, NULL, NULL, NULL, NULL);
+        if (pid >= 0 || (errno != EPERM && errno != EINVAL))
+                return pid;
         uid_t uid = geteuid();
         gid_t gid = getegid();
-        if (unshare(CLONE_NEWUSER | CLONE_NEWPID) < 0)
-                return false;
+        if (unshare(CLONE_NEWUSER) < 0)
+                return -1;
         char map[64];
         snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
         if (write_file("/proc/self/uid_map", map) < 0)
-                return false;
+                return -1;
         if (write_file("/proc/self/setgroups", "deny") < 0 && errno != ENOENT)
-                return false;
+                return -1;
         snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
-        return write_file("/proc/self/gid_map", map) == 0;
+        if (write_file("/proc/self/gid_map", map) < 0)
+                return -1;
+        return (pid_t)syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, NULL, NULL, NULL, NULL);
 }
 
 static void default_signals(void)
@@ -162,17 +169,20 @@ int cmd_host_tool(int argc, char **argv)
                 return EXIT_USAGE;
         }
         char **cmd = argv + i;
-        bool in_ns = new_pid_namespace();
-        if (!in_ns)
-                fprintf(stderr, "chidori: warning: no pid namespace for tool '%s' (%s): if the run is killed, "
-                                "processes the tool started in the background may outlive it\n",
-                        cmd[0], strerror(errno));
         int report[2], alive[2];
         if (pipe2(report, O_CLOEXEC) < 0 || pipe2(alive, O_CLOEXEC) < 0) {
                 fprintf(stderr, "chidori: _host-tool: pipe: %s\n", strerror(errno));
                 return EXIT_PROTOCOL;
         }
-        pid_t init = fork();
+        bool in_ns = true;
+        pid_t init = fork_new_pid_namespace();
+        if (init < 0) {
+                fprintf(stderr, "chidori: warning: no pid namespace for tool '%s' (%s): if the run is killed, "
+                                "processes the tool started in the background may outlive it\n",
+                        cmd[0], strerror(errno));
+                in_ns = false;
+                init = fork();
+        }
         if (init < 0) {
                 fprintf(stderr, "chidori: _host-tool: fork: %s\n", strerror(errno));
                 return EXIT_PROTOCOL;
