@@ -143,7 +143,8 @@ int effect_tool(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, st
         if (!ch)
                 return err_set(err, 0, "tool %s: tools cannot be started in this mode", name);
         if (b->ntools >= ch->max_tools)
-                return limit_refused(b, err, "tool limit reached (%u at once per run; raise it with --max-tools)", ch->max_tools);
+                return limit_refused(b, err, "tool limit reached (%u at once per run; raise it with --max-tools)",
+                                     ch->max_tools);
         const cJSON *targs = cJSON_GetObjectItemCaseSensitive(args, "args");
         if (engine(b, err) < 0)
                 return -1;
