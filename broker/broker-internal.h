@@ -47,6 +47,7 @@ struct broker {
         const char *cur_op;       /* op of the call being dispatched (for family rows) */
         char *pending_scratch;    /* set by a handler returning 1: moved into its pending_call */
         struct subproc_engine *procs; /* tools and nested agents, created on first use */
+        unsigned ntools, nnested; /* of them running now (--max-tools, --max-nested) */
         struct http_engine *llm_http; /* prompts: the provider only, created on first use */
         struct ssrf_allow *llm_allow;
         size_t http_split;        /* fds of b->http before those of b->llm_http */
@@ -104,6 +105,7 @@ enum effect_gate {
         GATE_NONE,      /* pure: never checked */
         GATE_FIXED,     /* target is the `target` string */
         GATE_TOOL,      /* "tool:" + args.name */
+        GATE_AGENT,     /* "agent:" + args.path, as the agent wrote it */
 };
 
 struct effect {
@@ -134,6 +136,8 @@ struct cJSON *broker_error_obj(const char *name, const char *message, const char
  * holds the text for the agent's Error, already printed and journaled. */
 bool broker_gate(struct broker *b, const char *target, const struct cJSON *args, char *msg, size_t len);
 bool broker_gate_target(const struct effect *e, const struct cJSON *args, char *buf, size_t len);
+/* The argument a GATE_TOOL / GATE_AGENT target is made of ("name", "path"). */
+const char *broker_gate_arg(const struct effect *e);
 
 /* Write a journal note line (denials, warnings); best effort. */
 void broker_journal_note(struct broker *b, const char *kind, const char *message);
@@ -163,6 +167,9 @@ int effect_tool(struct broker *b, int64_t id, const struct cJSON *args, struct c
 const char *effect_tool_code(int code);
 int effect_agent_call(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret,
                       struct err **err);
+const char *effect_agent_code(int code);
+/* err_code() of a call refused by a per-run cap (answered with code ELIMIT). */
+#define EFFECT_E_LIMIT 1000
 int effect_prompt(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
 const char *effect_prompt_code(int code);
 size_t broker_procs_fds(struct broker *b, struct pollfd *fds, size_t max, int *timeout_ms);

@@ -48,6 +48,33 @@ struct broker_limits {
         uint64_t max_workspace_write; /* bytes written to the workspace per run */
 };
 
+/* How this run starts its children — callAgent's nested runs and tools —
+ * resolved once by the launcher when the run starts (launcher/grants.c):
+ * every path absolute (a relative one taken from the operator's working
+ * directory), the environment built explicitly.  Nothing here is resolved
+ * again against anything the agent controls, and every child starts in
+ * `cwd`, never in the agent's folder.  Handed to whoever spawns: the broker
+ * today, the privileged monitor of issue 10 later. */
+struct broker_children {
+        const char *self_exe;        /* this chidori, absolute */
+        char *const *run_argv;       /* "<self> run --quiet --json <the caller's options>" */
+        char *const *run_envp;       /* a nested run's environment, before the per-call entries */
+        char *const *launch_opts;    /* `chidori launch` options of boxed tools: the operator's posture */
+        char *const *tool_env;       /* "NAME=value" the tools' env lists may name, as at start */
+        const char *cwd;             /* every child's working directory: "/" */
+        unsigned max_nested;         /* nested agents running at once (--max-nested) */
+        unsigned max_tools;          /* tool processes running at once (--max-tools) */
+        /* The run's cgroup budget: a place for child `id` below the run's
+         * cgroup node.  *ret_env: one "NAME=value" entry (malloc'd) for the
+         * child's environment — the child moves itself there first thing
+         * (launcher/child.c) — or NULL when the run has no cgroup.  release
+         * removes the place, killing whatever is left in it.  place NULL: no
+         * budget to share. */
+        int (*place)(void *arg, uint64_t id, char **ret_env, struct err **err);
+        void (*release)(void *arg, uint64_t id);
+        void *place_arg;
+};
+
 struct broker_config {
         const char *script;       /* source handed to the worker (bundled if needed) */
         const char *filename;     /* shown in stack traces: the agent's base name */
@@ -76,11 +103,10 @@ struct broker_config {
         long http_timeout_ms;                /* whole request; 0 = default */
         const struct tools_registry *tools;  /* --tools FILE, or NULL */
         const struct llm_config *llm;        /* CHIDORI_LLM_*, or NULL: prompt fails, saying so */
-        const char *self_exe;                /* this chidori binary (boxed tools, nested agents) */
+        const struct broker_children *children; /* tools and nested agents; NULL: neither can start */
 
         /* Nested agents (chidori.callAgent). */
         const char *agent_dir;               /* the agent's folder: callees must be inside */
-        char *const *nested_argv;            /* "<self> run --quiet --json <the caller's options>", or NULL */
         int agent_depth;                     /* 0 for the top-level run */
         const char *policy_layers;           /* CHIDORI_POLICY_LAYERS in force ("" or NULL = none) */
         const struct policy *const *layers;  /* those layers, stricter-wins over `policy`; NULL-terminated */

@@ -4,18 +4,29 @@
  * run asynchronously in the poll loop (broker/subproc.c) and are answered
  * when the child ends.
  *
+ * Every child is described by the run's children configuration
+ * (cfg->children, resolved once by the launcher: absolute paths, an
+ * explicit environment), starts in its cwd ("/", never the agent's folder),
+ * carries CHIDORI_PARENT_PID (it dies with this process, even a SIGKILLed
+ * one) and, when the run has a cgroup, the place below it that the child
+ * enters first (one budget for the run tree).  At most max_nested nested
+ * agents and max_tools tools run at once; beyond that a call fails with
+ * code ELIMIT.
+ *
  * agent.call: the callee must be a file inside the calling agent's folder
  * (the same rule as bundling); it runs with the caller's sandbox options,
- * grants and policy sources (cfg->nested_argv, built by the launcher), the
- * deadline left, plus the stricter policy the caller may ask for, and one
- * level deeper (at most BROKER_AGENT_DEPTH_MAX).  Its journal is copied into
- * ours as a "nested" note; its result is this call's value.
+ * grants and policy sources, the deadline left, plus the stricter policy the
+ * caller may ask for, and one level deeper (at most BROKER_AGENT_DEPTH_MAX).
+ * The policy gate sees it as `agent:<path as written>` before this file
+ * does.  Its journal is copied into ours as a "nested" note; its result is
+ * this call's value.
  */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,8 +42,6 @@
 #include "common/text.h"
 #include "common/util.h"
 
-extern char **environ;
-
 static int engine(struct broker *b, struct err **err)
 {
         if (!b->procs && subproc_engine_new(&b->procs, err) < 0)
@@ -42,9 +51,51 @@ static int engine(struct broker *b, struct err **err)
 
 /* ---- tool ---- */
 
+/* A per-run cap refused the call: the agent's error, one stderr line and
+ * a journal note say which cap and how to raise it. */
+static int limit_refused(struct broker *b, struct err **err, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+static int limit_refused(struct broker *b, struct err **err, const char *fmt, ...)
+{
+        char msg[256];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "chidori: %s\n", msg);
+        fflush(stderr);
+        broker_journal_note(b, "limit", msg);
+        return err_setc(err, EFFECT_E_LIMIT, 0, "%s", msg);
+}
+
+/* The per-call part of a child's environment: die with us, and the place in
+ * the run's cgroup (NULL-terminated in `extra`; *ret_place owned by the
+ * caller, released with release_place). */
+static int child_env(struct broker *b, int64_t id, char ppid[32], char **ret_place, char *extra[3],
+                     struct err **err)
+{
+        const struct broker_children *ch = b->cfg->children;
+        *ret_place = NULL;
+        if (ch->place && ch->place(ch->place_arg, (uint64_t)id, ret_place, err) < 0)
+                return -1;
+        snprintf(ppid, 32, "CHIDORI_PARENT_PID=%d", (int)getpid());
+        extra[0] = ppid;
+        extra[1] = *ret_place;
+        extra[2] = NULL;
+        return 0;
+}
+
+static void release_place(struct broker *b, int64_t id)
+{
+        const struct broker_children *ch = b->cfg->children;
+        if (ch && ch->release)
+                ch->release(ch->place_arg, (uint64_t)id);
+}
+
 const char *effect_tool_code(int code)
 {
         switch (code) {
+        case EFFECT_E_LIMIT: return "ELIMIT";
         case TOOLS_E_TIMEOUT: return "timeout";
         case TOOLS_E_EXIT: return "exit";
         case TOOLS_E_SIGNAL: return "signal";
@@ -58,6 +109,8 @@ const char *effect_tool_code(int code)
 static void on_tool_done(void *arg, uint64_t id, const struct subproc_result *res)
 {
         struct broker *b = arg;
+        b->ntools--;
+        release_place(b, (int64_t)id);
         struct pending_call *pc = broker_pending(b, (int64_t)id);
         const cJSON *name = pc ? cJSON_GetObjectItemCaseSensitive(pc->args, "name") : NULL;
         const struct tool_def *t = cJSON_IsString(name) ? tools_find(b->cfg->tools, name->valuestring) : NULL;
@@ -87,13 +140,33 @@ int effect_tool(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, st
         const struct tool_def *t = tools_find(b->cfg->tools, name);
         if (!t)
                 return err_setc(err, TOOLS_E_SCHEMA, 0, "tool %s: no such tool in the --tools file", name);
+        const struct broker_children *ch = b->cfg->children;
+        if (!ch)
+                return err_set(err, 0, "tool %s: tools cannot be started in this mode", name);
+        if (b->ntools >= ch->max_tools)
+                return limit_refused(b, err, "tool limit reached (%u at once per run; raise it with --max-tools)",
+                                     ch->max_tools);
         const cJSON *targs = cJSON_GetObjectItemCaseSensitive(args, "args");
-        struct subproc_spec *spec = NULL;
-        if (engine(b, err) < 0 || tools_spec(b->cfg->tools, t, targs, b->cfg->self_exe, &spec, err) < 0)
+        if (engine(b, err) < 0)
                 return -1;
-        int r = subproc_start(b->procs, (uint64_t)id, spec, on_tool_done, b, err);
+        char ppid[32], *extra[3];
+        _cleanup_free_ char *place = NULL;
+        if (child_env(b, id, ppid, &place, extra, err) < 0)
+                return -1;
+        const struct tools_host host = {
+                .self_exe = ch->self_exe, .launch_opts = ch->launch_opts, .env = ch->tool_env, .extra_env = extra,
+        };
+        struct subproc_spec *spec = NULL;
+        int r = tools_spec(b->cfg->tools, t, targs, &host, &spec, err);
+        if (r == 0)
+                r = subproc_start(b->procs, (uint64_t)id, spec, on_tool_done, b, err);
         tools_spec_free(spec);
-        return r < 0 ? -1 : 1;
+        if (r < 0) {
+                release_place(b, id);
+                return -1;
+        }
+        b->ntools++;
+        return 1;
 }
 
 /* ---- agent.call ---- */
@@ -129,6 +202,8 @@ static void copy_journal(struct broker *b, int64_t id, const char *path, const c
 static void on_agent_done(void *arg, uint64_t id, const struct subproc_result *res)
 {
         struct broker *b = arg;
+        b->nnested--;
+        release_place(b, (int64_t)id);
         struct pending_call *pc = broker_pending(b, (int64_t)id);
         const char *callee = pc ? broker_arg_str(pc->args, "path") : NULL;
         char *jpath = pc ? pc->scratch : NULL;
@@ -219,10 +294,14 @@ int effect_agent_call(struct broker *b, int64_t id, const cJSON *args, cJSON **r
         if (layer && !policy_is_profile_name(layer))
                 return err_set(err, 0, "callAgent: options.policy '%s' is not a profile (permissive, untrusted, "
                                        "supervised)", layer);
-        if (!b->cfg->nested_argv)
+        const struct broker_children *ch = b->cfg->children;
+        if (!ch || !ch->run_argv)
                 return err_set(err, 0, "callAgent: nested agents are not available in this mode");
         if (b->cfg->agent_depth >= BROKER_AGENT_DEPTH_MAX)
                 return err_set(err, 0, "callAgent %s: agents nest at most %d deep", path, BROKER_AGENT_DEPTH_MAX);
+        if (b->nnested >= ch->max_nested)
+                return limit_refused(b, err, "nested agent limit reached (%u at once per run; raise it with "
+                                             "--max-nested)", ch->max_nested);
         _cleanup_free_ char *callee = NULL;
         if (resolve_callee(b, path, &callee, err) < 0)
                 return -1;
@@ -236,9 +315,9 @@ int effect_agent_call(struct broker *b, int64_t id, const cJSON *args, cJSON **r
                 return err_set(err, errno, "callAgent: journal for the nested run");
         close(jfd);
 
-        /* argv: the launcher's prefix, then this call's parts. */
+        /* argv: the run's prefix, then this call's parts. */
         size_t n = 0;
-        while (b->cfg->nested_argv[n])
+        while (ch->run_argv[n])
                 n++;
         char **argv = calloc(n + 8, sizeof(*argv));
         char deadline[32];
@@ -246,7 +325,7 @@ int effect_agent_call(struct broker *b, int64_t id, const cJSON *args, cJSON **r
                 unlink(jtmpl);
                 return err_set(err, ENOMEM, "callAgent");
         }
-        memcpy(argv, b->cfg->nested_argv, n * sizeof(*argv));
+        memcpy(argv, ch->run_argv, n * sizeof(*argv));
         long left = 0;
         if (b->deadline_at > 0) {
                 left = (long)(b->deadline_at - mono_ms());
@@ -262,13 +341,15 @@ int effect_agent_call(struct broker *b, int64_t id, const cJSON *args, cJSON **r
         argv[n++] = "--";
         argv[n++] = callee;
 
-        /* Environment: ours (this is our own binary), one level deeper, and
-         * the policy layers so far plus the one asked for. */
+        /* Environment: the run's (built explicitly at start), one level
+         * deeper, the policy layers so far plus the one asked for, and the
+         * per-call entries (die with us, the place in our cgroup). */
         size_t ne = 0;
-        while (environ[ne])
+        while (ch->run_envp[ne])
                 ne++;
-        char **envp = calloc(ne + 3, sizeof(*envp));
-        _cleanup_free_ char *depth = NULL, *layers = NULL;
+        char **envp = calloc(ne + 6, sizeof(*envp));
+        _cleanup_free_ char *depth = NULL, *layers = NULL, *place = NULL;
+        char ppid[32], *extra[3] = { NULL, NULL, NULL };
         const char *prev = b->cfg->policy_layers;
         if (!envp || asprintf(&depth, "CHIDORI_AGENT_DEPTH=%d", b->cfg->agent_depth + 1) < 0 ||
             asprintf(&layers, "CHIDORI_POLICY_LAYERS=%s%s%s", prev ? prev : "", prev && *prev && layer ? "," : "",
@@ -278,13 +359,18 @@ int effect_agent_call(struct broker *b, int64_t id, const cJSON *args, cJSON **r
                 unlink(jtmpl);
                 return err_set(err, ENOMEM, "callAgent");
         }
-        size_t k = 0;
-        for (size_t i = 0; i < ne; i++)
-                if (strncmp(environ[i], "CHIDORI_AGENT_DEPTH=", 20) != 0 &&
-                    strncmp(environ[i], "CHIDORI_POLICY_LAYERS=", 22) != 0)
-                        envp[k++] = environ[i];
+        if (child_env(b, id, ppid, &place, extra, err) < 0) {
+                free(argv);
+                free(envp);
+                unlink(jtmpl);
+                return -1;
+        }
+        memcpy(envp, ch->run_envp, ne * sizeof(*envp));
+        size_t k = ne;
         envp[k++] = depth;
         envp[k++] = layers;
+        for (size_t i = 0; extra[i]; i++)
+                envp[k++] = extra[i];
         envp[k] = NULL;
 
         struct subproc_spec spec = {
@@ -292,7 +378,7 @@ int effect_agent_call(struct broker *b, int64_t id, const cJSON *args, cJSON **r
                 .envp = envp,
                 .stdin_data = in,
                 .stdin_len = strlen(in),
-                .cwd = b->cfg->agent_dir,
+                .cwd = ch->cwd,
                 .timeout_ms = left ? left + 2000 : 0,
                 .max_stdout_bytes = NESTED_OUT_MAX,
                 .max_stderr_bytes = (size_t)64 << 10,
@@ -304,11 +390,18 @@ int effect_agent_call(struct broker *b, int64_t id, const cJSON *args, cJSON **r
         free(argv);
         free(envp);
         if (r < 0) {
+                release_place(b, id);
                 unlink(jtmpl);
                 return -1;
         }
+        b->nnested++;
         b->pending_scratch = strdup(jtmpl);
         return 1;
+}
+
+const char *effect_agent_code(int code)
+{
+        return code == EFFECT_E_LIMIT ? "ELIMIT" : NULL;
 }
 
 /* ---- the poll loop ---- */

@@ -333,7 +333,7 @@ static const struct effect effects[] = {
         { "http", effect_http, GATE_FIXED, "http", http_error_name },
         { "tool", effect_tool, GATE_TOOL, NULL, effect_tool_code },
         { "prompt", effect_prompt, GATE_NONE, NULL, effect_prompt_code },
-        { "agent.call", effect_agent_call, GATE_NONE, NULL, NULL },
+        { "agent.call", effect_agent_call, GATE_AGENT, NULL, effect_agent_code },
 };
 
 /* node:fs is a family: every "fs.<op>" goes to one handler, which knows

@@ -47,17 +47,24 @@ bool broker_gate(struct broker *b, const char *target, const cJSON *args, char *
         return false;
 }
 
+const char *broker_gate_arg(const struct effect *e)
+{
+        return e->gate == GATE_AGENT ? "path" : "name";
+}
+
 /* The target a gated row names for this call; false when the call is so
- * malformed that it names none (a tool call without a string name). */
+ * malformed that it names none (a tool call without a string name, a
+ * callAgent without a string path) or the name does not fit `buf`. */
 bool broker_gate_target(const struct effect *e, const cJSON *args, char *buf, size_t len)
 {
         if (e->gate == GATE_FIXED) {
                 snprintf(buf, len, "%s", e->target);
                 return true;
         }
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(args, "name");
+        const char *prefix = e->gate == GATE_AGENT ? "agent:" : "tool:";
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(args, broker_gate_arg(e));
         if (!cJSON_IsString(name))
                 return false;
-        snprintf(buf, len, "tool:%s", name->valuestring);
-        return strlen(name->valuestring) + 5 < len;
+        snprintf(buf, len, "%s%s", prefix, name->valuestring);
+        return strlen(prefix) + strlen(name->valuestring) < len;
 }

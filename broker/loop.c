@@ -390,10 +390,10 @@ static int perform(struct loop *l, int64_t id, const char *op, const cJSON *args
                 return answer(l, id, op, args, NULL, error_obj("Error", msg), err);
         }
         if (e->gate != GATE_NONE) {
-                char target[192], msg[1024];
+                char target[1100], msg[1024];
                 if (!broker_gate_target(e, args, target, sizeof(target))) {
-                        snprintf(msg, sizeof(msg), "%s: 'name' must be a string of at most %zu bytes", op,
-                                 sizeof(target) - 6);
+                        snprintf(msg, sizeof(msg), "%s: '%s' must be a string of at most %zu bytes", op,
+                                 broker_gate_arg(e), sizeof(target) - 7);
                         return answer(l, id, op, args, NULL, error_obj("TypeError", msg), err);
                 }
                 if (!broker_gate(b, target, args, msg, sizeof(msg)))

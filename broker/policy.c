@@ -65,7 +65,7 @@ static const char *const workspace_actions[] = { "list", "read", "write", "delet
 
 /* untrusted and supervised share this allow-list: read-only introspection of
  * the sanitized workspace root.  Left out: workspace:write/delete (mutation),
- * http (egress), tool:* and app_data:* (unknown powers). */
+ * http (egress), tool:*, agent:* and app_data:* (unknown powers). */
 static const struct rule readonly_rules[] = {
         { "workspace:list", POLICY_ALLOW, NULL, NULL },
         { "workspace:read", POLICY_ALLOW, NULL, NULL },
@@ -327,6 +327,26 @@ static const char *check_name(const char *s)
         return NULL;
 }
 
+/* agent:<path>: the callee as the agent writes it in callAgent (relative to
+ * its folder, compared byte for byte): 1..1024 bytes, no control bytes, and
+ * no '*' for the same reason as check_name.  Spaces and UTF-8 are fine:
+ * they are file names. */
+static const char *check_agent_path(const char *s)
+{
+        size_t n = strlen(s);
+        if (n == 0)
+                return "needs a path after the colon (the callee as callAgent names it, e.g. agent:sub/child.js)";
+        if (n > 1024)
+                return "has a path longer than 1024 bytes";
+        for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+                if (*c == '*')
+                        return "is not a target (a wildcard is only allowed as the whole target \"*\")";
+                if (*c < 0x20 || *c == 0x7f)
+                        return "has a path with a control character";
+        }
+        return NULL;
+}
+
 static int check_target(struct parser *ps, const char *t)
 {
         const char *why = NULL;
@@ -340,8 +360,11 @@ static int check_target(struct parser *ps, const char *t)
                 why = check_name(t + 5);
         } else if (strncmp(t, "app_data:", 9) == 0) {
                 why = check_name(t + 9);
+        } else if (strncmp(t, "agent:", 6) == 0) {
+                why = check_agent_path(t + 6);
         } else {
-                why = "is not a target (expected http, workspace:<action>, tool:<name>, app_data:<action> or *)";
+                why = "is not a target (expected http, workspace:<action>, tool:<name>, agent:<path>, "
+                      "app_data:<action> or *)";
         }
         if (!why)
                 return 0;

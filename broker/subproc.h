@@ -38,9 +38,10 @@
  *     are drained for at most SUBPROC_DRAIN_MS more;
  *   - on timeout the child and its whole process group are killed (SIGKILL
  *     through the pidfd and killpg; or SIGTERM first, see kill_grace_ms), the
- *     child is reaped, and the result says timed_out.  A descendant that left the group (setsid) is out of reach:
- *     real containment of a tool is the sandbox (chidori launch: its pid
- *     namespace dies with it).
+ *     child is reaped, and the result says timed_out.  A descendant that left the group (setsid) is out of reach
+ *     here: tools are contained by what they run under (chidori launch's
+ *     box, chidori _host-tool's pid namespace), whose pid 1 takes every
+ *     descendant along when it goes (docs/tools.md, "No orphans").
  * Requirement: SIGCHLD must not be ignored (SIG_IGN or SA_NOCLDWAIT would let
  * the kernel reap our children); subproc_start checks and refuses.
  * Single-threaded: call from one thread only.  Leaf code: never prints,

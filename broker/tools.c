@@ -522,15 +522,25 @@ void tools_spec_free(struct subproc_spec *spec)
         free(o);
 }
 
+static const char *env_lookup(char *const *env, const char *name)
+{
+        size_t n = strlen(name);
+        for (size_t i = 0; env && env[i]; i++)
+                if (strncmp(env[i], name, n) == 0 && env[i][n] == '=')
+                        return env[i] + n + 1;
+        return NULL;
+}
+
 int tools_spec(const struct tools_registry *reg, const struct tool_def *t, const struct cJSON *args,
-               const char *self_exe, struct subproc_spec **ret, struct err **err)
+               const struct tools_host *host, struct subproc_spec **ret, struct err **err)
 {
         (void)reg;  /* per-registry settings would come from here */
         if (!t)
                 return err_setc(err, TOOLS_E_ARGS, 0, "tool: no such tool");
-        if (t->sandbox && (!self_exe || self_exe[0] != '/'))
+        const char *self_exe = host ? host->self_exe : NULL;
+        if (!self_exe || self_exe[0] != '/')
                 return err_setc(err, TOOLS_E_ARGS, 0, "tool %s: the chidori binary's absolute path is needed to "
-                                "sandbox it", t->name);
+                                "%s it", t->name, t->sandbox ? "sandbox" : "contain");
         struct owned_spec *o = calloc(1, sizeof(*o));
         if (!o)
                 return err_setc(err, TOOLS_E_ARGS, ENOMEM, "tool %s", t->name);
@@ -550,42 +560,37 @@ int tools_spec(const struct tools_registry *reg, const struct tool_def *t, const
 
         struct strv av = { 0 }, ev = { 0 };
         strv_addf(&ev, "PATH=%s", TOOLS_PATH);
+        /* The allowlisted variables: with their values as the run started. */
+        for (size_t i = 0; i < t->nenv; i++) {
+                const char *v = env_lookup(host->env, t->env[i]);
+                if (v)
+                        strv_addf(&ev, "%s=%s", t->env[i], v);
+        }
+        for (size_t i = 0; host->extra_env && host->extra_env[i]; i++)
+                strv_addf(&ev, "%s", host->extra_env[i]);
+        strv_addf(&av, "%s", self_exe);
         if (t->sandbox) {
-                /* launch reads only these two from its environment that
-                 * concern us: the operator's posture for every box. */
-                static const char *const pass[] = { "CHIDORI_ISOLATE_REQUIRE_SANDBOX", "CHIDORI_CGROUP_PARENT" };
-                for (size_t i = 0; i < ARRAY_SIZE(pass); i++) {
-                        const char *v = getenv(pass[i]);
-                        if (v && *v)
-                                strv_addf(&ev, "%s=%s", pass[i], v);
-                }
-                strv_addf(&av, "%s", self_exe);
                 strv_addf(&av, "launch");
                 strv_addf(&av, "--quiet");
                 strv_addf(&av, "--deadline");
                 strv_addf(&av, "%ld", t->timeout_ms);
+                for (size_t i = 0; host->launch_opts && host->launch_opts[i]; i++)
+                        strv_addf(&av, "%s", host->launch_opts[i]);
                 for (size_t i = 0; i < t->nro_bind; i++) {
                         strv_addf(&av, "--ro-bind");
                         strv_addf(&av, "%s", t->ro_bind[i]);
                 }
-                /* The allowlisted variables reach launch's environment and
-                 * are passed into the box by name. */
+                /* launch passes these into the box by name. */
                 for (size_t i = 0; i < t->nenv; i++) {
-                        const char *v = getenv(t->env[i]);
-                        if (!v)
+                        if (!env_lookup(host->env, t->env[i]))
                                 continue;
-                        strv_addf(&ev, "%s=%s", t->env[i], v);
                         strv_addf(&av, "--setenv");
                         strv_addf(&av, "%s", t->env[i]);
                 }
-                strv_addf(&av, "--");
         } else {
-                for (size_t i = 0; i < t->nenv; i++) {
-                        const char *v = getenv(t->env[i]);
-                        if (v)
-                                strv_addf(&ev, "%s=%s", t->env[i], v);
-                }
+                strv_addf(&av, "_host-tool");
         }
+        strv_addf(&av, "--");
         for (size_t i = 0; i < t->ncommand; i++)
                 strv_addf(&av, "%s", t->command[i]);
         o->argv = av.v;

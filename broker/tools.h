@@ -12,7 +12,7 @@
  * Flow in the broker (policy check "tool:<name>" comes first):
  *
  *      t = tools_find(reg, name);                       // NULL: unknown tool
- *      tools_spec(reg, t, args, self_exe, &spec, &err);  // argv, env, stdin
+ *      tools_spec(reg, t, args, &host, &spec, &err);     // argv, env, stdin
  *      subproc_start(e, id, spec, on_done, ..., &err);   // broker/subproc.h
  *      tools_spec_free(spec);
  *      ... on_done(res): tools_result(t, res, &value, &err) -> the answer
@@ -100,20 +100,33 @@ const struct tool_def *tools_find(const struct tools_registry *reg, const char *
 size_t tools_count(const struct tools_registry *reg);
 const struct tool_def *tools_at(const struct tools_registry *reg, size_t i);  /* file order */
 
+/* What a tool's child takes from the run, resolved once when the run starts
+ * (launcher/grants.c): nothing is read from the environment or resolved
+ * against a working directory at call time. */
+struct tools_host {
+        const char *self_exe;        /* chidori, absolute: the box (launch) and the host-tool init */
+        char *const *launch_opts;    /* options for `chidori launch` after --deadline: the operator's
+                                      * posture (--require-sandbox, --cgroup-parent=...); NULL = none */
+        char *const *env;            /* "NAME=value": where a tool's env list takes its values; NULL = none */
+        char *const *extra_env;      /* appended to the child's environment as they are (the run's
+                                      * cgroup placement, die-with-parent); NULL = none */
+};
+
 /* Build the child for one call.  stdin = cJSON_PrintUnformatted(args) + "\n"
- * (args NULL = {}); envp = PATH=TOOLS_PATH plus the tool's env names that are
- * set in our environment (getenv); cwd "/".
+ * (args NULL = {}); envp = PATH=TOOLS_PATH, the tool's env names found in
+ * host->env, then host->extra_env; cwd "/".
  * Sandboxed, argv is
- *      <self_exe> launch --quiet --deadline <timeout_ms> [--ro-bind P]... -- <command...>
- * with CHIDORI_ISOLATE_REQUIRE_SANDBOX and CHIDORI_CGROUP_PARENT passed on
- * from our environment when set (the operator's posture applies to tools
- * too), the child's timeout TOOLS_LAUNCH_GRACE_MS after the box's, and
+ *      <self_exe> launch --quiet --deadline <timeout_ms> [launch_opts]... [--ro-bind P]...
+ *                 [--setenv NAME]... -- <command...>
+ * the child's timeout TOOLS_LAUNCH_GRACE_MS after the box's, and
  * kill_grace_ms TOOLS_KILL_GRACE_MS.
- * Unsandboxed, argv is the command itself.  `self_exe` is the chidori binary
- * (absolute; unused when not sandboxed).  *ret is freed with
- * tools_spec_free. */
+ * Unsandboxed, argv is
+ *      <self_exe> _host-tool -- <command...>
+ * (launcher/hosttool.c: the command in a pid namespace of its own that dies
+ * with the call, so nothing it starts outlives it).  Both need self_exe
+ * absolute.  *ret is freed with tools_spec_free. */
 int tools_spec(const struct tools_registry *reg, const struct tool_def *t, const struct cJSON *args,
-               const char *self_exe, struct subproc_spec **ret, struct err **err);
+               const struct tools_host *host, struct subproc_spec **ret, struct err **err);
 void tools_spec_free(struct subproc_spec *spec);
 
 /* The one JSON value a tool printed: surrounding whitespace is fine, nothing

@@ -14,6 +14,7 @@
 #define CG_PREFIX "chidori-"              /* per-launcher directories */
 #define CG_LAUNCHER_LEAF "chidori-launcher" /* v2: where the launcher moves itself */
 #define CG_RUN_PREFIX "run-"
+#define CG_BOX_LEAF "box"                 /* <run>/box: the box's processes (the run is a node) */
 #define CG_RUN_ID_MAX 64
 #define CG_DRAIN_MS 5000                  /* how long destroy waits for exits */
 #define CG_MAX_DEPTH 16                   /* recursion bound when walking a leaf */
@@ -61,8 +62,9 @@ struct cgroup_host {
 struct cgroup_run {
         struct cgroup_host *h;
         char name[sizeof(CG_RUN_PREFIX) + CG_RUN_ID_MAX];
-        int leaf_fd[CGROUP_CTL_MAX];   /* per h->hier index */
-        char *leaf_cg[CGROUP_CTL_MAX]; /* per h->hier index */
+        int leaf_fd[CGROUP_CTL_MAX];   /* per h->hier index: the run's node (limits, stats) */
+        char *leaf_cg[CGROUP_CTL_MAX]; /* per h->hier index: the node's cgroup path */
+        int box_fd[CGROUP_CTL_MAX];    /* per h->hier index: <node>/box, where the box lives */
         unsigned enabled;              /* v2: controllers on in the leaf */
         uint64_t memory_limit;
         uint64_t pids_limit;
@@ -88,6 +90,10 @@ static inline bool cg_hier_used(const struct hier *hi, unsigned want)
 {
         return hi->v2 || (hi->ctls & want);
 }
+
+/* Enable the controllers of mask in dirfd's cgroup.subtree_control (those
+ * not enabled yet).  0 or -errno. */
+int cg_enable_at(int dirfd, unsigned mask);
 
 /* ---- util.c: files ------------------------------------------------------- */
 

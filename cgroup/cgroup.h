@@ -155,13 +155,13 @@ struct cgroup_run;
 int cgroup_run_create(struct cgroup_host *h, const char *run_id, const struct cgroup_limits *lim,
                       struct cgroup_run **ret, struct err **err);
 
-/* v2: O_DIRECTORY|O_CLOEXEC fd of the leaf for clone3's CLONE_INTO_CGROUP
+/* v2: O_DIRECTORY|O_CLOEXEC fd of the box leaf (<run>/box) for clone3's CLONE_INTO_CGROUP
  * (struct clone_args.cgroup).  Owned by the run: do not close; valid until
  * cgroup_run_destroy.  -1 on v1. */
 int cgroup_run_clone_fd(const struct cgroup_run *r);
 
-/* Move pid (a whole process) into the leaf: v1 writes cgroup.procs of each
- * hierarchy's leaf; on v2 it is the fallback when clone3 is not used.  On v1
+/* Move pid (a whole process) into the box leaf: v1 writes cgroup.procs of each
+ * hierarchy's <run>/box; on v2 it is the fallback when clone3 is not used.  On v1
  * expect 7-10 ms when no migration happened recently (docs/cgroups.md). */
 int cgroup_run_attach(struct cgroup_run *r, pid_t pid, struct err **err);
 
@@ -188,6 +188,32 @@ struct cgroup_stats {
 };
 /* Read the counters (all fields zero when the controller is not in use). */
 int cgroup_run_stats(struct cgroup_run *r, struct cgroup_stats *ret, struct err **err);
+
+/* ---- the run tree ----------------------------------------------------------
+ *
+ * A run's cgroup is a node: limits and counters on <run>, the box in
+ * <run>/box (what clone_fd and attach place), and every process the run
+ * starts outside its box — a nested `chidori run`, a tool's `chidori launch`
+ * or host command — in a child cgroup <run>/<name>, so --memory and --pids
+ * bound the run and everything it starts together.  The child process moves
+ * itself in (cgroup_enter) before doing anything else; a nested run then
+ * puts its own runs below that place (its own cgroup is their parent). */
+
+/* Make <run>/<name> in every hierarchy the run uses (on v2 also
+ * <run>/<name>/chidori-launcher: the child's process goes one level down so
+ * that <name> may pass controllers to runs of its own).  *ret_enter gets the
+ * directories the child must enter, newline-separated (malloc'd; cgroup paths
+ * never hold a newline: /proc/PID/cgroup is line-based).  name: as a run id. */
+int cgroup_run_child_create(struct cgroup_run *r, const char *name, char **ret_enter, struct err **err);
+
+/* Kill whatever is left in <run>/<name> and below, and remove it (5 s at
+ * most).  Gone already is fine. */
+int cgroup_run_child_remove(struct cgroup_run *r, const char *name, struct err **err);
+
+/* In the child: move the calling process into each directory of `enter` (as
+ * cgroup_run_child_create made it).  Each must be absolute and on a cgroup
+ * filesystem (code CGROUP_E_INVALID otherwise). */
+int cgroup_enter(const char *enter, struct err **err);
 
 /* Kill, wait until the leaf is empty (5 s at most), rmdir, free.  NULL ok.
  * Always frees r; on failure the leaf stays and is removed by

@@ -20,8 +20,7 @@
 #include "cgroup/cgroup-internal.h"
 #include "common/cleanup.h"
 
-/* Enable the controllers of mask in dirfd's cgroup.subtree_control. */
-static int enable(int dirfd, unsigned mask)
+int cg_enable_at(int dirfd, unsigned mask)
 {
         _cleanup_free_ char *cur = NULL;
         int r = cg_read_at(dirfd, "cgroup.subtree_control", &cur);
@@ -48,7 +47,7 @@ static int enable(int dirfd, unsigned mask)
 static int enable_parent(struct cgroup_host *h, const struct hier *hi, int pfd, unsigned mask,
                          struct err **err)
 {
-        int r = enable(pfd, mask);
+        int r = cg_enable_at(pfd, mask);
         if (r == -EBUSY && h->parent_is_own && !h->parent_is_root && !h->moved) {
                 if (mkdirat(pfd, CG_LAUNCHER_LEAF, 0755) < 0 && errno != EEXIST)
                         return err_setc(err, CGROUP_E_IO, errno, "mkdir %s/%s", hi->parent_fs,
@@ -65,7 +64,7 @@ static int enable_parent(struct cgroup_host *h, const struct hier *hi, int pfd, 
                         return err_setc(err, CGROUP_E_IO, -r, "move the launcher into %s/%s",
                                         hi->parent_fs, CG_LAUNCHER_LEAF);
                 h->moved = true;
-                r = enable(pfd, mask);
+                r = cg_enable_at(pfd, mask);
         }
         if (r == -EBUSY)
                 return err_setc(err, CGROUP_E_UNAVAILABLE, EBUSY,
@@ -123,7 +122,7 @@ static int prepare_locked(struct cgroup_host *h, unsigned want, struct err **err
                         hi->launcher_fd = fd;
                 }
                 if (need_enable) {
-                        int r = enable(hi->launcher_fd, w);
+                        int r = cg_enable_at(hi->launcher_fd, w);
                         if (r < 0)
                                 return err_setc(err, CGROUP_E_IO, -r,
                                                 "enable controllers in %s/%s/cgroup.subtree_control",

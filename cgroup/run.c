@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "cgroup/cgroup-internal.h"
@@ -136,9 +138,33 @@ static void run_free(struct cgroup_run *r)
         for (int i = 0; i < CGROUP_CTL_MAX; i++) {
                 if (r->leaf_fd[i] >= 0)
                         close(r->leaf_fd[i]);
+                if (r->box_fd[i] >= 0)
+                        close(r->box_fd[i]);
                 free(r->leaf_cg[i]);
         }
         free(r);
+}
+
+/* The run is a node: its limits and counters are on <run>, the box lives in
+ * <run>/box, and what the run starts outside the box (nested runs, tools)
+ * goes in <run>/<child> (cgroup_run_child_create) — all under one budget.
+ * On v2 the node passes its controllers down (no internal processes: the
+ * node itself holds none). */
+static int make_box_leaf(struct cgroup_run *r, size_t i, struct err **err)
+{
+        const struct hier *hi = &r->h->hier[i];
+        if (hi->v2 && r->enabled) {
+                int e = cg_enable_at(r->leaf_fd[i], r->enabled);
+                if (e < 0)
+                        return err_setc(err, CGROUP_E_IO, -e, "enable controllers in %s/cgroup.subtree_control",
+                                        r->leaf_cg[i]);
+        }
+        if (mkdirat(r->leaf_fd[i], CG_BOX_LEAF, 0755) < 0)
+                return err_setc(err, CGROUP_E_IO, errno, "mkdir %s/%s", r->leaf_cg[i], CG_BOX_LEAF);
+        r->box_fd[i] = openat(r->leaf_fd[i], CG_BOX_LEAF, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (r->box_fd[i] < 0)
+                return err_setc(err, CGROUP_E_IO, errno, "open %s/%s", r->leaf_cg[i], CG_BOX_LEAF);
+        return 0;
 }
 
 int cgroup_run_create(struct cgroup_host *h, const char *run_id, const struct cgroup_limits *lim,
@@ -176,7 +202,7 @@ int cgroup_run_create(struct cgroup_host *h, const char *run_id, const struct cg
                 return err_set(err, ENOMEM, "cgroup run");
         r->h = h;
         for (int i = 0; i < CGROUP_CTL_MAX; i++)
-                r->leaf_fd[i] = -1;
+                r->leaf_fd[i] = r->box_fd[i] = -1;
         pthread_mutex_lock(&h->lock);
         r->enabled = h->enabled;
         pthread_mutex_unlock(&h->lock);
@@ -209,6 +235,11 @@ int cgroup_run_create(struct cgroup_host *h, const char *run_id, const struct cg
                 err_wrap(err, "limits for run '%s'", run_id);
                 goto fail;
         }
+        for (size_t i = 0; i < h->nhier; i++)
+                if (r->leaf_fd[i] >= 0 && make_box_leaf(r, i, err) < 0) {
+                        err_wrap(err, "the box's cgroup for run '%s'", run_id);
+                        goto fail;
+                }
         *ret = r;
         return 0;
 fail:
@@ -218,7 +249,7 @@ fail:
 
 int cgroup_run_clone_fd(const struct cgroup_run *r)
 {
-        return r && r->h->version == 2 ? r->leaf_fd[0] : -1;
+        return r && r->h->version == 2 ? r->box_fd[0] : -1;
 }
 
 int cgroup_run_attach(struct cgroup_run *r, pid_t pid, struct err **err)
@@ -226,12 +257,12 @@ int cgroup_run_attach(struct cgroup_run *r, pid_t pid, struct err **err)
         char buf[24];
         snprintf(buf, sizeof(buf), "%d", (int)pid);
         for (size_t i = 0; i < r->h->nhier; i++) {
-                if (r->leaf_fd[i] < 0)
+                if (r->box_fd[i] < 0)
                         continue;
-                int e = cg_write_at(r->leaf_fd[i], "cgroup.procs", buf);
+                int e = cg_write_at(r->box_fd[i], "cgroup.procs", buf);
                 if (e < 0)
-                        return err_setc(err, CGROUP_E_IO, -e, "attach pid %d to %s", (int)pid,
-                                        r->leaf_cg[i]);
+                        return err_setc(err, CGROUP_E_IO, -e, "attach pid %d to %s/%s", (int)pid,
+                                        r->leaf_cg[i], CG_BOX_LEAF);
         }
         return 0;
 }
@@ -299,7 +330,16 @@ int cgroup_run_stats(struct cgroup_run *r, struct cgroup_stats *ret, struct err 
                 if (cg_kv_get(oc, "oom_kill", &v) == 0) { /* 4.13+ */
                         st.oom_known = true;
                         st.oom_kills = v;
-                        st.oom_killed = v > 0;
+                        /* v1 counts a kill in the victim's own cgroup, not
+                         * in the node whose limit was hit: add the box's
+                         * (6.18).  A victim deeper down (a nested run) is
+                         * that run's to report. */
+                        _cleanup_free_ char *boc = NULL;
+                        int bfd = r->box_fd[r->h->ctl_hier[CGROUP_CTL_MEMORY]];
+                        if (bfd >= 0 && cg_read_at(bfd, "memory.oom_control", &boc) == 0 &&
+                            cg_kv_get(boc, "oom_kill", &v) == 0)
+                                st.oom_kills += v;
+                        st.oom_killed = st.oom_kills > 0;
                 }
                 /* with memsw limited, the memsw counter is charged first and
                  * is the one that fails */
@@ -323,6 +363,13 @@ int cgroup_run_stats(struct cgroup_run *r, struct cgroup_stats *ret, struct err 
                         return err_setc(err, CGROUP_E_IO, -e, "read pids.events");
                 if (e == 0 && cg_kv_get(ev, "max", &v) == 0)
                         st.pids_limit_hit = v > 0;
+                /* Kernels that count the event in the forking task's own
+                 * cgroup (6.18 on v1): the box's. */
+                _cleanup_free_ char *bev = NULL;
+                int bfd = r->box_fd[r->h->ctl_hier[CGROUP_CTL_PIDS]];
+                if (!st.pids_limit_hit && bfd >= 0 && cg_read_at(bfd, "pids.events", &bev) == 0 &&
+                    cg_kv_get(bev, "max", &v) == 0)
+                        st.pids_limit_hit = v > 0;
         }
         *ret = st;
         return 0;
@@ -340,6 +387,9 @@ int cgroup_run_destroy(struct cgroup_run *r, struct err **err)
                         continue;
                 close(r->leaf_fd[i]);
                 r->leaf_fd[i] = -1;
+                if (r->box_fd[i] >= 0)
+                        close(r->box_fd[i]);
+                r->box_fd[i] = -1;
                 int e = cg_remove_tree(hi, hi->launcher_fd, hi->launcher_cg, r->name,
                                        !r->h->no_kill_file, CG_DRAIN_MS);
                 if (e < 0 && !first) {
@@ -352,4 +402,109 @@ int cgroup_run_destroy(struct cgroup_run *r, struct err **err)
                          "remove cgroup %s/%s", where, r->name);
         run_free(r);
         return first ? -1 : 0;
+}
+
+/* ---- the run tree ---- */
+
+int cgroup_run_child_create(struct cgroup_run *r, const char *name, char **ret_enter, struct err **err)
+{
+        if (!r || !name || !valid_id(name))
+                return err_setc(err, CGROUP_E_INVALID, 0, "bad child cgroup name '%s'", name ? name : "");
+        const struct cgroup_host *h = r->h;
+        char *enter = NULL;
+        size_t len = 0;
+        unsigned made = 0; /* hierarchies where we created <name>: only those are undone */
+        for (size_t i = 0; i < h->nhier; i++) {
+                const struct hier *hi = &h->hier[i];
+                if (r->leaf_fd[i] < 0)
+                        continue;
+                if (mkdirat(r->leaf_fd[i], name, 0755) < 0) {
+                        int e = errno;
+                        err_setc(err, e == EEXIST ? CGROUP_E_EXISTS : CGROUP_E_IO, e, "mkdir %s/%s",
+                                 r->leaf_cg[i], name);
+                        goto fail;
+                }
+                made |= 1u << i;
+                if (hi->v2) {
+                        /* The child's process goes one level down, so that it
+                         * may enable controllers in <name> for its own runs. */
+                        _cleanup_close_ int cfd = openat(r->leaf_fd[i], name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                        if (cfd < 0 || mkdirat(cfd, CG_LAUNCHER_LEAF, 0755) < 0) {
+                                err_setc(err, CGROUP_E_IO, errno, "mkdir %s/%s/%s", r->leaf_cg[i], name,
+                                         CG_LAUNCHER_LEAF);
+                                goto fail;
+                        }
+                }
+                char *line = NULL;
+                int n = asprintf(&line, "%s%s/%s/%s/%s%s", len ? "\n" : "", hi->parent_fs, h->launcher, r->name,
+                                 name, hi->v2 ? "/" CG_LAUNCHER_LEAF : "");
+                char *grown = n < 0 ? NULL : realloc(enter, len + (size_t)n + 1);
+                if (!grown) {
+                        free(line);
+                        err_set(err, ENOMEM, "child cgroup");
+                        goto fail;
+                }
+                enter = grown;
+                memcpy(enter + len, line, (size_t)n + 1);
+                len += (size_t)n;
+                free(line);
+        }
+        if (!enter) {
+                err_setc(err, CGROUP_E_UNAVAILABLE, 0, "the run has no cgroup");
+                goto fail;
+        }
+        *ret_enter = enter;
+        return 0;
+fail:
+        free(enter);
+        for (size_t i = 0; i < h->nhier; i++)
+                if (made & (1u << i))
+                        (void)cg_remove_tree(&h->hier[i], r->leaf_fd[i], r->leaf_cg[i], name, !h->no_kill_file,
+                                             CG_DRAIN_MS);
+        return -1;
+}
+
+int cgroup_run_child_remove(struct cgroup_run *r, const char *name, struct err **err)
+{
+        if (!r || !name || !valid_id(name))
+                return 0;
+        int first = 0;
+        for (size_t i = 0; i < r->h->nhier; i++) {
+                if (r->leaf_fd[i] < 0)
+                        continue;
+                int e = cg_remove_tree(&r->h->hier[i], r->leaf_fd[i], r->leaf_cg[i], name, !r->h->no_kill_file,
+                                       CG_DRAIN_MS);
+                if (e < 0 && !first)
+                        first = e;
+        }
+        if (first)
+                return err_setc(err, first == -EBUSY ? CGROUP_E_BUSY : CGROUP_E_IO, -first, "remove cgroup %s/%s",
+                                r->name, name);
+        return 0;
+}
+
+int cgroup_enter(const char *enter, struct err **err)
+{
+        if (!enter || !*enter)
+                return err_setc(err, CGROUP_E_INVALID, 0, "no cgroup to enter");
+        for (const char *p = enter; *p;) {
+                const char *nl = strchr(p, '\n');
+                size_t n = nl ? (size_t)(nl - p) : strlen(p);
+                _cleanup_free_ char *dir = strndup(p, n);
+                if (!dir)
+                        return err_set(err, ENOMEM, "enter cgroup");
+                struct statfs sfs;
+                if (dir[0] != '/' || statfs(dir, &sfs) < 0 ||
+                    (sfs.f_type != CGROUP_SUPER_MAGIC && sfs.f_type != CGROUP2_SUPER_MAGIC))
+                        return err_setc(err, CGROUP_E_INVALID, dir[0] == '/' ? errno : 0,
+                                        "'%s' is not a directory on a cgroup filesystem", dir);
+                _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                int e = fd < 0 ? -errno : cg_write_at(fd, "cgroup.procs", "0");
+                if (e < 0)
+                        return err_setc(err, CGROUP_E_IO, -e, "move this process into %s", dir);
+                p += n;
+                if (*p == '\n')
+                        p++;
+        }
+        return 0;
 }

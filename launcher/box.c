@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <linux/seccomp.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -464,6 +465,14 @@ __attribute__((noreturn)) static void child_main(const struct box_opts *o, unsig
         } else {
                 layer_skip(o, LAYER_CAPS, false, "disabled by --unsafe-disable");
         }
+
+        /* caps_lock_process armed the parent-death signal (the box's pid 1
+         * going takes its pid namespace along); across a pid namespace
+         * getppid() cannot tell whether the launcher died before that, but
+         * a launcher already gone has hung up the sync socket. */
+        struct pollfd alive = { .fd = sync_fd, .events = POLLIN | POLLRDHUP };
+        if (poll(&alive, 1, 0) > 0 && (alive.revents & (POLLHUP | POLLRDHUP)))
+                _exit(78);
 
         if (!(o->disable & LAYER_BIT(LAYER_LANDLOCK))) {
                 /* Read and execute beneath the box's root; write only into

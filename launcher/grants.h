@@ -10,8 +10,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "broker/broker.h"
+
 struct broker_config;
 struct broker_limits;
+struct cgroup_run;
 struct workspace;
 struct ssrf_allow;
 struct tools_registry;
@@ -27,6 +30,19 @@ struct grants_opts {
         long http_timeout_ms;          /* --http-timeout MS [CHIDORI_HTTP_TIMEOUT_MS] */
         bool auto_approve;             /* CHIDORI_POLICY_AUTO_APPROVE=1 */
         const char *tools_file;        /* --tools FILE [CHIDORI_TOOLS] */
+        long max_nested;               /* --max-nested N [CHIDORI_MAX_NESTED], 0 = the default */
+        long max_tools;                /* --max-tools N [CHIDORI_MAX_TOOLS], 0 = the default */
+};
+
+#define GRANTS_DEFAULT_MAX_NESTED 4
+#define GRANTS_DEFAULT_MAX_TOOLS 4
+#define GRANTS_MAX_CONCURRENT 1024     /* the largest --max-nested / --max-tools */
+
+/* A growable NULL-terminated string vector (owned strings). */
+struct grants_strv {
+        char **v;
+        size_t n, cap;
+        bool failed;                   /* out of memory on the way: v is incomplete */
 };
 
 /* What grants_open made. */
@@ -38,14 +54,16 @@ struct grants {
         char *self_exe;
         char *agent_dir;
         struct policy **layers;        /* CHIDORI_POLICY_LAYERS, NULL-terminated */
-        char **nested_argv;            /* for chidori.callAgent, NULL-terminated */
-        char **nested_strs;            /* storage behind nested_argv */
-        size_t nnested_strs;
+        /* How the run starts its children (nested runs, tools), resolved
+         * once here: broker_config.children points at it. */
+        struct broker_children children;
+        struct grants_strv run_argv, run_envp, launch_opts, tool_env;
+        struct cgroup_run *cg;         /* the run's cgroup node (grants_set_cgroup), or NULL */
 };
 
 /* What a nested run (callAgent) must repeat of the caller's command line:
- * everything that limits it.  The broker adds the deadline left, the input,
- * the journal and the agent. */
+ * everything that limits it (paths made absolute by grants_open).  The
+ * broker adds the deadline left, the input, the journal and the agent. */
 struct nested_src {
         const struct sandbox_opts *sb;
         bool untrusted, trusted, in_process, quiet;
@@ -55,14 +73,19 @@ struct nested_src {
         const struct broker_limits *lim; /* the parent's limits (launcher/bounds.h), or NULL */
 };
 
-enum { GOPT_WORKSPACE = 800, GOPT_ALLOW_HOST, GOPT_HTTP_MAX_RESPONSE, GOPT_HTTP_TIMEOUT, GOPT_TOOLS };
+enum {
+        GOPT_WORKSPACE = 800, GOPT_ALLOW_HOST, GOPT_HTTP_MAX_RESPONSE, GOPT_HTTP_TIMEOUT, GOPT_TOOLS,
+        GOPT_MAX_NESTED, GOPT_MAX_TOOLS,
+};
 
 #define GRANTS_LONGOPTS                                                                               \
         { "workspace", required_argument, NULL, GOPT_WORKSPACE },                                     \
         { "allow-host", required_argument, NULL, GOPT_ALLOW_HOST },                                   \
         { "http-max-response", required_argument, NULL, GOPT_HTTP_MAX_RESPONSE },                     \
         { "http-timeout", required_argument, NULL, GOPT_HTTP_TIMEOUT },                               \
-        { "tools", required_argument, NULL, GOPT_TOOLS }
+        { "tools", required_argument, NULL, GOPT_TOOLS },                                             \
+        { "max-nested", required_argument, NULL, GOPT_MAX_NESTED },                                   \
+        { "max-tools", required_argument, NULL, GOPT_MAX_TOOLS }
 
 #define GRANTS_OPTIONS_HELP                                                                           \
         "  --workspace DIR       the directory chidori.workspace.* works on (none by default)\n"      \
@@ -75,7 +98,11 @@ enum { GOPT_WORKSPACE = 800, GOPT_ALLOW_HOST, GOPT_HTTP_MAX_RESPONSE, GOPT_HTTP_
         "                        [CHIDORI_HTTP_TIMEOUT_MS]\n"                                       \
         "  --tools FILE          the commands chidori.tool() may run (JSON; docs/tools.md)\n"        \
         "                        [CHIDORI_TOOLS]; prompts use CHIDORI_LLM_BASE_URL,\n"             \
-        "                        CHIDORI_LLM_API_KEY and CHIDORI_LLM_MODEL (docs/llm.md)\n"
+        "                        CHIDORI_LLM_API_KEY and CHIDORI_LLM_MODEL (docs/llm.md)\n"      \
+        "  --max-nested N        nested agents (chidori.callAgent) running at once, 1-1024;\n"       \
+        "                        more fail with ELIMIT (default 4) [CHIDORI_MAX_NESTED]\n"          \
+        "  --max-tools N         tool processes (chidori.tool) running at once, 1-1024; more\n"     \
+        "                        fail with ELIMIT (default 4) [CHIDORI_MAX_TOOLS]\n"
 
 /* Read the environment; prints and returns -1 on a malformed value. */
 int grants_opts_env(struct grants_opts *o);
@@ -85,6 +112,18 @@ int grants_opts_parse(struct grants_opts *o, const char *cmd, int c, const char 
  * and returns an exit code (2 for a bad value) on failure, 0 on success. */
 int grants_open(const struct grants_opts *o, const struct nested_src *ns, struct grants *g,
                 struct broker_config *cfg);
+/* The run's cgroup node, once the worker has started (NULL before the
+ * node goes away): where nested runs and tools are placed. */
+void grants_set_cgroup(struct grants *g, struct cgroup_run *cg);
 void grants_close(struct grants *g);
+
+/* The environment of a nested run, built from `env` (environ's shape):
+ * CHIDORI_* settings pass, path-valued ones made absolute against `cwd`,
+ * the ones the command line or the broker sets dropped; of the rest only
+ * PATH, HOME, TMPDIR, SSL_CERT_FILE, SSL_CERT_DIR (absolute) and the
+ * sanitizer and `keep` variables.  Exposed for tests.  0, or -1 (out of
+ * memory, or a relative path and no cwd). */
+int grants_nested_env(char *const *env, const char *cwd, char *const *keep, struct grants_strv *ret);
+void grants_strv_free(struct grants_strv *s);
 
 #endif

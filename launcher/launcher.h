@@ -129,8 +129,18 @@ const char *report_signame(int sig);
 /* Exit code for a spawn failure (78 for a missing required layer). */
 int spawn_exit_code(const struct err *e);
 
+/* ---- child.c ---- */
+/* A chidori started by a run: CHIDORI_PARENT_PID (die with it) and
+ * CHIDORI_CGROUP_ENTER (enter its cgroup budget), both removed from the
+ * environment.  0, or an exit code (the message printed). */
+int launcher_child_setup(void);
+/* This process entered a run's cgroup: its own runs go below it, and
+ * --cgroup-parent / CHIDORI_CGROUP_PARENT is not consulted. */
+extern bool launcher_cgroup_entered;
+
 /* ---- commands ---- */
 int cmd_run(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
+int cmd_host_tool(int argc, char **argv); /* hosttool.c, internal */
 
 #endif

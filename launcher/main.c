@@ -52,6 +52,11 @@ int main(int argc, char **argv)
                 help(stderr);
                 return EXIT_USAGE;
         }
+        /* A child of a run (nested run, tool): die with it and enter its
+         * cgroup budget before anything else (launcher/child.c). */
+        int setup = launcher_child_setup();
+        if (setup)
+                return setup;
         const char *cmd = argv[1];
         if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0 || strcmp(cmd, "version") == 0) {
                 printf("chidori %s\n", CHIDORI_VERSION);
@@ -69,6 +74,8 @@ int main(int argc, char **argv)
                 return cmd_launch(argc - 1, argv + 1);
         if (strcmp(cmd, "doctor") == 0)
                 return cmd_doctor(argc - 1, argv + 1);
+        if (strcmp(cmd, "_host-tool") == 0) /* internal: how a "sandbox": false tool runs */
+                return cmd_host_tool(argc - 1, argv + 1);
         fprintf(stderr, "chidori: unknown command '%s'\nTry 'chidori --help'.\n", cmd);
         return EXIT_USAGE;
 }

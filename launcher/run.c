@@ -342,6 +342,8 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
                 return code;
         }
         (void)surface;
+        /* Nested runs and tools go below the run's cgroup (one budget). */
+        grants_set_cgroup(&c->grants, w.have_sr ? w.sr.cg : NULL);
         banner(o, so.banner, c->policy);
         if (o->in_process && policy_fallback(c->policy) != POLICY_ALLOW && !o->quiet)
                 fprintf(stderr, "chidori: note: untrusted code is running without process isolation "
@@ -367,6 +369,7 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
         bool kill_first = rc < 0 || out.end != BROKER_END_DONE_OK;
         struct err *werr = NULL;
         struct sandbox_usage usage;
+        grants_set_cgroup(&c->grants, NULL); /* worker_finish removes it */
         if (worker_finish(&w, kill_first, &status, &usage, &out.cpu_ms, &werr) < 0) {
                 fprintf(stderr, "chidori: %s\n", err_msg(werr));
                 err_free(werr);

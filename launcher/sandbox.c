@@ -345,7 +345,8 @@ static int limits_setup(const struct sandbox_opts *o, struct box_opts *bo, const
                 snprintf(p->why, sizeof(p->why), "disabled by --unsafe-disable");
         } else {
                 if (!cg_host) {
-                        if (cgroup_host_detect(o->cgroup_parent, &cg_host, err) < 0)
+                        /* A nested run or tool lives in its caller's budget. */
+                        if (cgroup_host_detect(launcher_cgroup_entered ? NULL : o->cgroup_parent, &cg_host, err) < 0)
                                 return err_wrap(err, "cgroup parent"), EXIT_USAGE;
                         atexit(cg_host_free);
                         if (cgroup_host_version(cg_host) > 0)

@@ -916,6 +916,114 @@ static int print_cgroup(void *arg)
         return 0;
 }
 
+/* ---- the run tree: a place below the run for a child launcher ---- */
+
+struct enter_arg {
+        const char *enter;
+        bool bomb;
+};
+
+/* Fork a child that enters `enter` itself (as launcher/child.c does), then
+ * reports its /proc/self/cgroup, or fork-bombs. */
+static pid_t spawn_entering(struct fx *f, const char *enter, bool bomb)
+{
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                struct err *e = NULL;
+                if (cgroup_enter(enter, &e) < 0) {
+                        fprintf(stderr, "cgroup_enter: %s\n", err_msg(e));
+                        _exit(120);
+                }
+                _exit(bomb ? fork_bomb(NULL) : print_cgroup(NULL));
+        }
+        track_kid(f, pid);
+        return pid;
+}
+
+static void tree_places(struct fx *f, int force, const char *test)
+{
+        struct cgroup_host *h = host(f, force, false, test);
+        struct err *e = NULL;
+        struct cgroup_limits lim = { .pids_max = h->ctl_hier[CGROUP_CTL_PIDS] >= 0 ? 16 : 0 };
+        if (cgroup_run_create(h, "tree", &lim, &f->run[0], &e) < 0)
+                fail_msg("create: %s", err_msg(e));
+        struct cgroup_run *r = f->run[0];
+        char *enter = NULL;
+        if (cgroup_run_child_create(r, "call-1", &enter, &e) < 0)
+                fail_msg("child: %s", err_msg(e));
+        /* one directory per hierarchy the run uses; on v2 the child's own leaf */
+        size_t lines = 1;
+        for (const char *c = enter; *c; c++)
+                lines += *c == '\n';
+        size_t used = 0;
+        for (size_t i = 0; i < h->nhier; i++)
+                used += r->leaf_fd[i] >= 0;
+        assert_int_equal(lines, used);
+        assert_non_null(strstr(enter, h->version == 2 ? "/call-1/" CG_LAUNCHER_LEAF : "/call-1"));
+        char *again = NULL;
+        expect_err(cgroup_run_child_create(r, "call-1", &again, &e), &e, CGROUP_E_EXISTS, "call-1");
+        expect_err(cgroup_run_child_create(r, "../x", &again, &e), &e, CGROUP_E_INVALID, NULL);
+        expect_err(cgroup_enter("relative/dir", &e), &e, CGROUP_E_INVALID, "not a directory on a cgroup");
+        expect_err(cgroup_enter("/tmp", &e), &e, CGROUP_E_INVALID, "not a directory on a cgroup");
+
+        /* the child moves itself below the run's node */
+        int p[2];
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        report_fd = p[1];
+        pid_t pid = spawn_entering(f, enter, false);
+        close(p[1]);
+        char b[1024] = "";
+        assert_true(read(p[0], b, sizeof(b) - 1) > 0);
+        close(p[0]);
+        for (size_t i = 0; i < h->nhier; i++) {
+                if (r->leaf_fd[i] < 0)
+                        continue;
+                char want[600];
+                snprintf(want, sizeof(want), ":%s/call-1%s\n", r->leaf_cg[i],
+                         h->hier[i].v2 ? "/" CG_LAUNCHER_LEAF : "");
+                if (!strstr(b, want))
+                        fail_msg("child's /proc/self/cgroup:\n%swant %s", b, want);
+        }
+        /* removing the place kills what is in it */
+        assert_int_equal(cgroup_run_child_remove(r, "call-1", &e), 0);
+        int st = reap(f, pid);
+        assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+        assert_int_equal(cgroup_run_child_remove(r, "call-1", &e), 0); /* gone already: fine */
+        free(enter);
+
+        /* the node's pids.max holds for what a child place runs */
+        if (lim.pids_max) {
+                assert_int_equal(cgroup_run_child_create(r, "call-2", &enter, &e), 0);
+                assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+                report_fd = p[1];
+                pid = spawn_entering(f, enter, true);
+                close(p[1]);
+                st = reap(f, pid);
+                int n = read_pids(f, p[0], 16, 3000);
+                close(p[0]);
+                print_message("  cgroup%d: a fork bomb in <run>/call-2 under the node's pids.max=16: %d ran\n",
+                              h->version, n);
+                assert_true(WIFEXITED(st) && WEXITSTATUS(st) > 0); /* forks were refused */
+                assert_true(n <= 16);
+                free(enter);
+        }
+        /* destroying the run takes the places along */
+        assert_int_equal(cgroup_run_destroy(take_ptr(&f->run[0]), &e), 0);
+        for (int i = 0; i < f->npidfd; i++)
+                assert_true(pidfd_exited(f->pidfd[i], 0));
+}
+
+static void tree_child_places(void **state)
+{
+        tree_places(*state, 0, __func__);
+}
+
+static void tree_child_places_v2(void **state)
+{
+        tree_places(*state, 2, __func__);
+}
+
 static void v2_clone_into_cgroup(void **state)
 {
         struct fx *f = *state;
@@ -933,7 +1041,7 @@ static void v2_clone_into_cgroup(void **state)
         assert_true(read(p[0], b, sizeof(b) - 1) > 0);
         close(p[0]);
         char want[600];
-        snprintf(want, sizeof(want), "0::%s\n", f->run[0]->leaf_cg[0]);
+        snprintf(want, sizeof(want), "0::%s/" CG_BOX_LEAF "\n", f->run[0]->leaf_cg[0]);
         if (!strstr(b, want))
                 fail_msg("child's /proc/self/cgroup:\n%swant %s", b, want);
         print_message("  born in %s (controllers: %s)\n", f->run[0]->leaf_cg[0],
@@ -1307,6 +1415,8 @@ int main(void)
                 T(kill_without_kill_file),
                 T(cpu_limit),
                 T(v2_clone_into_cgroup),
+                T(tree_child_places),
+                T(tree_child_places_v2),
                 T(cycles_leave_nothing),
                 T(concurrent_runs),
                 T(stale_cleanup),

@@ -313,7 +313,7 @@ static void schema_errors_targets(void **state)
 #define T(target) "{\"rules\":[{\"target\":\"" target "\",\"decision\":\"never_allow\"}]}"
         parse_err(T("HTTP"), POLICY_ERR_SCHEMA,
                   "rules[0].target: \"HTTP\" is not a target (expected http, workspace:<action>, tool:<name>, "
-                  "app_data:<action> or *)");
+                  "agent:<path>, app_data:<action> or *)");
         parse_err(T("workspace:remove"), POLICY_ERR_SCHEMA,
                   "rules[0].target: \"workspace:remove\" is not a target (workspace actions are list, read, write, "
                   "delete and manifest)");
@@ -328,11 +328,19 @@ static void schema_errors_targets(void **state)
                   "rules[0].target: \"app_data:a b\" has a name with a space or a byte outside printable ASCII");
         parse_err(T(""), POLICY_ERR_SCHEMA,
                   "rules[0].target: \"\" is not a target (expected http, workspace:<action>, tool:<name>, "
-                  "app_data:<action> or *)");
+                  "agent:<path>, app_data:<action> or *)");
+        parse_err(T("agent:"), POLICY_ERR_SCHEMA,
+                  "rules[0].target: \"agent:\" needs a path after the colon (the callee as callAgent names it, "
+                  "e.g. agent:sub/child.js)");
+        parse_err(T("agent:*"), POLICY_ERR_SCHEMA,
+                  "rules[0].target: \"agent:*\" is not a target (a wildcard is only allowed as the whole target "
+                  "\"*\")");
+        parse_err(T("agent:a\\tb.js"), POLICY_ERR_SCHEMA,
+                  "rules[0].target: \"agent:a\\x09b.js\" has a path with a control character");
         /* every accepted shape */
         const char *ok[] = { T("*"), T("http"), T("workspace:list"), T("workspace:read"), T("workspace:write"),
                              T("workspace:delete"), T("workspace:manifest"), T("tool:web.search-v2"),
-                             T("app_data:put") };
+                             T("app_data:put"), T("agent:sub/child.js"), T("agent:my agent/ünï.mjs") };
 #undef T
         for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
                 policy_free(parse_ok(ok[i]));

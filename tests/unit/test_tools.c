@@ -25,6 +25,8 @@
 
 #include "broker/subproc.h"
 #include "broker/tools.h"
+
+extern char **environ;
 #include "common/cleanup.h"
 #include "common/err.h"
 #include "common/util.h"
@@ -309,15 +311,14 @@ static void test_load_file(void **state)
 static void test_spec_sandboxed(void **state)
 {
         (void)state;
-        unsetenv("CHIDORI_ISOLATE_REQUIRE_SANDBOX");
-        unsetenv("CHIDORI_CGROUP_PARENT");
         setenv("TOOLS_TEST_SECRET", "s3cret", 1);
         struct tools_registry *reg = parse_ok("{\"s\": {\"command\": [\"cat\", \"-n\"], \"timeout_ms\": 5000}}");
         const struct tool_def *t = tools_find(reg, "s");
         cJSON *args = cJSON_Parse("{\"q\": \"hello\", \"n\": [1, 2]}");
         struct subproc_spec *sp = NULL;
         struct err *err = NULL;
-        assert_int_equal(tools_spec(reg, t, args, "/opt/chidori/bin/chidori", &sp, &err), 0);
+        struct tools_host host = { .self_exe = "/opt/chidori/bin/chidori" };
+        assert_int_equal(tools_spec(reg, t, args, &host, &sp, &err), 0);
         const char *want[] = { "/opt/chidori/bin/chidori", "launch", "--quiet", "--deadline", "5000", "--", "cat", "-n" };
         assert_int_equal(argc_of(sp->argv), 8);
         for (size_t i = 0; i < 8; i++)
@@ -335,31 +336,45 @@ static void test_spec_sandboxed(void **state)
         tools_spec_free(sp);
         /* no self_exe: refused rather than run unsandboxed */
         assert_int_equal(tools_spec(reg, t, args, NULL, &sp, &err), -1);
-        assert_non_null(strstr(err_msg(err), "tool s: the chidori binary's absolute path is needed"));
+        assert_non_null(strstr(err_msg(err), "tool s: the chidori binary's absolute path is needed to sandbox it"));
+        err_free(err);
+        err = NULL;
+        host.self_exe = "chidori";
+        assert_int_equal(tools_spec(reg, t, args, &host, &sp, &err), -1);
         err_free(err);
         cJSON_Delete(args);
         tools_free(reg);
         unsetenv("TOOLS_TEST_SECRET");
 }
 
+/* The posture comes from the run's parsed options, never from the
+ * environment at call time. */
 static void test_spec_sandboxed_binds_and_posture(void **state)
 {
         (void)state;
         setenv("CHIDORI_ISOLATE_REQUIRE_SANDBOX", "1", 1);
-        setenv("CHIDORI_CGROUP_PARENT", "/sys/fs/cgroup/x", 1);
-        setenv("CHIDORI_ISOLATE_DEADLINE_MS", "1", 1);  /* ours wins: never passed on */
+        setenv("CHIDORI_CGROUP_PARENT", "/sys/fs/cgroup/y", 1);
+        setenv("CHIDORI_ISOLATE_DEADLINE_MS", "1", 1);
         struct tools_registry *reg =
-                parse_ok("{\"s\": {\"command\": [\"/bin/cat\"], \"ro_bind\": [\"/usr/share\", \"/etc/hostname\"]}}");
+                parse_ok("{\"s\": {\"command\": [\"/bin/cat\"], \"ro_bind\": [\"/usr/share\", \"/etc/hostname\"],"
+                         " \"env\": [\"TOK\", \"NOPE\"]}}");
         struct subproc_spec *sp = NULL;
-        assert_int_equal(tools_spec(reg, tools_find(reg, "s"), NULL, "/c", &sp, NULL), 0);
-        const char *want[] = { "/c", "launch", "--quiet", "--deadline", "30000", "--ro-bind", "/usr/share",
-                               "--ro-bind", "/etc/hostname", "--", "/bin/cat" };
+        char *opts[] = { "--require-sandbox", "--cgroup-parent=/sys/fs/cgroup/x", NULL };
+        char *env[] = { "TOKEN=no", "TOK=t0k", NULL };
+        char *extra[] = { "CHIDORI_PARENT_PID=1", "CHIDORI_CGROUP_ENTER=/a", NULL };
+        struct tools_host host = { .self_exe = "/c", .launch_opts = opts, .env = env, .extra_env = extra };
+        assert_int_equal(tools_spec(reg, tools_find(reg, "s"), NULL, &host, &sp, NULL), 0);
+        const char *want[] = { "/c", "launch", "--quiet", "--deadline", "30000", "--require-sandbox",
+                               "--cgroup-parent=/sys/fs/cgroup/x", "--ro-bind", "/usr/share", "--ro-bind",
+                               "/etc/hostname", "--setenv", "TOK", "--", "/bin/cat" };
         assert_int_equal(argc_of(sp->argv), ARRAY_SIZE(want));
         for (size_t i = 0; i < ARRAY_SIZE(want); i++)
                 assert_string_equal(arg(sp, i), want[i]);
-        assert_int_equal(argc_of(sp->envp), 3);
-        assert_string_equal(sp->envp[1], "CHIDORI_ISOLATE_REQUIRE_SANDBOX=1");
-        assert_string_equal(sp->envp[2], "CHIDORI_CGROUP_PARENT=/sys/fs/cgroup/x");
+        const char *wenv[] = { "PATH=/usr/local/bin:/usr/bin:/bin", "TOK=t0k", "CHIDORI_PARENT_PID=1",
+                               "CHIDORI_CGROUP_ENTER=/a" };
+        assert_int_equal(argc_of(sp->envp), ARRAY_SIZE(wenv));
+        for (size_t i = 0; i < ARRAY_SIZE(wenv); i++)
+                assert_string_equal(sp->envp[i], wenv[i]);
         assert_int_equal(sp->stdin_len, 3);
         assert_memory_equal(sp->stdin_data, "{}\n", 3);
         tools_spec_free(sp);
@@ -372,19 +387,19 @@ static void test_spec_sandboxed_binds_and_posture(void **state)
 static void test_spec_unsandboxed_env_allowlist(void **state)
 {
         (void)state;
-        setenv("TOOLS_A", "alpha", 1);
-        setenv("TOOLS_EMPTY", "", 1);
-        unsetenv("TOOLS_UNSET");
-        setenv("TOOLS_NOT_LISTED", "nope", 1);
+        setenv("TOOLS_B", "from the environment: never read", 1);
         struct tools_registry *reg = parse_ok("{\"u\": {\"command\": [\"cat\", \"x y\"], \"sandbox\": false,"
-                                              " \"env\": [\"TOOLS_A\", \"TOOLS_UNSET\", \"TOOLS_EMPTY\"],"
+                                              " \"env\": [\"TOOLS_A\", \"TOOLS_UNSET\", \"TOOLS_EMPTY\", \"TOOLS_B\"],"
                                               " \"timeout_ms\": 700, \"max_output_bytes\": 10}}");
         cJSON *args = cJSON_CreateString("just a string");
         struct subproc_spec *sp = NULL;
-        assert_int_equal(tools_spec(reg, tools_find(reg, "u"), args, NULL, &sp, NULL), 0);
-        assert_int_equal(argc_of(sp->argv), 2);
-        assert_string_equal(arg(sp, 0), "cat");
-        assert_string_equal(arg(sp, 1), "x y");
+        char *env[] = { "TOOLS_A=alpha", "TOOLS_EMPTY=", "TOOLS_NOT_LISTED=nope", NULL };
+        struct tools_host host = { .self_exe = "/c", .env = env };
+        assert_int_equal(tools_spec(reg, tools_find(reg, "u"), args, &host, &sp, NULL), 0);
+        const char *want[] = { "/c", "_host-tool", "--", "cat", "x y" };
+        assert_int_equal(argc_of(sp->argv), ARRAY_SIZE(want));
+        for (size_t i = 0; i < ARRAY_SIZE(want); i++)
+                assert_string_equal(arg(sp, i), want[i]);
         assert_int_equal(argc_of(sp->envp), 3);
         assert_string_equal(sp->envp[0], "PATH=/usr/local/bin:/usr/bin:/bin");
         assert_string_equal(sp->envp[1], "TOOLS_A=alpha");
@@ -396,7 +411,7 @@ static void test_spec_unsandboxed_env_allowlist(void **state)
         tools_spec_free(sp);
         tools_spec_free(NULL);
         cJSON_Delete(args);
-        tools_free(reg);
+        tools_free(reg);        unsetenv("TOOLS_B");
 }
 
 /* ---- reading the result ---- */
@@ -567,7 +582,8 @@ static void call_tool(const struct fx *f, const char *doc, const char *name, con
         cJSON *args = args_json ? cJSON_Parse(args_json) : NULL;
         struct subproc_spec *sp = NULL;
         struct err *err = NULL;
-        if (tools_spec(reg, t, args, f->chidori, &sp, &err) < 0)
+        struct tools_host host = { .self_exe = f->chidori, .env = environ };
+        if (tools_spec(reg, t, args, &host, &sp, &err) < 0)
                 fail_msg("tools_spec: %s", err_msg(err));
         cJSON_Delete(args);
         struct subproc_engine *e = NULL;
@@ -750,6 +766,7 @@ static void test_e2e_sandboxed_failures(void **state)
 static void test_e2e_unsandboxed(void **state)
 {
         struct fx *f = *state;
+        NEED_CHIDORI(f);
         write_script(f, "env.sh", "#!/bin/sh\nread -r a\nprintf '{\"args\": %s, \"secret\": \"%s\", \"home\": \"%s\"}\\n'"
                                   " \"$a\" \"$TOOLS_E2E_SECRET\" \"${HOME-unset}\"\n");
         setenv("TOOLS_E2E_SECRET", "xyz", 1);
@@ -814,7 +831,8 @@ static void test_e2e_concurrent_calls(void **state)
                 cJSON *args = cJSON_CreateObject();
                 cJSON_AddNumberToObject(args, "i", i);
                 struct subproc_spec *sp = NULL;
-                assert_int_equal(tools_spec(reg, c[i].t, args, f->chidori, &sp, NULL), 0);
+                struct tools_host host = { .self_exe = f->chidori, .env = environ };
+                assert_int_equal(tools_spec(reg, c[i].t, args, &host, &sp, NULL), 0);
                 assert_int_equal(subproc_start(e, (uint64_t)i, sp, call_done, &c[i], NULL), 0);
                 tools_spec_free(sp);
                 cJSON_Delete(args);

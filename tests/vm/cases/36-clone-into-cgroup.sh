@@ -1,8 +1,9 @@
 #!/bin/sh
-# The box is born in its run leaf (clone3 CLONE_INTO_CGROUP + CLONE_NEWCGROUP): inside,
-# /proc/self/cgroup is `0::/` (the cgroup namespace is rooted at the leaf); outside, the
-# box's pid sits in P/chidori-<launcher pid>-<starttime>-<pidns>/run-<id> with the limits
-# written, while the launcher stays where it was.
+# The box is born in its run's box leaf (clone3 CLONE_INTO_CGROUP + CLONE_NEWCGROUP):
+# inside, /proc/self/cgroup is `0::/` (the cgroup namespace is rooted at the leaf);
+# outside, the box's pid sits in P/chidori-<launcher pid>-<starttime>-<pidns>/run-<id>/box,
+# the limits written on the run's node run-<id> (which passes its controllers down and
+# holds no process), while the launcher stays where it was.
 # vm-timeout: 60
 # shellcheck source=tests/vm/lib.sh
 . "$CHIDORI_VM_LIB"
@@ -32,19 +33,24 @@ starttime="$(cut -d')' -f2 /proc/$lpid/stat | awk '{print $20}')"
 pidns="$(stat -L -c %i /proc/$lpid/ns/pid)"
 want="${P#$mnt}/chidori-$lpid-$starttime-$pidns"
 case "$path" in
-  "$want"/run-*) ;;
-  *) vm_fail "box cgroup '$path' is not $want/run-<id>" ;;
+  "$want"/run-*/box) ;;
+  *) vm_fail "box cgroup '$path' is not $want/run-<id>/box" ;;
 esac
-leaf="${path##*/}"
-echo "$leaf" | grep -Eq '^run-[A-Za-z0-9_.-]{1,64}$' || vm_fail "leaf name '$leaf' is not run-<id>"
+node="${path%/box}"
+leaf="${node##*/}"
+echo "$leaf" | grep -Eq '^run-[A-Za-z0-9_.-]{1,64}$' || vm_fail "node name '$leaf' is not run-<id>"
 [ "$lcg" = "0::${CG#$mnt}/self" ] || vm_fail "the launcher moved: '$lcg', expected 0::${CG#$mnt}/self"
-d="$mnt$path"
-grep -qx "$box" "$d/cgroup.procs" || vm_fail "$box not in $d/cgroup.procs: $(cat "$d/cgroup.procs")"
+grep -qx "$box" "$mnt$path/cgroup.procs" || vm_fail "$box not in $mnt$path/cgroup.procs"
+d="$mnt$node"
+[ -z "$(cat "$d/cgroup.procs")" ] || vm_fail "the run's node holds processes: $(cat "$d/cgroup.procs")"
+for c in memory pids; do
+  grep -qw $c "$d/cgroup.subtree_control" || vm_fail "$d does not pass $c down: $(cat "$d/cgroup.subtree_control")"
+done
 [ "$(cat "$d/memory.max")" = $((96 * 1024 * 1024)) ] || vm_fail "memory.max $(cat "$d/memory.max")"
 [ "$(cat "$d/pids.max")" = 20 ] || vm_fail "pids.max $(cat "$d/pids.max")"
 [ "$(cat "$d/memory.oom.group")" = 1 ] || vm_fail "memory.oom.group $(cat "$d/memory.oom.group")"
 [ ! -e "$d/memory.swap.max" ] || [ "$(cat "$d/memory.swap.max")" = 0 ] || vm_fail "memory.swap.max $(cat "$d/memory.swap.max")"
-echo "  ok: box $box is in $d (memory.max 96M, pids.max 20, oom.group 1); the launcher is not"
+echo "  ok: box $box is in $d/box (memory.max 96M, pids.max 20, oom.group 1 on the node); the launcher is not"
 
 # the box ends (killed from outside): the launcher reports it and removes the leaf
 kill -KILL "$box"

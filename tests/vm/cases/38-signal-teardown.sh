@@ -16,7 +16,7 @@ cd "$REPO" || vm_fail "cd $REPO"
 echo 'function main() { for (;;) {} }' > "$TMPDIR/spin.js"
 
 fails=""
-# check SIG WHAT CMD...: start CMD in the background, wait for its run leaf to hold a
+# check SIG WHAT CMD...: start CMD in the background, wait for its box leaf to hold a
 # process, send SIG to the launcher, then look at what is left.
 check() {
   sig="$1"; what="$2"; shift 2
@@ -24,7 +24,7 @@ check() {
   lpid=$!
   leaf=""; i=0
   while [ $i -lt 200 ]; do
-    leaf="$(find "$P" -mindepth 2 -maxdepth 2 -type d -name 'run-*' 2>/dev/null | head -1)"
+    leaf="$(find "$P" -mindepth 3 -maxdepth 3 -type d -path '*/run-*/box' 2>/dev/null | head -1)"
     [ -n "$leaf" ] && [ -n "$(cat "$leaf/cgroup.procs" 2>/dev/null)" ] && break
     sleep 0.1; i=$((i + 1))
   done
