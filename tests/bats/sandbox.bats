@@ -509,7 +509,7 @@ expect_dates() { # EXPECTED
   unset CHIDORI_TZ
   chid run "$T/dates.js" # every layer on: the banner says which applied
   expect_dates "$DATES_UTC"
-  [[ $stderr == *"Isolation: process (user,pid,mnt,net,ipc,uts,cgroup ns;"*"landlock abi "*"seccomp allowlist; jit on)"* ]] || { show; false; }
+  [[ $stderr == *"Isolation: process (user,pid,mnt,net,ipc,uts,cgroup ns;"*"landlock abi "*"seccomp allowlist; jit on; cpu budget 60 s)"* ]] || { show; false; }
   for opts in "" --no-jit --untrusted; do
     echo "-- ${opts:-default}"
     chid run --quiet $opts "$T/dates.js"
