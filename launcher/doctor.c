@@ -20,6 +20,7 @@
 #include "cgroup/cgroup.h"
 #include "common/cleanup.h"
 #include "common/dlib.h"
+#include "launcher/cli.h"
 #include "launcher/landlock.h"
 #include "launcher/launcher.h"
 #include "launcher/options.h"
@@ -157,8 +158,9 @@ int cmd_doctor(int argc, char **argv)
                 { NULL, 0, NULL, 0 },
         };
         optind = 1;
+        opterr = 0;
         int c;
-        while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
                 if (c == 'r')
                         require = true;
                 else if (c == 's')
@@ -175,8 +177,7 @@ int cmd_doctor(int argc, char **argv)
                                "CHIDORI_ENGINE_LIB, CHIDORI_NET_LIB, CHIDORI_ESBUILD (override those paths).\n");
                         return EXIT_OK;
                 } else {
-                        fprintf(stderr, "Try 'chidori doctor --help'.\n");
-                        return EXIT_USAGE;
+                        return cli_bad_option("doctor", argc, argv, longopts);
                 }
         }
         struct utsname u;

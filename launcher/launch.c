@@ -19,6 +19,7 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "launcher/box.h"
+#include "launcher/cli.h"
 #include "launcher/launcher.h"
 #include "launcher/options.h"
 
@@ -125,9 +126,12 @@ int cmd_launch(int argc, char **argv)
                 { NULL, 0, NULL, 0 },
         };
         optind = 1;
+        opterr = 0;
         int c;
         /* '+': stop at the first non-option, so PROGRAM's own flags pass through. */
-        while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+                if (c == '?' || c == ':')
+                        return cli_bad_option("launch", argc, argv, longopts);
                 int h = sandbox_opts_parse(&so, "launch", c, optarg);
                 if (h < 0)
                         return EXIT_USAGE;
@@ -154,9 +158,7 @@ int cmd_launch(int argc, char **argv)
                         setenv_names[nsetenv++] = optarg;
                         break;
                 case 'h': launch_help(); return EXIT_OK;
-                default:
-                        fprintf(stderr, "Try 'chidori launch --help'.\n");
-                        return EXIT_USAGE;
+                default: return cli_bad_option("launch", argc, argv, longopts);
                 }
         }
         if (optind >= argc) {

@@ -16,7 +16,7 @@ struct sandbox_opts {
         long deadline_ms;        /* --deadline / CHIDORI_ISOLATE_DEADLINE_MS */
         long cpu_secs;           /* --cpu-secs / CHIDORI_ISOLATE_CPU_SECS */
         long nofile;             /* --nofile (default 256) */
-        long fsize;              /* --fsize BYTES (opt-in) */
+        long fsize;              /* --fsize SIZE in bytes (opt-in) */
         bool require;            /* --require-sandbox / CHIDORI_ISOLATE_REQUIRE_SANDBOX=1 */
         unsigned disable;        /* --unsafe-disable=LAYER,... */
         int jit;                 /* -1 default, 0 --no-jit, 1 --jit */
@@ -51,7 +51,7 @@ enum {
         "                        [CHIDORI_ISOLATE_DEADLINE_MS]\n"                                    \
         "  --cpu-secs N          RLIMIT_CPU in seconds (exit 152), 0 = none [CHIDORI_ISOLATE_CPU_SECS]\n" \
         "  --nofile N            RLIMIT_NOFILE (default 256)\n"                                      \
-        "  --fsize BYTES         RLIMIT_FSIZE, opt-in\n"                                             \
+        "  --fsize SIZE          RLIMIT_FSIZE, e.g. 1M or 4096 (bytes); opt-in, 0 = none\n"           \
         "  --require-sandbox     fail (exit 78) unless user, pid, mount and net namespaces, seccomp,\n" \
         "                        Landlock (where the kernel has it) and the memory ceiling apply\n"  \
         "                        [CHIDORI_ISOLATE_REQUIRE_SANDBOX=1]\n"                              \

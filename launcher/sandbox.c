@@ -61,7 +61,9 @@ int sandbox_opts_env(struct sandbox_opts *o)
             env_long("CHIDORI_ISOLATE_CPU_SECS", &o->cpu_secs, "a number of seconds") < 0)
                 return -1;
         long mb = -1, pids = -1;
-        if (env_long("CHIDORI_JS_MEM_CAP_MB", &mb, "a number of MiB") < 0 ||
+        /* CHIDORI_JS_MEM_CAP_MB stays a plain number of MiB (its name says
+         * so); --memory takes sizes with a suffix. */
+        if (env_long("CHIDORI_JS_MEM_CAP_MB", &mb, "a number of MiB (for a size such as 1G, use --memory)") < 0 ||
             env_long("CHIDORI_PIDS_MAX", &pids, "a number of processes") < 0)
                 return -1;
         if (mb >= 0)
@@ -98,7 +100,18 @@ int sandbox_opts_parse(struct sandbox_opts *o, const char *cmd, int c, const cha
         case SOPT_DEADLINE: dst = &o->deadline_ms, what = "--deadline"; break;
         case SOPT_CPU_SECS: dst = &o->cpu_secs, what = "--cpu-secs"; break;
         case SOPT_NOFILE: dst = &o->nofile, what = "--nofile"; break;
-        case SOPT_FSIZE: dst = &o->fsize, what = "--fsize"; break;
+        case SOPT_FSIZE: {
+                /* A size like --memory's (1M, 512K, plain bytes); 0 = no limit. */
+                uint64_t v = 0;
+                struct err *e = NULL;
+                if (strcmp(arg, "0") != 0 && cgroup_parse_size(arg, &v, &e) < 0) {
+                        fprintf(stderr, "chidori: --fsize: %s\nTry 'chidori %s --help'.\n", err_msg(e), cmd);
+                        err_free(e);
+                        return -1;
+                }
+                o->fsize = (long)v;
+                return 1;
+        }
         case SOPT_REQUIRE: o->require = true; return 1;
         case SOPT_JIT: o->jit = 1; return 1;
         case SOPT_NO_JIT: o->jit = 0; return 1;
