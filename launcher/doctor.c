@@ -79,7 +79,8 @@ static int print_tables(void)
         } t[] = {
                 { SECCOMP_STAGE2_WORKER, "engine worker (stage 2, installed by the worker itself)" },
                 { SECCOMP_STAGE1_WORKER, "engine worker start-up (stage 1: stage 2 plus the loader's needs)" },
-                { SECCOMP_LAUNCH, "chidori launch (ordinary programs)" },
+                { SECCOMP_LAUNCH, "chidori launch (ordinary programs; with --seccomp-errno the same list, "
+                                  "other calls fail with EPERM)" },
         };
         for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
                 printf("### %s\n\n| syscall | why |\n| --- | --- |\n", t[i].title);

@@ -40,6 +40,10 @@ static void launch_help(void)
                SANDBOX_OPTIONS_HELP
                "  --setenv NAME         pass NAME=value from this environment into the box (repeatable);\n"
                "                        the box's environment is otherwise PATH, HOME=/ and LANG only\n"
+               "  --seccomp-errno       a syscall outside the allowlist fails with EPERM and the program\n"
+               "                        goes on (as in container runtimes), instead of ending the box\n"
+               "                        with exit 159; the fixed prefix (ptrace, bpf, mount, namespaces,\n"
+               "                        keyctl, ...) still ends it, named\n"
                "  --quiet               do not print the Isolation: banner\n"
                "  -h, --help            show this help\n"
                "\n"
@@ -91,7 +95,7 @@ static int parse_bind(const char *arg, bool rw, struct box_bind *b)
         return 0;
 }
 
-enum { OPT_RO_BIND = 600, OPT_BIND, OPT_QUIET_L, OPT_SETENV };
+enum { OPT_RO_BIND = 600, OPT_BIND, OPT_QUIET_L, OPT_SETENV, OPT_SECCOMP_ERRNO };
 
 #define LAUNCH_ENV_MAX 64
 
@@ -121,6 +125,7 @@ int cmd_launch(int argc, char **argv)
                 { "bind", required_argument, NULL, OPT_BIND },
                 { "quiet", no_argument, NULL, OPT_QUIET_L },
                 { "setenv", required_argument, NULL, OPT_SETENV },
+                { "seccomp-errno", no_argument, NULL, OPT_SECCOMP_ERRNO },
                 { "help", no_argument, NULL, 'h' },
                 SANDBOX_LONGOPTS,
                 { NULL, 0, NULL, 0 },
@@ -149,6 +154,7 @@ int cmd_launch(int argc, char **argv)
                         nbinds++;
                         break;
                 case OPT_QUIET_L: quiet = true; break;
+                case OPT_SECCOMP_ERRNO: so.seccomp_errno = true; break;
                 case OPT_SETENV:
                         if (!env_name_ok(optarg) || nsetenv == LAUNCH_ENV_MAX) {
                                 fprintf(stderr, "chidori: --setenv '%s': expected a variable name ([A-Za-z_][A-Za-z0-9_]*), "

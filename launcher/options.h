@@ -25,6 +25,7 @@ struct sandbox_opts {
         double cpus;             /* --cpus, 0 = no cpu.max */
         const char *cgroup_parent; /* --cgroup-parent / CHIDORI_CGROUP_PARENT */
         const char *tz;          /* the worker's TZ, checked (launcher/tz.h); set by run and replay, NULL = UTC */
+        bool seccomp_errno;      /* launch --seccomp-errno: EPERM instead of kill outside the allowlist */
 };
 
 enum {

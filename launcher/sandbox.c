@@ -339,7 +339,10 @@ int sandbox_start(const struct sandbox_opts *o, struct box_opts *bo, const char 
                 return code;
         const struct seccomp_prog *filter = NULL;
         if (!(o->disable & (1u << LAYER_SECCOMP))) {
-                if (get_filter(bo->worker ? SECCOMP_STAGE1_WORKER : SECCOMP_LAUNCH, true, &filter, err) < 0) {
+                enum seccomp_profile prof = bo->worker         ? SECCOMP_STAGE1_WORKER
+                                            : o->seccomp_errno ? SECCOMP_LAUNCH_ERRNO
+                                                               : SECCOMP_LAUNCH;
+                if (get_filter(prof, true, &filter, err) < 0) {
                         err_wrap(err, "build the seccomp filter");
                         code = EXIT_PROTOCOL;
                         goto fail;
@@ -366,6 +369,8 @@ int sandbox_start(const struct sandbox_opts *o, struct box_opts *bo, const char 
         char extra[64] = "";
         if (bo->worker)
                 snprintf(extra, sizeof(extra), "%s", r->jit ? "jit on" : "jit off, no executable memory");
+        else if (o->seccomp_errno && filter)
+                snprintf(extra, sizeof(extra), "other syscalls fail with EPERM");
         box_describe(&r->box, cgbanner, extra, r->banner, sizeof(r->banner));
         return 0;
 fail:
