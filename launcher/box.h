@@ -80,6 +80,7 @@ struct box {
         unsigned applied;              /* bitmask of 1<<LAYER_* */
         int landlock_abi;
         char skipped[LAYER_MAX][120];  /* why a layer was not applied ("" if applied) */
+        char notes[256];               /* for the banner: e.g. a --bind left without an id map */
 };
 
 /* Start the program in a new box.  On success the child is running (it has
