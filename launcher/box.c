@@ -582,7 +582,8 @@ static int idmap_userns(struct err **err)
         close(p[0]);
         int fd = -1;
         if (got == 1 && x == 'y' && write_id_map(c, "setgroups", "deny", err) == 0 &&
-            write_id_map(c, "uid_map", "0 65534 1\n", err) == 0 && write_id_map(c, "gid_map", "0 65534 1\n", err) == 0) {
+            write_id_map(c, "uid_map", "0 65534 1\n", err) == 0 &&
+            write_id_map(c, "gid_map", "0 65534 1\n", err) == 0) {
                 char path[64];
                 snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)c);
                 fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -15,6 +15,7 @@
 #include "broker/memstore.h"
 #include "broker/policy.h"
 #include "common/cleanup.h"
+#include "common/text.h"
 #include "common/util.h"
 #include "launcher/cli.h"
 #include "launcher/grants.h"
@@ -595,9 +596,12 @@ int cmd_run(int argc, char **argv)
         if (o.agent_name && !agent_stdin)
                 return usage_error("run", "--agent-name names an agent read from stdin (AGENT '-'); the file "
                                           "'%s' has its own name", o.agent_path);
-        if (o.agent_name && !agent_name_ok(o.agent_name))
+        if (o.agent_name && !agent_name_ok(o.agent_name)) {
+                char q[320];
                 return usage_error("run", "--agent-name '%s' is not a file name (expected a name such as agent.ts: "
-                                          "no '/', no control characters, at most 255 bytes)", o.agent_name);
+                                          "no '/', no control characters, at most 255 bytes)",
+                                   text_quote(o.agent_name, strnlen(o.agent_name, 280), q, sizeof(q)));
+        }
         if (pids_check("run", &o) < 0)
                 return EXIT_USAGE;
         {
