@@ -4,18 +4,81 @@
  * worker sent them, before the handler looks at them (a denied call learns
  * nothing about the shape the handler wants or the state behind it).  A
  * refusal is answered as an Error the agent can catch, printed on the
- * parent's stderr and written to the journal as a note.  ask_before has no
- * one to ask on the CLI: it refuses unless CHIDORI_POLICY_AUTO_APPROVE=1
- * (the server's approval flow suspends the call at this point instead).
+ * parent's stderr and written to the journal as a note.  ask_before on the
+ * CLI: CHIDORI_POLICY_AUTO_APPROVE=1 approves; else, when stdin is a
+ * terminal, the person at it is asked on /dev/tty (y approves, anything
+ * else refuses); else it refuses (the server's approval flow suspends the
+ * call at this point instead).
  */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
+#include <unistd.h>
 
 #include "broker/broker-internal.h"
 #include "broker/policy.h"
+#include "common/cleanup.h"
 #include "common/text.h"
+#include "common/util.h"
+
+/* Ask on the terminal: "chidori: allow <target> <args>? [y/N] ".  Both come
+ * from the agent: printable ASCII only, the rest as \xNN, the arguments cut
+ * to a summary.  The wait ends at the run's deadline or a stop signal (a
+ * refusal).  True only for y or yes. */
+static bool ask_terminal(struct broker *b, const char *target, const cJSON *args)
+{
+        _cleanup_close_ int fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return false;
+        char t[256], a[320];
+        text_sanitize(target, 200, 0, t, sizeof(t));
+        _cleanup_free_ char *json = args ? cJSON_PrintUnformatted(args) : NULL;
+        text_sanitize(json ? json : "{}", 240, 0, a, sizeof(a));
+        char q[640];
+        int n = snprintf(q, sizeof(q), "chidori: allow %s %s? [y/N] ", t, a);
+        if (n < 0 || write(fd, q, (size_t)n < sizeof(q) ? (size_t)n : sizeof(q) - 1) < 0)
+                return false;
+        char line[16];
+        size_t len = 0;
+        bool eol = false;
+        for (;;) {
+                int timeout = -1;
+                if (b->deadline_at > 0) {
+                        double left = b->deadline_at - mono_ms();
+                        if (left <= 0)
+                                break;
+                        timeout = (int)left + 1;
+                }
+                bool stop = b->cfg->stop && *b->cfg->stop;
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                int r = stop ? 0 : poll(&p, 1, timeout);
+                if (r < 0 && errno == EINTR)
+                        continue; /* a stop signal is seen at the top */
+                if (r <= 0)
+                        break;
+                char c;
+                ssize_t got = read(fd, &c, 1);
+                if (got < 0 && errno == EINTR)
+                        continue;
+                if (got <= 0)
+                        break;
+                if (c == '\n' || c == '\r') {
+                        eol = true;
+                        break;
+                }
+                if (len < sizeof(line) - 1)
+                        line[len++] = c;
+        }
+        line[len] = '\0';
+        if (!eol && write(fd, "\n", 1) < 0) /* end the prompt's line */
+                return false;
+        return eol && (strcasecmp(line, "y") == 0 || strcasecmp(line, "yes") == 0);
+}
 
 bool broker_gate(struct broker *b, const char *target, const cJSON *args, char *msg, size_t len)
 {
@@ -37,7 +100,21 @@ bool broker_gate(struct broker *b, const char *target, const cJSON *args, char *
                 broker_journal_note(b, "approved", note);
                 return true;
         }
-        if (d == POLICY_ASK)
+        bool asked = false;
+        if (d == POLICY_ASK && b->cfg->interactive) {
+                asked = true;
+                if (ask_terminal(b, target, args)) {
+                        char note[512];
+                        char clean[256];
+                        text_sanitize(target, 200, '`', clean, sizeof(clean));
+                        snprintf(note, sizeof(note), "policy: `%s` approved at the terminal", clean);
+                        broker_journal_note(b, "approved", note);
+                        return true;
+                }
+        }
+        if (d == POLICY_ASK && asked)
+                policy_declined_message(target, &v, msg, len);
+        else if (d == POLICY_ASK)
                 policy_ask_message(target, &v, msg, len);
         else
                 policy_denial_message(target, &v, msg, len);

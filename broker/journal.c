@@ -23,6 +23,33 @@ struct journal {
         bool full;
 };
 
+/* Every journal starts with the header line journal_header() writes. */
+#define JOURNAL_HEADER_PREFIX "{\"type\":\"header\""
+
+int journal_check_replaceable(const char *path, struct err **err)
+{
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0) {
+                if (errno == ENOENT)
+                        return 0;
+                return err_set(err, errno, "--journal '%s' exists but cannot be read to check that it is a journal",
+                               path);
+        }
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return err_set(err, errno, "--journal '%s'", path);
+        if (!S_ISREG(st.st_mode) || st.st_size == 0)
+                return 0; /* a pipe, a device or an empty file: nothing to lose */
+        char head[sizeof(JOURNAL_HEADER_PREFIX)];
+        ssize_t n = pread(fd, head, sizeof(head) - 1, 0);
+        if (n == (ssize_t)sizeof(head) - 1 && memcmp(head, JOURNAL_HEADER_PREFIX, sizeof(head) - 1) == 0)
+                return 0;
+        return err_setc(err, JOURNAL_E_NOT_JOURNAL, 0,
+                        "--journal '%s' exists and is not a chidori journal (its first line is not a journal "
+                        "header); refusing to overwrite it: choose another file, or add --force to replace it",
+                        path);
+}
+
 int journal_open(const char *path, struct journal **ret, struct err **err)
 {
         int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);

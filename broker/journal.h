@@ -25,6 +25,14 @@ enum journal_errc {
 /* ---- recording ---- */
 struct journal;
 
+/* May `path` be replaced by a new journal?  Yes (0) when it does not exist,
+ * is empty, is not a regular file (a pipe, /dev/null), or is a chidori
+ * journal (its first line is a journal header); else -1 with code
+ * JOURNAL_E_NOT_JOURNAL (the caller asks for --force).  Reads at most the
+ * first line's first bytes. */
+enum { JOURNAL_E_NOT_JOURNAL = 1 };
+int journal_check_replaceable(const char *path, struct err **err);
+
 /* Create/truncate path (mode 0600). */
 int journal_open(const char *path, struct journal **ret, struct err **err);
 /* Cap the file at `max` bytes (0 = no cap).  A line that would pass it is

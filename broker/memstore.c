@@ -587,6 +587,26 @@ int memstore_delete(struct memstore *m, const char *ns, const char *key, bool *r
         return 0;
 }
 
+int memstore_clear(struct memstore *m, const char *ns, size_t *ret_n, struct err **err)
+{
+        if (check_store(m, ns, err) < 0)
+                return -1;
+        /* One statement, one transaction: the namespace is empty or unchanged. */
+        sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(m->db, "DELETE FROM memory WHERE ns = ?1", -1, &st, NULL);
+        if (rc == SQLITE_OK)
+                rc = bind_text(st, 1, ns, strlen(ns));
+        if (rc == SQLITE_OK)
+                rc = sqlite3_step(st);
+        int changes = sqlite3_changes(m->db);
+        sqlite3_finalize(st);
+        if (rc != SQLITE_DONE)
+                return db_err(m->db, m->path, rc, err, "cannot clear the namespace");
+        if (ret_n)
+                *ret_n = (size_t)changes;
+        return 0;
+}
+
 void memstore_keys_free(char **keys)
 {
         if (!keys)

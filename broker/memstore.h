@@ -67,6 +67,10 @@ int memstore_set(struct memstore *m, const char *ns, const char *key, const char
 int memstore_delete(struct memstore *m, const char *ns, const char *key, bool *ret_existed,
                     struct err **err);
 
+/* Remove every key of `ns` in one transaction.  *ret_n (may be NULL) is the
+ * number of keys removed. */
+int memstore_clear(struct memstore *m, const char *ns, size_t *ret_n, struct err **err);
+
 /* Keys of `ns` that start with `prefix` (NULL or "" = all keys).  The match is
  * a literal byte prefix: '%' and '_' are ordinary characters.  Sorted by key
  * bytes ascending.  *ret_keys is a NULL-terminated malloc'd array of malloc'd

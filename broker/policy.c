@@ -924,3 +924,8 @@ size_t policy_ask_message(const char *target, const struct policy_verdict *v, ch
                        "; nothing can approve it here (set CHIDORI_POLICY_AUTO_APPROVE=1 to approve such calls)", buf,
                        len);
 }
+
+size_t policy_declined_message(const char *target, const struct policy_verdict *v, char *buf, size_t len)
+{
+        return message(target, v, "needs approval", "; declined at the terminal", buf, len);
+}

@@ -125,9 +125,13 @@ size_t policy_describe(const struct policy *p, char *buf, size_t len);
 size_t policy_denial_message(const char *target, const struct policy_verdict *v, char *buf, size_t len);
 
 /* The CLI's refusal of an ask_before call when CHIDORI_POLICY_AUTO_APPROVE is
- * not 1: "policy: `<target>` needs approval[: <reason>]; nothing can approve
- * it here (set CHIDORI_POLICY_AUTO_APPROVE=1 to approve such calls)". */
+ * not 1 and stdin is not a terminal: "policy: `<target>` needs approval[:
+ * <reason>]; nothing can approve it here (set CHIDORI_POLICY_AUTO_APPROVE=1
+ * to approve such calls)". */
 size_t policy_ask_message(const char *target, const struct policy_verdict *v, char *buf, size_t len);
+/* The same when the person at the terminal said no: "policy: `<target>`
+ * needs approval[: <reason>]; declined at the terminal". */
+size_t policy_declined_message(const char *target, const struct policy_verdict *v, char *buf, size_t len);
 
 /* "always_allow", "ask_before", "never_allow". */
 const char *policy_decision_name(enum policy_decision d);

@@ -20,6 +20,11 @@ int read_file(const char *path, size_t max, char **ret, size_t *ret_len, struct 
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return err_set(err, errno, "open '%s'", path);
+        return read_fd(fd, path, max, ret, ret_len, err);
+}
+
+int read_fd(int fd, const char *path, size_t max, char **ret, size_t *ret_len, struct err **err)
+{
         struct stat st;
         if (fstat(fd, &st) < 0)
                 return err_set(err, errno, "stat '%s'", path);

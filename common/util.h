@@ -9,6 +9,9 @@
 
 /* Read a whole file (at most max bytes, else error).  *ret is NUL-terminated. */
 int read_file(const char *path, size_t max, char **ret, size_t *ret_len, struct err **err);
+/* The same from an open fd (not closed) until end of file; `path` names it
+ * in messages ("stdin"). */
+int read_fd(int fd, const char *path, size_t max, char **ret, size_t *ret_len, struct err **err);
 
 /* Standard base64 with padding; malloc'd, NULL on OOM. */
 char *base64_encode(const unsigned char *buf, size_t len);

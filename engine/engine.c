@@ -294,6 +294,22 @@ static int send_done(struct engine *e, struct err **err)
         switch (e->end) {
         case ENGINE_SETTLED:
                 text = e->done_text;
+                /* A value that does not fit in a frame is the agent's doing:
+                 * an error it can read, not a protocol failure. */
+                if (text && strlen(text) > FRAME_MAX_BYTES) {
+                        size_t len = strlen(text);
+                        static const char ok_prefix[] = "{\"type\":\"done\",\"ok\":true";
+                        bool ok = strncmp(text, ok_prefix, sizeof(ok_prefix) - 1) == 0;
+                        char big[128], size[48];
+                        /* Whole MiB when that already says "over"; bytes just above the limit. */
+                        if ((len >> 20) > (FRAME_MAX_BYTES >> 20))
+                                snprintf(size, sizeof(size), "%zu MiB", len >> 20);
+                        else
+                                snprintf(size, sizeof(size), "%zu bytes", len);
+                        snprintf(big, sizeof(big), "%s too large (%s, limit %u MiB)", ok ? "result" : "error", size,
+                                 FRAME_MAX_BYTES >> 20);
+                        text = own = failure_done("error", "RangeError", big);
+                }
                 break;
         case ENGINE_CPU_LIMIT:
                 snprintf(msg, sizeof(msg), "CPU time limit exceeded (%" PRIu64 " ms)", e->deadline_ms);

@@ -449,13 +449,13 @@ static int bundle(struct agent *a, struct err **err)
                                 "run 'make deps' (installs it into tools/), put esbuild on PATH, or set "
                                 "CHIDORI_ESBUILD=/path/to/esbuild",
                                 a->path);
-        _cleanup_free_ char *dir = strdup(a->abspath);
-        if (!dir)
+        _cleanup_free_ char *dir = a->abspath ? strdup(a->abspath) : NULL;
+        if (a->abspath && !dir)
                 return err_set(err, ENOMEM, "bundle");
-        char *slash = strrchr(dir, '/');
-        if (slash == dir)
+        char *slash = dir ? strrchr(dir, '/') : NULL;
+        if (slash == dir && dir)
                 slash[1] = '\0';
-        else
+        else if (slash)
                 *slash = '\0';
         const char *tmpdir = getenv("TMPDIR");
         char made[PATH_MAX];
@@ -480,8 +480,22 @@ static int bundle(struct agent *a, struct err **err)
         _cleanup_close_ int dfd = open(made, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (rc == 0 && dfd < 0)
                 rc = err_set(err, errno, "open %s", made);
+        /* An agent read from stdin is bundled from a copy in the temporary
+         * folder's agent/, which is then its directory: it imports nothing
+         * of the host's. */
+        _cleanup_free_ char *stdin_copy = NULL;
+        if (rc == 0 && !a->abspath) {
+                if (asprintf(&dir, "%s/agent", tmp) < 0 || asprintf(&stdin_copy, "%s/%s", dir, a->filename) < 0)
+                        rc = err_set(err, ENOMEM, "bundle");
+                else if (mkdirat(dfd, "agent", 0700) < 0)
+                        rc = err_set(err, errno, "create a directory for bundling");
+                else {
+                        _cleanup_close_ int afd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                        rc = afd < 0 ? err_set(err, errno, "open %s", dir) : write_text(afd, a->filename, a->source, err);
+                }
+        }
         if (rc == 0)
-                rc = write_inputs(dfd, a->abspath, err);
+                rc = write_inputs(dfd, a->abspath ? a->abspath : stdin_copy, err);
         char *out = NULL, *errtext = NULL;
         if (rc == 0) {
                 /* import() becomes require() (so that a missing module fails
@@ -509,6 +523,10 @@ static int bundle(struct agent *a, struct err **err)
                 rc = err_wrap(err, "read the bundle");
         if (rc == 0)
                 load_map(a, tmp, dir);
+        if (stdin_copy) {
+                unlink(stdin_copy);
+                rmdir(dir);
+        }
         if (dfd >= 0)
                 remove_tmp(dfd);
         rmdir(made);
@@ -520,6 +538,8 @@ static int bundle(struct agent *a, struct err **err)
         a->esm = true;
         return 0;
 }
+
+static int finish_load(struct agent *a, const char *path, struct err **err);
 
 int agent_load(const char *path, struct agent *a, struct err **err)
 {
@@ -544,6 +564,28 @@ int agent_load(const char *path, struct agent *a, struct err **err)
                 agent_free(a);
                 return err_set(err, ENOMEM, "load agent");
         }
+        return finish_load(a, path, err);
+}
+
+int agent_load_stdin(const char *name, struct agent *a, struct err **err)
+{
+        memset(a, 0, sizeof(*a));
+        a->path = strdup("-");
+        a->filename = strdup(name);
+        if (!a->path || !a->filename) {
+                agent_free(a);
+                return err_set(err, ENOMEM, "load agent");
+        }
+        if (read_fd(STDIN_FILENO, "stdin", AGENT_MAX_BYTES, &a->source, &a->source_len, err) < 0) {
+                agent_free(a);
+                return err_wrap(err, "read the agent from stdin");
+        }
+        return finish_load(a, name, err);
+}
+
+/* The part of loading shared by files and stdin: hash, check, bundle. */
+static int finish_load(struct agent *a, const char *path, struct err **err)
+{
         sha256_hex(a->source, a->source_len, a->sha256);
         if (memchr(a->source, '\0', a->source_len)) {
                 agent_free(a);

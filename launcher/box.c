@@ -201,6 +201,10 @@ static void parent_dir(const char *path)
  * through /proc/self/fd afterwards. */
 static int program_fd = -1;
 static int bind_fds[64] = { [0 ... 63] = -1 };
+/* Root's --bind folders as id-mapped mount trees (made by the parent before
+ * clone, inherited): the box's root, 65534 outside, reads and writes them as
+ * uid 0 on disk, like the caller.  -1: a plain bind. */
+static int bind_idmap[64] = { [0 ... 63] = -1 };
 
 static void open_sources(const struct box_opts *o)
 {
@@ -214,6 +218,27 @@ static void bind_fd(const char *src, int fd, const char *dst, bool rw, bool dev)
 static void bind_one(const char *src, const char *dst, bool rw, bool dev)
 {
         bind_fd(src, -1, dst, rw, dev);
+}
+
+/* Put an id-mapped tree (nosuid, nodev, noexec already set) at dst. */
+static void attach_tree(const char *src, int tree, const char *dst)
+{
+        struct stat st;
+        if (fstat(tree, &st) < 0)
+                child_fail(BOX_E_SETUP, errno, "bind source %s", src);
+        parent_dir(dst);
+        if (S_ISDIR(st.st_mode)) {
+                mkdir_p(dst, 0755);
+        } else {
+                int mp = open(dst, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+                if (mp < 0 && errno != EEXIST)
+                        child_fail(BOX_E_SETUP, errno, "create mount point %s", dst);
+                if (mp >= 0)
+                        close(mp);
+        }
+        if (move_mount(tree, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                child_fail(BOX_E_SETUP, errno, "bind %s on %s (id-mapped)", src, dst);
+        close(tree);
 }
 
 static void bind_fd(const char *src, int fd, const char *dst, bool rw, bool dev)
@@ -307,9 +332,14 @@ static void setup_rootfs(const struct box_opts *o, bool own_pidns)
         struct stat pst;
         if (stat(o->program, &pst) < 0)
                 bind_fd(o->program, program_fd, o->program, false, false);
-        for (size_t i = 0; i < o->nbinds; i++)
-                bind_fd(o->binds[i].src, i < ARRAY_SIZE(bind_fds) ? bind_fds[i] : -1,
-                        o->binds[i].dst ? o->binds[i].dst : o->binds[i].src, o->binds[i].rw, false);
+        for (size_t i = 0; i < o->nbinds; i++) {
+                const char *dst = o->binds[i].dst ? o->binds[i].dst : o->binds[i].src;
+                if (i < ARRAY_SIZE(bind_idmap) && bind_idmap[i] >= 0)
+                        attach_tree(o->binds[i].src, bind_idmap[i], dst);
+                else
+                        bind_fd(o->binds[i].src, i < ARRAY_SIZE(bind_fds) ? bind_fds[i] : -1, dst, o->binds[i].rw,
+                                false);
+        }
 
         /* A private /dev with the five harmless devices and nothing else. */
         mkdir_p("/dev", 0755);
@@ -530,6 +560,125 @@ __attribute__((noreturn)) static void child_main(const struct box_opts *o, unsig
 
 /* ---- parent ---- */
 
+static int write_id_map(pid_t pid, const char *file, const char *text, struct err **err)
+{
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        ssize_t n = (ssize_t)strlen(text);
+        if (fd < 0 || write(fd, text, (size_t)n) != n) {
+                int e = errno;
+                if (fd >= 0)
+                        close(fd);
+                return err_set(err, e, "write %s", path);
+        }
+        close(fd);
+        return 0;
+}
+
+/* A user namespace whose uid/gid 0 is 65534 outside, as the box's own is
+ * when the launcher is root (decision 11): the id map of root's --bind
+ * trees.  A short-lived child makes it; its namespace outlives it through
+ * the fd.  Returns the fd, or -1 with err set. */
+static int idmap_userns(struct err **err)
+{
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return err_set(err, errno, "pipe");
+        pid_t c = fork();
+        if (c < 0) {
+                close(p[0]), close(p[1]);
+                return err_set(err, errno, "fork");
+        }
+        if (c == 0) {
+                close(p[0]);
+                char x = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
+                if (write(p[1], &x, 1) != 1)
+                        _exit(1);
+                pause(); /* until the parent has the namespace and kills us */
+                _exit(0);
+        }
+        close(p[1]);
+        char x = 'n';
+        ssize_t got = read(p[0], &x, 1);
+        close(p[0]);
+        int fd = -1;
+        if (got == 1 && x == 'y' && write_id_map(c, "setgroups", "deny", err) == 0 &&
+            write_id_map(c, "uid_map", "0 65534 1\n", err) == 0 &&
+            write_id_map(c, "gid_map", "0 65534 1\n", err) == 0) {
+                char path[64];
+                snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)c);
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        err_set(err, errno, "open %s", path);
+        } else if (!(err && *err)) {
+                err_set(err, 0, "the helper could not create a user namespace");
+        }
+        kill(c, SIGKILL);
+        while (waitpid(c, NULL, 0) < 0 && errno == EINTR)
+                ;
+        return fd;
+}
+
+/* Root's --bind sources as id-mapped trees (bind_idmap), each nosuid, nodev
+ * and noexec, as a plain rw bind is.  A filesystem that cannot be id-mapped
+ * (tmpfs before Linux 6.3, ramfs, procfs...) keeps the plain bind and a note
+ * for the banner, or fails the start under --require-sandbox. */
+static int idmap_binds(const struct box_opts *o, struct box *b, struct err **err)
+{
+        bool any = false;
+        for (size_t i = 0; i < o->nbinds && i < ARRAY_SIZE(bind_idmap); i++)
+                any |= o->binds[i].rw;
+        if (!any || getuid() != 0 || (o->disable & (LAYER_BIT(LAYER_USERNS) | LAYER_BIT(LAYER_MNTNS))))
+                return 0;
+        int ns = idmap_userns(err);
+        if (ns < 0)
+                return err_wrap(err, "id-mapped --bind");
+        size_t plain = 0;
+        const char *first = NULL;
+        char why[160] = "";
+        for (size_t i = 0; i < o->nbinds && i < ARRAY_SIZE(bind_idmap); i++) {
+                if (!o->binds[i].rw)
+                        continue;
+                int t = open_tree(AT_FDCWD, o->binds[i].src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+                struct mount_attr a = {
+                        .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                        .userns_fd = (uint64_t)ns,
+                };
+                if (t >= 0 && mount_setattr(t, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) == 0) {
+                        bind_idmap[i] = t;
+                        continue;
+                }
+                int e = errno;
+                if (t >= 0)
+                        close(t);
+                if (!first) {
+                        first = o->binds[i].src;
+                        snprintf(why, sizeof(why), "%s: %s", t < 0 ? "open_tree" : "mount_setattr", strerror(e));
+                }
+                plain++;
+        }
+        close(ns);
+        if (plain && o->require)
+                return err_setc(err, BOX_E_LAYER, 0,
+                                "sandbox layer unavailable: id-mapped --bind of %s (%s; its filesystem cannot be "
+                                "id-mapped, e.g. tmpfs before Linux 6.3): files the box writes there would be owned "
+                                "by 65534",
+                                first, why);
+        if (plain)
+                snprintf(b->notes, sizeof(b->notes),
+                         "--bind %.120s%s not id-mapped (%s): files the box writes there are owned by 65534", first,
+                         plain > 1 ? " and others" : "", why);
+        return 0;
+}
+
+static void close_idmap_binds(void)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(bind_idmap); i++)
+                if (bind_idmap[i] >= 0)
+                        bind_idmap[i] = (close(bind_idmap[i]), -1);
+}
+
 static int write_maps(pid_t pid, struct err **err)
 {
         char path[64], text[64];
@@ -605,9 +754,15 @@ int box_spawn(const struct box_opts *o, struct box *b, struct err **err)
         b->pidfd = b->notify_fd = -1;
         memset(&rep, 0, sizeof(rep));
 
+        if (idmap_binds(o, b, err) < 0) {
+                close_idmap_binds();
+                return -1;
+        }
         int sv[2];
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+                close_idmap_binds();
                 return err_set(err, errno, "socketpair");
+        }
         static const struct {
                 enum box_layer l;
                 uint64_t flag;
@@ -648,6 +803,7 @@ int box_spawn(const struct box_opts *o, struct box *b, struct err **err)
                 if (o->require) {
                         int e = errno;
                         close(sv[0]), close(sv[1]);
+                        close_idmap_binds();
                         return err_setc(err, BOX_E_LAYER, 0, "sandbox layer unavailable: user namespace (%s)",
                                         strerror(e));
                 }
@@ -658,6 +814,7 @@ int box_spawn(const struct box_opts *o, struct box *b, struct err **err)
         if (pid < 0) {
                 int e = errno;
                 close(sv[0]), close(sv[1]);
+                close_idmap_binds();
                 return err_setc(err, BOX_E_SETUP, e, "clone3");
         }
         if (pid == 0) {
@@ -679,6 +836,7 @@ int box_spawn(const struct box_opts *o, struct box *b, struct err **err)
                 child_main(o, want, getppid(), late_cgroupns);
         }
         close(sv[1]);
+        close_idmap_binds(); /* the child has its copies */
         b->pid = pid;
         b->pidfd = pidfd;
         int rc = 0;
@@ -751,9 +909,9 @@ void box_describe(const struct box *b, const char *cgroup, const char *extra, ch
         char ll[32] = "";
         if (b->applied & LAYER_BIT(LAYER_LANDLOCK))
                 snprintf(ll, sizeof(ll), "; landlock abi %d", b->landlock_abi);
-        snprintf(buf, len, "process (%s ns%s%s%s%s%s%s%s)", nsl[0] ? nsl : "no", cgroup && *cgroup ? "; " : "",
+        snprintf(buf, len, "process (%s ns%s%s%s%s%s%s%s%s%s)", nsl[0] ? nsl : "no", cgroup && *cgroup ? "; " : "",
                  cgroup ? cgroup : "", ll, (b->applied & LAYER_BIT(LAYER_SECCOMP)) ? "; seccomp allowlist" : "",
-                 extra && *extra ? "; " : "", extra ? extra : "", skipped);
+                 extra && *extra ? "; " : "", extra ? extra : "", skipped, b->notes[0] ? "; " : "", b->notes);
 }
 
 int box_notify_read(int notify_fd)

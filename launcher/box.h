@@ -84,6 +84,7 @@ struct box {
         int landlock_abi;
         bool nproc_applied;            /* RLIMIT_NPROC was set (box_opts.nproc) */
         char skipped[LAYER_MAX][120];  /* why a layer was not applied ("" if applied) */
+        char notes[256];               /* for the banner: e.g. a --bind left without an id map */
 };
 
 /* Start the program in a new box.  On success the child is running (it has

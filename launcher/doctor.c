@@ -20,6 +20,7 @@
 #include "cgroup/cgroup.h"
 #include "common/cleanup.h"
 #include "common/dlib.h"
+#include "launcher/cli.h"
 #include "launcher/landlock.h"
 #include "launcher/launcher.h"
 #include "launcher/options.h"
@@ -78,7 +79,8 @@ static int print_tables(void)
         } t[] = {
                 { SECCOMP_STAGE2_WORKER, "engine worker (stage 2, installed by the worker itself)" },
                 { SECCOMP_STAGE1_WORKER, "engine worker start-up (stage 1: stage 2 plus the loader's needs)" },
-                { SECCOMP_LAUNCH, "chidori launch (ordinary programs)" },
+                { SECCOMP_LAUNCH, "chidori launch (ordinary programs; with --seccomp-errno the same list, "
+                                  "other calls fail with EPERM)" },
         };
         for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
                 printf("### %s\n\n| syscall | why |\n| --- | --- |\n", t[i].title);
@@ -157,8 +159,9 @@ int cmd_doctor(int argc, char **argv)
                 { NULL, 0, NULL, 0 },
         };
         optind = 1;
+        opterr = 0;
         int c;
-        while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
                 if (c == 'r')
                         require = true;
                 else if (c == 's')
@@ -175,8 +178,7 @@ int cmd_doctor(int argc, char **argv)
                                "CHIDORI_ENGINE_LIB, CHIDORI_NET_LIB, CHIDORI_ESBUILD (override those paths).\n");
                         return EXIT_OK;
                 } else {
-                        fprintf(stderr, "Try 'chidori doctor --help'.\n");
-                        return EXIT_USAGE;
+                        return cli_bad_option("doctor", argc, argv, longopts);
                 }
         }
         struct utsname u;

@@ -45,7 +45,7 @@ static int parse_size(const char *what, const char *v, unsigned long long *ret)
         struct err *e = NULL;
         uint64_t n = 0;
         if (cgroup_parse_size(v, &n, &e) < 0) {
-                fprintf(stderr, "chidori: %s '%s': %s\n", what, v, err_msg(e));
+                fprintf(stderr, "chidori: %s: %s\n", what, err_msg(e));
                 err_free(e);
                 return -1;
         }

@@ -19,6 +19,7 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "launcher/box.h"
+#include "launcher/cli.h"
 #include "launcher/launcher.h"
 #include "launcher/options.h"
 
@@ -39,6 +40,10 @@ static void launch_help(void)
                SANDBOX_OPTIONS_HELP
                "  --setenv NAME         pass NAME=value from this environment into the box (repeatable);\n"
                "                        the box's environment is otherwise PATH, HOME=/ and LANG only\n"
+               "  --seccomp-errno       a syscall outside the allowlist fails with EPERM and the program\n"
+               "                        goes on (as in container runtimes), instead of ending the box\n"
+               "                        with exit 159; the fixed prefix (ptrace, bpf, mount, namespaces,\n"
+               "                        keyctl, ...) still ends it, named\n"
                "  --quiet               do not print the Isolation: banner\n"
                "  -h, --help            show this help\n"
                "\n"
@@ -90,7 +95,7 @@ static int parse_bind(const char *arg, bool rw, struct box_bind *b)
         return 0;
 }
 
-enum { OPT_RO_BIND = 600, OPT_BIND, OPT_QUIET_L, OPT_SETENV };
+enum { OPT_RO_BIND = 600, OPT_BIND, OPT_QUIET_L, OPT_SETENV, OPT_SECCOMP_ERRNO };
 
 #define LAUNCH_ENV_MAX 64
 
@@ -120,14 +125,18 @@ int cmd_launch(int argc, char **argv)
                 { "bind", required_argument, NULL, OPT_BIND },
                 { "quiet", no_argument, NULL, OPT_QUIET_L },
                 { "setenv", required_argument, NULL, OPT_SETENV },
+                { "seccomp-errno", no_argument, NULL, OPT_SECCOMP_ERRNO },
                 { "help", no_argument, NULL, 'h' },
                 SANDBOX_LONGOPTS,
                 { NULL, 0, NULL, 0 },
         };
         optind = 1;
+        opterr = 0;
         int c;
         /* '+': stop at the first non-option, so PROGRAM's own flags pass through. */
-        while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+                if (c == '?' || c == ':')
+                        return cli_bad_option("launch", argc, argv, longopts);
                 int h = sandbox_opts_parse(&so, "launch", c, optarg);
                 if (h < 0)
                         return EXIT_USAGE;
@@ -145,6 +154,7 @@ int cmd_launch(int argc, char **argv)
                         nbinds++;
                         break;
                 case OPT_QUIET_L: quiet = true; break;
+                case OPT_SECCOMP_ERRNO: so.seccomp_errno = true; break;
                 case OPT_SETENV:
                         if (!env_name_ok(optarg) || nsetenv == LAUNCH_ENV_MAX) {
                                 fprintf(stderr, "chidori: --setenv '%s': expected a variable name ([A-Za-z_][A-Za-z0-9_]*), "
@@ -154,9 +164,7 @@ int cmd_launch(int argc, char **argv)
                         setenv_names[nsetenv++] = optarg;
                         break;
                 case 'h': launch_help(); return EXIT_OK;
-                default:
-                        fprintf(stderr, "Try 'chidori launch --help'.\n");
-                        return EXIT_USAGE;
+                default: return cli_bad_option("launch", argc, argv, longopts);
                 }
         }
         if (optind >= argc) {

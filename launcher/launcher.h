@@ -68,7 +68,7 @@ int find_worker(char **ret_path, struct err **err);
 /* ---- agent.c ---- */
 struct agent {
         char *path;        /* as given */
-        char *abspath;     /* canonical */
+        char *abspath;     /* canonical; NULL for an agent read from stdin */
         char *filename;    /* base name, for stack traces */
         char *source;      /* original bytes */
         size_t source_len;
@@ -82,6 +82,10 @@ struct agent {
  * error, code 1 and the message carries esbuild's diagnosis (syntax errors as
  * file:line:col). */
 int agent_load(const char *path, struct agent *ret, struct err **err);
+/* The same for an agent read from stdin (`chidori run -`): path "-",
+ * filename `name` (stack traces, and .ts/.mjs select bundling), abspath
+ * NULL.  A bundled stdin agent can import no file of its own. */
+int agent_load_stdin(const char *name, struct agent *ret, struct err **err);
 /* esbuild: $CHIDORI_ESBUILD, the build tree's tools/, beside the binary or in
  * its libexec directory (common/dlib.h), then $PATH.  malloc'd, or NULL. */
 char *agent_find_esbuild(void);
@@ -128,6 +132,19 @@ int report_outcome(const struct broker_outcome *o, int status, bool json, long j
 const char *report_signame(int sig);
 /* Exit code for a spawn failure (78 for a missing required layer). */
 int spawn_exit_code(const struct err *e);
+/* The worker died before `ready` and the cgroup's pids limit was hit:
+ * "process limit too low to start the engine (<source>; at least M
+ * needed)", exit 2 (a configuration the user chose).  source: where the
+ * limit came from, e.g. "--pids 5" or "CHIDORI_PIDS_MAX=5". */
+int report_pids_too_low(const struct broker_outcome *o, bool json, const char *run_id, const char *source,
+                        uint64_t pids);
+
+/* The fewest tasks (pids.max) the engine worker can run with: its main
+ * thread, the worker's helper thread, JavaScriptCore's heap helper and two
+ * JIT compiler threads, measured with the JIT on, on 2 CPUs.  JSC sizes its
+ * pools by the CPU count, so a larger host may need more: a worker that
+ * still fails to start says so (report_pids_too_low). */
+#define ENGINE_PIDS_MIN 5
 
 /* ---- child.c ---- */
 /* A chidori started by a run: CHIDORI_PARENT_PID (die with it) and
@@ -142,5 +159,12 @@ extern bool launcher_cgroup_entered;
 int cmd_run(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_host_tool(int argc, char **argv); /* hosttool.c, internal */
+int cmd_memory(int argc, char **argv);
+
+/* ---- memory.c ---- */
+/* --state-dir DIR: DIR exists, or its parent does (DIR itself is then
+ * created by the store); else prints the error naming the missing parent
+ * and returns -1. */
+int state_dir_check(const char *dir);
 
 #endif

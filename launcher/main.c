@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/text.h"
+#include "launcher/cli.h"
 #include "launcher/launcher.h"
 #include "launcher/options.h"
 
@@ -18,6 +20,7 @@ static void help(FILE *f)
                    "  replay JOURNAL   re-run a recorded run from its journal, performing no effect\n"
                    "  launch -- PROG   run any program inside the same sandbox\n"
                    "  doctor           report which isolation layers this host can apply\n"
+                   "  memory ACTION    list, show, delete or clear an agent's memory (chidori.memory)\n"
                    "\n"
                    "  chidori COMMAND --help   shows the options of a command\n"
                    "  chidori --version        prints the version\n",
@@ -66,16 +69,27 @@ int main(int argc, char **argv)
                 help(stdout);
                 return EXIT_OK;
         }
-        if (strcmp(cmd, "run") == 0)
-                return cmd_run(argc - 1, argv + 1);
-        if (strcmp(cmd, "replay") == 0)
-                return cmd_replay(argc - 1, argv + 1);
+        /* run and replay have --json: their usage errors are JSON too. */
+        if (strcmp(cmd, "run") == 0 || strcmp(cmd, "replay") == 0) {
+                cli_json_begin(argc - 1, argv + 1);
+                int code = cmd[1] == 'u' ? cmd_run(argc - 1, argv + 1) : cmd_replay(argc - 1, argv + 1);
+                return cli_json_end(code);
+        }
         if (strcmp(cmd, "launch") == 0)
                 return cmd_launch(argc - 1, argv + 1);
         if (strcmp(cmd, "doctor") == 0)
                 return cmd_doctor(argc - 1, argv + 1);
         if (strcmp(cmd, "_host-tool") == 0) /* internal: how a "sandbox": false tool runs */
                 return cmd_host_tool(argc - 1, argv + 1);
-        fprintf(stderr, "chidori: unknown command '%s'\nTry 'chidori --help'.\n", cmd);
+        if (strcmp(cmd, "memory") == 0)
+                return cmd_memory(argc - 1, argv + 1);
+        static const char *const cmds[] = { "run", "replay", "launch", "doctor", "memory", "help", "version" };
+        const char *near = cli_nearest(cmd, cmds, sizeof(cmds) / sizeof(cmds[0]));
+        char q[256];
+        text_quote(cmd, strlen(cmd), q, sizeof(q));
+        if (near)
+                fprintf(stderr, "chidori: unknown command '%s'; did you mean '%s'?\nTry 'chidori --help'.\n", q, near);
+        else
+                fprintf(stderr, "chidori: unknown command '%s'\nTry 'chidori --help'.\n", q);
         return EXIT_USAGE;
 }

@@ -16,7 +16,7 @@ struct sandbox_opts {
         long deadline_ms;        /* --deadline / CHIDORI_ISOLATE_DEADLINE_MS */
         long cpu_secs;           /* --cpu-secs / CHIDORI_ISOLATE_CPU_SECS */
         long nofile;             /* --nofile (default 256) */
-        long fsize;              /* --fsize BYTES (opt-in) */
+        long fsize;              /* --fsize SIZE in bytes (opt-in) */
         bool require;            /* --require-sandbox / CHIDORI_ISOLATE_REQUIRE_SANDBOX=1 */
         unsigned disable;        /* --unsafe-disable=LAYER,... */
         int jit;                 /* -1 default, 0 --no-jit, 1 --jit */
@@ -25,6 +25,7 @@ struct sandbox_opts {
         double cpus;             /* --cpus, 0 = no cpu.max */
         const char *cgroup_parent; /* --cgroup-parent / CHIDORI_CGROUP_PARENT */
         const char *tz;          /* the worker's TZ, checked (launcher/tz.h); set by run and replay, NULL = UTC */
+        bool seccomp_errno;      /* launch --seccomp-errno: EPERM instead of kill outside the allowlist */
         unsigned set;            /* SB_SET_*: what the user gave (flag or variable), not defaults */
         long engine_cpu_ms;      /* run: the engine's CPU budget (--js-deadline), 0 = none: the
                                   * banner shows it; RLIMIT_CPU backs it up (sandbox_cpu_secs) */
@@ -65,7 +66,7 @@ enum {
         "                        run: default 1.5 x --js-deadline + 2 s, a backstop for what the\n" \
         "                        engine cannot interrupt (a regular expression)\n"                    \
         "  --nofile N            RLIMIT_NOFILE (default 256)\n"                                      \
-        "  --fsize BYTES         RLIMIT_FSIZE, opt-in\n"                                             \
+        "  --fsize SIZE          RLIMIT_FSIZE, e.g. 1M or 4096 (bytes); opt-in, 0 = none\n"           \
         "  --require-sandbox     fail (exit 78) unless user, pid, mount and net namespaces, seccomp,\n" \
         "                        Landlock (where the kernel has it) and the memory ceiling apply\n"  \
         "                        [CHIDORI_ISOLATE_REQUIRE_SANDBOX=1]\n"                              \

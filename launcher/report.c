@@ -122,6 +122,14 @@ static int fail(const struct broker_outcome *o, bool json, const char *run_id, i
         return code;
 }
 
+int report_pids_too_low(const struct broker_outcome *o, bool json, const char *run_id, const char *source,
+                        uint64_t pids)
+{
+        unsigned long long need = pids >= ENGINE_PIDS_MIN ? (unsigned long long)pids + 1 : ENGINE_PIDS_MIN;
+        return fail(o, json, run_id, EXIT_USAGE, "process limit too low to start the engine (%s; at least %llu needed)",
+                    source, need);
+}
+
 int report_outcome(const struct broker_outcome *o, int status, bool json, long js_deadline_ms, long cpu_secs,
                    const char *run_id)
 {

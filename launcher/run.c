@@ -18,6 +18,7 @@
 #include "common/text.h"
 #include "common/util.h"
 #include "launcher/bounds.h"
+#include "launcher/cli.h"
 #include "launcher/grants.h"
 #include "launcher/launcher.h"
 #include "launcher/options.h"
@@ -31,6 +32,7 @@ struct run_opts {
         const char *state_dir;
         const char *answers_path;
         const char *mem_ns;
+        const char *agent_name;   /* --agent-name: the name of an agent read from stdin */
         long js_deadline_ms;      /* -1 until given or defaulted (resolve_cpu_budget) */
         bool js_deadline_set;     /* given by --js-deadline or CHIDORI_JS_DEADLINE_MS */
         struct sandbox_opts sb;
@@ -39,6 +41,8 @@ struct run_opts {
         bool json, quiet, in_process;
         bool untrusted, trusted;  /* --untrusted / --trusted */
         bool tz_flag;             /* sb.tz came from --tz (else CHIDORI_TZ or the default) */
+        bool force;               /* --force: --journal may replace a file that is not a journal */
+        bool pids_flag;           /* sb.pids_max came from --pids (else CHIDORI_PIDS_MAX or the default) */
 };
 
 static int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -115,6 +119,7 @@ static int in_process_exit(const struct run_opts *o, int code)
 {
         if (!o->in_process)
                 return code;
+        code = cli_json_end(code);
         fflush(NULL);
         _exit(code);
 }
@@ -125,6 +130,19 @@ static void make_run_id(char out[40])
         if (getrandom(b, sizeof(b), 0) != sizeof(b))
                 memset(b, 0, sizeof(b));
         snprintf(out, 40, "run-%02x%02x%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]);
+}
+
+/* Where the pids limit came from, for messages. */
+static void pids_source(const struct run_opts *o, char *buf, size_t len)
+{
+        const char *env = getenv("CHIDORI_PIDS_MAX");
+        unsigned long long n = (unsigned long long)o->sb.pids_max;
+        if (o->pids_flag)
+                snprintf(buf, len, "--pids %llu", n);
+        else if (env && *env)
+                snprintf(buf, len, "CHIDORI_PIDS_MAX=%llu", n);
+        else
+                snprintf(buf, len, "--pids %llu, the default", n);
 }
 
 static void banner(const struct run_opts *o, const char *isolation, const struct policy *pol)
@@ -215,7 +233,7 @@ static void journal_header(struct run_ctx *c, const char *tz)
         cJSON_AddStringToObject(h, "chidori", CHIDORI_VERSION);
         cJSON_AddNumberToObject(h, "protocol", 1);
         cJSON_AddStringToObject(h, "run_id", c->run_id);
-        cJSON_AddStringToObject(h, "agent", c->agent.abspath);
+        cJSON_AddStringToObject(h, "agent", c->agent.abspath ? c->agent.abspath : "-"); /* "-": read from stdin */
         cJSON_AddStringToObject(h, "agent_sha256", c->agent.sha256);
         cJSON_AddStringToObject(h, "filename", c->agent.filename);
         cJSON_AddStringToObject(h, "memory_ns", c->ns);
@@ -320,7 +338,8 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
                 struct nested_src ns = {
                         .sb = &o->sb, .untrusted = o->untrusted, .trusted = o->trusted,
                         .in_process = o->in_process, .js_deadline_ms = o->js_deadline_set ? o->js_deadline_ms : -1,
-                        .state_dir = o->state_dir, .agent_path = o->agent_path, .lim = &o->lim,
+                        .state_dir = o->state_dir, .lim = &o->lim,
+                        .agent_path = strcmp(o->agent_path, "-") == 0 ? NULL : o->agent_path,
                 };
                 int gc = grants_open(&o->gr, &ns, &c->grants, &cfg);
                 if (gc)
@@ -344,6 +363,7 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
         (void)surface;
         /* Nested runs and tools go below the run's cgroup (one budget). */
         grants_set_cgroup(&c->grants, w.have_sr ? w.sr.cg : NULL);
+        cli_json_stop(); /* the run has started: from here --json prints its outcome */
         banner(o, so.banner, c->policy);
         if (o->in_process && policy_fallback(c->policy) != POLICY_ALLOW && !o->quiet)
                 fprintf(stderr, "chidori: note: untrusted code is running without process isolation "
@@ -365,7 +385,7 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
                 fflush(stdout);
                 free(text);
         }
-        int status = 0;
+        int status = 0, code_pids;
         bool kill_first = rc < 0 || out.end != BROKER_END_DONE_OK;
         struct err *werr = NULL;
         struct sandbox_usage usage;
@@ -376,6 +396,17 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
         }
         out.oom_killed = usage.oom_killed;
         out.pids_limit_hit = usage.pids_limit_hit;
+        /* The engine could not start its threads (the limit was at least
+         * ENGINE_PIDS_MIN, yet this host's engine wanted more). */
+        if (rc == 0 && out.end == BROKER_END_EOF && !out.got_ready && out.pids_limit_hit) {
+                char src[64];
+                pids_source(o, src, sizeof(src));
+                code_pids = report_pids_too_low(&out, o->json, c->run_id, src, o->sb.pids_max);
+                if (c->journal)
+                        journal_end(c, &out, status, code_pids);
+                broker_outcome_clear(&out);
+                return code_pids;
+        }
         out.peak_bytes = usage.peak_bytes;
         out.memory_limit = usage.memory_limit;
         if (rc < 0) {
@@ -402,6 +433,8 @@ static int open_memory(const struct run_opts *o, struct run_ctx *c)
 {
         struct err *err = NULL;
         _cleanup_free_ char *dir = NULL;
+        if (o->state_dir && state_dir_check(o->state_dir) < 0)
+                return -1;
         if (o->state_dir)
                 dir = strdup(o->state_dir);
         else if (memstore_default_dir(&dir, &err) < 0)
@@ -421,15 +454,20 @@ static void run_help(void)
         printf("Usage: chidori run [OPTIONS] AGENT [--input JSON | --input-file FILE]\n"
                "\n"
                "Run one agent (AGENT.js, .mjs, .cjs or .ts) to completion in the sandbox and print its\n"
-               "result as JSON on stdout.\n"
+               "result as JSON on stdout.  AGENT '-' reads the agent from stdin.\n"
                "\n"
                "Options (environment variable in brackets):\n"
                "  --input JSON          the agent's input (default null)\n"
-               "  --input-file FILE     read the input JSON from FILE\n"
-               "  --journal FILE        record every host call to FILE (JSON lines) for replay\n"
+               "  --input-file FILE     read the input JSON from FILE ('-': stdin)\n"
+               "  --agent-name NAME     the file name of an agent read from stdin, for stack traces and\n"
+               "                        the journal; .ts or .mjs bundles it (default stdin.js); its memory\n"
+               "                        namespace is stdin:NAME unless --memory-ns\n"
+               "  --journal FILE        record every host call to FILE (JSON lines) for replay; an existing\n"
+               "                        journal is replaced, any other non-empty file only with --force\n"
+               "  --force               let --journal replace a file that is not a journal\n"
                "  --answers FILE        answers for chidori.input(): a JSON array (in order) or an\n"
                "                        object mapping prompts to answers\n"
-               "  --state-dir DIR       where agent memory is kept\n"
+               "  --state-dir DIR       where agent memory is kept; DIR is created if its parent exists\n"
                "                        [default $XDG_STATE_HOME/chidori or ~/.local/state/chidori]\n"
                "  --memory-ns NAME      memory namespace (default: the agent's absolute path)\n"
                "  --js-deadline MS      the engine's CPU-time budget in ms (exit 152); default 60000,\n"
@@ -466,6 +504,7 @@ static void run_help(void)
 enum {
         OPT_INPUT = 256, OPT_INPUT_FILE, OPT_JOURNAL, OPT_ANSWERS, OPT_STATE_DIR, OPT_MEM_NS,
         OPT_JS_DEADLINE, OPT_NO_ISOLATE, OPT_ISOLATE, OPT_JSON, OPT_QUIET, OPT_UNTRUSTED, OPT_TRUSTED, OPT_TZ,
+        OPT_FORCE, OPT_AGENT_NAME,
 };
 
 static const struct option run_longopts[] = {
@@ -483,6 +522,8 @@ static const struct option run_longopts[] = {
         { "untrusted", no_argument, NULL, OPT_UNTRUSTED },
         { "trusted", no_argument, NULL, OPT_TRUSTED },
         { "tz", required_argument, NULL, OPT_TZ },
+        { "force", no_argument, NULL, OPT_FORCE },
+        { "agent-name", required_argument, NULL, OPT_AGENT_NAME },
         { "help", no_argument, NULL, 'h' },
         SANDBOX_LONGOPTS,
         GRANTS_LONGOPTS,
@@ -524,6 +565,29 @@ static int env_defaults(struct run_opts *o)
         return 0;
 }
 
+static bool agent_name_ok(const char *n)
+{
+        size_t len = strlen(n);
+        if (len == 0 || len > 255 || strcmp(n, ".") == 0 || strcmp(n, "..") == 0)
+                return false;
+        for (const unsigned char *p = (const unsigned char *)n; *p; p++)
+                if (*p == '/' || *p < 0x20 || *p == 0x7f)
+                        return false;
+        return true;
+}
+
+/* The engine needs a few tasks of its own (ENGINE_PIDS_MIN): a pids limit
+ * below that is refused before anything starts. */
+static int pids_check(const char *cmd, const struct run_opts *o)
+{
+        if ((o->sb.disable & (1u << LAYER_CGROUP)) || o->in_process || o->sb.pids_max >= ENGINE_PIDS_MIN)
+                return 0;
+        char src[64];
+        pids_source(o, src, sizeof(src));
+        usage_error(cmd, "process limit too low to start the engine (%s; at least %d needed)", src, ENGINE_PIDS_MIN);
+        return -1;
+}
+
 int cmd_run(int argc, char **argv)
 {
         struct run_opts o = { 0 };
@@ -533,8 +597,13 @@ int cmd_run(int argc, char **argv)
         if (tz_env && *tz_env)
                 o.sb.tz = tz_env;
         optind = 1;
+        opterr = 0;
         int c;
-        while ((c = getopt_long(argc, argv, "h", run_longopts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, ":h", run_longopts, NULL)) != -1) {
+                if (c == '?' || c == ':')
+                        return cli_bad_option("run", argc, argv, run_longopts);
+                if (c == SOPT_PIDS)
+                        o.pids_flag = true;
                 int h = common_opt("run", c, &o);
                 if (h == 0)
                         h = grants_opts_parse(&o.gr, "run", c, optarg);
@@ -550,8 +619,10 @@ int cmd_run(int argc, char **argv)
                 case OPT_STATE_DIR: o.state_dir = optarg; break;
                 case OPT_MEM_NS: o.mem_ns = optarg; break;
                 case OPT_TZ: o.sb.tz = optarg, o.tz_flag = true; break;
+                case OPT_FORCE: o.force = true; break;
+                case OPT_AGENT_NAME: o.agent_name = optarg; break;
                 case 'h': run_help(); return EXIT_OK;
-                default: return usage_error("run", "unknown option");
+                default: return cli_bad_option("run", argc, argv, run_longopts);
                 }
         }
         if (optind >= argc)
@@ -563,6 +634,21 @@ int cmd_run(int argc, char **argv)
         o.agent_path = argv[optind];
         if (o.input_json && o.input_file)
                 return usage_error("run", "give --input or --input-file, not both");
+        bool agent_stdin = strcmp(o.agent_path, "-") == 0;
+        if (agent_stdin && o.input_file && strcmp(o.input_file, "-") == 0)
+                return usage_error("run", "the agent and its input cannot both come from stdin (AGENT '-' and "
+                                          "--input-file -): put one of them in a file, or pass the input with --input");
+        if (o.agent_name && !agent_stdin)
+                return usage_error("run", "--agent-name names an agent read from stdin (AGENT '-'); the file "
+                                          "'%s' has its own name", o.agent_path);
+        if (o.agent_name && !agent_name_ok(o.agent_name)) {
+                char q[320];
+                return usage_error("run", "--agent-name '%s' is not a file name (expected a name such as agent.ts: "
+                                          "no '/', no control characters, at most 255 bytes)",
+                                   text_quote(o.agent_name, strnlen(o.agent_name, 280), q, sizeof(q)));
+        }
+        if (pids_check("run", &o) < 0)
+                return EXIT_USAGE;
         {
                 struct err *tzerr = NULL;
                 if (tz_check(o.sb.tz, &tzerr) < 0) {
@@ -580,7 +666,8 @@ int cmd_run(int argc, char **argv)
         struct err *err = NULL;
         if (o.input_file) {
                 _cleanup_free_ char *text = NULL;
-                if (read_file(o.input_file, 64u << 20, &text, NULL, &err) < 0) {
+                if (strcmp(o.input_file, "-") == 0 ? read_fd(STDIN_FILENO, "stdin", 64u << 20, &text, NULL, &err) < 0
+                                                   : read_file(o.input_file, 64u << 20, &text, NULL, &err) < 0) {
                         fprintf(stderr, "chidori: --input-file: %s\n", err_msg(err));
                         goto out;
                 }
@@ -605,7 +692,8 @@ int cmd_run(int argc, char **argv)
                         goto out;
                 }
         }
-        if (agent_load(o.agent_path, &ctx.agent, &err) < 0) {
+        if ((agent_stdin ? agent_load_stdin(o.agent_name ? o.agent_name : "stdin.js", &ctx.agent, &err)
+                         : agent_load(o.agent_path, &ctx.agent, &err)) < 0) {
                 /* The bundler's text quotes the agent's source and file
                  * names: escaped, each line under the prefix. */
                 if (err_code(err) == AGENT_E_BUNDLE || err_code(err) == AGENT_E_IMPORT) {
@@ -629,11 +717,20 @@ int cmd_run(int argc, char **argv)
         if (o.sb.jit < 0 && policy_fallback(ctx.policy) != POLICY_ALLOW)
                 o.sb.jit = 0;
         resolve_cpu_budget(&o, ctx.policy);
-        ctx.ns = strdup(o.mem_ns ? o.mem_ns : ctx.agent.abspath);
+        if (o.mem_ns)
+                ctx.ns = strdup(o.mem_ns);
+        else if (ctx.agent.abspath)
+                ctx.ns = strdup(ctx.agent.abspath);
+        else if (asprintf(&ctx.ns, "stdin:%s", ctx.agent.filename) < 0)
+                ctx.ns = NULL;
         if (open_memory(&o, &ctx) < 0)
                 goto out;
         make_run_id(ctx.run_id);
         if (o.journal_path) {
+                if (!o.force && journal_check_replaceable(o.journal_path, &err) < 0) {
+                        fprintf(stderr, "chidori: %s\n", err_msg(err));
+                        goto out;
+                }
                 if (journal_open(o.journal_path, &ctx.journal, &err) < 0) {
                         fprintf(stderr, "chidori: --journal: %s\n", err_msg(err));
                         goto out;
@@ -656,7 +753,8 @@ static void replay_help(void)
                "from the journal stops the replay with 'replay diverged at call N' (exit 1).\n"
                "\n"
                "Options (environment variable in brackets):\n"
-               "  --agent FILE          the agent to replay (default: the path in the journal header)\n"
+               "  --agent FILE          the agent to replay (default: the path in the journal header);\n"
+               "                        '-' reads it from stdin (needed for a run of an agent read from stdin)\n"
                "                        The time zone is the one recorded in the journal (--tz of the\n"
                "                        run); CHIDORI_TZ does not apply.\n"
                "  --js-deadline MS      the engine's CPU-time budget in ms (default 60000, 10000 under\n"
@@ -692,8 +790,13 @@ int cmd_replay(int argc, char **argv)
         if (env_defaults(&o) < 0)
                 return EXIT_USAGE;
         optind = 1;
+        opterr = 0;
         int c;
-        while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+                if (c == '?' || c == ':')
+                        return cli_bad_option("replay", argc, argv, longopts);
+                if (c == SOPT_PIDS)
+                        o.pids_flag = true;
                 int h = common_opt("replay", c, &o);
                 if (h < 0)
                         return EXIT_USAGE;
@@ -706,12 +809,12 @@ int cmd_replay(int argc, char **argv)
                                                      "(its header's \"tz\"); choose the zone when recording, with "
                                                      "chidori run --tz");
                 case 'h': replay_help(); return EXIT_OK;
-                default: return usage_error("replay", "unknown option");
+                default: return cli_bad_option("replay", argc, argv, longopts);
                 }
         }
         if (optind >= argc)
                 return usage_error("replay", "no journal file given");
-        if (sandbox_opts_check(&o.sb) < 0)
+        if (sandbox_opts_check(&o.sb) < 0 || pids_check("replay", &o) < 0)
                 return EXIT_USAGE;
         struct run_ctx ctx = { 0 };
         struct err *err = NULL;
@@ -724,12 +827,22 @@ int cmd_replay(int argc, char **argv)
         const cJSON *agent = cJSON_GetObjectItemCaseSensitive(h, "agent");
         const cJSON *sha = cJSON_GetObjectItemCaseSensitive(h, "agent_sha256");
         const cJSON *rid = cJSON_GetObjectItemCaseSensitive(h, "run_id");
+        const cJSON *fname = cJSON_GetObjectItemCaseSensitive(h, "filename");
         const char *path = agent_override ? agent_override : cJSON_IsString(agent) ? agent->valuestring : NULL;
         if (!path) {
                 fprintf(stderr, "chidori: replay: the journal header names no agent; pass --agent FILE\n");
                 goto out;
         }
-        if (agent_load(path, &ctx.agent, &err) < 0) {
+        if (!agent_override && strcmp(path, "-") == 0) {
+                fprintf(stderr, "chidori: replay: the journal's agent was read from stdin; give it again with "
+                                "--agent FILE, or --agent - to read it from stdin\n");
+                goto out;
+        }
+        if (strcmp(path, "-") == 0
+                    ? agent_load_stdin(cJSON_IsString(fname) && agent_name_ok(fname->valuestring) ? fname->valuestring
+                                                                                                 : "stdin.js",
+                                       &ctx.agent, &err) < 0
+                    : agent_load(path, &ctx.agent, &err) < 0) {
                 fprintf(stderr, "chidori: replay: %s\n", err_msg(err));
                 goto out;
         }

@@ -66,7 +66,9 @@ int sandbox_opts_env(struct sandbox_opts *o)
                 return -1;
         if (cpu >= 0)
                 o->cpu_secs = cpu, o->set |= SB_SET_CPU_SECS;
-        if (env_long("CHIDORI_JS_MEM_CAP_MB", &mb, "a number of MiB") < 0 ||
+        /* CHIDORI_JS_MEM_CAP_MB stays a plain number of MiB (its name says
+         * so); --memory takes sizes with a suffix. */
+        if (env_long("CHIDORI_JS_MEM_CAP_MB", &mb, "a number of MiB (for a size such as 1G, use --memory)") < 0 ||
             env_long("CHIDORI_PIDS_MAX", &pids, "a number of processes") < 0)
                 return -1;
         if (mb >= 0)
@@ -103,7 +105,18 @@ int sandbox_opts_parse(struct sandbox_opts *o, const char *cmd, int c, const cha
         case SOPT_DEADLINE: dst = &o->deadline_ms, what = "--deadline"; break;
         case SOPT_CPU_SECS: dst = &o->cpu_secs, what = "--cpu-secs", o->set |= SB_SET_CPU_SECS; break;
         case SOPT_NOFILE: dst = &o->nofile, what = "--nofile"; break;
-        case SOPT_FSIZE: dst = &o->fsize, what = "--fsize"; break;
+        case SOPT_FSIZE: {
+                /* A size like --memory's (1M, 512K, plain bytes); 0 = no limit. */
+                uint64_t v = 0;
+                struct err *e = NULL;
+                if (strcmp(arg, "0") != 0 && cgroup_parse_size(arg, &v, &e) < 0) {
+                        fprintf(stderr, "chidori: --fsize: %s\nTry 'chidori %s --help'.\n", err_msg(e), cmd);
+                        err_free(e);
+                        return -1;
+                }
+                o->fsize = (long)v;
+                return 1;
+        }
         case SOPT_REQUIRE: o->require = true; return 1;
         case SOPT_JIT: o->jit = 1; return 1;
         case SOPT_NO_JIT: o->jit = 0; return 1;
@@ -465,7 +478,10 @@ int sandbox_start(const struct sandbox_opts *o, struct box_opts *bo, const char 
                 return code;
         const struct seccomp_prog *filter = NULL;
         if (!(o->disable & (1u << LAYER_SECCOMP))) {
-                if (get_filter(bo->worker ? SECCOMP_STAGE1_WORKER : SECCOMP_LAUNCH, true, &filter, err) < 0) {
+                enum seccomp_profile prof = bo->worker         ? SECCOMP_STAGE1_WORKER
+                                            : o->seccomp_errno ? SECCOMP_LAUNCH_ERRNO
+                                                               : SECCOMP_LAUNCH;
+                if (get_filter(prof, true, &filter, err) < 0) {
                         err_wrap(err, "build the seccomp filter");
                         code = EXIT_PROTOCOL;
                         goto fail;
@@ -509,6 +525,8 @@ int sandbox_start(const struct sandbox_opts *o, struct box_opts *bo, const char 
                          (double)o->engine_cpu_ms / 1000.0);
         else if (bo->worker)
                 snprintf(extra, sizeof(extra), "%s; cpu budget none", r->jit ? "jit on" : "jit off, no executable memory");
+        else if (o->seccomp_errno && filter)
+                snprintf(extra, sizeof(extra), "other syscalls fail with EPERM");
         box_describe(&r->box, cgbanner, extra, r->banner, sizeof(r->banner));
         return 0;
 fail:

@@ -12,6 +12,7 @@ static const char *const names[SECCOMP_PROFILE_MAX] = {
         [SECCOMP_STAGE1_WORKER] = "stage1",
         [SECCOMP_STAGE2_WORKER] = "stage2",
         [SECCOMP_LAUNCH] = "launch",
+        [SECCOMP_LAUNCH_ERRNO] = "launch_errno",
 };
 
 int main(void)

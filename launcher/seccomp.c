@@ -333,7 +333,7 @@ static int allow_all_but(scmp_filter_ctx ctx, const char *name, unsigned arg, co
 static int add_conditional(scmp_filter_ctx ctx, enum seccomp_profile p, bool jit, uint32_t deny,
                            struct err **err)
 {
-        bool worker = p != SECCOMP_LAUNCH;
+        bool worker = p == SECCOMP_STAGE1_WORKER || p == SECCOMP_STAGE2_WORKER;
         const uint32_t allow = SCMP_ACT_ALLOW;
         /* clone: never a new namespace; the worker only threads. */
         if (worker) {
@@ -366,7 +366,7 @@ static int add_conditional(scmp_filter_ctx ctx, enum seccomp_profile p, bool jit
                         return -1;
         }
         /* mmap/mprotect: no new executable memory unless the JIT is on. */
-        bool exec_ok = jit || p == SECCOMP_STAGE1_WORKER || p == SECCOMP_LAUNCH;
+        bool exec_ok = jit || !(p == SECCOMP_STAGE2_WORKER);
         if (exec_ok) {
                 if (add(ctx, allow, "mmap", 0, NULL, err) < 0 || add(ctx, allow, "mprotect", 0, NULL, err) < 0 ||
                     add(ctx, allow, "pkey_mprotect", 0, NULL, err) < 0)
@@ -445,7 +445,8 @@ static bool in_profile(const struct rule *r, enum seccomp_profile p)
         switch (p) {
         case SECCOMP_STAGE1_WORKER: return r->in & (W | S1);
         case SECCOMP_STAGE2_WORKER: return r->in & W;
-        case SECCOMP_LAUNCH: return r->in & L;
+        case SECCOMP_LAUNCH:
+        case SECCOMP_LAUNCH_ERRNO: return r->in & L;
         default: return false;
         }
 }
@@ -473,12 +474,43 @@ static int export_bpf(scmp_filter_ctx ctx, struct seccomp_prog *ret, struct err 
         return 0;
 }
 
+/* launch --seccomp-errno: what is outside the allowlist answers EPERM, but
+ * the fixed prefix keeps the kill verdict (notified, so the parent names
+ * it): these rules give it that verdict explicitly, since it is no longer
+ * the default.  Clone with a namespace flag and the terminal-injection
+ * ioctls (compared on the low 32 bits, so high bits cannot hide them) are
+ * part of the prefix. */
+static int add_prefix(scmp_filter_ctx ctx, uint32_t action, struct err **err)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(deny_always); i++)
+                if (add(ctx, action, deny_always[i], 0, NULL, err) < 0)
+                        return -1;
+        static const uint64_t ns_flags[] = { CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
+                                             CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET, 0x00000080ULL };
+        for (size_t i = 0; i < ARRAY_SIZE(ns_flags); i++) {
+                struct scmp_arg_cmp c[] = { SCMP_A0_64(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]) };
+                if (add(ctx, action, "clone", 1, c, err) < 0)
+                        return -1;
+        }
+        static const uint64_t tty[] = { TIOCSCTTY, TIOCSTI, TIOCLINUX };
+        for (size_t i = 0; i < ARRAY_SIZE(tty); i++) {
+                struct scmp_arg_cmp c[] = { SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xffffffffULL, tty[i]) };
+                if (add(ctx, action, "ioctl", 1, c, err) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
 int seccomp_compile(enum seccomp_profile p, bool jit, bool notify, struct seccomp_prog *ret, struct err **err)
 {
         memset(ret, 0, sizeof(*ret));
         /* Stage 2 traps into the worker's reporter; the others notify the
-         * parent (or kill when notification is unavailable). */
-        uint32_t deny = p == SECCOMP_STAGE2_WORKER ? SCMP_ACT_TRAP : notify ? SCMP_ACT_NOTIFY : SCMP_ACT_KILL_PROCESS;
+         * parent (or kill when notification is unavailable).  With
+         * --seccomp-errno, only the prefix does; the rest answers EPERM. */
+        uint32_t kill = notify ? SCMP_ACT_NOTIFY : SCMP_ACT_KILL_PROCESS;
+        uint32_t deny = p == SECCOMP_STAGE2_WORKER ? SCMP_ACT_TRAP
+                        : p == SECCOMP_LAUNCH_ERRNO ? SCMP_ACT_ERRNO(EPERM)
+                                                    : kill;
         scmp_filter_ctx ctx = seccomp_init(deny);
         if (!ctx)
                 return err_set(err, ENOMEM, "seccomp_init");
@@ -509,9 +541,11 @@ int seccomp_compile(enum seccomp_profile p, bool jit, bool notify, struct seccom
 #endif
         if (rc == 0)
                 rc = add_conditional(ctx, p, jit, deny, err);
+        if (rc == 0 && p == SECCOMP_LAUNCH_ERRNO)
+                rc = add_prefix(ctx, kill, err);
         if (rc == 0)
                 rc = export_bpf(ctx, ret, err);
-        ret->notify = deny == SCMP_ACT_NOTIFY;
+        ret->notify = deny == SCMP_ACT_NOTIFY || (p == SECCOMP_LAUNCH_ERRNO && kill == SCMP_ACT_NOTIFY);
 out:
         seccomp_release(ctx);
         return rc;

@@ -11,6 +11,10 @@
  *                          the BPF the parent passes on fd 4.
  *   SECCOMP_LAUNCH         `chidori launch`: a general allowlist for ordinary
  *                          programs, with the same dangerous families denied.
+ *   SECCOMP_LAUNCH_ERRNO   `chidori launch --seccomp-errno`: the same list,
+ *                          but a call outside it returns EPERM (as container
+ *                          runtimes do) and the program goes on; only the
+ *                          fixed prefix still kills and is named.
  * Every filter starts with the fixed prefix no option can lift.
  *
  * Verdicts: a call outside the allowlist is reported to the parent through a
@@ -31,6 +35,7 @@ enum seccomp_profile {
         SECCOMP_STAGE1_WORKER,
         SECCOMP_STAGE2_WORKER,
         SECCOMP_LAUNCH,
+        SECCOMP_LAUNCH_ERRNO,
         SECCOMP_PROFILE_MAX
 };
 

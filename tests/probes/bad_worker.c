@@ -3,6 +3,7 @@
  * symlink's name ("bad-<mode>") picks the misbehaviour; argv[0] carries it. */
 #define _GNU_SOURCE
 #include <poll.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <signal.h>
 #include <stdio.h>
@@ -69,6 +70,13 @@ static void on_abort(int sig)
         _exit(134);
 }
 
+static void *sleeper(void *arg)
+{
+        (void)arg;
+        wait_forever();
+        return NULL;
+}
+
 static void ready_init(void)
 {
         frame("{\"type\":\"ready\",\"protocol\":1}");
@@ -112,6 +120,19 @@ static int run(int argc, char **argv)
         if (!strcmp(mode, "call-before-ready")) {
                 frame("{\"type\":\"call\",\"id\":1,\"op\":\"log\",\"args\":{}}");
                 wait_forever();
+        }
+        if (!strcmp(mode, "threads-before-ready")) {
+                /* Start 16 threads before saying ready, as the engine starts
+                 * its own; when the pids limit refuses one, crash the way
+                 * JavaScriptCore does (a trap instruction: SIGILL). */
+                for (int i = 0; i < 16; i++) {
+                        pthread_t t;
+                        if (pthread_create(&t, NULL, sleeper, NULL) != 0)
+                                __builtin_trap();
+                }
+                ready_init();
+                frame("{\"type\":\"done\",\"ok\":true,\"value\":\"16 threads started\"}");
+                return 0;
         }
         if (!strcmp(mode, "stall-midframe")) {
                 frame("{\"type\":\"ready\",\"protocol\":1}");

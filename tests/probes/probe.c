@@ -702,6 +702,21 @@ static void cmd_mkfifo(const char *path)
 
 /* ---- syscalls the fixed prefix denies, with bad arguments ---- */
 
+/* Two syscalls outside launch's allowlist, with bad arguments (the kernel
+ * would answer EFAULT and EBADF), then one line: what each returned and that
+ * the program went on.  Under --seccomp-errno the filter answers EPERM; by
+ * default the first one ends the box. */
+static void cmd_errno_continue(void)
+{
+        errno = 0;
+        long r1 = syscall(SYS_chown, NULL, 0, 0);
+        int e1 = errno;
+        errno = 0;
+        long r2 = syscall(SYS_fchown, -1, 0, 0);
+        int e2 = errno;
+        OK("chown: %s, fchown: %s; the program went on", r1 < 0 ? ename(e1) : "ok", r2 < 0 ? ename(e2) : "ok");
+}
+
 static void cmd_prefix(const char *name, const char *arg)
 {
         long r = -1;
@@ -1083,6 +1098,7 @@ static void run(int argc, char **argv)
         if (!strcmp(c, "cpu-burn")) cmd_cpu_burn();
         if (!strcmp(c, "sleep")) { NEED(1); cmd_sleep(a1); }
         if (!strcmp(c, "pid")) OK("pid %d ppid %d", (int)getpid(), (int)getppid());
+        if (!strcmp(c, "errno-continue")) cmd_errno_continue();
         cmd_prefix(c, a1); /* the bad-argument syscall probes; usage() if unknown */
 #undef NEED
 }

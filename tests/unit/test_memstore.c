@@ -147,6 +147,26 @@ static void test_delete(void **state)
         assert_ok(memstore_delete(fx->m, "agent", "never", NULL, err));
 }
 
+/* clear empties one namespace, says how many keys went, and leaves the
+ * others alone; clearing an empty namespace removes nothing. */
+static void test_clear(void **state)
+{
+        struct fx *fx = *state;
+        assert_ok(memstore_set(fx->m, "a", "k1", "1", err));
+        assert_ok(memstore_set(fx->m, "a", "k2", "2", err));
+        assert_ok(memstore_set(fx->m, "a", "k3", "3", err));
+        assert_ok(memstore_set(fx->m, "b", "k1", "\"kept\"", err));
+        size_t n = 99;
+        assert_ok(memstore_clear(fx->m, "a", &n, err));
+        assert_int_equal(n, 3);
+        const char *const none[] = { NULL };
+        assert_keys(fx->m, "a", "", none);
+        assert_stored(fx->m, "b", "k1", "\"kept\"");
+        assert_ok(memstore_clear(fx->m, "a", &n, err));
+        assert_int_equal(n, 0);
+        assert_ok(memstore_clear(fx->m, "nobody", NULL, err));
+}
+
 static void test_list_prefix_literal(void **state)
 {
         struct fx *fx = *state;
@@ -614,6 +634,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_absent, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_overwrite, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_clear, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_list_prefix_literal, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_list_sorted_bytes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_list_many_grows, setup, teardown),
