@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/budget.h"
 #include "common/cleanup.h"
 
 struct journal {
@@ -134,6 +135,11 @@ static int add_call(struct replay *r, cJSON *line, size_t lineno, struct err **e
 
 int replay_open(const char *path, struct replay **ret, struct err **err)
 {
+        return replay_open_until(path, NULL, ret, err);
+}
+
+int replay_open_until(const char *path, const struct budget *budget, struct replay **ret, struct err **err)
+{
         _cleanup_fclose_ FILE *f = fopen(path, "re");
         if (!f)
                 return err_set(err, errno, "open journal '%s'", path);
@@ -146,6 +152,10 @@ int replay_open(const char *path, struct replay **ret, struct err **err)
         int rc = 0;
         while ((len = getline(&buf, &bufcap, f)) >= 0) {
                 lineno++;
+                if (budget_check(budget, "replay: loading the journal", err) < 0) {
+                        rc = -1;
+                        break;
+                }
                 if (len == 0 || (len == 1 && buf[0] == '\n'))
                         continue;
                 cJSON *line = cJSON_ParseWithLength(buf, (size_t)len);

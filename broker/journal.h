@@ -41,6 +41,10 @@ struct replay_entry {
 
 /* Parse a whole journal.  Errors name the line number. */
 int replay_open(const char *path, struct replay **ret, struct err **err);
+/* replay_open() that gives up when `budget` is over (common/budget.h),
+ * checked at every line: the error's errnum is ETIMEDOUT or EINTR. */
+struct budget;
+int replay_open_until(const char *path, const struct budget *budget, struct replay **ret, struct err **err);
 void replay_free(struct replay *r);
 const struct cJSON *replay_header(const struct replay *r);
 const struct cJSON *replay_end(const struct replay *r);  /* NULL if the run never ended */

@@ -23,6 +23,10 @@ void JSContextGroupSetExecutionTimeLimit(JSContextGroupRef group, double limit,
                                          JSShouldTerminateCallback callback, void *context);
 void JSContextGroupClearExecutionTimeLimit(JSContextGroupRef group);
 
+/* The watchdog's slice: the most CPU time JS runs between two looks at the
+ * stop flag and the budget (engine/natives.c). */
+#define WATCHDOG_SLICE_NS (50u * 1000000u)
+
 /* Embedded by engine/embed.S; each is followed by a NUL byte. */
 extern const char chidori_web_js[], chidori_web_js_end[];
 extern const char chidori_prelude_js[], chidori_prelude_js_end[];
@@ -34,6 +38,7 @@ enum engine_end {
         ENGINE_RUNNING = 0,
         ENGINE_SETTLED,        /* the prelude handed a done frame to finish() */
         ENGINE_CPU_LIMIT,      /* the CPU budget ran out */
+        ENGINE_STOPPED,        /* the in-process parent asked us to stop (*stop) */
         ENGINE_NEVER_SETTLED,  /* nothing left to do, agent promise pending */
         ENGINE_PROTOCOL,       /* the parent sent something wrong (protocol_msg) */
         ENGINE_TRANSPORT,      /* read/write failed (transport_err) */
@@ -95,12 +100,14 @@ struct engine {
         char *out_buf;         /* call frame being composed */
         size_t out_cap;
 
-        /* CPU budget (CLOCK_THREAD_CPUTIME_ID of the engine thread). */
+        /* The watchdog: CPU budget (CLOCK_THREAD_CPUTIME_ID of the engine
+         * thread) and the stop flag of an in-process parent. */
         uint64_t cpu_budget_ns;  /* 0: no limit */
         uint64_t cpu_start_ns;
         uint64_t deadline_ms;
-        bool watchdog_armed;     /* a time limit is installed on the group */
-        bool terminated;         /* the watchdog callback fired */
+        uint64_t armed_ns;       /* limit installed on the group, 0 = none/unknown */
+        const _Atomic int *stop; /* non-zero: stop (set by another thread), or NULL */
+        bool terminated;         /* the watchdog callback decided to terminate */
 
         /* Outcome. */
         enum engine_end end;

@@ -291,6 +291,9 @@ static int send_done(struct engine *e, struct err **err)
                 snprintf(msg, sizeof(msg), "CPU time limit exceeded (%" PRIu64 " ms)", e->deadline_ms);
                 text = own = failure_done("cpu_limit", "Error", msg);
                 break;
+        case ENGINE_STOPPED:
+                text = own = failure_done("stopped", "Error", "the run was stopped by the parent");
+                break;
         case ENGINE_NEVER_SETTLED:
                 text = own = failure_done("never_settled", "Error", "agent never settled");
                 break;
@@ -326,6 +329,11 @@ static int serve(struct engine *e, struct err **err)
 
 int engine_serve(int in_fd, int out_fd, struct err **err)
 {
+        return engine_serve_until(in_fd, out_fd, NULL, err);
+}
+
+int engine_serve_until(int in_fd, int out_fd, const _Atomic int *stop, struct err **err)
+{
         /* A vanished parent must show up as EPIPE, not kill the process.  If
          * SIGPIPE is not ignored already (chidori-worker ignores it), block it
          * on this thread and discard one we raised before unblocking.  The
@@ -339,7 +347,7 @@ int engine_serve(int in_fd, int out_fd, struct err **err)
         if (guard)
                 pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
 
-        struct engine e = { .in_fd = in_fd, .out_fd = out_fd };
+        struct engine e = { .in_fd = in_fd, .out_fd = out_fd, .stop = stop };
         frame_reader_init(&e.reader);
         int r = serve(&e, err);
         teardown(&e);

@@ -33,7 +33,6 @@ void engine_fail_protocol(struct engine *e, const char *fmt, ...)
         free(e->protocol_msg);
         e->protocol_msg = msg;
         e->end = ENGINE_PROTOCOL;
-        engine_request_abort(e);
 }
 
 /* Takes ownership of err.  A transport failure is recorded even when the run
@@ -46,7 +45,6 @@ void engine_fail_transport(struct engine *e, struct err *err)
                 err_free(err);
         if (e->end == ENGINE_RUNNING)
                 e->end = ENGINE_TRANSPORT;
-        engine_request_abort(e);
 }
 
 char *engine_js_to_utf8(JSStringRef s, size_t *ret_len)

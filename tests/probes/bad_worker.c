@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define FD 3
@@ -67,6 +68,28 @@ static void on_abort(int sig)
         if (write(2, m, sizeof(m) - 1) < 0)
                 _exit(134);
         _exit(134);
+}
+
+/* Ask for a template whose answer is ~2 MB, far more than the socket
+ * buffers hold, and read only the start of it: the parent is then still
+ * writing the rest when this worker does what the mode says. */
+static void big_answer_pending(void)
+{
+        static const char head[] = "{\"type\":\"call\",\"id\":1,\"op\":\"template\",\"args\":{\"template\":\"";
+        size_t cap = sizeof(head) + 100 * 5 + 20000 + 64;
+        char *f = malloc(cap), *p = f;
+        p += sprintf(p, "%s", head);
+        for (int i = 0; i < 100; i++)
+                p += sprintf(p, "{{s}}");
+        p += sprintf(p, "\",\"vars\":{\"s\":\"");
+        memset(p, 'x', 20000);
+        p += 20000;
+        sprintf(p, "\"}}}");
+        frame(f);
+        free(f);
+        unsigned char h[4];
+        if (read(FD, h, 4) != 4)
+                exit(8);
 }
 
 static void ready_init(void)
@@ -141,6 +164,32 @@ static int run(int argc, char **argv)
         }
         if (!strcmp(mode, "exit-before-done"))
                 return 4;
+        /* The parent has a large answer half written when the worker goes. */
+        if (!strcmp(mode, "exit-mid-answer")) {
+                big_answer_pending();
+                return 4;
+        }
+        if (!strcmp(mode, "done-mid-answer")) {
+                big_answer_pending();
+                frame("{\"type\":\"done\",\"ok\":true,\"value\":\"done\"}");
+                return 0;
+        }
+        if (!strcmp(mode, "crash-mid-answer")) {
+                big_answer_pending();
+                signal(SIGSEGV, SIG_DFL);
+                int *volatile p = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                *p = 1;
+        }
+        if (!strcmp(mode, "abort-mid-answer")) {
+                big_answer_pending();
+                signal(SIGABRT, on_abort);
+                abort();
+        }
+        if (!strcmp(mode, "syscall-mid-answer")) {
+                big_answer_pending();
+                syscall(SYS_ptrace, 0, 0, 0, 0);  /* in the fixed prefix: never allowed */
+                return 5;
+        }
         if (!strcmp(mode, "hang"))
                 wait_forever();
         if (!strcmp(mode, "unknown-op")) {
