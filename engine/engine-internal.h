@@ -4,9 +4,11 @@
 #define CHIDORI_ENGINE_INTERNAL_H
 
 #include <JavaScriptCore/JavaScript.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "common/err.h"
 #include "proto/proto.h"
@@ -109,6 +111,16 @@ struct engine {
         const _Atomic int *stop; /* non-zero: stop (set by another thread), or NULL */
         bool terminated;         /* the watchdog callback decided to terminate */
 
+        /* Frames out, and the backstop (backstop.c). */
+        pthread_mutex_t out_lock;   /* one writer at a time on out_fd */
+        bool done_sent;             /* under out_lock: the done frame is out */
+        pthread_t backstop;
+        bool backstop_running;
+        bool backstop_quit;         /* under out_lock */
+        pthread_cond_t backstop_wake;
+        clockid_t engine_clock;     /* the engine thread's CPU clock */
+        char *backstop_done;        /* the cpu_limit done frame it writes */
+
         /* Outcome. */
         enum engine_end end;
         char *done_text;       /* ENGINE_SETTLED: the done frame, from JS */
@@ -130,6 +142,16 @@ void engine_fail_protocol(struct engine *e, const char *fmt, ...)
 void engine_fail_transport(struct engine *e, struct err *err);
 char *engine_js_to_utf8(JSStringRef s, size_t *ret_len);
 char *engine_value_to_utf8(JSContextRef ctx, JSValueRef v, size_t *ret_len);
+
+/* backstop.c */
+int engine_backstop_start(struct engine *e);
+void engine_backstop_stop(struct engine *e);
+/* Write one frame under the output lock; is_done marks the run's last.
+ * Fails (EPIPE) once a done frame is out. */
+int engine_frame_out(struct engine *e, const char *body, size_t len, bool is_done, struct err **err);
+
+/* engine.c */
+char *engine_failure_done(const char *kind, const char *name, const char *message);
 
 /* natives.c */
 JSObjectRef engine_make_natives(struct engine *e);

@@ -74,7 +74,7 @@ char *engine_value_to_utf8(JSContextRef ctx, JSValueRef v, size_t *ret_len)
 int engine_write_frame(struct engine *e, const char *body, size_t len)
 {
         struct err *err = NULL;
-        if (frame_write_raw(e->out_fd, body, len, &err) < 0) {
+        if (engine_frame_out(e, body, len, false, &err) < 0) {
                 err_wrap(&err, "send frame to parent");
                 engine_fail_transport(e, err);
                 return -1;

@@ -95,6 +95,23 @@ JS
   assert_stderr_has "chidori: CPU limit exceeded (0.3 s)"
 }
 
+@test "the CPU limit stops JS that runs as a chain of microtasks (isolated and in-process)" {
+  # Each microtask is a VM entry of its own, too short for JSC's watchdog:
+  # the backstop thread ends the run (engine/backstop.c).
+  agent micro.js <<'JS'
+async function main() { for (;;) { let x = 0; for (let j = 0; j < 1e6; j++) x += j; await null; } }
+JS
+  timed timeout -s KILL 20 "$CHIDORI" run --quiet --js-deadline 300 "$T/micro.js"
+  assert_status 152
+  assert_stderr_has "chidori: CPU limit exceeded (0.3 s)"
+  assert_within 5000
+  agent micro2.js <<<'async function main() { for (;;) await null; }'
+  timed timeout -s KILL 20 "$CHIDORI" run --quiet --no-isolate --js-deadline 300 "$T/micro2.js"
+  assert_status 152
+  assert_stderr_has "chidori: CPU limit exceeded (0.3 s)"
+  assert_within 5000
+}
+
 # ---------------------------------------------------------------- long effects in the parent
 
 big_template() {
