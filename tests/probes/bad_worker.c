@@ -76,15 +76,18 @@ static void on_abort(int sig)
 static void big_answer_pending(void)
 {
         static const char head[] = "{\"type\":\"call\",\"id\":1,\"op\":\"template\",\"args\":{\"template\":\"";
-        size_t cap = sizeof(head) + 100 * 5 + 20000 + 64;
+        static const char mid[] = "\",\"vars\":{\"s\":\"", tail[] = "\"}}}";
+        size_t cap = sizeof(head) + 100 * 5 + sizeof(mid) + 20000 + sizeof(tail);
         char *f = malloc(cap), *p = f;
-        p += sprintf(p, "%s", head);
-        for (int i = 0; i < 100; i++)
-                p += sprintf(p, "{{s}}");
-        p += sprintf(p, "\",\"vars\":{\"s\":\"");
+        memcpy(p, head, sizeof(head) - 1);
+        p += sizeof(head) - 1;
+        for (int i = 0; i < 100; i++, p += 5)
+                memcpy(p, "{{s}}", 5);
+        memcpy(p, mid, sizeof(mid) - 1);
+        p += sizeof(mid) - 1;
         memset(p, 'x', 20000);
         p += 20000;
-        sprintf(p, "\"}}}");
+        memcpy(p, tail, sizeof(tail));
         frame(f);
         free(f);
         unsigned char h[4];
