@@ -7,9 +7,10 @@
  * belongs to.
  *
  * The watchdog: JSC's execution time limit counts CPU time from each VM
- * entry and calls should_terminate() when an entry has run that long.  It is
- * armed on every entry with a short slice (WATCHDOG_SLICE_NS, or less when
- * less CPU budget remains), and the callback decides: stop requested (the
+ * entry and calls should_terminate() when an entry has run that long.  When
+ * there is a CPU budget or a stop flag, it is armed on every entry with a
+ * short slice (WATCHDOG_SLICE_NS, or less when less CPU budget remains), and
+ * the callback decides: stop requested (the
  * in-process parent set *stop: deadline or signal), or the run's CPU budget
  * (init.limits.js_deadline_ms, CLOCK_THREAD_CPUTIME_ID since init) spent ->
  * terminate; else re-arm for another slice and let JS go on.  Time blocked in
@@ -63,6 +64,15 @@ static enum engine_end over(struct engine *e, uint64_t *ret_left_ns)
 
 static bool should_terminate(JSContextRef ctx, void *data);
 
+/* The watchdog serves the CPU budget and an in-process parent's stop flag.
+ * A worker with neither has nothing for it to do (its parent kills it for
+ * the deadline and signals), and a host that did not enable polling traps
+ * is spared the firings (engine.h). */
+static bool watchdog_wanted(const struct engine *e)
+{
+        return e->cpu_budget_ns > 0 || e->stop;
+}
+
 static void set_limit(struct engine *e, uint64_t ns)
 {
         if (e->armed_ns == ns)
@@ -113,7 +123,8 @@ bool engine_arm(struct engine *e)
                 e->end = why;
                 return false;
         }
-        set_limit(e, left);
+        if (watchdog_wanted(e))
+                set_limit(e, left);
         return true;
 }
 
@@ -125,6 +136,8 @@ bool engine_arm(struct engine *e)
  * engine_arm() refuses anyway. */
 void engine_request_abort(struct engine *e)
 {
+        if (!watchdog_wanted(e))
+                return;  /* every native throws from now on; the C loop stops when JS returns */
         e->armed_ns = 0;
         JSContextGroupSetExecutionTimeLimit(e->group, 0, should_terminate, e);
 }
