@@ -180,3 +180,26 @@ JS
   same_signal_ending TERM 143 "$T/calls.js"
   same_signal_ending HUP 129 "$T/calls.js"
 }
+
+# ---------------------------------------------------------------- the launcher's own output closed
+
+@test "stdout or stderr closed under the run (a pipe into head): no SIGPIPE death, the end line is written" {
+  agent logs.js <<'JS'
+async function main() { for (let i = 0; i < 20000; i++) chidori.log("line " + i + " " + "x".repeat(100)); return "ok"; }
+JS
+  rm -f "$T/j.jsonl"
+  set +e
+  "$CHIDORI" run --quiet --journal "$T/j.jsonl" "$T/logs.js" 2>&1 >"$T/out" </dev/null | head -c 10 >/dev/null
+  status=${PIPESTATUS[0]}
+  set -e
+  assert_status 0
+  [[ $(cat "$T/out") == '"ok"' ]]
+  i=1 assert_end_line 0
+  rm -f "$T/j.jsonl"
+  set +e
+  "$CHIDORI" run --quiet --journal "$T/j.jsonl" "$T/logs.js" 2>/dev/null </dev/null | true
+  status=${PIPESTATUS[0]}
+  set -e
+  assert_status 0
+  i=1 assert_end_line 0
+}
