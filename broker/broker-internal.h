@@ -5,6 +5,7 @@
 #include <poll.h>
 
 #include "broker/broker.h"
+#include "common/budget.h"
 #include "proto/proto.h"
 
 struct http_engine;
@@ -52,6 +53,7 @@ struct broker {
         struct ssrf_allow *llm_allow;
         size_t http_split;        /* fds of b->http before those of b->llm_http */
         double deadline_at;       /* mono_ms of the parent deadline, 0 = none */
+        struct budget budget;     /* the deadline and the stop flag, for long effects (common/budget.h) */
         const struct net_api *net; /* libchidori-net.so, loaded by the first http or prompt call */
 
         /* The parent's limits (broker/limits.c): cfg->limits with the defaults filled in. */

@@ -89,6 +89,7 @@ struct broker_config {
         struct journal *journal;  /* record here, or NULL */
         struct replay *replay;    /* serve results from here instead of performing, or NULL */
         long deadline_ms;         /* parent wall-clock deadline, 0 = none */
+        double deadline_from;     /* mono_ms() it counts from (the command's start), 0 = broker_run's */
         bool quiet_logs;          /* replay: agent logs are effects, not performed */
         volatile sig_atomic_t *stop;  /* non-zero: the launcher was asked to stop (signal number) */
         struct broker_limits limits;  /* the parent's limits; zero fields take the defaults */
@@ -119,6 +120,7 @@ struct broker_peer {
         int pidfd;       /* pidfd of the child (deadline kill), or -1 */
         int notify_fd;   /* seccomp user-notification listener, or -1 */
         pid_t pid;       /* child pid, or 0 for an in-process worker */
+        _Atomic int *engine_stop; /* in-process: set to stop the engine's JS, or NULL */
 };
 
 enum broker_end {

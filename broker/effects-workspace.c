@@ -109,5 +109,5 @@ int effect_workspace_manifest(struct broker *b, int64_t id, const cJSON *args, c
         (void)id, (void)args;
         if (need_ws(b, "workspace.manifest", err) < 0)
                 return -1;
-        return workspace_manifest(b->cfg->workspace, ret, err);
+        return workspace_manifest_until(b->cfg->workspace, &b->budget, ret, err);
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include "broker/broker-internal.h"
@@ -165,7 +166,7 @@ static int do_template(struct broker *b, int64_t id, const cJSON *args, cJSON **
                 return err_set(err, 0, "template: 'vars' must be an object");
         }
         _cleanup_free_ char *out = NULL;
-        int r = template_render(tpl, vars, &out, err);
+        int r = template_render_until(tpl, vars, &b->budget, &out, err);
         cJSON_Delete(empty);
         if (r < 0) {
                 if (err_code(*err) == TEMPLATE_E_LIMIT) {
@@ -189,6 +190,8 @@ static int do_checkpoint(struct broker *b, int64_t id, const cJSON *args, cJSON 
         return 0;
 }
 
+#define INPUT_LINE_MAX (1 << 20)
+
 static int answer_from_file(struct broker *b, const char *prompt, cJSON **ret, struct err **err)
 {
         const cJSON *a = b->cfg->answers;
@@ -208,7 +211,56 @@ static int answer_from_file(struct broker *b, const char *prompt, cJSON **ret, s
         return 0;
 }
 
-static int answer_from_tty(const char *prompt, cJSON **ret, struct err **err)
+/* One line from the terminal, waiting in poll() so that the run's deadline
+ * and a stop signal still end it (a read(2) blocked on a terminal would
+ * not return).  A canonical-mode terminal makes a line readable at once. */
+static int read_tty_line(int fd, const struct budget *budget, char **ret, struct err **err)
+{
+        size_t len = 0, cap = 256;
+        _cleanup_free_ char *line = malloc(cap);
+        if (!line)
+                return err_set(err, ENOMEM, "input");
+        for (;;) {
+                if (budget_check(budget, "input", err) < 0)
+                        return -1;
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                int n = poll(&p, 1, 100);
+                if (n < 0 && errno != EINTR)
+                        return err_set(err, errno, "input: wait for the terminal");
+                if (n <= 0)
+                        continue;
+                if (len + 1 >= cap) {
+                        if (cap >= INPUT_LINE_MAX)
+                                return err_set(err, 0, "input: the answer is longer than %d bytes", INPUT_LINE_MAX);
+                        char *nl = realloc(line, cap * 2);
+                        if (!nl)
+                                return err_set(err, ENOMEM, "input");
+                        line = nl;
+                        cap *= 2;
+                }
+                ssize_t r = read(fd, line + len, cap - 1 - len);
+                if (r < 0 && (errno == EINTR || errno == EAGAIN))
+                        continue;
+                if (r < 0)
+                        return err_set(err, errno, "input: read the terminal");
+                if (r == 0) {
+                        if (len == 0)
+                                return 1;  /* end of input */
+                        break;
+                }
+                char *nl = memchr(line + len, '\n', (size_t)r);
+                len += (size_t)r;
+                if (nl) {
+                        len = (size_t)(nl - line);  /* what follows the line is dropped */
+                        break;
+                }
+        }
+        line[len] = '\0';
+        *ret = take_ptr(&line);
+        return 0;
+}
+
+static int answer_from_tty(const char *prompt, const struct budget *budget, cJSON **ret, struct err **err)
 {
         _cleanup_fclose_ FILE *tty = fopen("/dev/tty", "r+e");
         if (!tty)
@@ -218,17 +270,16 @@ static int answer_from_tty(const char *prompt, cJSON **ret, struct err **err)
         text_fput_lines(tty, "[agent] ", prompt, strlen(prompt), false);
         fputc(' ', tty);
         fflush(tty);
-        char *line = NULL;
-        size_t cap = 0;
-        ssize_t n = getline(&line, &cap, tty);
-        if (n < 0) {
-                free(line);
+        _cleanup_free_ char *line = NULL;
+        int r = read_tty_line(fileno(tty), budget, &line, err);
+        if (r < 0)
+                return -1;
+        if (r > 0)
                 return err_set(err, 0, "input: end of input on the terminal while asking \"%s\"", prompt);
-        }
+        size_t n = strlen(line);
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
                 line[--n] = '\0';
         *ret = cJSON_CreateString(line);
-        free(line);
         return 0;
 }
 
@@ -242,7 +293,7 @@ static int do_input(struct broker *b, int64_t id, const cJSON *args, cJSON **ret
         if (b->cfg->answers)
                 return answer_from_file(b, prompt, ret, err);
         if (b->cfg->interactive)
-                return answer_from_tty(prompt, ret, err);
+                return answer_from_tty(prompt, &b->budget, ret, err);
         return err_set(err, 0,
                        "input: no answer for \"%s\": pass --answers FILE (a JSON array of answers, or an "
                        "object mapping prompts to answers) or run chidori in a terminal",

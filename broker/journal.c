@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/budget.h"
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "proto/proto.h"
@@ -267,7 +268,7 @@ static int parse_line(const char *buf, size_t len, size_t lineno, cJSON **ret, s
         return 0;
 }
 
-static int load(struct replay *r, FILE *f, struct err **err)
+static int load(struct replay *r, FILE *f, const struct budget *budget, struct err **err)
 {
         _cleanup_free_ char *buf = NULL;
         size_t bufcap = 0, lineno = 0;
@@ -277,6 +278,8 @@ static int load(struct replay *r, FILE *f, struct err **err)
                 off_t start = off;
                 off += len;
                 lineno++;
+                if (budget_check(budget, "replay: loading the journal", err) < 0)
+                        return -1;
                 size_t n = (size_t)len;
                 if (n > 0 && buf[n - 1] == '\n')
                         n--;
@@ -312,6 +315,12 @@ static int load(struct replay *r, FILE *f, struct err **err)
 }
 
 int replay_open(const char *path, uint64_t max_bytes, struct replay **ret, struct err **err)
+{
+        return replay_open_until(path, max_bytes, NULL, ret, err);
+}
+
+int replay_open_until(const char *path, uint64_t max_bytes, const struct budget *budget, struct replay **ret,
+                      struct err **err)
 {
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
@@ -354,7 +363,7 @@ int replay_open(const char *path, uint64_t max_bytes, struct replay **ret, struc
                 return err_set(err, ENOMEM, "journal");
         }
         r->fd = rfd;
-        int rc = load(r, f, err);
+        int rc = load(r, f, budget, err);
         if (rc < 0)
                 err_wrap(err, "journal '%s'", path);
         /* A stream that grew past the limit while we read it (a file still

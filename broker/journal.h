@@ -72,6 +72,10 @@ struct replay_entry {
 /* Read a whole journal.  A file of more than max_bytes (0 = no limit) is
  * refused before it is read (JOURNAL_E_LIMIT).  Errors name the line. */
 int replay_open(const char *path, uint64_t max_bytes, struct replay **ret, struct err **err);
+/* replay_open() that gives up when `budget` is over (common/budget.h),
+ * checked at every line: the error's errnum is ETIMEDOUT or EINTR. */
+struct budget;
+int replay_open_until(const char *path, uint64_t max_bytes, const struct budget *budget, struct replay **ret, struct err **err);
 void replay_free(struct replay *r);
 const struct cJSON *replay_header(const struct replay *r);
 const struct cJSON *replay_end(const struct replay *r);  /* NULL if the run never ended */

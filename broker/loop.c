@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +117,12 @@ static void outq_clear(struct outq *q)
         *q = (struct outq){ 0 };
 }
 
+/* MSG_NOSIGNAL: a worker that is gone is EPIPE here, never SIGPIPE.  It is
+ * not an error of its own: the worker may have written `done` and exited
+ * while we performed its last call (its CPU limit ran out just after
+ * asking), or died (memory, seccomp, a crash).  Stop writing, keep reading:
+ * a `done` still buffered, else EOF and the wait status decide the ending
+ * (docs/decisions.md, "A worker that is gone is not a write error"). */
 static int outq_flush(struct loop *l, struct err **err)
 {
         struct outq *q = &l->q;
@@ -408,6 +415,13 @@ static int perform(struct loop *l, int64_t id, const char *op, const cJSON *args
                 return add_pending(b, id, op, args, err);
         free(b->pending_scratch);
         b->pending_scratch = NULL;
+        if (r < 0 && budget_over(&b->budget)) {
+                /* The effect gave up because the run is ending (deadline,
+                 * stop signal): no answer; the loop ends the run next. */
+                err_free(ferr);
+                cJSON_Delete(value);
+                return 0;
+        }
         if (r < 0) {
                 cJSON *eo = broker_error_obj("Error", err_msg(ferr),
                                              err_code(ferr) == BROKER_E_LIMIT ? "ELIMIT"
@@ -741,8 +755,13 @@ static void read_stderr(struct loop *l, int fd)
 
 /* ---- the loop ---- */
 
+/* The longest poll() sleep while a stop flag is watched (ms). */
+#define STOP_POLL_MS 100
+
 static void kill_worker(const struct broker_peer *p)
 {
+        if (p->engine_stop)
+                atomic_store(p->engine_stop, 1);
         if (p->pidfd >= 0)
                 syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0);
         else if (p->pid > 0)
@@ -766,13 +785,14 @@ int broker_run(const struct broker_config *cfg, const struct broker_peer *peer, 
         double start = mono_ms();
         bool notify_gone = false;
         if (cfg->deadline_ms > 0)
-                l.deadline_at = start + (double)cfg->deadline_ms;
+                l.deadline_at = (cfg->deadline_from > 0 ? cfg->deadline_from : start) + (double)cfg->deadline_ms;
         l.b.deadline_at = l.deadline_at;
         broker_limits_init(&l.b);
         if (cfg->journal)
                 journal_set_limit(cfg->journal, l.b.lim.max_journal);
         if (cfg->mem)
                 memstore_set_max(cfg->mem, l.b.lim.max_memory_store);
+        l.b.budget = (struct budget){ .deadline_at = l.deadline_at, .stop = cfg->stop };
         int rc = 0;
         struct pollfd *pfd = NULL;
         size_t pfd_cap = 0;
@@ -807,6 +827,17 @@ int broker_run(const struct broker_config *cfg, const struct broker_peer *peer, 
                                           .events = (rd ? POLLIN : 0) | (outq_pending(&l.q) ? POLLOUT : 0) };
                 pfd[1] = (struct pollfd){ .fd = have_err && !l.ef.eof ? peer->stderr_fd : -1, .events = POLLIN };
                 pfd[2] = (struct pollfd){ .fd = notify_gone ? -1 : peer->notify_fd, .events = POLLIN };
+                /* A stop signal first: checked on every turn, so a worker
+                 * that keeps the frame socket busy cannot keep us from it. */
+                if (cfg->stop && *cfg->stop) {
+                        kill_worker(peer);
+                        end_with(&l.b, BROKER_END_INTERRUPTED, "interrupted by signal %d", (int)*cfg->stop);
+                        break;
+                }
+                /* The handler may run just before poll() (or on another
+                 * thread): never sleep longer than STOP_POLL_MS unseen. */
+                if (cfg->stop && (timeout < 0 || timeout > STOP_POLL_MS))
+                        timeout = STOP_POLL_MS;
                 if (l.deadline_at > 0) {
                         double left = l.deadline_at - mono_ms();
                         if (left <= 0) {
@@ -827,17 +858,8 @@ int broker_run(const struct broker_config *cfg, const struct broker_peer *peer, 
                         while ((n = poll(pfd, nfd, 0)) == 0 && mono_ms() < until)
                                 ;
                 }
-                if (n == 0 && cfg->stop && *cfg->stop) {
-                        n = -1; /* asked to stop before we could block */
-                        errno = EINTR;
-                } else if (n == 0) {
+                if (n == 0)
                         n = poll(pfd, nfd, timeout);
-                }
-                if (n < 0 && errno == EINTR && cfg->stop && *cfg->stop) {
-                        kill_worker(peer);
-                        end_with(&l.b, BROKER_END_INTERRUPTED, "interrupted by signal %d", (int)*cfg->stop);
-                        break;
-                }
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;

@@ -14,6 +14,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/budget.h"
 #include "common/cleanup.h"
 #include "common/err.h"
 #include "common/util.h"
@@ -550,6 +551,12 @@ static int render_tag(struct out *o, struct lookups *L, const char *open, const 
 
 int template_render(const char *tpl, const struct cJSON *vars, char **ret, struct err **err)
 {
+        return template_render_until(tpl, vars, NULL, ret, err);
+}
+
+int template_render_until(const char *tpl, const struct cJSON *vars, const struct budget *budget, char **ret,
+                          struct err **err)
+{
         if (!tpl)
                 return err_set(err, 0, "template: no template given; pass a string");
         if (vars && !cJSON_IsObject(vars))
@@ -588,6 +595,10 @@ int template_render(const char *tpl, const struct cJSON *vars, char **ret, struc
                                 p += 2;
                         }
                 } else if (p[1] == '{') {
+                        /* A tag can walk a long array or object: look at
+                         * the clock before each one. */
+                        if (budget_check(budget, "template", err) < 0)
+                                return -1;
                         const char *next = NULL;
                         if (render_tag(&o, &L, p, vars, line, &next, err) < 0)
                                 return -1;

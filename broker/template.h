@@ -35,4 +35,11 @@ enum { TEMPLATE_E_LIMIT = 1 };
  * the error says what and on which line. */
 int template_render(const char *tpl, const struct cJSON *vars, char **ret, struct err **err);
 
+/* template_render() that gives up when `budget` is over (deadline, stop
+ * signal; common/budget.h), checked at every tag: the error's errnum is
+ * ETIMEDOUT or EINTR.  budget may be NULL. */
+struct budget;
+int template_render_until(const char *tpl, const struct cJSON *vars, const struct budget *budget, char **ret,
+                          struct err **err);
+
 #endif

@@ -27,6 +27,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/budget.h"
 #include "common/cleanup.h"
 #include "common/text.h"
 #include "common/err.h"
@@ -690,6 +691,7 @@ struct mfile {
 
 struct mstate {
         struct workspace *w;
+        const struct budget *budget;
         struct mfile *v;
         size_t n, cap;
         uint64_t total;
@@ -715,6 +717,18 @@ static int over_budget(const struct mstate *m, struct err **err)
 {
         return fail(err, WORKSPACE_TOO_BIG, 0, m->path,
                     "would take the manifest over %zu hashed bytes, the limit", m->w->lim.max_total_bytes);
+}
+
+/* The run is ending (deadline, stop signal): give up. */
+static bool stopped(const struct mstate *m, struct err **err)
+{
+        if (budget_over(m->budget) == BUDGET_OK)
+                return false;
+        struct err *e = NULL;
+        budget_check(m->budget, "workspace: manifest", &e);
+        err_setc(err, WORKSPACE_IO, e ? e->errnum : EINTR, "%s", err_msg(e));
+        err_free(e);
+        return true;
 }
 
 /* One entry of a directory the walk holds: no symlink at all, no mount
@@ -771,6 +785,8 @@ static int hash_file(struct mstate *m, int dfd, const char *name, struct err **e
                 size += (uint64_t)r;
                 if (size > budget - m->total)
                         return over_budget(m, err);
+                if (stopped(m, err))
+                        return -1;
                 sha256_update(&s, buf, (size_t)r);
         }
         m->total += size;
@@ -811,6 +827,10 @@ static int walk(struct mstate *m, int dfd, size_t plen, unsigned depth, struct e
                 return -1;
         int r = 0;
         for (size_t i = 0; i < n && r == 0; i++) {
+                if (stopped(m, err)) {
+                        r = -1;
+                        break;
+                }
                 bool is_dir = strcmp(v[i].type, "dir") == 0;
                 if (!is_dir && strcmp(v[i].type, "file") != 0)
                         continue; /* symlinks, fifos, devices, sockets */
@@ -842,10 +862,17 @@ static int walk(struct mstate *m, int dfd, size_t plen, unsigned depth, struct e
 
 int workspace_manifest(struct workspace *w, struct cJSON **ret, struct err **err)
 {
+        return workspace_manifest_until(w, NULL, ret, err);
+}
+
+int workspace_manifest_until(struct workspace *w, const struct budget *budget, struct cJSON **ret,
+                             struct err **err)
+{
         _cleanup_free_ struct mstate *m = calloc(1, sizeof(*m));
         if (!m)
                 return err_setc(err, WORKSPACE_IO, ENOMEM, "workspace: manifest");
         m->w = w;
+        m->budget = budget;
         int r = -1;
         cJSON *arr = NULL;
         _cleanup_close_ int dfd = resolve(w->rootfd, ".", O_RDONLY | O_DIRECTORY);

@@ -123,5 +123,11 @@ int workspace_delete(struct workspace *w, const char *rel, bool *ret_existed, st
  * max_list_entries entries or nesting exceeds WORKSPACE_MANIFEST_DEPTH_MAX.
  * Caller frees *ret with cJSON_Delete. */
 int workspace_manifest(struct workspace *w, struct cJSON **ret, struct err **err);
+/* workspace_manifest() that gives up when `budget` is over (common/budget.h),
+ * checked per file and per chunk read: code WORKSPACE_IO, errnum ETIMEDOUT
+ * or EINTR.  budget may be NULL. */
+struct budget;
+int workspace_manifest_until(struct workspace *w, const struct budget *budget, struct cJSON **ret,
+                             struct err **err);
 
 #endif

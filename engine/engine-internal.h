@@ -4,9 +4,11 @@
 #define CHIDORI_ENGINE_INTERNAL_H
 
 #include <JavaScriptCore/JavaScript.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "common/err.h"
 #include "proto/proto.h"
@@ -23,6 +25,10 @@ void JSContextGroupSetExecutionTimeLimit(JSContextGroupRef group, double limit,
                                          JSShouldTerminateCallback callback, void *context);
 void JSContextGroupClearExecutionTimeLimit(JSContextGroupRef group);
 
+/* The watchdog's slice: the most CPU time JS runs between two looks at the
+ * stop flag and the budget (engine/natives.c). */
+#define WATCHDOG_SLICE_NS (50u * 1000000u)
+
 /* Embedded by engine/embed.S; each is followed by a NUL byte. */
 extern const char chidori_web_js[], chidori_web_js_end[];
 extern const char chidori_prelude_js[], chidori_prelude_js_end[];
@@ -34,6 +40,7 @@ enum engine_end {
         ENGINE_RUNNING = 0,
         ENGINE_SETTLED,        /* the prelude handed a done frame to finish() */
         ENGINE_CPU_LIMIT,      /* the CPU budget ran out */
+        ENGINE_STOPPED,        /* the in-process parent asked us to stop (*stop) */
         ENGINE_NEVER_SETTLED,  /* nothing left to do, agent promise pending */
         ENGINE_PROTOCOL,       /* the parent sent something wrong (protocol_msg) */
         ENGINE_TRANSPORT,      /* read/write failed (transport_err) */
@@ -95,12 +102,24 @@ struct engine {
         char *out_buf;         /* call frame being composed */
         size_t out_cap;
 
-        /* CPU budget (CLOCK_THREAD_CPUTIME_ID of the engine thread). */
+        /* The watchdog: CPU budget (CLOCK_THREAD_CPUTIME_ID of the engine
+         * thread) and the stop flag of an in-process parent. */
         uint64_t cpu_budget_ns;  /* 0: no limit */
         uint64_t cpu_start_ns;
         uint64_t deadline_ms;
-        bool watchdog_armed;     /* a time limit is installed on the group */
-        bool terminated;         /* the watchdog callback fired */
+        uint64_t armed_ns;       /* limit installed on the group, 0 = none/unknown */
+        const _Atomic int *stop; /* non-zero: stop (set by another thread), or NULL */
+        bool terminated;         /* the watchdog callback decided to terminate */
+
+        /* Frames out, and the backstop (backstop.c). */
+        pthread_mutex_t out_lock;   /* one writer at a time on out_fd */
+        bool done_sent;             /* under out_lock: the done frame is out */
+        pthread_t backstop;
+        bool backstop_running;
+        bool backstop_quit;         /* under out_lock */
+        pthread_cond_t backstop_wake;
+        clockid_t engine_clock;     /* the engine thread's CPU clock */
+        char *backstop_done;        /* the cpu_limit done frame it writes */
 
         /* Outcome. */
         enum engine_end end;
@@ -124,6 +143,16 @@ void engine_fail_protocol(struct engine *e, const char *fmt, ...)
 void engine_fail_transport(struct engine *e, struct err *err);
 char *engine_js_to_utf8(JSStringRef s, size_t *ret_len);
 char *engine_value_to_utf8(JSContextRef ctx, JSValueRef v, size_t *ret_len);
+
+/* backstop.c */
+int engine_backstop_start(struct engine *e);
+void engine_backstop_stop(struct engine *e);
+/* Write one frame under the output lock; is_done marks the run's last.
+ * Fails (EPIPE) once a done frame is out. */
+int engine_frame_out(struct engine *e, const char *body, size_t len, bool is_done, struct err **err);
+
+/* engine.c */
+char *engine_failure_done(const char *kind, const char *name, const char *message);
 
 /* natives.c */
 JSObjectRef engine_make_natives(struct engine *e);

@@ -42,7 +42,7 @@ static char *exception_text(JSContextRef ctx, JSValueRef exc)
 }
 
 /* A done frame the engine builds itself (not an agent outcome). */
-static char *failure_done(const char *kind, const char *name, const char *message)
+char *engine_failure_done(const char *kind, const char *name, const char *message)
 {
         cJSON *done = cJSON_CreateObject();
         cJSON *error = cJSON_CreateObject();
@@ -163,7 +163,7 @@ static JSValueRef call_hook(struct engine *e, JSObjectRef hook, size_t argc, con
         engine_enter(e, e->hook_fail, 1, &exc, &exc2);
         if (e->end == ENGINE_RUNNING) {
                 _cleanup_free_ char *msg = exception_text(e->ctx, exc);
-                e->done_text = failure_done("error", "Error", msg);
+                e->done_text = engine_failure_done("error", "Error", msg);
                 e->end = ENGINE_SETTLED;
         }
         JSValueUnprotect(e->ctx, exc);
@@ -259,6 +259,10 @@ static void start_run(struct engine *e)
         }
         uint64_t ms = (uint64_t)deadline_ms;
         engine_set_cpu_budget(e, ms + ((double)ms < deadline_ms));  /* round up */
+        if (engine_backstop_start(e) < 0) {
+                engine_fail_protocol(e, "cannot start the CPU-limit backstop thread");
+                return;
+        }
 
         JSStringRef src = JSValueToStringCopy(ctx, script, NULL);
         JSStringRef file = JSValueToStringCopy(ctx, filename, NULL);
@@ -308,26 +312,29 @@ static int send_done(struct engine *e, struct err **err)
                                 snprintf(size, sizeof(size), "%zu bytes", len);
                         snprintf(big, sizeof(big), "%s too large (%s, limit %u MiB)", ok ? "result" : "error", size,
                                  FRAME_MAX_BYTES >> 20);
-                        text = own = failure_done("error", "RangeError", big);
+                        text = own = engine_failure_done("error", "RangeError", big);
                 }
                 break;
         case ENGINE_CPU_LIMIT:
                 snprintf(msg, sizeof(msg), "CPU time limit exceeded (%" PRIu64 " ms)", e->deadline_ms);
-                text = own = failure_done("cpu_limit", "Error", msg);
+                text = own = engine_failure_done("cpu_limit", "Error", msg);
+                break;
+        case ENGINE_STOPPED:
+                text = own = engine_failure_done("stopped", "Error", "the run was stopped by the parent");
                 break;
         case ENGINE_NEVER_SETTLED:
-                text = own = failure_done("never_settled", "Error", "agent never settled");
+                text = own = engine_failure_done("never_settled", "Error", "agent never settled");
                 break;
         case ENGINE_PROTOCOL:
-                text = own = failure_done("protocol", "ProtocolError", e->protocol_msg);
+                text = own = engine_failure_done("protocol", "ProtocolError", e->protocol_msg);
                 break;
         default:
-                text = own = failure_done("error", "Error", "internal error: the run loop stopped early");
+                text = own = engine_failure_done("error", "Error", "internal error: the run loop stopped early");
                 break;
         }
         if (!text)
                 return err_set(err, ENOMEM, "compose done frame");
-        if (engine_write_frame_draining(e, text, strlen(text), err) < 0)
+        if (engine_frame_out(e, text, strlen(text), true, err) < 0)
                 return err_wrap(err, "send done frame");
         /* The worker process ends here: no context teardown (a GC) once the
          * outcome is out.  In-process callers get the normal return. */
@@ -341,7 +348,7 @@ static int serve(struct engine *e, struct err **err)
         if (setup(e, err) < 0)
                 return err_wrap(err, "start engine");
         static const char ready[] = "{\"type\":\"ready\",\"protocol\":1}";
-        if (engine_write_frame_draining(e, ready, sizeof(ready) - 1, err) < 0)
+        if (engine_frame_out(e, ready, sizeof(ready) - 1, false, err) < 0)
                 return err_wrap(err, "send ready frame");
         start_run(e);
         run_loop(e);
@@ -349,6 +356,11 @@ static int serve(struct engine *e, struct err **err)
 }
 
 int engine_serve(int in_fd, int out_fd, struct err **err)
+{
+        return engine_serve_until(in_fd, out_fd, NULL, err);
+}
+
+int engine_serve_until(int in_fd, int out_fd, const _Atomic int *stop, struct err **err)
 {
         /* A vanished parent must show up as EPIPE, not kill the process.  If
          * SIGPIPE is not ignored already (chidori-worker ignores it), block it
@@ -363,7 +375,8 @@ int engine_serve(int in_fd, int out_fd, struct err **err)
         if (guard)
                 pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
 
-        struct engine e = { .in_fd = in_fd, .out_fd = out_fd };
+        struct engine e = { .in_fd = in_fd, .out_fd = out_fd, .stop = stop };
+        pthread_mutex_init(&e.out_lock, NULL);
         frame_reader_init(&e.reader);
         /* Non-blocking both ways: a write that cannot go on reads answers
          * meanwhile (engine_write_frame_draining), reads wait in poll. */
@@ -374,7 +387,10 @@ int engine_serve(int in_fd, int out_fd, struct err **err)
         if (fl >= 0)
                 fcntl(in_fd, F_SETFL, fl | O_NONBLOCK);
         int r = serve(&e, err);
+        engine_backstop_stop(&e);
         teardown(&e);
+        free(e.backstop_done);
+        pthread_mutex_destroy(&e.out_lock);
         frame_reader_reset(&e.reader);
 
         if (guard) {

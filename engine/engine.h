@@ -29,11 +29,23 @@
  * at least 8 MiB; one run per call; each call creates and releases its own
  * context group.
  *
+ * The watchdog looks at the budget and the stop flag every 50 ms of CPU;
+ * that is cheap only with JSC's polling traps: a host should have
+ * JSC_usePollingTraps=true in its environment before JSC initialises
+ * (chidori-worker and the in-process launcher set it), else every slice
+ * invalidates the running JIT code (a hot loop runs ~25% slower).
+ *
  * JSC installs SIGSEGV, SIGBUS and SIGUSR1 handlers the first time a context
- * group is created and relies on them (its VM traps make JIT code fault on
- * purpose to stop it at the CPU limit; the GC suspends threads with
+ * group is created and relies on them (the GC suspends threads with
  * SIGUSR1).  A host process must not replace them afterwards. */
 int engine_serve(int in_fd, int out_fd, struct err **err);
+
+/* engine_serve() for an in-process engine its parent can stop: once *stop
+ * (written by another thread) is non-zero, the running JS is terminated
+ * within one watchdog slice of CPU time (50 ms) and the run ends with a
+ * done frame of kind "stopped".  A thread blocked reading a frame is not
+ * woken by it: the parent shuts the socket down for that. */
+int engine_serve_until(int in_fd, int out_fd, const _Atomic int *stop, struct err **err);
 
 /* The worker's first act inside the box (engine/lockdown.c): if the parent
  * passed the stage-2 seccomp filter on fd 4, install a SIGSYS reporter and

@@ -1,4 +1,4 @@
-/* engine/natives.c — the C functions the prelude calls, and the CPU budget.
+/* engine/natives.c — the C functions the prelude calls, and the watchdog.
  *
  * The natives reach the prelude through a hidden global that the prelude
  * deletes in its first statement, before any agent code exists: agent code
@@ -6,13 +6,30 @@
  * JSClass whose private data says which native it is and which engine it
  * belongs to.
  *
- * CPU budget: JSC's watchdog counts CPU time from each VM entry and re-arms
- * on every entry, so before each C->JS entry the engine installs the budget
- * that remains, measured with CLOCK_THREAD_CPUTIME_ID since init.  The total
- * across the run is therefore bounded by init.limits.js_deadline_ms.  Time
- * blocked in a synchronous host call costs no CPU and is not charged. */
+ * The watchdog: JSC's execution time limit counts CPU time from each VM
+ * entry and calls should_terminate() when an entry has run that long.  When
+ * there is a CPU budget or a stop flag, it is armed on every entry with a
+ * short slice (WATCHDOG_SLICE_NS, or less when less CPU budget remains), and
+ * the callback decides: stop requested (the
+ * in-process parent set *stop: deadline or signal), or the run's CPU budget
+ * (init.limits.js_deadline_ms, CLOCK_THREAD_CPUTIME_ID since init) spent ->
+ * terminate; else re-arm for another slice and let JS go on.  Time blocked in
+ * a synchronous host call costs no CPU and is not charged.
+ *
+ * The decision is recorded (e->end) inside the callback, before JSC unwinds,
+ * and it is sticky: once the callback said "terminate" it says so again, and
+ * whatever the C side sees afterwards (a JSC API call inside a native that
+ * returned NULL because the termination fired in it) cannot turn the ending
+ * into something else (docs/decisions.md, "The watchdog's verdict is
+ * recorded where it fires").  JSC swallows a termination that fires inside
+ * an API call a native makes, so every native re-requests it on the way out.
+ *
+ * Polling traps (usePollingTraps) make a slice cheap: with JSC's default
+ * signal-based traps every firing invalidates the running JIT code, which
+ * cost a hot loop ~25% at 50 ms slices; with polling, nothing measurable. */
 #define _GNU_SOURCE
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,11 +46,61 @@ static uint64_t thread_cpu_ns(void)
         return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Why the run must stop now, or ENGINE_RUNNING. */
+static enum engine_end over(struct engine *e, uint64_t *ret_left_ns)
+{
+        *ret_left_ns = WATCHDOG_SLICE_NS;
+        if (e->stop && atomic_load_explicit(e->stop, memory_order_relaxed) != 0)
+                return ENGINE_STOPPED;
+        if (e->cpu_budget_ns == 0)
+                return ENGINE_RUNNING;
+        uint64_t used = thread_cpu_ns() - e->cpu_start_ns;
+        if (used >= e->cpu_budget_ns)
+                return ENGINE_CPU_LIMIT;
+        if (e->cpu_budget_ns - used < *ret_left_ns)
+                *ret_left_ns = e->cpu_budget_ns - used;
+        return ENGINE_RUNNING;
+}
+
+static bool should_terminate(JSContextRef ctx, void *data);
+
+/* The watchdog serves the CPU budget and an in-process parent's stop flag.
+ * A worker with neither has nothing for it to do (its parent kills it for
+ * the deadline and signals), and a host that did not enable polling traps
+ * is spared the firings (engine.h). */
+static bool watchdog_wanted(const struct engine *e)
+{
+        return e->cpu_budget_ns > 0 || e->stop;
+}
+
+static void set_limit(struct engine *e, uint64_t ns)
+{
+        if (e->armed_ns == ns)
+                return;  /* JSC restarts the same limit on every entry by itself */
+        JSContextGroupSetExecutionTimeLimit(e->group, (double)ns / 1e9, should_terminate, e);
+        e->armed_ns = ns;
+}
+
+/* Called by JSC on the engine thread, with the VM lock held, when one entry
+ * has used the armed limit of CPU time (or at once after a zero limit). */
 static bool should_terminate(JSContextRef ctx, void *data)
 {
         (void)ctx;
         struct engine *e = data;
+        if (e->terminated)
+                return true;
+        uint64_t left;
+        enum engine_end why = e->end != ENGINE_RUNNING ? e->end : over(e, &left);
+        if (why == ENGINE_RUNNING) {
+                /* JSC does not restart the timer after a false return unless
+                 * the callback sets a limit: set it even when unchanged. */
+                e->armed_ns = 0;
+                set_limit(e, left);
+                return false;
+        }
         e->terminated = true;
+        if (e->end == ENGINE_RUNNING)
+                e->end = why;
         return true;
 }
 
@@ -44,49 +111,48 @@ void engine_set_cpu_budget(struct engine *e, uint64_t deadline_ms)
         e->cpu_start_ns = thread_cpu_ns();
 }
 
-/* Install the remaining budget before entering JS.  false (and the run ends
- * with cpu_limit) when nothing remains. */
+/* Arm the watchdog before entering JS.  false (and the run ends, e->end
+ * says why) when the run must not enter JS again. */
 bool engine_arm(struct engine *e)
 {
-        if (e->cpu_budget_ns == 0)
-                return true;
-        uint64_t used = thread_cpu_ns() - e->cpu_start_ns;
-        if (used >= e->cpu_budget_ns) {
-                if (e->end == ENGINE_RUNNING)
-                        e->end = ENGINE_CPU_LIMIT;
+        if (e->terminated || e->end != ENGINE_RUNNING)
+                return false;
+        uint64_t left;
+        enum engine_end why = over(e, &left);
+        if (why != ENGINE_RUNNING) {
+                e->end = why;
                 return false;
         }
-        JSContextGroupSetExecutionTimeLimit(e->group, (double)(e->cpu_budget_ns - used) / 1e9,
-                                            should_terminate, e);
-        e->watchdog_armed = true;
+        if (watchdog_wanted(e))
+                set_limit(e, left);
         return true;
 }
 
-/* Stop the JS that is running now (called from inside a native once the run
- * has ended for a protocol or transport reason).  A zero limit makes the
- * watchdog fire at once, which JS cannot catch.  The watchdog only notices
- * a limit set mid-entry if it already existed when the entry began, i.e.
- * when a CPU budget is in force; without one, every native throws from now
- * on and the C loop stops as soon as control returns to it. */
+/* Stop the JS that is running now: called from inside a native once the run
+ * has ended (protocol or transport failure, or a termination JSC swallowed
+ * inside an API call).  A zero limit makes the watchdog fire at the next
+ * check, and the callback, seeing the run ended, terminates: JS cannot catch
+ * it.  Outside JS this only leaves a zero limit for the next entry, which
+ * engine_arm() refuses anyway. */
 void engine_request_abort(struct engine *e)
 {
-        if (e->watchdog_armed)
-                JSContextGroupSetExecutionTimeLimit(e->group, 0, should_terminate, e);
+        if (!watchdog_wanted(e))
+                return;  /* every native throws from now on; the C loop stops when JS returns */
+        e->armed_ns = 0;
+        JSContextGroupSetExecutionTimeLimit(e->group, 0, should_terminate, e);
 }
 
 /* Every C->JS entry of a run goes through here.  Returns the function's
- * result; NULL when the run ended (CPU limit, abort) or when the function
- * threw (*exception set). */
+ * result; NULL when the run ended (CPU limit, stop, abort) or when the
+ * function threw (*exception set). */
 JSValueRef engine_enter(struct engine *e, JSObjectRef fn, size_t argc, const JSValueRef argv[],
                         JSValueRef *exception)
 {
         *exception = NULL;
-        if (e->end != ENGINE_RUNNING || !engine_arm(e))
+        if (!engine_arm(e))
                 return NULL;
         JSValueRef r = JSObjectCallAsFunction(e->ctx, fn, NULL, argc, argv, exception);
         if (e->terminated) {
-                if (e->end == ENGINE_RUNNING)
-                        e->end = ENGINE_CPU_LIMIT;
                 *exception = NULL;
                 return NULL;
         }
@@ -224,16 +290,29 @@ static JSValueRef native_invoke(JSContextRef ctx, JSObjectRef function, JSObject
         if (!n)
                 return JSValueMakeUndefined(ctx);
         struct engine *e = n->e;
+        JSValueRef r;
         if (n->kind == NATIVE_FINISH)
-                return do_finish(e, argc, argv, exception);
-        if (n->kind == NATIVE_LOAD)
-                return do_load(e, argc, argv, exception);
-        if (e->end != ENGINE_RUNNING) {
-                /* Settled, out of budget or broken transport: no more effects. */
-                *exception = engine_make_error(ctx, "Error", "the run has ended");
+                r = do_finish(e, argc, argv, exception);
+        else if (n->kind == NATIVE_LOAD)
+                r = do_load(e, argc, argv, exception);
+        else if (e->end == ENGINE_RUNNING)
+                r = do_call(e, argc, argv, n->kind == NATIVE_CALL_SYNC, exception);
+        else
+                r = NULL;  /* settled, out of budget or broken transport: no more effects */
+        /* The run ended while we were in here: the watchdog fired inside one
+         * of the API calls above (JSC cleared that termination when the call
+         * returned), or the transport or the protocol failed.  Ask for the
+         * termination again, as the last thing before JS runs on: an API call
+         * made after the request could swallow it once more. */
+        if (e->terminated || (e->end != ENGINE_RUNNING && e->end != ENGINE_SETTLED)) {
+                if (!*exception)
+                        *exception = engine_make_error(ctx, "Error", "the run has ended");
+                engine_request_abort(e);
                 return NULL;
         }
-        return do_call(e, argc, argv, n->kind == NATIVE_CALL_SYNC, exception);
+        if (!r && !*exception)
+                *exception = engine_make_error(ctx, "Error", "the run has ended");
+        return r;
 }
 
 /* The object handed to the prelude: {call, callSync, finish, load}. */

@@ -36,7 +36,6 @@ void engine_fail_protocol(struct engine *e, const char *fmt, ...)
         free(e->protocol_msg);
         e->protocol_msg = msg;
         e->end = ENGINE_PROTOCOL;
-        engine_request_abort(e);
 }
 
 /* Takes ownership of err.  A transport failure is recorded even when the run
@@ -49,7 +48,6 @@ void engine_fail_transport(struct engine *e, struct err *err)
                 err_free(err);
         if (e->end == ENGINE_RUNNING)
                 e->end = ENGINE_TRANSPORT;
-        engine_request_abort(e);
 }
 
 char *engine_js_to_utf8(JSStringRef s, size_t *ret_len)
@@ -138,7 +136,7 @@ int engine_write_frame_draining(struct engine *e, const char *body, size_t len, 
 int engine_write_frame(struct engine *e, const char *body, size_t len)
 {
         struct err *err = NULL;
-        if (engine_write_frame_draining(e, body, len, &err) < 0) {
+        if (engine_frame_out(e, body, len, false, &err) < 0) {
                 err_wrap(&err, "send frame to parent");
                 engine_fail_transport(e, err);
                 return -1;

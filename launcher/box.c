@@ -844,7 +844,7 @@ int box_spawn(const struct box_opts *o, struct box *b, struct err **err)
                 rc = -1;
         if (rc == 0 && o->attach && o->attach(o->attach_arg, pid, err) < 0)
                 rc = err_wrap(err, "place the box in its cgroup");
-        if (rc == 0 && write(sv[0], "g", 1) != 1)
+        if (rc == 0 && send(sv[0], "g", 1, MSG_NOSIGNAL) != 1)
                 rc = err_set(err, errno, "start the box");
         struct report r;
         int lfd = -1;

@@ -33,16 +33,16 @@ enum {
 extern volatile sig_atomic_t launcher_stop_signal;
 
 /* ---- spawn.c ---- */
+struct engine_thread;
 struct worker {
         pid_t pid;         /* 0 for in-process */
         int pidfd;         /* -1 if none */
         int frame_fd;      /* parent's end of the socketpair */
         int stderr_fd;     /* read end of the worker's stderr, -1 in-process */
         bool in_process;
-        int engine_fd;     /* in-process: the engine thread's end */
+        struct engine_thread *et; /* in-process: what the engine thread shares (heap: it may
+                                   * outlive this struct if the thread has to be abandoned) */
         pthread_t thread;
-        int engine_rc;
-        char *engine_err;
         int notify_fd;     /* seccomp listener, -1 if none */
         struct sandbox_run sr;
         bool have_sr;
@@ -59,9 +59,14 @@ struct spawn_opts {
 /* Start a worker.  On success *ret owns fds and the child/thread. */
 int spawn_worker(struct spawn_opts *o, struct worker *ret, struct err **err);
 /* Wait for the worker to end; *ret_status is a waitpid status (0 in-process).
- * Kills it first when kill_first is set.  Closes the worker's fds. */
+ * Kills it first when kill_first is set (in-process: sets the engine's stop
+ * flag).  Closes the worker's fds.  An in-process engine that does not stop
+ * within a second (JS the watchdog cannot reach) is left running, with a
+ * note on stderr: the CLI exits right after. */
 int worker_finish(struct worker *w, bool kill_first, int *ret_status, struct sandbox_usage *ret_usage,
                   double *ret_cpu_ms, struct err **err);
+/* In-process: the flag that stops the engine's JS (for the broker), else NULL. */
+_Atomic int *worker_stop_flag(struct worker *w);
 /* Find chidori-worker: $CHIDORI_WORKER, next to this binary, libexec. */
 int find_worker(char **ret_path, struct err **err);
 

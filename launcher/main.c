@@ -34,6 +34,11 @@ static void on_stop(int sig)
         launcher_stop_signal = sig;
 }
 
+static void on_sigpipe(int sig)
+{
+        (void)sig;
+}
+
 /* SIGINT/SIGTERM/SIGHUP must not kill the launcher before it has ended the
  * box and removed its cgroups: note the signal (no SA_RESTART, so the wait
  * in progress returns EINTR), let the normal teardown run, exit 128+sig. */
@@ -46,6 +51,15 @@ static void install_stop_handlers(void)
         static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
         for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
                 sigaction(sigs[i], &sa, NULL);
+        /* A write to a reader that is gone (the worker, a tool, our own
+         * stdout or stderr piped into something that exited) is an EPIPE
+         * error, never the death of the run before its end line.  Caught,
+         * not ignored: an exec'd child starts with the default action again
+         * (SIG_IGN would be inherited), so tools and boxes see the usual
+         * SIGPIPE.  docs/decisions.md, "SIGPIPE: caught, never fatal". */
+        sa.sa_handler = on_sigpipe;
+        sa.sa_flags = SA_RESTART;
+        sigaction(SIGPIPE, &sa, NULL);
 }
 
 int main(int argc, char **argv)

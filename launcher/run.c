@@ -14,6 +14,7 @@
 #include "broker/journal.h"
 #include "broker/memstore.h"
 #include "broker/policy.h"
+#include "common/budget.h"
 #include "common/cleanup.h"
 #include "common/text.h"
 #include "common/util.h"
@@ -38,6 +39,7 @@ struct run_opts {
         struct sandbox_opts sb;
         struct grants_opts gr;    /* run only: what the agent is handed */
         struct broker_limits lim; /* the parent's limits (launcher/bounds.h) */
+        double started;           /* mono_ms() at the command's start: --deadline counts from here */
         bool json, quiet, in_process;
         bool untrusted, trusted;  /* --untrusted / --trusted */
         bool tz_flag;             /* sb.tz came from --tz (else CHIDORI_TZ or the default) */
@@ -286,6 +288,24 @@ static void journal_end(struct run_ctx *c, const struct broker_outcome *o, int s
         cJSON_Delete(e);
 }
 
+/* The deadline passed or a stop signal came before the worker started (a
+ * long replay load): the same message and exit status as during the run. */
+static int stopped_early(const struct run_opts *o, enum budget_reason why)
+{
+        struct broker_outcome out = { .blocked_syscall = -1 };
+        if (why == BUDGET_DEADLINE) {
+                out.end = BROKER_END_DEADLINE;
+                if (asprintf(&out.message, "deadline exceeded (%ld ms)", o->sb.deadline_ms) < 0)
+                        out.message = NULL;
+        } else {
+                out.end = BROKER_END_INTERRUPTED;
+        }
+        out.wall_ms = mono_ms() - o->started;
+        int code = report_outcome(&out, 0, o->json, o->js_deadline_ms, o->sb.cpu_secs, "");
+        broker_outcome_clear(&out);
+        return code;
+}
+
 /* spawn -> broker -> wait -> report. */
 static int execute(const struct run_opts *o, struct run_ctx *c, const char *surface)
 {
@@ -329,6 +349,7 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
                 .journal = c->journal,
                 .replay = c->replay,
                 .deadline_ms = o->sb.deadline_ms,
+                .deadline_from = o->started,
                 .quiet_logs = c->replay != NULL,
                 .stop = &launcher_stop_signal,
                 .policy = c->policy,
@@ -374,7 +395,8 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
                                                           .stderr_fd = w.stderr_fd,
                                                           .pidfd = w.pidfd,
                                                           .notify_fd = w.notify_fd,
-                                                          .pid = w.pid },
+                                                          .pid = w.pid,
+                                                          .engine_stop = worker_stop_flag(&w) },
                             &out, &err);
         /* The outcome is known: show it before the teardown (reaping, the
          * cgroup's counters and removal), which the user need not wait for. */
@@ -410,7 +432,14 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
         out.peak_bytes = usage.peak_bytes;
         out.memory_limit = usage.memory_limit;
         if (rc < 0) {
+                /* A failure of the parent itself: still an end line. */
                 fprintf(stderr, "chidori: %s\n", err_msg(err));
+                if (c->journal) {
+                        free(out.message);
+                        out.message = strdup(err_msg(err));
+                        out.end = BROKER_END_PROTOCOL;
+                        journal_end(c, &out, status, EXIT_PROTOCOL);
+                }
                 err_free(err);
                 broker_outcome_clear(&out);
                 return EXIT_PROTOCOL;
@@ -590,7 +619,7 @@ static int pids_check(const char *cmd, const struct run_opts *o)
 
 int cmd_run(int argc, char **argv)
 {
-        struct run_opts o = { 0 };
+        struct run_opts o = { .started = mono_ms() };
         if (env_defaults(&o) < 0 || grants_opts_env(&o.gr) < 0)
                 return EXIT_USAGE;
         const char *tz_env = getenv("CHIDORI_TZ");
@@ -785,7 +814,7 @@ int cmd_replay(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
-        struct run_opts o = { 0 };
+        struct run_opts o = { .started = mono_ms() };
         const char *agent_override = NULL;
         if (env_defaults(&o) < 0)
                 return EXIT_USAGE;
@@ -819,8 +848,16 @@ int cmd_replay(int argc, char **argv)
         struct run_ctx ctx = { 0 };
         struct err *err = NULL;
         int code = EXIT_USAGE;
-        if (replay_open(argv[optind], o.lim.max_journal, &ctx.replay, &err) < 0) {
-                fprintf(stderr, "chidori: replay: %s\n", err_msg(err));
+        struct budget load_budget = {
+                .deadline_at = o.sb.deadline_ms > 0 ? o.started + (double)o.sb.deadline_ms : 0,
+                .stop = &launcher_stop_signal,
+        };
+        if (replay_open_until(argv[optind], o.lim.max_journal, &load_budget, &ctx.replay, &err) < 0) {
+                enum budget_reason why = budget_over(&load_budget);
+                if (why != BUDGET_OK)
+                        code = stopped_early(&o, why);
+                else
+                        fprintf(stderr, "chidori: replay: %s\n", err_msg(err));
                 goto out;
         }
         const cJSON *h = replay_header(ctx.replay);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define FD 3
@@ -75,6 +76,31 @@ static void *sleeper(void *arg)
         (void)arg;
         wait_forever();
         return NULL;
+}
+
+/* Ask for a template whose answer is ~2 MB, far more than the socket
+ * buffers hold, and read only the start of it: the parent is then still
+ * writing the rest when this worker does what the mode says. */
+static void big_answer_pending(void)
+{
+        static const char head[] = "{\"type\":\"call\",\"id\":1,\"op\":\"template\",\"args\":{\"template\":\"";
+        static const char mid[] = "\",\"vars\":{\"s\":\"", tail[] = "\"}}}";
+        size_t cap = sizeof(head) + 100 * 5 + sizeof(mid) + 20000 + sizeof(tail);
+        char *f = malloc(cap), *p = f;
+        memcpy(p, head, sizeof(head) - 1);
+        p += sizeof(head) - 1;
+        for (int i = 0; i < 100; i++, p += 5)
+                memcpy(p, "{{s}}", 5);
+        memcpy(p, mid, sizeof(mid) - 1);
+        p += sizeof(mid) - 1;
+        memset(p, 'x', 20000);
+        p += 20000;
+        memcpy(p, tail, sizeof(tail));
+        frame(f);
+        free(f);
+        unsigned char h[4];
+        if (read(FD, h, 4) != 4)
+                exit(8);
 }
 
 static void ready_init(void)
@@ -179,6 +205,32 @@ static int run(int argc, char **argv)
         }
         if (!strcmp(mode, "exit-before-done"))
                 return 4;
+        /* The parent has a large answer half written when the worker goes. */
+        if (!strcmp(mode, "exit-mid-answer")) {
+                big_answer_pending();
+                return 4;
+        }
+        if (!strcmp(mode, "done-mid-answer")) {
+                big_answer_pending();
+                frame("{\"type\":\"done\",\"ok\":true,\"value\":\"done\"}");
+                return 0;
+        }
+        if (!strcmp(mode, "crash-mid-answer")) {
+                big_answer_pending();
+                signal(SIGSEGV, SIG_DFL);
+                int *volatile p = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                *p = 1;
+        }
+        if (!strcmp(mode, "abort-mid-answer")) {
+                big_answer_pending();
+                signal(SIGABRT, on_abort);
+                abort();
+        }
+        if (!strcmp(mode, "syscall-mid-answer")) {
+                big_answer_pending();
+                syscall(SYS_ptrace, 0, 0, 0, 0);  /* in the fixed prefix: never allowed */
+                return 5;
+        }
         if (!strcmp(mode, "hang"))
                 wait_forever();
         if (!strcmp(mode, "unknown-op")) {
