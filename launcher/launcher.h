@@ -149,7 +149,7 @@ int report_pids_too_low(const struct broker_outcome *o, bool json, const char *r
  * JIT compiler threads, measured with the JIT on, on 2 CPUs.  JSC sizes its
  * pools by the CPU count, so a larger host may need more: a worker that
  * still fails to start says so (report_pids_too_low). */
-#define ENGINE_PIDS_MIN 6
+#define ENGINE_PIDS_MIN 7
 
 /* ---- child.c ---- */
 /* A chidori started by a run: CHIDORI_PARENT_PID (die with it) and

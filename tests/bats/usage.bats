@@ -186,25 +186,25 @@ one() { echo 'function main(){return 1}' >"$T/a.js"; }
 
 @test "--pids below what the engine needs is a usage error up front, not SIGILL" {
   one
-  for n in 1 2 5; do
+  for n in 1 2 6; do
     chid run --pids "$n" "$T/a.js"
     assert_status 2
-    assert_stderr_has "chidori: process limit too low to start the engine (--pids $n; at least 6 needed)"
+    assert_stderr_has "chidori: process limit too low to start the engine (--pids $n; at least 7 needed)"
     [[ $stderr != *SIGILL* && $stderr != *Isolation:* ]]
   done
   CHIDORI_PIDS_MAX=2 chid run --json "$T/a.js"
   assert_status 2
-  assert_stderr_has "process limit too low to start the engine (CHIDORI_PIDS_MAX=2; at least 6 needed)"
-  [[ $output == '{"ok":false,"error":{"name":"UsageError","message":"process limit too low to start the engine (CHIDORI_PIDS_MAX=2; at least 6 needed)"},"exit":2}' ]]
+  assert_stderr_has "process limit too low to start the engine (CHIDORI_PIDS_MAX=2; at least 7 needed)"
+  [[ $output == '{"ok":false,"error":{"name":"UsageError","message":"process limit too low to start the engine (CHIDORI_PIDS_MAX=2; at least 7 needed)"},"exit":2}' ]]
   chid replay --pids 1 "$T/j.jsonl"
   assert_status 2
-  assert_stderr_has "process limit too low to start the engine (--pids 1; at least 6 needed)"
-  # The floor holds for real: a JIT-heavy agent runs at --pids 6.
+  assert_stderr_has "process limit too low to start the engine (--pids 1; at least 7 needed)"
+  # The floor holds for real: a JIT-heavy agent runs at --pids 7.
   cat >"$T/heavy.js" <<'JS'
 function f(x) { return x * 2 + 1 }
 function main() { let a = [], s = 0; for (let i = 0; i < 3e6; i++) { s += f(i) % 7; if (i % 10 == 0) a.push({ i }); if (a.length > 50000) a = [] } return s }
 JS
-  chid run --quiet --jit --pids 6 "$T/heavy.js"
+  chid run --quiet --jit --pids 7 "$T/heavy.js"
   assert_status 0
   [[ $output =~ ^[0-9]+$ ]]
   # launch runs any program: one process may be all it needs.
