@@ -59,7 +59,8 @@ blocks in order, so a file one block writes is there for the next.  The
 environment is fixed: PATH has the build folder first (`chidori` is
 build/chidori), XDG_STATE_HOME and HOME are private to the doc, TZ=UTC,
 LANG=C.UTF-8, no CHIDORI_* variable; $DOC_REPO is the checkout (for hidden
-steps only).  Every command has 30 s.
+steps only).  Every command has 30 s (--timeout); one that
+takes longer is killed with what it started, and fails.
 
 Output: one `ok N - FILE:LINE what` / `not ok ...` line per block or hidden
 step, the `norun` blocks with their reasons, and last
@@ -85,6 +86,15 @@ EXIT_TAG = re.compile(r"#\s*exit\s+(\d+)\s*$")
 
 class DocError(Exception):
     pass
+
+
+def die_with_parent():
+    """In a child: SIGKILL when this runner dies, however it dies."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 # ------------------------------------------------------------------ parsing
@@ -248,10 +258,11 @@ def diff(expected, actual):
 # ------------------------------------------------------------------ running
 
 class Runner:
-    def __init__(self, build, keep, verbose):
-        self.build, self.keep, self.verbose = build, keep, verbose
+    def __init__(self, build, keep, verbose, timeout):
+        self.build, self.keep, self.verbose, self.timeout = build, keep, verbose, timeout
         self.n = self.passed = self.failed = 0
         self.norun = []
+        self.ndocs = 0
         self.top = tempfile.mkdtemp(prefix="chidori-docs.")
 
     def env(self, d, extra=None):
@@ -285,15 +296,20 @@ class Runner:
                 print("#   " + l)
         sys.stdout.flush()
 
-    def sh(self, d, cmd, timeout=CMD_TIMEOUT, extra=None):
+    def sh(self, d, cmd, extra=None):
+        timeout = self.timeout
+        # Its own process group, so a command that times out is ended with
+        # everything it started (the group of the bash this runner started).
+        p = subprocess.Popen(["bash", "-o", "pipefail", "-c", cmd], cwd=d, env=self.env(d, extra),
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             start_new_session=True)
         try:
-            p = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], cwd=d, env=self.env(d, extra),
-                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               timeout=timeout, start_new_session=True)
-            return p.returncode, p.stdout.decode("utf-8", "replace")
-        except subprocess.TimeoutExpired as e:
-            out = (e.stdout or b"").decode("utf-8", "replace")
-            return None, out + "\n[timed out after %d s]" % timeout
+            out, _ = p.communicate(timeout=timeout)
+            return p.returncode, out.decode("utf-8", "replace")
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, _ = p.communicate()
+            return None, out.decode("utf-8", "replace") + "\n[timed out after %d s]" % timeout
 
     def session(self, d, text, where):
         """Run `$ ` commands; returns (ok, detail)."""
@@ -364,7 +380,8 @@ class Runner:
         if self.server_proc:
             return True, ""
         p = subprocess.Popen([sys.executable, os.path.join(REPO, "tests/servers/fake_http.py"), "--port", "0"],
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
+                             preexec_fn=die_with_parent)
         port = p.stdout.readline().decode().strip()
         if not port.isdigit():
             p.kill()
@@ -389,7 +406,8 @@ class Runner:
         except DocError as e:
             self.report(False, rel, "cannot be read", str(e))
             return
-        d = os.path.join(self.top, rel.replace("/", "_"))
+        d = os.path.join(self.top, "%02d-%s" % (self.ndocs, os.path.basename(path)))
+        self.ndocs += 1
         os.makedirs(d)
         for sub in (".home", ".state", ".tmp"):
             os.makedirs(os.path.join(d, sub))
@@ -465,6 +483,7 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the temp folders")
     ap.add_argument("--list", action="store_true", help="list the blocks and how each one runs")
     ap.add_argument("-v", "--verbose", action="store_true", help="show every command's output")
+    ap.add_argument("--timeout", type=int, default=CMD_TIMEOUT, help="seconds per command (default %(default)s)")
     ap.add_argument("files", nargs="*")
     a = ap.parse_args()
     files = a.files or [os.path.join(REPO, "README.md")] + sorted(glob.glob(os.path.join(REPO, "docs", "*.md")))
@@ -476,7 +495,7 @@ def main():
     build = os.path.realpath(a.build)
     if not os.access(os.path.join(build, "chidori"), os.X_OK):
         sys.exit("run-docs: no %s/chidori; run make all first" % build)
-    r = Runner(build, a.keep, a.verbose)
+    r = Runner(build, a.keep, a.verbose, a.timeout)
     t0 = time.monotonic()
     for f in files:
         r.run_doc(os.path.realpath(f))
