@@ -58,7 +58,7 @@ UNIT_BIN  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 PROBE_SRC := $(wildcard tests/probes/*.c)
 PROBE_BIN := $(patsubst tests/probes/%.c,$(BUILD)/probes/%,$(PROBE_SRC))
 
-.PHONY: all deps test unit asan fuzz bench lint install uninstall clean check-deps test-vm FORCE
+.PHONY: all deps test test-docs unit asan fuzz bench lint install uninstall clean check-deps test-vm FORCE
 all: $(BUILD)/chidori $(BUILD)/chidori-worker $(BUILD)/libchidori-engine.so $(BUILD)/libchidori-net.so $(BUILD)/jsrun $(BUILD)/vfsrun $(UNIT_BIN) $(PROBE_BIN) $(BUILD)/jsc_hello
 
 deps:
@@ -146,6 +146,11 @@ FUZZ_BIN := $(BUILD)/fuzz_frame $(BUILD)/fuzz_policy $(BUILD)/fuzz_vfs
 
 test: check-deps all $(FUZZ_BIN)
 	BUILD=$(BUILD) ./scripts/run-tests.sh
+
+# Every code block of README.md and docs/*.md against the built binary
+# (docs/README.md says how a block runs); `make test` runs it too.
+test-docs: all
+	tests/docs/run-docs.py --build $(BUILD)
 
 # cgroup v2 and a second kernel (6.1) in a qemu guest; `make test` runs it too
 # when qemu is installed (scripts/deps.sh installs it).

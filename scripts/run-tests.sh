@@ -58,6 +58,20 @@ if [[ -x $BUILD/vfsrun ]] && compgen -G "tests/js/fs_*.test.js" >/dev/null; then
   js_suite "node:fs tests against the parent's VFS (build/vfsrun)" vfsrun.log "$BUILD"/vfsrun engine/fs.js tests/js/fs_*.test.js
 fi
 
+# Every code block of README.md and docs/*.md, run and compared (docs/README.md).
+if [[ -x tests/docs/run-docs.py ]]; then
+  echo "== docs: the code blocks of README.md and docs/*.md (tests/docs/run-docs.py)"
+  tests/docs/run-docs.py --build "$BUILD" >"$logdir/docs.log" 2>&1
+  grep -E '^not ok' -A 12 "$logdir/docs.log" | grep -Ev '^(ok|--)' | sed 's/^/    /'
+  line=$(grep -E '^# docs: [0-9]+ passed, [0-9]+ failed' "$logdir/docs.log" | tail -n 1)
+  if [[ -n $line ]]; then
+    p=$(awk '{print $3}' <<<"$line"); f=$(awk '{print $5}' <<<"$line")
+    pass=$((pass + p)); fail=$((fail + f)); echo "  passed $p, failed $f (${line##*, })"
+  else
+    echo "  run-docs.py crashed:"; tail -n 20 "$logdir/docs.log" | sed 's/^/    /'; fail=$((fail + 1))
+  fi
+fi
+
 echo "== end-to-end tests (bats)"
 if compgen -G "tests/bats/*.bats" >/dev/null; then
   bats --tap $(ls tests/bats/*.bats | grep -v rootless.bats) >"$logdir/bats.log" 2>&1

@@ -233,6 +233,26 @@ static int run(int argc, char **argv)
         }
         if (!strcmp(mode, "hang"))
                 wait_forever();
+        if (!strcmp(mode, "trap")) {
+                /* What JavaScriptCore does on a failed internal check
+                 * (RELEASE_ASSERT, CRASH()): a trap instruction, SIGILL,
+                 * which the kernel delivers even to pid 1. */
+                __builtin_trap();
+        }
+        if (!strcmp(mode, "threads-after-ready")) {
+                /* Start threads until the process limit refuses one, say
+                 * so in a log call, and wait (to be killed). */
+                int n = 0;
+                pthread_t t;
+                while (n < 4096 && pthread_create(&t, NULL, sleeper, NULL) == 0)
+                        n++;
+                char msg[160];
+                snprintf(msg, sizeof(msg),
+                         "{\"type\":\"call\",\"id\":1,\"op\":\"log\",\"args\":{\"level\":\"info\","
+                         "\"message\":\"%d threads, then refused\"}}", n);
+                frame(msg);
+                wait_forever();
+        }
         if (!strcmp(mode, "unknown-op")) {
                 frame("{\"type\":\"call\",\"id\":1,\"op\":\"nope\",\"args\":{}}");
                 char *r = read_frame();
