@@ -627,7 +627,7 @@ int sandbox_wait(const struct sandbox_opts *o, struct sandbox_run *r, int *ret_s
         double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
                      ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
         if (launcher_stop_signal && !deadline_hit && blocked < 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {
-                fprintf(stderr, "chidori: interrupted by signal %d: the box was stopped\n", (int)launcher_stop_signal);
+                fprintf(stderr, "chidori: interrupted by %s: the box was stopped\n", report_signame((int)launcher_stop_signal));
                 return 128 + (int)launcher_stop_signal;
         }
         if (blocked >= 0) {

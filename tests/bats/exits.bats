@@ -100,7 +100,7 @@ wait_for() { # FILE TEXT: until FILE contains TEXT, up to 30 s
     kill -"$sig" "$L"
     set +e; wait "$L"; st=$?; set -e
     [[ $st == "$code" ]] || { echo "SIG$sig: exit $st, expected $code"; cat "$T/err"; return 1; }
-    grep -qF "chidori: interrupted by signal $num: the box was stopped" "$T/err" || { cat "$T/err"; return 1; }
+    grep -qF "chidori: interrupted by SIG$sig: the box was stopped" "$T/err" || { cat "$T/err"; return 1; }
   done
 }
 
