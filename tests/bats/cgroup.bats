@@ -160,7 +160,7 @@ JS
     kill -$sig $L
     set +e; wait $L; st=$?; set -e
     (( st > 128 ))
-    grep -q "interrupted by signal" "$T/err"
+    grep -q "interrupted by SIG$sig: the box was stopped" "$T/err"
     [[ -z $(find /sys/fs/cgroup/pids /sys/fs/cgroup/memory /sys/fs/cgroup/unified -maxdepth 5 -type d -name "chidori-$L-*" 2>/dev/null) ]]
   done
   agent spin.js <<'JS'
