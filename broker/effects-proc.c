@@ -188,7 +188,8 @@ static void copy_journal(struct broker *b, int64_t id, const char *path, const c
         for (char *p = text, *nl; p && *p; p = nl ? nl + 1 : NULL) {
                 nl = strchr(p, '\n');
                 size_t n = nl ? (size_t)(nl - p) : strlen(p);
-                if (json_validate(p, n, NULL, NULL, NULL) == 0) {
+                struct json_limits lim = { .max_depth = JOURNAL_DEPTH_MAX };
+                if (json_validate(p, n, &lim, NULL, NULL) == 0) {
                         cJSON *l = json_cjson_raw((struct json_span){ p, n });
                         if (l)
                                 cJSON_AddItemToArray(lines, l);

@@ -154,6 +154,7 @@ void journal_close(struct journal *j)
 /* A call line holds its args and its value (or error), each at most one
  * frame's worth of JSON values. */
 #define LINE_MAX_VALUES (2u * FRAME_MAX_VALUES + 1024u)
+_Static_assert(JOURNAL_DEPTH_MAX == JSON_DEPTH_MAX + 64u, "journal.h's depth follows proto/json.h's");
 
 struct replay {
         int fd;
@@ -259,7 +260,9 @@ static int add_call(struct replay *r, const cJSON *line, off_t off, size_t len, 
 static int parse_line(const char *buf, size_t len, size_t lineno, cJSON **ret, struct err **err)
 {
         static const char *const raw[] = { "args", "value", "error", "input", NULL };
-        struct json_limits lim = { .max_values = LINE_MAX_VALUES };
+        /* A line nests a frame's values a level or two deeper than the frame
+         * did, and a nested run's journal (a note) a few more per level. */
+        struct json_limits lim = { .max_depth = JOURNAL_DEPTH_MAX, .max_values = LINE_MAX_VALUES };
         struct json_error je;
         if (json_validate(buf, len, &lim, &je, NULL) < 0) {
                 if (je.code == JSON_E_VALUES)
