@@ -25,6 +25,18 @@ const char *report_signame(int sig)
         return buf;
 }
 
+void report_value(const cJSON *value)
+{
+        if (cJSON_IsRaw(value) && value->valuestring) {
+                fputs(value->valuestring, stdout);
+                fputc('\n', stdout);
+                return;
+        }
+        char *s = value ? cJSON_PrintUnformatted(value) : NULL;
+        printf("%s\n", s ? s : "null");
+        free(s);
+}
+
 static const char *str_member(const cJSON *o, const char *k)
 {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
@@ -139,9 +151,7 @@ int report_outcome(const struct broker_outcome *o, int status, bool json, long j
                 if (json) {
                         print_json(true, o->value, NULL, NULL, EXIT_OK, o, run_id);
                 } else {
-                        char *s = json_cjson_text(o->value); /* the worker's own JSON text */
-                        printf("%s\n", s ? s : "null");
-                        free(s);
+                        report_value(o->value);
                 }
                 fflush(stdout);
                 return EXIT_OK;

@@ -404,10 +404,8 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
          * cgroup's counters and removal), which the user need not wait for. */
         bool early = rc == 0 && out.end == BROKER_END_DONE_OK && !o->json;
         if (early) {
-                char *text = json_cjson_text(out.value); /* the worker's own text */
-                printf("%s\n", text ? text : "null");
+                report_value(out.value); /* the worker's own text */
                 fflush(stdout);
-                free(text);
         }
         int status = 0, code_pids;
         bool kill_first = rc < 0 || out.end != BROKER_END_DONE_OK;
