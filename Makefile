@@ -161,7 +161,7 @@ asan:
 fuzz: $(FUZZ_BIN)
 	for f in $(FUZZ_BIN); do ./scripts/fuzz.sh $$f || exit 1; done
 
-JSON_SRC := proto/json.c proto/json-text.c proto/json-cjson.c
+JSON_SRC := proto/json.c proto/json-span.c proto/json-text.c proto/json-cjson.c
 
 $(BUILD)/fuzz_frame: tests/fuzz/fuzz_frame.c proto/proto.c $(JSON_SRC) common/err.c
 	@mkdir -p $(dir $@)

@@ -62,6 +62,7 @@ enum json_errc {
         JSON_E_SYNTAX = 1,  /* not JSON (what and where in the error) */
         JSON_E_DEPTH,       /* nested deeper than max_depth */
         JSON_E_VALUES,      /* more than max_values values */
+        JSON_E_NOMEM,       /* a max_depth beyond JSON_DEPTH_MAX needs memory that was not there */
 };
 
 struct json_error {

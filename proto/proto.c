@@ -277,6 +277,8 @@ int frame_decode(const char *body, size_t len, cJSON **ret_json, enum frame_type
                                         "frame holds more than %u JSON values (the limit per frame; send fewer, "
                                         "e.g. a string instead of a long array)",
                                         FRAME_MAX_VALUES);
+                if (je.code == JSON_E_NOMEM)
+                        return err_setc(err, PROTO_E_IO, ENOMEM, "check a frame of %zu bytes", len);
                 return err_setc(err, PROTO_E_BAD_JSON, 0, "frame is not valid JSON (%s at byte %zu of %zu)", je.what,
                                 je.offset, len);
         }
