@@ -3,7 +3,7 @@
  * again by a library that would round numbers or cut strings
  * (docs/decisions.md, "Values are carried as the worker's JSON text").
  *
- * Three layers:
+ * Three layers (json.c, json-span.c, json-text.c):
  *  - json_validate: is this one RFC 8259 JSON value?  Strict (UTF-8 checked,
  *    no trailing bytes, no comments), plus `\udXXX` escapes that name lone
  *    surrogates — JSON.stringify writes those for strings that hold them.
@@ -83,7 +83,7 @@ bool json_utf8_valid(const char *s, size_t len);
 /* 1-based line and column (in bytes) of `offset` in text, for messages. */
 void json_line_col(const char *text, size_t len, size_t offset, size_t *ret_line, size_t *ret_col);
 
-/* ---- spans (of validated text) ---- */
+/* ---- spans (of validated text; json-span.c) ---- */
 
 /* The span without surrounding whitespace. */
 struct json_span json_trim(struct json_span v);
@@ -122,7 +122,7 @@ char *json_compact(struct json_span v, size_t *ret_len);
 int json_diff(struct json_span a, struct json_span b, const char *root, char *path, size_t path_len,
               struct json_span *ret_a, struct json_span *ret_b);
 
-/* ---- text ---- */
+/* ---- text (json-text.c) ---- */
 
 /* How a lone surrogate (`\ud800` with no partner) is decoded. */
 enum json_decode_flags {
