@@ -447,11 +447,22 @@ static int perform(struct loop *l, int64_t id, const char *op, const cJSON *args
 
 /* ---- replay ---- */
 
+/* How much of s[0..len) to show in at most max bytes, not cutting a UTF-8
+ * character. */
+static int shown(const char *s, size_t len, size_t max)
+{
+        if (len <= max)
+                return (int)len;
+        while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
+                max--;
+        return (int)max;
+}
+
 /* "op {args}", the args cut to what a message can show. */
 static void describe(const char *op, const char *args, char *buf, size_t len)
 {
         size_t n = strlen(args);
-        snprintf(buf, len, "%s %.*s%s", op, (int)(n > 300 ? 300 : n), args, n > 300 ? "..." : "");
+        snprintf(buf, len, "%s %.*s%s", op, shown(args, n, 300), args, n > 300 ? "..." : "");
 }
 
 /* " (args.key: the journal has "k1", the agent sent "k2")". */
@@ -464,8 +475,8 @@ static void what_differs(const char *want, const char *got, char *buf, size_t le
                       sizeof(path), &a, &g) != 1)
                 return;
         snprintf(buf, len, " (%s: the journal has %.*s%s, the agent sent %.*s%s)", path,
-                 a.p ? (int)(a.len > 100 ? 100 : a.len) : 7, a.p ? a.p : "nothing", a.len > 100 ? "..." : "",
-                 g.p ? (int)(g.len > 100 ? 100 : g.len) : 7, g.p ? g.p : "nothing", g.len > 100 ? "..." : "");
+                 a.p ? shown(a.p, a.len, 100) : 7, a.p ? a.p : "nothing", a.len > 100 ? "..." : "",
+                 g.p ? shown(g.p, g.len, 100) : 7, g.p ? g.p : "nothing", g.len > 100 ? "..." : "");
 }
 
 /* Journals written before values were carried exactly (no "values":

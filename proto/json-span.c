@@ -218,9 +218,12 @@ static void path_put(struct diff *d, const char *s, size_t n)
                         room = 3;
                 }
                 if (room >= 3) {
-                        memcpy(d->path + d->len, s, room - 3);
-                        memcpy(d->path + d->len + room - 3, "...", 3);
-                        d->len += room;
+                        size_t take = room - 3;
+                        while (take > 0 && take < n && ((unsigned char)s[take] & 0xc0) == 0x80)
+                                take--; /* not inside a UTF-8 character */
+                        memcpy(d->path + d->len, s, take);
+                        memcpy(d->path + d->len + take, "...", 3);
+                        d->len += take + 3;
                 }
                 d->path[d->len] = '\0';
                 d->full = true;
