@@ -142,7 +142,7 @@ $(BUILD)/jsc_hello: tests/bench/jsc_hello.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(call cflags_of,javascriptcoregtk-4.1) $< -o $@ $(LDFLAGS) $(call libs_of,javascriptcoregtk-4.1)
 
 # Builds (installing missing Debian packages first) and runs every suite.
-FUZZ_BIN := $(BUILD)/fuzz_frame $(BUILD)/fuzz_policy $(BUILD)/fuzz_vfs
+FUZZ_BIN := $(BUILD)/fuzz_frame $(BUILD)/fuzz_policy $(BUILD)/fuzz_vfs $(BUILD)/fuzz_json
 
 test: check-deps all $(FUZZ_BIN)
 	BUILD=$(BUILD) ./scripts/run-tests.sh
@@ -166,9 +166,15 @@ asan:
 fuzz: $(FUZZ_BIN)
 	for f in $(FUZZ_BIN); do ./scripts/fuzz.sh $$f || exit 1; done
 
-$(BUILD)/fuzz_frame: tests/fuzz/fuzz_frame.c proto/proto.c common/err.c
+JSON_SRC := proto/json.c proto/json-span.c proto/json-text.c proto/json-cjson.c
+
+$(BUILD)/fuzz_frame: tests/fuzz/fuzz_frame.c proto/proto.c $(JSON_SRC) common/err.c
 	@mkdir -p $(dir $@)
-	clang -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined $(call cflags_of,libcjson) $^ -o $@ $(call libs_of,libcjson)
+	clang -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined $(call cflags_of,libcjson) $^ -o $@ $(call libs_of,libcjson) -lm
+
+$(BUILD)/fuzz_json: tests/fuzz/fuzz_json.c $(JSON_SRC)
+	@mkdir -p $(dir $@)
+	clang -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined $(call cflags_of,libcjson) $^ -o $@ $(call libs_of,libcjson) -lm
 
 $(BUILD)/fuzz_policy: tests/fuzz/fuzz_policy.c broker/policy.c common/text.c common/util.c common/err.c
 	@mkdir -p $(dir $@)

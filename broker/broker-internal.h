@@ -6,6 +6,7 @@
 
 #include "broker/broker.h"
 #include "common/budget.h"
+#include "proto/json.h"
 #include "proto/proto.h"
 
 struct http_engine;
@@ -19,7 +20,8 @@ struct vfs;
 struct pending_call {
         int64_t id;
         char *op;
-        struct cJSON *args;
+        struct cJSON *args;       /* read-only tree of the args (handlers look up names in it) */
+        char *args_text;          /* the args as the worker wrote them (compact): journaled verbatim */
         char *scratch;            /* a temporary file the call owns (agent.call: the nested journal);
                                    * removed if the run ends before the call does */
 };
@@ -46,6 +48,7 @@ struct broker {
         struct err *async_err;    /* a parent-side failure inside a completion callback */
         struct vfs *vfs;          /* node:fs, created on the first fs.* call */
         const char *cur_op;       /* op of the call being dispatched (for family rows) */
+        struct json_span cur_args; /* its args as the worker wrote them (compact), while it is dispatched */
         char *pending_scratch;    /* set by a handler returning 1: moved into its pending_call */
         struct subproc_engine *procs; /* tools and nested agents, created on first use */
         unsigned ntools, nnested; /* of them running now (--max-tools, --max-nested) */
@@ -146,6 +149,11 @@ void broker_journal_note(struct broker *b, const char *kind, const char *message
 
 /* Argument helpers for handlers. */
 const char *broker_arg_str(const struct cJSON *args, const char *name);
+/* The JSON text of member `name` of the current call's args, exactly as
+ * the worker wrote it (compact): values the parent carries without reading
+ * them (memory.set's value, a tool's args, a nested agent's input).
+ * 1 found, 0 absent. */
+int broker_arg_raw(const struct broker *b, const char *name, struct json_span *ret);
 int broker_need_str(const struct cJSON *args, const char *op, const char *name, const char **ret,
                     struct err **err);
 

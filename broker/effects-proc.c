@@ -41,6 +41,7 @@
 #include "common/cleanup.h"
 #include "common/text.h"
 #include "common/util.h"
+#include "proto/json.h"
 
 static int engine(struct broker *b, struct err **err)
 {
@@ -146,7 +147,9 @@ int effect_tool(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, st
         if (b->ntools >= ch->max_tools)
                 return limit_refused(b, err, "tool limit reached (%u at once per run; raise it with --max-tools)",
                                      ch->max_tools);
-        const cJSON *targs = cJSON_GetObjectItemCaseSensitive(args, "args");
+        /* The tool's args as the agent wrote them: its stdin. */
+        struct json_span raw;
+        _cleanup_free_ char *targs = broker_arg_raw(b, "args", &raw) == 1 ? json_compact(raw, NULL) : NULL;
         if (engine(b, err) < 0)
                 return -1;
         char ppid[32], *extra[3];
@@ -180,14 +183,17 @@ static void copy_journal(struct broker *b, int64_t id, const char *path, const c
         size_t len = 0;
         if (!b->cfg->journal || read_file(path, (size_t)256 << 20, &text, &len, NULL) < 0)
                 return;
+        /* Each line as the nested run wrote it (its values exactly). */
         cJSON *lines = cJSON_CreateArray();
         for (char *p = text, *nl; p && *p; p = nl ? nl + 1 : NULL) {
                 nl = strchr(p, '\n');
-                if (nl)
-                        *nl = '\0';
-                cJSON *l = cJSON_Parse(p);
-                if (l)
-                        cJSON_AddItemToArray(lines, l);
+                size_t n = nl ? (size_t)(nl - p) : strlen(p);
+                struct json_limits lim = { .max_depth = JOURNAL_DEPTH_MAX };
+                if (json_validate(p, n, &lim, NULL, NULL) == 0) {
+                        cJSON *l = json_cjson_raw((struct json_span){ p, n });
+                        if (l)
+                                cJSON_AddItemToArray(lines, l);
+                }
         }
         cJSON *note = cJSON_CreateObject();
         cJSON_AddStringToObject(note, "type", "note");
@@ -224,7 +230,12 @@ static void on_agent_done(void *arg, uint64_t id, const struct subproc_result *r
                 fflush(stderr);
         }
         char msg[1024];
-        cJSON *out = res->out_len ? cJSON_ParseWithLength((const char *)res->out, res->out_len) : NULL;
+        /* Its --json document; "value" carried as the nested run printed it. */
+        static const char *const raw_value[] = { "value", NULL };
+        struct json_span doc = { (const char *)res->out, res->out_len };
+        cJSON *out = res->out_len && json_validate(doc.p, doc.len, NULL, NULL, NULL) == 0
+                             ? json_to_cjson(doc, raw_value, false)
+                             : NULL;
         const cJSON *ok = cJSON_GetObjectItemCaseSensitive(out, "ok");
         if (cJSON_IsTrue(ok)) {
                 cJSON *v = cJSON_DetachItemFromObjectCaseSensitive(out, "value");
@@ -305,8 +316,9 @@ int effect_agent_call(struct broker *b, int64_t id, const cJSON *args, cJSON **r
         _cleanup_free_ char *callee = NULL;
         if (resolve_callee(b, path, &callee, err) < 0)
                 return -1;
-        const cJSON *input = cJSON_GetObjectItemCaseSensitive(args, "input");
-        _cleanup_free_ char *in = input ? cJSON_PrintUnformatted(input) : strdup("null");
+        /* The input as the agent wrote it: the nested run's --input-file. */
+        struct json_span raw;
+        _cleanup_free_ char *in = broker_arg_raw(b, "input", &raw) == 1 ? json_compact(raw, NULL) : strdup("null");
         if (!in)
                 return err_set(err, ENOMEM, "callAgent");
         char jtmpl[] = "/tmp/chidori-nested-XXXXXX";

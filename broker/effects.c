@@ -31,6 +31,13 @@ const char *broker_arg_str(const cJSON *args, const char *name)
         return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+int broker_arg_raw(const struct broker *b, const char *name, struct json_span *ret)
+{
+        if (!b->cur_args.p)
+                return 0;
+        return json_object_get(b->cur_args, name, strlen(name), ret) == 1 ? 1 : 0;
+}
+
 int broker_need_str(const cJSON *args, const char *op, const char *name, const char **ret, struct err **err)
 {
         const char *s = broker_arg_str(args, name);
@@ -49,9 +56,15 @@ static int do_log(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, 
                 return -1;
         if (!level)
                 level = "info";
+        /* The message's own bytes, a NUL included (the tree's string stops
+         * there); a lone surrogate is U+FFFD, as on Node's stderr. */
+        struct json_span raw;
+        _cleanup_free_ char *exact = NULL;
+        size_t len = strlen(msg);
+        if (broker_arg_raw(b, "message", &raw) == 1 && json_string_decode(raw, JSON_DECODE_REPLACE, &exact, &len) == 0)
+                msg = exact;
         /* Log volume per run (--max-log): the message is refused whole, so
          * what is printed is always what the agent wrote. */
-        size_t len = strlen(msg);
         if (len > b->lim.max_log - b->log_bytes)
                 return broker_limit_fail(b, LIMIT_LOG, err);
         b->log_bytes += len;
@@ -63,7 +76,7 @@ static int do_log(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, 
                         snprintf(tag, sizeof(tag), "[agent] ");
                 else
                         snprintf(tag, sizeof(tag), "[agent:%s] ", text_term(level, strlen(level), lv, sizeof(lv)));
-                text_fput_lines(stderr, tag, msg, strlen(msg), true);
+                text_fput_lines(stderr, tag, msg, len, true);
                 fflush(stderr);
         }
         *ret = cJSON_CreateNull();
@@ -88,10 +101,17 @@ static int do_mem_get(struct broker *b, int64_t id, const cJSON *args, cJSON **r
         _cleanup_free_ char *json = NULL;
         if (memstore_get(b->cfg->mem, b->cfg->mem_ns, key, &json, err) < 0)
                 return -1;
-        *ret = json ? cJSON_Parse(json) : cJSON_CreateNull();
-        if (!*ret)
-                return err_set(err, 0, "memory.get: stored value for '%s' is not valid JSON", key);
-        return 0;
+        if (!json) {
+                *ret = cJSON_CreateNull();
+                return 0;
+        }
+        /* The text memory.set stored, handed back as it is. */
+        struct json_error je;
+        if (json_validate(json, strlen(json), NULL, &je, NULL) < 0)
+                return err_set(err, 0, "memory.get: stored value for '%s' is not valid JSON (%s at byte %zu)", key,
+                               je.what, je.offset);
+        *ret = json_cjson_raw((struct json_span){ json, strlen(json) });
+        return *ret ? 0 : err_set(err, ENOMEM, "memory.get");
 }
 
 static int do_mem_set(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
@@ -100,8 +120,9 @@ static int do_mem_set(struct broker *b, int64_t id, const cJSON *args, cJSON **r
         const char *key = NULL;
         if (broker_need_str(args, "memory.set", "key", &key, err) < 0 || need_mem(b, "memory.set", err) < 0)
                 return -1;
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, "value");
-        _cleanup_free_ char *json = v ? cJSON_PrintUnformatted(v) : strdup("null");
+        /* The value's text as the worker wrote it: stored, never reprinted. */
+        struct json_span raw;
+        _cleanup_free_ char *json = broker_arg_raw(b, "value", &raw) == 1 ? json_compact(raw, NULL) : strdup("null");
         if (!json)
                 return err_set(err, ENOMEM, "memory.set");
         if (memstore_set(b->cfg->mem, b->cfg->mem_ns, key, json, err) < 0) {
@@ -207,8 +228,8 @@ static int answer_from_file(struct broker *b, const char *prompt, cJSON **ret, s
                 if (!v)
                         return err_set(err, 0, "input: --answers has no answer for \"%s\"; add that key", prompt);
         }
-        *ret = cJSON_IsString(v) ? cJSON_CreateString(v->valuestring) : cJSON_Duplicate(v, 1);
-        return 0;
+        *ret = cJSON_Duplicate(v, 1); /* a raw node: the answer as the file has it */
+        return *ret ? 0 : err_set(err, ENOMEM, "input");
 }
 
 /* One line from the terminal, waiting in poll() so that the run's deadline
@@ -279,8 +300,8 @@ static int answer_from_tty(const char *prompt, const struct budget *budget, cJSO
         size_t n = strlen(line);
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
                 line[--n] = '\0';
-        *ret = cJSON_CreateString(line);
-        return 0;
+        *ret = json_cjson_string(line, n, 0); /* what was typed, as a string (invalid UTF-8: U+FFFD) */
+        return *ret ? 0 : err_set(err, ENOMEM, "input");
 }
 
 /* input: asks the human running chidori.  Safe: the answer is data. */

@@ -37,7 +37,10 @@ static bool ask_terminal(struct broker *b, const char *target, const cJSON *args
                 return false;
         char t[256], a[320];
         text_sanitize(target, 200, 0, t, sizeof(t));
-        _cleanup_free_ char *json = args ? cJSON_PrintUnformatted(args) : NULL;
+        /* The args as the agent wrote them (its numbers, not a reprint). */
+        _cleanup_free_ char *json = b->cur_args.p ? strndup(b->cur_args.p, b->cur_args.len)
+                                    : args       ? cJSON_PrintUnformatted(args)
+                                                 : NULL;
         text_sanitize(json ? json : "{}", 240, 0, a, sizeof(a));
         char q[640];
         int n = snprintf(q, sizeof(q), "chidori: allow %s %s? [y/N] ", t, a);

@@ -14,6 +14,7 @@
 #include "common/budget.h"
 #include "common/cleanup.h"
 #include "common/util.h"
+#include "proto/json.h"
 #include "proto/proto.h"
 
 struct journal {
@@ -153,6 +154,7 @@ void journal_close(struct journal *j)
 /* A call line holds its args and its value (or error), each at most one
  * frame's worth of JSON values. */
 #define LINE_MAX_VALUES (2u * FRAME_MAX_VALUES + 1024u)
+_Static_assert(JOURNAL_DEPTH_MAX == JSON_DEPTH_MAX + 64u, "journal.h's depth follows proto/json.h's");
 
 struct replay {
         int fd;
@@ -251,13 +253,26 @@ static int add_call(struct replay *r, const cJSON *line, off_t off, size_t len, 
         return 0;
 }
 
-/* Parse one line, refusing one that would build an outsized tree. */
+/* Parse one line, refusing one that would build an outsized tree.  The
+ * recorded values (a call's args, value and error; the header's input)
+ * stay raw nodes of their text: replay hands them to the worker as they
+ * were written, and compares args as text. */
 static int parse_line(const char *buf, size_t len, size_t lineno, cJSON **ret, struct err **err)
 {
-        if (json_count_values(buf, len) > LINE_MAX_VALUES)
-                return err_setc(err, JOURNAL_E_FORMAT, 0, "line %zu holds more than %u JSON values", lineno,
-                                LINE_MAX_VALUES);
-        cJSON *line = cJSON_ParseWithLength(buf, len);
+        static const char *const raw[] = { "args", "value", "error", "input", NULL };
+        /* A line nests a frame's values a level or two deeper than the frame
+         * did, and a nested run's journal (a note) a few more per level. */
+        struct json_limits lim = { .max_depth = JOURNAL_DEPTH_MAX, .max_values = LINE_MAX_VALUES };
+        struct json_error je;
+        if (json_validate(buf, len, &lim, &je, NULL) < 0) {
+                if (je.code == JSON_E_VALUES)
+                        return err_setc(err, JOURNAL_E_FORMAT, 0, "line %zu holds more than %u JSON values", lineno,
+                                        LINE_MAX_VALUES);
+                return err_setc(err, JOURNAL_E_FORMAT, 0,
+                                "line %zu: not a journal line (JSON object with \"type\"): %s at byte %zu", lineno,
+                                je.what, je.offset);
+        }
+        cJSON *line = json_to_cjson((struct json_span){ buf, len }, raw, false);
         const cJSON *type = line ? cJSON_GetObjectItemCaseSensitive(line, "type") : NULL;
         if (!cJSON_IsString(type)) {
                 cJSON_Delete(line);

@@ -22,6 +22,10 @@ enum journal_errc {
         JOURNAL_E_FORMAT,     /* replay: not a journal, or a line it cannot use */
 };
 
+/* Nesting a journal line may have: a frame's (JSON_DEPTH_MAX) and room for
+ * the lines of nested runs copied into notes. */
+#define JOURNAL_DEPTH_MAX (10000u + 64u)
+
 /* ---- recording ---- */
 struct journal;
 

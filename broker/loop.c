@@ -29,6 +29,7 @@
 #include "common/cleanup.h"
 #include "common/text.h"
 #include "common/util.h"
+#include "proto/json.h"
 
 /* A frame waiting to be written: its header and its JSON text, written
  * from `off` on (counting the header's 4 bytes first). */
@@ -210,11 +211,14 @@ static int send_json(struct loop *l, const cJSON *j, struct err **err)
 
 /* ---- answering calls ---- */
 
+/* The message may quote bytes from outside (a tool's stderr, a file name):
+ * written as a string the worker can read whatever they are (invalid
+ * UTF-8 as U+FFFD, as Node decodes it). */
 cJSON *broker_error_obj(const char *name, const char *message, const char *code)
 {
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "name", name);
-        cJSON_AddStringToObject(e, "message", message);
+        cJSON_AddItemToObject(e, "message", json_cjson_string(message, strlen(message), 0));
         if (code)
                 cJSON_AddStringToObject(e, "code", code);
         return e;
@@ -250,8 +254,9 @@ static int journal_full(struct loop *l, int64_t id, const char *op, struct err *
 }
 
 /* Deliver the answer to call `id`: frame to the worker, line in the journal.
- * Takes ownership of value/error. */
-static int answer(struct loop *l, int64_t id, const char *op, const cJSON *args, cJSON *value,
+ * args is the call's own JSON text (compact), journaled as it is.  Takes
+ * ownership of value/error. */
+static int answer(struct loop *l, int64_t id, const char *op, const char *args, cJSON *value,
                   cJSON *error, struct err **err)
 {
         struct broker *b = &l->b;
@@ -274,7 +279,7 @@ static int answer(struct loop *l, int64_t id, const char *op, const cJSON *args,
                 cJSON_AddNumberToObject(line, "seq", (double)b->seq);
                 cJSON_AddNumberToObject(line, "id", (double)id);
                 cJSON_AddStringToObject(line, "op", op);
-                cJSON_AddItemToObject(line, "args", args ? cJSON_Duplicate(args, 1) : cJSON_CreateObject());
+                cJSON_AddItemToObject(line, "args", json_cjson_raw_ref(args ? args : "{}"));
                 cJSON_AddBoolToObject(line, "ok", error == NULL);
                 if (error)
                         cJSON_AddItemReferenceToObject(line, "error", error);
@@ -313,7 +318,8 @@ void broker_journal_note(struct broker *b, const char *kind, const char *message
         cJSON_Delete(line);
 }
 
-static int add_pending(struct broker *b, int64_t id, const char *op, const cJSON *args, struct err **err)
+static int add_pending(struct broker *b, int64_t id, const char *op, const cJSON *args, const char *args_text,
+                       struct err **err)
 {
         if (b->npend == b->pend_cap) {
                 size_t cap = b->pend_cap ? 2 * b->pend_cap : 16;
@@ -327,11 +333,13 @@ static int add_pending(struct broker *b, int64_t id, const char *op, const cJSON
         pc->id = id;
         pc->op = strdup(op);
         pc->args = cJSON_Duplicate(args, 1);
+        pc->args_text = strdup(args_text);
         pc->scratch = b->pending_scratch;
         b->pending_scratch = NULL;
-        if (!pc->op || !pc->args) {
+        if (!pc->op || !pc->args || !pc->args_text) {
                 free(pc->op);
                 cJSON_Delete(pc->args);
+                free(pc->args_text);
                 return err_set(err, ENOMEM, "pending call");
         }
         b->npend++;
@@ -343,6 +351,7 @@ static void free_pending(struct broker *b)
         for (size_t i = 0; i < b->npend; i++) {
                 free(b->pend[i].op);
                 cJSON_Delete(b->pend[i].args);
+                free(b->pend[i].args_text);
                 if (b->pend[i].scratch)
                         unlink(b->pend[i].scratch); /* the call's temporary file */
                 free(b->pend[i].scratch);
@@ -369,7 +378,7 @@ void broker_complete(struct broker *b, int64_t id, cJSON *value, cJSON *error)
                 struct pending_call pc = b->pend[i];
                 b->pend[i] = b->pend[--b->npend];
                 struct err *e = NULL;
-                if (!b->finished && answer(l, id, pc.op, pc.args, value, error, &e) < 0 && !b->async_err)
+                if (!b->finished && answer(l, id, pc.op, pc.args_text, value, error, &e) < 0 && !b->async_err)
                         b->async_err = e;
                 else
                         err_free(e);
@@ -380,13 +389,15 @@ void broker_complete(struct broker *b, int64_t id, cJSON *value, cJSON *error)
                 free(pc.op);
                 free(pc.scratch);
                 cJSON_Delete(pc.args);
+                free(pc.args_text);
                 return;
         }
         cJSON_Delete(value);
         cJSON_Delete(error);
 }
 
-static int perform(struct loop *l, int64_t id, const char *op, const cJSON *args, struct err **err)
+static int perform(struct loop *l, int64_t id, const char *op, const cJSON *args, const char *args_text,
+                   struct err **err)
 {
         struct broker *b = &l->b;
         const struct effect *e = broker_effect_find(op);
@@ -394,17 +405,17 @@ static int perform(struct loop *l, int64_t id, const char *op, const cJSON *args
                 char msg[256];
                 snprintf(msg, sizeof(msg), "unknown host call '%.64s': this chidori does not provide it", op);
                 text_fput_line(stderr, "chidori: ", msg, strlen(msg));
-                return answer(l, id, op, args, NULL, error_obj("Error", msg), err);
+                return answer(l, id, op, args_text, NULL, error_obj("Error", msg), err);
         }
         if (e->gate != GATE_NONE) {
                 char target[1100], msg[1024];
                 if (!broker_gate_target(e, args, target, sizeof(target))) {
                         snprintf(msg, sizeof(msg), "%s: '%s' must be a string of at most %zu bytes", op,
                                  broker_gate_arg(e), sizeof(target) - 7);
-                        return answer(l, id, op, args, NULL, error_obj("TypeError", msg), err);
+                        return answer(l, id, op, args_text, NULL, error_obj("TypeError", msg), err);
                 }
                 if (!broker_gate(b, target, args, msg, sizeof(msg)))
-                        return answer(l, id, op, args, NULL, broker_error_obj("Error", msg, "EPOLICY"), err);
+                        return answer(l, id, op, args_text, NULL, broker_error_obj("Error", msg, "EPOLICY"), err);
         }
         cJSON *value = NULL;
         struct err *ferr = NULL;
@@ -412,7 +423,7 @@ static int perform(struct loop *l, int64_t id, const char *op, const cJSON *args
         int r = e->fn(b, id, args, &value, &ferr);
         b->cur_op = NULL;
         if (r > 0)
-                return add_pending(b, id, op, args, err);
+                return add_pending(b, id, op, args, args_text, err);
         free(b->pending_scratch);
         b->pending_scratch = NULL;
         if (r < 0 && budget_over(&b->budget)) {
@@ -429,20 +440,64 @@ static int perform(struct loop *l, int64_t id, const char *op, const cJSON *args
                                                                               : NULL);
                 err_free(ferr);
                 cJSON_Delete(value);
-                return answer(l, id, op, args, NULL, eo, err);
+                return answer(l, id, op, args_text, NULL, eo, err);
         }
-        return answer(l, id, op, args, value, NULL, err);
+        return answer(l, id, op, args_text, value, NULL, err);
 }
 
 /* ---- replay ---- */
 
-static char *describe(const char *op, const cJSON *args)
+/* How much of s[0..len) to show in at most max bytes, not cutting a UTF-8
+ * character. */
+static int shown(const char *s, size_t len, size_t max)
 {
-        char *a = args ? cJSON_PrintUnformatted(args) : NULL, *s = NULL;
-        if (asprintf(&s, "%s %s", op, a ? a : "{}") < 0)
-                s = NULL;
-        free(a);
-        return s;
+        if (len <= max)
+                return (int)len;
+        while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
+                max--;
+        return (int)max;
+}
+
+/* "op {args}", the args cut to what a message can show. */
+static void describe(const char *op, const char *args, char *buf, size_t len)
+{
+        size_t n = strlen(args);
+        snprintf(buf, len, "%s %.*s%s", op, shown(args, n, 300), args, n > 300 ? "..." : "");
+}
+
+/* " (args.key: the journal has "k1", the agent sent "k2")". */
+static void what_differs(const char *want, const char *got, char *buf, size_t len)
+{
+        char path[160];
+        struct json_span a, g;
+        buf[0] = '\0';
+        if (json_diff((struct json_span){ want, strlen(want) }, (struct json_span){ got, strlen(got) }, "args", path,
+                      sizeof(path), &a, &g) != 1)
+                return;
+        snprintf(buf, len, " (%s: the journal has %.*s%s, the agent sent %.*s%s)", path,
+                 a.p ? shown(a.p, a.len, 100) : 7, a.p ? a.p : "nothing", a.len > 100 ? "..." : "",
+                 g.p ? shown(g.p, g.len, 100) : 7, g.p ? g.p : "nothing", g.len > 100 ? "..." : "");
+}
+
+/* Journals written before values were carried exactly (no "values":
+ * "exact" in the header) hold args that cJSON printed again: numbers with
+ * 15 significant digits, strings cut at a NUL.  They are compared as the
+ * recording compared them then: both parsed, numbers within cJSON's
+ * epsilon. */
+static bool legacy_args_equal(const char *want, const char *got)
+{
+        cJSON *w = json_to_cjson((struct json_span){ want, strlen(want) }, NULL, false);
+        cJSON *g = json_to_cjson((struct json_span){ got, strlen(got) }, NULL, false);
+        bool eq = w && g && cJSON_Compare(w, g, true);
+        cJSON_Delete(w);
+        cJSON_Delete(g);
+        return eq;
+}
+
+static bool replay_is_exact(struct replay *r)
+{
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(replay_header(r), "values");
+        return cJSON_IsString(v) && strcmp(v->valuestring, "exact") == 0;
 }
 
 static int replay_pump(struct loop *l, struct err **err)
@@ -454,6 +509,7 @@ static int replay_pump(struct loop *l, struct err **err)
                 cJSON *line = NULL;
                 if (replay_entry_line(r, e, &line, err) < 0)
                         return -1;
+                /* value, error and args are raw nodes: the recorded text. */
                 const cJSON *ok = cJSON_GetObjectItemCaseSensitive(line, "ok");
                 cJSON *v = cJSON_DetachItemFromObjectCaseSensitive(line, "value");
                 cJSON *er = cJSON_DetachItemFromObjectCaseSensitive(line, "error");
@@ -464,19 +520,18 @@ static int replay_pump(struct loop *l, struct err **err)
                         error = er ? er : error_obj("Error", "recorded failure"), er = NULL;
                 cJSON_Delete(v);
                 cJSON_Delete(er);
-                cJSON *args = cJSON_DetachItemFromObjectCaseSensitive(line, "args");
-                cJSON_Delete(line);
+                const cJSON *args = cJSON_GetObjectItemCaseSensitive(line, "args");
                 e->delivered = true;
                 b->replay_next++;
-                int rc = answer(l, e->id, e->op, args, value, error, err);
-                cJSON_Delete(args);
+                int rc = answer(l, e->id, e->op, cJSON_IsRaw(args) ? args->valuestring : "{}", value, error, err);
+                cJSON_Delete(line);
                 if (rc < 0)
                         return -1;
         }
         return 0;
 }
 
-static int replay_call(struct loop *l, int64_t id, const char *op, const cJSON *args, struct err **err)
+static int replay_call(struct loop *l, int64_t id, const char *op, const char *args, struct err **err)
 {
         struct broker *b = &l->b;
         struct replay_entry *e = replay_by_id(b->cfg->replay, id);
@@ -489,13 +544,18 @@ static int replay_call(struct loop *l, int64_t id, const char *op, const cJSON *
         cJSON *line = NULL;
         if (replay_entry_line(b->cfg->replay, e, &line, err) < 0)
                 return -1;
-        const cJSON *want_args = cJSON_GetObjectItemCaseSensitive(line, "args");
-        if (!cJSON_Compare(want_args, args, true)) {
-                _cleanup_free_ char *want = describe(e->op, want_args);
-                _cleanup_free_ char *got = describe(op, args);
+        /* The args as text: what the worker sends now against what it sent
+         * then (both compact). */
+        const cJSON *wj = cJSON_GetObjectItemCaseSensitive(line, "args");
+        const char *want = cJSON_IsRaw(wj) ? wj->valuestring : "{}";
+        if (strcmp(want, args) != 0 && (replay_is_exact(b->cfg->replay) || !legacy_args_equal(want, args))) {
+                char w[400], g[400], d[400];
+                describe(e->op, want, w, sizeof(w));
+                describe(op, args, g, sizeof(g));
+                what_differs(want, args, d, sizeof(d));
                 cJSON_Delete(line);
-                return end_with(b, BROKER_END_DIVERGED, "replay diverged at call %lld: expected %s, got %s",
-                                (long long)id, want ? want : e->op, got ? got : op);
+                return end_with(b, BROKER_END_DIVERGED, "replay diverged at call %lld: expected %s, got %s%s",
+                                (long long)id, w, g, d);
         }
         cJSON_Delete(line);
         e->called = true;
@@ -504,7 +564,7 @@ static int replay_call(struct loop *l, int64_t id, const char *op, const cJSON *
 
 /* ---- incoming frames ---- */
 
-static int on_call(struct loop *l, cJSON *j, struct err **err)
+static int on_call(struct loop *l, cJSON *j, const char *body, size_t len, struct err **err)
 {
         struct broker *b = &l->b;
         const cJSON *idj = cJSON_GetObjectItemCaseSensitive(j, "id");
@@ -523,11 +583,21 @@ static int on_call(struct loop *l, cJSON *j, struct err **err)
                 return end_with(b, BROKER_END_PROTOCOL, "call %lld: \"args\" must be an object", (long long)id);
         b->last_id = id;
         b->outstanding++;
+        /* The args as the worker wrote them: what the journal records, what
+         * replay compares, what handlers that carry values take (b->cur_args). */
+        struct json_span raw;
+        _cleanup_free_ char *text = json_object_get((struct json_span){ body, len }, "args", 4, &raw) == 1
+                                            ? json_compact(raw, NULL)
+                                            : strdup("{}");
+        if (!text)
+                return err_set(err, ENOMEM, "call %lld", (long long)id);
         cJSON *empty = NULL;
         if (!args)
                 args = empty = cJSON_CreateObject();
-        int r = b->cfg->replay ? replay_call(l, id, opj->valuestring, args, err)
-                               : perform(l, id, opj->valuestring, args, err);
+        b->cur_args = (struct json_span){ text, strlen(text) };
+        int r = b->cfg->replay ? replay_call(l, id, opj->valuestring, text, err)
+                               : perform(l, id, opj->valuestring, args, text, err);
+        b->cur_args = (struct json_span){ NULL, 0 };
         cJSON_Delete(empty);
         return r;
 }
@@ -614,7 +684,7 @@ static int on_frame(struct loop *l, char *body, size_t len, struct err **err)
                         r = send_init(l, err);
                 }
         } else if (t == FRAME_CALL) {
-                r = on_call(l, j, err);
+                r = on_call(l, j, body, len, err);
         } else if (t == FRAME_DONE) {
                 r = on_done(l, j);
         } else {

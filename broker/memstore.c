@@ -14,11 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cjson/cJSON.h>
 #include <sqlite3.h>
 
 #include "common/cleanup.h"
 #include "common/err.h"
+#include "proto/json.h"
 
 /* 1: the table; 2: its bytes column and the per-namespace totals. */
 #define SCHEMA_VERSION 2
@@ -500,13 +500,11 @@ static int check_value(const char *value_json, size_t *ret_len, struct err **err
                                "memory: value is %zu bytes of JSON; values are limited to %u bytes (1 MiB), store less or split it across keys",
                                len + strlen(value_json + len), MEMSTORE_VALUE_MAX);
         /* The value goes back to the agent verbatim; never hand it back broken. */
-        const char *end = NULL;
-        cJSON *j = cJSON_ParseWithOpts(value_json, &end, 1);
-        if (!j)
+        struct json_error je;
+        if (json_validate(value_json, len, NULL, &je, NULL) < 0)
                 return err_set(err, 0,
-                               "memory: value is not valid JSON text (or nested deeper than %d levels) near byte %zu; store what JSON.stringify produces",
-                               CJSON_NESTING_LIMIT, end ? (size_t)(end - value_json) : (size_t)0);
-        cJSON_Delete(j);
+                               "memory: value is not valid JSON text (%s at byte %zu); store what JSON.stringify produces",
+                               je.what, je.offset);
         *ret_len = len;
         return 0;
 }

@@ -18,6 +18,7 @@
 #include "common/cleanup.h"
 #include "common/err.h"
 #include "common/util.h"
+#include "proto/json.h"
 
 #define SHOW_MAX 200  /* bytes of a name quoted in an error message */
 
@@ -90,74 +91,12 @@ static int out_repeat(struct out *o, char c, size_t n)
         return 0;
 }
 
-/* A number the way JavaScript's String(x) prints it (ECMA-262
- * Number::toString): the shortest digits that read back as the same double,
- * positional notation for exponents in [-7, 21), else "1.5e+21" form.  So 3
- * prints "3", not "3.0", and 1e21 "1e+21".  NaN and infinities cannot come out
- * of JSON; if built by hand they print as JSON.stringify would: "null". */
-static size_t format_number(double d, char buf[static 48])
-{
-        if (isnan(d) || isinf(d))
-                return (size_t)snprintf(buf, 48, "null");
-        if (d == 0)
-                return (size_t)snprintf(buf, 48, "0");  /* also -0, as in JS */
-
-        char e[48];
-        for (int prec = 1; prec <= 17; prec++) {
-                snprintf(e, sizeof(e), "%.*e", prec - 1, d);
-                if (strtod(e, NULL) == d)
-                        break;
-        }
-        /* e is "[-]D[.DDD]e[+-]XX": collect the digits and the exponent */
-        char digits[24];
-        int k = 0;
-        const char *s = e;
-        for (; *s && *s != 'e'; s++)
-                if (*s >= '0' && *s <= '9' && k < 20)
-                        digits[k++] = *s;
-        long exp10 = *s == 'e' ? strtol(s + 1, NULL, 10) : 0;
-        while (k > 1 && digits[k - 1] == '0')
-                k--;
-        int n = (int)exp10 + 1;  /* value = 0.DIGITS x 10^n */
-
-        char *w = buf;
-        if (d < 0)
-                *w++ = '-';
-        if (k <= n && n <= 21) {
-                memcpy(w, digits, (size_t)k);
-                w += k;
-                for (int i = k; i < n; i++)
-                        *w++ = '0';
-        } else if (0 < n && n <= 21) {
-                memcpy(w, digits, (size_t)n);
-                w += n;
-                *w++ = '.';
-                memcpy(w, digits + n, (size_t)(k - n));
-                w += k - n;
-        } else if (-6 < n && n <= 0) {
-                *w++ = '0';
-                *w++ = '.';
-                for (int i = n; i < 0; i++)
-                        *w++ = '0';
-                memcpy(w, digits, (size_t)k);
-                w += k;
-        } else {
-                *w++ = digits[0];
-                if (k > 1) {
-                        *w++ = '.';
-                        memcpy(w, digits + 1, (size_t)(k - 1));
-                        w += k - 1;
-                }
-                w += snprintf(w, 8, "e%c%d", n - 1 < 0 ? '-' : '+', abs(n - 1));
-        }
-        *w = '\0';
-        return (size_t)(w - buf);
-}
-
+/* A number the way JavaScript's String(x) prints it: 3 is "3", 1e21
+ * "1e+21", 0.1 + 0.2 "0.30000000000000004" (proto/json.h). */
 static int out_number(struct out *o, double d)
 {
-        char buf[48];
-        size_t n = format_number(d, buf);
+        char buf[JSON_NUMBER_MAX];
+        size_t n = json_format_number(d, buf);
         return out_put(o, buf, n);
 }
 

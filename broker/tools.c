@@ -21,6 +21,7 @@
 #include "common/cleanup.h"
 #include "common/text.h"
 #include "common/util.h"
+#include "proto/json.h"
 
 struct tool {
         struct tool_def def;  /* points into the owned arrays below */
@@ -531,7 +532,7 @@ static const char *env_lookup(char *const *env, const char *name)
         return NULL;
 }
 
-int tools_spec(const struct tools_registry *reg, const struct tool_def *t, const struct cJSON *args,
+int tools_spec(const struct tools_registry *reg, const struct tool_def *t, const char *args,
                const struct tools_host *host, struct subproc_spec **ret, struct err **err)
 {
         (void)reg;  /* per-registry settings would come from here */
@@ -544,19 +545,26 @@ int tools_spec(const struct tools_registry *reg, const struct tool_def *t, const
         struct owned_spec *o = calloc(1, sizeof(*o));
         if (!o)
                 return err_setc(err, TOOLS_E_ARGS, ENOMEM, "tool %s", t->name);
-        char *json = args ? cJSON_PrintUnformatted(args) : strdup("{}");
+        /* The agent's JSON text as it wrote it, on one line. */
+        if (!args)
+                args = "{}";
+        if (json_validate(args, strlen(args), NULL, NULL, NULL) < 0) {
+                free(o);
+                return err_setc(err, TOOLS_E_ARGS, 0, "tool %s: the arguments are not JSON text", t->name);
+        }
+        size_t jl = 0;
+        char *json = json_compact((struct json_span){ args, strlen(args) }, &jl);
         if (!json) {
                 free(o);
-                return err_setc(err, TOOLS_E_ARGS, 0, "tool %s: the arguments cannot be written as JSON", t->name);
+                return err_setc(err, TOOLS_E_ARGS, ENOMEM, "tool %s", t->name);
         }
-        size_t jl = strlen(json);
         o->stdin_buf = malloc(jl + 2);
         if (o->stdin_buf) {
                 memcpy(o->stdin_buf, json, jl);
                 o->stdin_buf[jl] = '\n';
                 o->stdin_buf[jl + 1] = '\0';
         }
-        cJSON_free(json);
+        free(json);
 
         struct strv av = { 0 }, ev = { 0 };
         strv_addf(&ev, "PATH=%s", TOOLS_PATH);
@@ -630,18 +638,19 @@ int tools_parse_output(const char *name, const void *out, size_t len, struct cJS
                 return err_setc(err, TOOLS_E_OUTPUT, ENOMEM, "tool %s", name);
         memcpy(buf, s, len);
         buf[len] = '\0';
-        int line, col;
-        const char *nul = memchr(buf, '\0', len);
-        const char *end = NULL;
-        cJSON *v = NULL;
-        if (!nul)
-                v = cJSON_ParseWithLengthOpts(buf, len + 1, &end, 1);
-        if (!v) {
-                const char *at = nul ? nul : end && end >= buf && end <= buf + len ? end : buf + len;
-                text_line_col(buf, at, &line, &col);
-                return err_setc(err, TOOLS_E_OUTPUT, 0, "tool %s printed invalid JSON on stdout (line %d, column %d)",
-                                name, line, col);
+        /* Carried to the agent as the tool wrote it (whitespace outside
+         * strings dropped), never reprinted. */
+        struct json_error je;
+        if (json_validate(buf, len, NULL, &je, NULL) < 0) {
+                size_t line, col;
+                json_line_col(buf, len, je.offset, &line, &col);
+                return err_setc(err, TOOLS_E_OUTPUT, 0,
+                                "tool %s printed invalid JSON on stdout (line %zu, column %zu): %s", name, line, col,
+                                je.what);
         }
+        cJSON *v = json_cjson_raw((struct json_span){ buf, len });
+        if (!v)
+                return err_setc(err, TOOLS_E_OUTPUT, ENOMEM, "tool %s", name);
         *ret = v;
         return 0;
 }

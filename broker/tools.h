@@ -112,8 +112,9 @@ struct tools_host {
                                       * cgroup placement, die-with-parent); NULL = none */
 };
 
-/* Build the child for one call.  stdin = cJSON_PrintUnformatted(args) + "\n"
- * (args NULL = {}); envp = PATH=TOOLS_PATH, the tool's env names found in
+/* Build the child for one call.  stdin = args, the agent's JSON text as it
+ * wrote it without whitespace outside strings, + "\n" (args NULL = {}; not
+ * JSON text: TOOLS_E_ARGS); envp = PATH=TOOLS_PATH, the tool's env names found in
  * host->env, then host->extra_env; cwd "/".
  * Sandboxed, argv is
  *      <self_exe> launch --quiet --deadline <timeout_ms> [launch_opts]... [--ro-bind P]...
@@ -125,14 +126,17 @@ struct tools_host {
  * (launcher/hosttool.c: the command in a pid namespace of its own that dies
  * with the call, so nothing it starts outlives it).  Both need self_exe
  * absolute.  *ret is freed with tools_spec_free. */
-int tools_spec(const struct tools_registry *reg, const struct tool_def *t, const struct cJSON *args,
+int tools_spec(const struct tools_registry *reg, const struct tool_def *t, const char *args,
                const struct tools_host *host, struct subproc_spec **ret, struct err **err);
 void tools_spec_free(struct subproc_spec *spec);
 
-/* The one JSON value a tool printed: surrounding whitespace is fine, nothing
- * else.  Errors (TOOLS_E_OUTPUT): "tool <name> printed invalid JSON on stdout
- * (line L, column C)", "tool <name> printed nothing on stdout (expected one
- * JSON value)".  *ret is freed with cJSON_Delete. */
+/* The one JSON value a tool printed (strict JSON, UTF-8): surrounding
+ * whitespace is fine, nothing else.  *ret is a raw node of its text as
+ * printed, whitespace outside strings dropped (proto/json.h): the agent
+ * gets exactly those numbers and strings.  Errors (TOOLS_E_OUTPUT): "tool
+ * <name> printed invalid JSON on stdout (line L, column C): <what>", "tool
+ * <name> printed nothing on stdout (expected one JSON value)".  *ret is
+ * freed with cJSON_Delete. */
 int tools_parse_output(const char *name, const void *out, size_t len, struct cJSON **ret, struct err **err);
 
 /* Turn a finished child into the call's value or error, in this order:

@@ -32,6 +32,7 @@
 #include "common/text.h"
 #include "common/err.h"
 #include "common/util.h"
+#include "proto/json.h"
 
 struct workspace {
         int rootfd; /* O_PATH | O_DIRECTORY */
@@ -451,7 +452,9 @@ int workspace_list(struct workspace *w, const char *rel, struct cJSON **ret, str
         for (size_t i = 0; arr && i < n; i++) {
                 double size = strcmp(v[i].type, "file") == 0 ? (double)v[i].size : 0;
                 cJSON *o = add_object(arr);
-                if (!o || !cJSON_AddStringToObject(o, "name", v[i].name) ||
+                /* A name on disk may be any bytes: invalid UTF-8 reaches the
+                 * agent as U+FFFD, as Node would decode it. */
+                if (!o || !cJSON_AddItemToObject(o, "name", json_cjson_string(v[i].name, strlen(v[i].name), 0)) ||
                     !cJSON_AddStringToObject(o, "type", v[i].type) || !cJSON_AddNumberToObject(o, "size", size)) {
                         cJSON_Delete(arr);
                         arr = NULL;
@@ -887,7 +890,7 @@ int workspace_manifest_until(struct workspace *w, const struct budget *budget, s
         arr = cJSON_CreateArray();
         for (size_t i = 0; arr && i < m->n; i++) {
                 cJSON *o = add_object(arr);
-                if (!o || !cJSON_AddStringToObject(o, "path", m->v[i].path) ||
+                if (!o || !cJSON_AddItemToObject(o, "path", json_cjson_string(m->v[i].path, strlen(m->v[i].path), 0)) ||
                     !cJSON_AddNumberToObject(o, "size", (double)m->v[i].size) ||
                     !cJSON_AddStringToObject(o, "sha256", m->v[i].sha)) {
                         cJSON_Delete(arr);

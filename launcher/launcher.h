@@ -133,6 +133,9 @@ char *sourcemap_join(const char *base, const char *rel);
  * the exit code.  status: the worker's wait status. */
 int report_outcome(const struct broker_outcome *o, int status, bool json, long js_deadline_ms, long cpu_secs,
                    const char *run_id);
+/* The agent's result and a newline on stdout: the worker's own JSON text
+ * (a raw node) as it is, without a copy. */
+void report_value(const struct cJSON *value);
 /* "SIGSEGV" for 11 (static buffer). */
 const char *report_signame(int sig);
 /* Exit code for a spawn failure (78 for a missing required layer). */

@@ -11,6 +11,7 @@
 #include "common/text.h"
 #include "launcher/launcher.h"
 #include "launcher/seccomp.h"
+#include "proto/json.h"
 
 const char *report_signame(int sig)
 {
@@ -22,6 +23,18 @@ const char *report_signame(int sig)
         }
         snprintf(buf, sizeof(buf), "signal %d", sig);
         return buf;
+}
+
+void report_value(const cJSON *value)
+{
+        if (cJSON_IsRaw(value) && value->valuestring) {
+                fputs(value->valuestring, stdout);
+                fputc('\n', stdout);
+                return;
+        }
+        char *s = value ? cJSON_PrintUnformatted(value) : NULL;
+        printf("%s\n", s ? s : "null");
+        free(s);
 }
 
 static const char *str_member(const cJSON *o, const char *k)
@@ -80,7 +93,7 @@ static void print_json(bool ok, const cJSON *value, const cJSON *error, const ch
 {
         cJSON *j = cJSON_CreateObject();
         cJSON_AddBoolToObject(j, "ok", ok);
-        if (ok)
+        if (ok) /* a raw node: the worker's JSON text, as it wrote it */
                 cJSON_AddItemToObject(j, "value", value ? cJSON_Duplicate(value, 1) : cJSON_CreateNull());
         else {
                 cJSON *e = error ? cJSON_Duplicate(error, 1) : cJSON_CreateObject();
@@ -91,7 +104,7 @@ static void print_json(bool ok, const cJSON *value, const cJSON *error, const ch
         cJSON_AddNumberToObject(j, "exit", code);
         cJSON *st = cJSON_AddObjectToObject(j, "stats");
         cJSON_AddStringToObject(st, "run_id", run_id ? run_id : "");
-        cJSON_AddNumberToObject(st, "wall_ms", (double)(long)(o->wall_ms * 1000) / 1000.0);
+        cJSON_AddItemToObject(st, "wall_ms", json_cjson_number((double)(long)(o->wall_ms * 1000) / 1000.0));
         cJSON_AddNumberToObject(st, "effects", (double)o->effects);
         if (o->peak_bytes)
                 cJSON_AddNumberToObject(st, "peak_memory_bytes", (double)o->peak_bytes);
@@ -138,9 +151,7 @@ int report_outcome(const struct broker_outcome *o, int status, bool json, long j
                 if (json) {
                         print_json(true, o->value, NULL, NULL, EXIT_OK, o, run_id);
                 } else {
-                        char *s = cJSON_PrintUnformatted(o->value);
-                        printf("%s\n", s ? s : "null");
-                        free(s);
+                        report_value(o->value);
                 }
                 fflush(stdout);
                 return EXIT_OK;

@@ -24,6 +24,7 @@
 #include "launcher/launcher.h"
 #include "launcher/options.h"
 #include "launcher/tz.h"
+#include "proto/json.h"
 
 struct run_opts {
         const char *agent_path;
@@ -86,28 +87,25 @@ static int env_isolate(bool *in_process)
         return -1;
 }
 
-/* "line L, column C" of a position in text. */
-static void line_col(const char *text, const char *at, int *line, int *col)
+/* The user's JSON text, checked (strict, proto/json.h) and kept as
+ * written: the agent gets exactly these numbers and strings.  *ret is a raw
+ * node, or (raw_children) an array or object whose entries are. */
+static int parse_json_arg(const char *what, const char *text, size_t len, bool raw_children, cJSON **ret)
 {
-        *line = 1, *col = 1;
-        for (const char *p = text; p < at && *p; p++) {
-                if (*p == '\n')
-                        (*line)++, *col = 1;
-                else
-                        (*col)++;
+        struct json_error je;
+        if (json_validate(text, len, NULL, &je, NULL) < 0) {
+                size_t l, c;
+                json_line_col(text, len, je.offset, &l, &c);
+                char q[200];
+                fprintf(stderr, "chidori: %s is not valid JSON (line %zu, column %zu): %s; quote strings, e.g. "
+                                "'\"text\"'\n",
+                        what, l, c, text_term(je.what, strlen(je.what), q, sizeof(q)));
+                return -1;
         }
-}
-
-static int parse_json_arg(const char *what, const char *text, cJSON **ret)
-{
-        const char *end = NULL;
-        cJSON *j = cJSON_ParseWithOpts(text, &end, 1);
+        struct json_span all = { text, len };
+        cJSON *j = raw_children ? json_to_cjson(all, NULL, true) : json_cjson_raw(all);
         if (!j) {
-                const char *at = cJSON_GetErrorPtr();
-                int l, c;
-                line_col(text, at ? at : text, &l, &c);
-                fprintf(stderr, "chidori: %s is not valid JSON (line %d, column %d); quote strings, e.g. '\"text\"'\n",
-                        what, l, c);
+                fprintf(stderr, "chidori: %s: out of memory\n", what);
                 return -1;
         }
         *ret = j;
@@ -240,6 +238,10 @@ static void journal_header(struct run_ctx *c, const char *tz)
         cJSON_AddStringToObject(h, "filename", c->agent.filename);
         cJSON_AddStringToObject(h, "memory_ns", c->ns);
         cJSON_AddStringToObject(h, "tz", tz ? tz : TZ_DEFAULT); /* replay runs in the same zone */
+        /* Values (args, results, input) are the JSON text the worker wrote,
+         * recorded as it is; replay compares args as text.  Journals
+         * without it are older: their values were printed again by cJSON. */
+        cJSON_AddStringToObject(h, "values", "exact");
         cJSON_AddItemToObject(h, "input", cJSON_Duplicate(c->input, 1));
         cJSON_AddStringToObject(h, "started", ts);
         journal_append_final(c->journal, h, NULL);  /* a huge --input may pass --max-journal: then the first call stops */
@@ -277,7 +279,7 @@ static void journal_end(struct run_ctx *c, const struct broker_outcome *o, int s
                 cJSON_AddNumberToObject(e, "wait_status", status);
         cJSON_AddStringToObject(e, "ended", ts);
         cJSON *st = cJSON_AddObjectToObject(e, "stats");
-        cJSON_AddNumberToObject(st, "wall_ms", (double)(long)(o->wall_ms * 1000) / 1000.0);
+        cJSON_AddItemToObject(st, "wall_ms", json_cjson_number((double)(long)(o->wall_ms * 1000) / 1000.0));
         cJSON_AddNumberToObject(st, "effects", (double)o->effects);
         if (o->peak_bytes)
                 cJSON_AddNumberToObject(st, "peak_memory_bytes", (double)o->peak_bytes);
@@ -402,10 +404,8 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
          * cgroup's counters and removal), which the user need not wait for. */
         bool early = rc == 0 && out.end == BROKER_END_DONE_OK && !o->json;
         if (early) {
-                char *text = cJSON_PrintUnformatted(out.value);
-                printf("%s\n", text ? text : "null");
+                report_value(out.value); /* the worker's own text */
                 fflush(stdout);
-                free(text);
         }
         int status = 0, code_pids;
         bool kill_first = rc < 0 || out.end != BROKER_END_DONE_OK;
@@ -695,26 +695,28 @@ int cmd_run(int argc, char **argv)
         struct err *err = NULL;
         if (o.input_file) {
                 _cleanup_free_ char *text = NULL;
-                if (strcmp(o.input_file, "-") == 0 ? read_fd(STDIN_FILENO, "stdin", 64u << 20, &text, NULL, &err) < 0
-                                                   : read_file(o.input_file, 64u << 20, &text, NULL, &err) < 0) {
+                size_t tlen = 0;
+                if (strcmp(o.input_file, "-") == 0 ? read_fd(STDIN_FILENO, "stdin", 64u << 20, &text, &tlen, &err) < 0
+                                                   : read_file(o.input_file, 64u << 20, &text, &tlen, &err) < 0) {
                         fprintf(stderr, "chidori: --input-file: %s\n", err_msg(err));
                         goto out;
                 }
-                if (parse_json_arg("--input-file", text, &ctx.input) < 0)
+                if (parse_json_arg("--input-file", text, tlen, false, &ctx.input) < 0)
                         goto out;
         } else if (o.input_json) {
-                if (parse_json_arg("--input", o.input_json, &ctx.input) < 0)
+                if (parse_json_arg("--input", o.input_json, strlen(o.input_json), false, &ctx.input) < 0)
                         goto out;
         } else {
                 ctx.input = cJSON_CreateNull();
         }
         if (o.answers_path) {
                 _cleanup_free_ char *text = NULL;
-                if (read_file(o.answers_path, 64u << 20, &text, NULL, &err) < 0) {
+                size_t tlen = 0;
+                if (read_file(o.answers_path, 64u << 20, &text, &tlen, &err) < 0) {
                         fprintf(stderr, "chidori: --answers: %s\n", err_msg(err));
                         goto out;
                 }
-                if (parse_json_arg("--answers", text, &ctx.answers) < 0)
+                if (parse_json_arg("--answers", text, tlen, true, &ctx.answers) < 0)
                         goto out;
                 if (!cJSON_IsArray(ctx.answers) && !cJSON_IsObject(ctx.answers)) {
                         fprintf(stderr, "chidori: --answers must hold a JSON array or object\n");

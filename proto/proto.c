@@ -1,6 +1,7 @@
 /* proto/proto.c — frame codec.  See proto.h and docs/protocol.md. */
 #define _GNU_SOURCE
 #include "proto/proto.h"
+#include "proto/json.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -268,48 +269,47 @@ size_t json_count_values(const char *text, size_t len)
 int frame_decode(const char *body, size_t len, cJSON **ret_json, enum frame_type *ret_type,
                  struct err **err)
 {
-        if (json_count_values(body, len) > FRAME_MAX_VALUES)
-                return err_setc(err, PROTO_E_TOO_MANY, 0,
-                                "frame holds more than %u JSON values (the limit per frame; send fewer, e.g. "
-                                "a string instead of a long array)",
-                                FRAME_MAX_VALUES);
-        const char *end = NULL;
-        cJSON *j = cJSON_ParseWithLengthOpts(body, len, &end, 0);
-        if (!j) {
-                size_t off = end && end >= body ? (size_t)(end - body) : 0;
-                return err_setc(err, PROTO_E_BAD_JSON, 0, "frame is not valid JSON (error near byte %zu of %zu)",
-                                off, len);
+        struct json_limits lim = { .max_values = FRAME_MAX_VALUES };
+        struct json_error je;
+        if (json_validate(body, len, &lim, &je, NULL) < 0) {
+                if (je.code == JSON_E_VALUES)
+                        return err_setc(err, PROTO_E_TOO_MANY, 0,
+                                        "frame holds more than %u JSON values (the limit per frame; send fewer, "
+                                        "e.g. a string instead of a long array)",
+                                        FRAME_MAX_VALUES);
+                if (je.code == JSON_E_NOMEM)
+                        return err_setc(err, PROTO_E_IO, ENOMEM, "check a frame of %zu bytes", len);
+                return err_setc(err, PROTO_E_BAD_JSON, 0, "frame is not valid JSON (%s at byte %zu of %zu)", je.what,
+                                je.offset, len);
         }
-        /* Trailing bytes other than whitespace make the frame ambiguous: refuse. */
-        for (const char *p = end; p && p < body + len; p++) {
-                if (*p != ' ' && *p != '\n' && *p != '\r' && *p != '\t') {
-                        cJSON_Delete(j);
-                        return err_setc(err, PROTO_E_BAD_JSON, 0,
-                                        "frame has trailing bytes after the JSON value (at byte %zu of %zu)",
-                                        (size_t)(p - body), len);
-                }
-        }
-        if (!cJSON_IsObject(j)) {
-                cJSON_Delete(j);
+        struct json_span all = { body, len }, t;
+        if (json_kind_of(all) != JSON_OBJECT)
                 return err_setc(err, PROTO_E_BAD_JSON, 0, "frame is JSON but not an object");
-        }
-        const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "type");
-        if (!cJSON_IsString(t) || !t->valuestring) {
-                cJSON_Delete(j);
+        if (json_object_get(all, "type", 4, &t) != 1 || json_kind_of(t) != JSON_STRING)
                 return err_setc(err, PROTO_E_NO_TYPE, 0, "frame has no string \"type\" member");
+        int type = -1;
+        for (int i = 0; i < FRAME_TYPE_MAX && type < 0; i++)
+                if (json_string_equals(t, type_names[i], strlen(type_names[i])))
+                        type = i;
+        if (type < 0) {
+                char *name = NULL;
+                json_string_decode(t, JSON_DECODE_REPLACE, &name, NULL);
+                int r = err_setc(err, PROTO_E_UNKNOWN_TYPE, 0,
+                                 "unknown frame type \"%.64s\" (expected ready, init, call, result or done)",
+                                 name ? name : "?");
+                free(name);
+                return r;
         }
-        for (int i = 0; i < FRAME_TYPE_MAX; i++) {
-                if (strcmp(t->valuestring, type_names[i]) == 0) {
-                        *ret_type = (enum frame_type)i;
-                        *ret_json = j;
-                        return 0;
-                }
-        }
-        char name[64];
-        snprintf(name, sizeof(name), "%s", t->valuestring);
-        cJSON_Delete(j);
-        return err_setc(err, PROTO_E_UNKNOWN_TYPE, 0,
-                        "unknown frame type \"%s\" (expected ready, init, call, result or done)", name);
+        /* The agent's result is carried as the worker wrote it, never
+         * rebuilt (docs/decisions.md, "Values are carried as the worker's
+         * JSON text"). */
+        static const char *const done_raw[] = { "value", NULL };
+        cJSON *j = json_to_cjson(all, type == FRAME_DONE ? done_raw : NULL, false);
+        if (!j)
+                return err_setc(err, PROTO_E_IO, ENOMEM, "decode a frame of %zu bytes", len);
+        *ret_type = (enum frame_type)type;
+        *ret_json = j;
+        return 0;
 }
 
 int frame_write_json(int fd, const cJSON *json, struct err **err)

@@ -92,9 +92,12 @@ int frame_reader_read(struct frame_reader *r, int fd, char **ret_body, size_t *r
  * size matters. */
 size_t json_count_values(const char *text, size_t len);
 
-/* Parse a frame body: must be a JSON object with a known string "type",
+/* Parse a frame body: must be one JSON value (proto/json.h: strict, lone
+ * surrogate escapes allowed), an object with a known string "type",
  * holding at most FRAME_MAX_VALUES values (PROTO_E_TOO_MANY).
- * On success *ret_json owns the parsed tree (cJSON_Delete it). */
+ * On success *ret_json owns the parsed tree (cJSON_Delete it); a done
+ * frame's "value" in it is a raw node holding the worker's own text
+ * (whitespace outside strings removed), so it is printed exactly as sent. */
 int frame_decode(const char *body, size_t len, struct cJSON **ret_json,
                  enum frame_type *ret_type, struct err **err);
 

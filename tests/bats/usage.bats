@@ -79,7 +79,7 @@ one() { echo 'function main(){return 1}' >"$T/a.js"; }
   # --no-isolate leaves through its own exit path: the same JSON.
   chid run --no-isolate --json --input '{' "$T/a.js"
   assert_status 2
-  [[ $output == '{"ok":false,"error":{"name":"UsageError","message":"--input is not valid JSON (line 1, column 2);'* ]] || { echo "$output"; false; }
+  [[ $output == '{"ok":false,"error":{"name":"UsageError","message":"--input is not valid JSON (line 1, column 2): '* ]] || { echo "$output"; false; }
   # Without --json, stdout stays empty; a run's own --json output is unchanged.
   chid run --jounral x "$T/a.js"
   [[ -z $output ]]

@@ -314,7 +314,7 @@ static void test_spec_sandboxed(void **state)
         setenv("TOOLS_TEST_SECRET", "s3cret", 1);
         struct tools_registry *reg = parse_ok("{\"s\": {\"command\": [\"cat\", \"-n\"], \"timeout_ms\": 5000}}");
         const struct tool_def *t = tools_find(reg, "s");
-        cJSON *args = cJSON_Parse("{\"q\": \"hello\", \"n\": [1, 2]}");
+        const char *args = "{\"q\": \"hello\", \"n\": [1, 2]}";
         struct subproc_spec *sp = NULL;
         struct err *err = NULL;
         struct tools_host host = { .self_exe = "/opt/chidori/bin/chidori" };
@@ -342,7 +342,12 @@ static void test_spec_sandboxed(void **state)
         host.self_exe = "chidori";
         assert_int_equal(tools_spec(reg, t, args, &host, &sp, &err), -1);
         err_free(err);
-        cJSON_Delete(args);
+        err = NULL;
+        /* not JSON text: refused (the broker only passes what it validated) */
+        host.self_exe = "/opt/chidori/bin/chidori";
+        assert_int_equal(tools_spec(reg, t, "{\"q\":", &host, &sp, &err), -1);
+        assert_int_equal(err_code(err), TOOLS_E_ARGS);
+        err_free(err);
         tools_free(reg);
         unsetenv("TOOLS_TEST_SECRET");
 }
@@ -391,7 +396,7 @@ static void test_spec_unsandboxed_env_allowlist(void **state)
         struct tools_registry *reg = parse_ok("{\"u\": {\"command\": [\"cat\", \"x y\"], \"sandbox\": false,"
                                               " \"env\": [\"TOOLS_A\", \"TOOLS_UNSET\", \"TOOLS_EMPTY\", \"TOOLS_B\"],"
                                               " \"timeout_ms\": 700, \"max_output_bytes\": 10}}");
-        cJSON *args = cJSON_CreateString("just a string");
+        const char *args = "\"just a string\"";
         struct subproc_spec *sp = NULL;
         char *env[] = { "TOOLS_A=alpha", "TOOLS_EMPTY=", "TOOLS_NOT_LISTED=nope", NULL };
         struct tools_host host = { .self_exe = "/c", .env = env };
@@ -410,8 +415,16 @@ static void test_spec_unsandboxed_env_allowlist(void **state)
         assert_memory_equal(sp->stdin_data, "\"just a string\"\n", sp->stdin_len);
         tools_spec_free(sp);
         tools_spec_free(NULL);
-        cJSON_Delete(args);
         tools_free(reg);        unsetenv("TOOLS_B");
+}
+
+/* A tool's value is a raw node of its text: a tree to look into. */
+static cJSON *as_tree(cJSON *raw)
+{
+        assert_true(cJSON_IsRaw(raw));
+        cJSON *t = cJSON_Parse(raw->valuestring);
+        cJSON_Delete(raw);
+        return t;
 }
 
 /* ---- reading the result ---- */
@@ -421,25 +434,38 @@ static void test_parse_output(void **state)
         (void)state;
         cJSON *v = NULL;
         struct err *err = NULL;
+        /* Carried as the tool printed it: a raw node of its text, whitespace
+         * outside strings dropped, numbers and escapes as written. */
         assert_int_equal(tools_parse_output("t", " {\"a\": [1, true]}\n\n", 19, &v, &err), 0);
-        assert_true(cJSON_IsObject(v));
-        assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(v, "a")), 2);
+        assert_true(cJSON_IsRaw(v));
+        assert_string_equal(v->valuestring, "{\"a\":[1,true]}");
         cJSON_Delete(v);
         assert_int_equal(tools_parse_output("t", "42", 2, &v, &err), 0);
-        assert_true(cJSON_IsNumber(v) && v->valuedouble == 42);
+        assert_string_equal(v->valuestring, "42");
         cJSON_Delete(v);
         assert_int_equal(tools_parse_output("t", "\"s\"\n", 4, &v, &err), 0);
-        assert_string_equal(v->valuestring, "s");
+        assert_string_equal(v->valuestring, "\"s\"");
+        cJSON_Delete(v);
+        const char *exact = "[0.30000000000000004, 1e-7, 1.0, \"a\\u0000b\", \"\\ud800\", \"\xe2\x80\xa8\"]\n";
+        assert_int_equal(tools_parse_output("t", exact, strlen(exact), &v, &err), 0);
+        assert_string_equal(v->valuestring, "[0.30000000000000004,1e-7,1.0,\"a\\u0000b\",\"\\ud800\",\"\xe2\x80\xa8\"]");
         cJSON_Delete(v);
         struct {
                 const char *out;
                 const char *want;
         } bad[] = {
-                { "{\"a\":}", "tool t printed invalid JSON on stdout (line 1, column 6)" },
-                { "{\n  \"a\": 1,\n  oops\n}", "tool t printed invalid JSON on stdout (line 3, column 4)" },
-                { "{} x", "tool t printed invalid JSON on stdout (line 1, column 4)" },
-                { "1\n2\n", "tool t printed invalid JSON on stdout (line 2, column 1)" },
-                { "hello", "tool t printed invalid JSON on stdout (line 1, column 1)" },
+                { "{\"a\":}", "tool t printed invalid JSON on stdout (line 1, column 6): unexpected character '}' "
+                              "(expected a value)" },
+                { "{\n  \"a\": 1,\n  oops\n}", "tool t printed invalid JSON on stdout (line 3, column 3): unexpected "
+                                             "character 'o' (expected a member name in quotes)" },
+                { "{} x", "tool t printed invalid JSON on stdout (line 1, column 4): trailing bytes after the JSON "
+                          "value" },
+                { "1\n2\n", "tool t printed invalid JSON on stdout (line 2, column 1): trailing bytes after the JSON "
+                            "value" },
+                { "hello", "tool t printed invalid JSON on stdout (line 1, column 1): unexpected character 'h' "
+                           "(expected a value)" },
+                { "\"caf\xe9\"", "tool t printed invalid JSON on stdout (line 1, column 5): invalid UTF-8 in a string "
+                                "(byte 0xe9)" },
                 { "", "tool t printed nothing on stdout (expected one JSON value)" },
                 { " \n\t", "tool t printed nothing on stdout (expected one JSON value)" },
         };
@@ -451,7 +477,8 @@ static void test_parse_output(void **state)
                 assert_int_equal(err_code(err), TOOLS_E_OUTPUT);
         }
         assert_int_equal(tools_parse_output("t", "[1,\0 2]", 7, &v, &err), -1);
-        assert_string_equal(err_msg(err), "tool t printed invalid JSON on stdout (line 1, column 4)");
+        assert_string_equal(err_msg(err), "tool t printed invalid JSON on stdout (line 1, column 4): unexpected byte "
+                                          "0x00 (expected a value)");
         err_free(err);
 }
 
@@ -464,6 +491,7 @@ static void test_result_mapping(void **state)
         struct subproc_result r = result(true, 0, 0, "{\"ok\":1}", "");
         cJSON *v = NULL;
         assert_int_equal(tools_result(u, &r, &v, NULL), 0);
+        v = as_tree(v);
         assert_int_equal(cJSON_GetObjectItem(v, "ok")->valueint, 1);
         cJSON_Delete(v);
         r = result(false, 0, 9, "", "");
@@ -481,7 +509,8 @@ static void test_result_mapping(void **state)
         r.out_truncated = true;
         result_fails(u, &r, TOOLS_E_OUTPUT, "tool u printed more than 5 bytes on stdout");
         r = result(true, 0, 0, "{\"a\":", "warnings are fine\n");
-        result_fails(u, &r, TOOLS_E_OUTPUT, "tool u printed invalid JSON on stdout (line 1, column 6)");
+        result_fails(u, &r, TOOLS_E_OUTPUT, "tool u printed invalid JSON on stdout (line 1, column 6): unexpected end of "
+                                            "the text (expected a value)");
         /* a long line is cut at 200 bytes, never inside a UTF-8 character */
         char longline[512];
         memset(longline, 'x', 199);
@@ -568,7 +597,8 @@ static void call_done(void *arg, uint64_t id, const struct subproc_result *r)
         struct call *c = arg;
         c->done = true;
         c->ms = r->elapsed_ms;
-        tools_result(c->t, r, &c->value, &c->err);
+        if (tools_result(c->t, r, &c->value, &c->err) == 0)
+                c->value = as_tree(c->value);
 }
 
 /* One tool call end to end: registry text -> spec -> subproc -> result. */
@@ -579,13 +609,11 @@ static void call_tool(const struct fx *f, const char *doc, const char *name, con
         assert_non_null(t);
         memset(c, 0, sizeof(*c));
         c->t = t;
-        cJSON *args = args_json ? cJSON_Parse(args_json) : NULL;
         struct subproc_spec *sp = NULL;
         struct err *err = NULL;
         struct tools_host host = { .self_exe = f->chidori, .env = environ };
-        if (tools_spec(reg, t, args, &host, &sp, &err) < 0)
+        if (tools_spec(reg, t, args_json, &host, &sp, &err) < 0)
                 fail_msg("tools_spec: %s", err_msg(err));
-        cJSON_Delete(args);
         struct subproc_engine *e = NULL;
         assert_int_equal(subproc_engine_new(&e, NULL), 0);
         if (subproc_start(e, 1, sp, call_done, c, &err) < 0)
@@ -748,7 +776,8 @@ static void test_e2e_sandboxed_failures(void **state)
         call_clear(&c);
         call_tool(f, doc, "garbage", NULL, &c);
         assert_non_null(c.err);
-        assert_string_equal(err_msg(c.err), "tool garbage printed invalid JSON on stdout (line 2, column 1)");
+        assert_string_equal(err_msg(c.err), "tool garbage printed invalid JSON on stdout (line 2, column 1): unexpected "
+                                            "end of the text (expected a member name in quotes)");
         call_clear(&c);
         /* only the program itself is visible in the box, not its folder... */
         call_tool(f, doc, "helper", NULL, &c);
@@ -828,14 +857,13 @@ static void test_e2e_concurrent_calls(void **state)
         memset(c, 0, sizeof(c));
         for (int i = 0; i < N; i++) {
                 c[i].t = tools_find(reg, i % 2 ? "host" : "echo");
-                cJSON *args = cJSON_CreateObject();
-                cJSON_AddNumberToObject(args, "i", i);
+                char args[32];
+                snprintf(args, sizeof(args), "{\"i\":%d}", i);
                 struct subproc_spec *sp = NULL;
                 struct tools_host host = { .self_exe = f->chidori, .env = environ };
                 assert_int_equal(tools_spec(reg, c[i].t, args, &host, &sp, NULL), 0);
                 assert_int_equal(subproc_start(e, (uint64_t)i, sp, call_done, &c[i], NULL), 0);
                 tools_spec_free(sp);
-                cJSON_Delete(args);
         }
         double until = mono_ms() + 30000;
         while (subproc_pending(e) && mono_ms() < until) {
