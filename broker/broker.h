@@ -146,6 +146,7 @@ struct broker_outcome {
         bool got_ready;
         int blocked_syscall;     /* syscall nr a seccomp filter stopped, or -1 */
         int fatal_signal;        /* the worker reported dying of this signal, or 0 */
+        bool cpu_limit_abort;    /* ... and that it happened past its CPU budget */
         uint64_t effects;        /* host calls answered */
         double wall_ms;
         double cpu_ms;           /* the worker's CPU time (filled by the launcher after wait) */

@@ -756,6 +756,8 @@ static int read_frames(struct loop *l, struct err **err)
 
 /* ---- worker stderr ---- */
 
+/* The worker aborted past its CPU budget (engine/lockdown.c). */
+#define CPU_ABORT_MARK "chidori-worker: cpu limit reached"
 #define SIGSYS_MARK "chidori-worker: blocked syscall "
 
 /* A line "<marker><digits>" from the worker's own reporters (at most 7 digits). */
@@ -780,6 +782,11 @@ static void errfwd_flush(struct loop *l)
         if (marker_number(f, SIGSYS_MARK, &nr)) {
                 /* The worker's stage-2 SIGSYS reporter: remember, do not echo. */
                 l->b.out->blocked_syscall = nr;
+                f->len = 0;
+                return;
+        }
+        if (f->len == sizeof(CPU_ABORT_MARK) - 1 && memcmp(f->line, CPU_ABORT_MARK, f->len) == 0) {
+                l->b.out->cpu_limit_abort = true;
                 f->len = 0;
                 return;
         }

@@ -128,6 +128,10 @@ struct engine {
         struct err *transport_err;
 };
 
+/* lockdown.c: the CPU budget the SIGABRT handler checks (a JSC abort past
+ * the budget is reported as the budget's ending). */
+void engine_abort_budget(clockid_t engine_clock, uint64_t start_ns, uint64_t budget_ns);
+
 /* transport.c */
 int engine_send_call(struct engine *e, const char *op, JSStringRef args, uint64_t *ret_id,
                      JSValueRef *exception);

@@ -28,6 +28,7 @@
  * signal-based traps every firing invalidates the running JIT code, which
  * cost a hot loop ~25% at 50 ms slices; with polling, nothing measurable. */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -109,6 +110,9 @@ void engine_set_cpu_budget(struct engine *e, uint64_t deadline_ms)
         e->deadline_ms = deadline_ms;
         e->cpu_budget_ns = deadline_ms * 1000000u;
         e->cpu_start_ns = thread_cpu_ns();
+        clockid_t self;
+        if (pthread_getcpuclockid(pthread_self(), &self) == 0)
+                engine_abort_budget(self, e->cpu_start_ns, e->cpu_budget_ns);
 }
 
 /* Arm the watchdog before entering JS.  false (and the run ends, e->end

@@ -220,6 +220,10 @@ int report_outcome(const struct broker_outcome *o, int status, bool json, long j
                                     "CPU limit exceeded (%ld s); raise it with --cpu-secs N (0 = none)", cpu_secs);
                 return fail(o, json, run_id, 128 + sig, "engine crashed (signal %s)", report_signame(sig));
         }
+        if (o->fatal_signal == SIGABRT && o->cpu_limit_abort && js_deadline_ms > 0)
+                return fail(o, json, run_id, EXIT_CPU,
+                            "CPU limit exceeded (%g s); raise it with --js-deadline MS (0 = none)",
+                            (double)js_deadline_ms / 1000.0);
         if (o->fatal_signal > 0 && o->fatal_signal < 64)
                 return fail(o, json, run_id, 128 + o->fatal_signal, "engine crashed (signal %s)",
                             report_signame(o->fatal_signal));

@@ -151,6 +151,19 @@ JS
   CHIDORI_WORKER=$(bad_worker abort-mid-answer) same_ending 134 "chidori: engine crashed (signal SIGABRT)" "$T/a.js"
 }
 
+@test "an engine abort past the CPU budget is the CPU limit (152), not a crash" {
+  # JavaScriptCore has been seen to abort, rarely and under load, while it
+  # unwinds the budget's termination; chidori-worker's SIGABRT handler then
+  # says the budget was spent, and the ending is the budget's.
+  agent a.js <<<'function main() {}'
+  CHIDORI_WORKER=$(bad_worker abort-past-budget) chid run --quiet --js-deadline 100 "$T/a.js"
+  assert_status 152
+  assert_stderr_has "chidori: CPU limit exceeded (0.1 s); raise it with --js-deadline MS (0 = none)"
+  # Without the budget's mark an abort stays a crash.
+  CHIDORI_WORKER=$(bad_worker abort-mid-answer) chid run --quiet --js-deadline 100 "$T/a.js"
+  assert_status 134
+}
+
 @test "blocked syscall while the parent writes a large answer: always 159" {
   agent a.js <<<'function main() {}'
   CHIDORI_WORKER=$(bad_worker syscall-mid-answer) same_ending 159 "chidori: sandbox violation: blocked syscall ptrace" "$T/a.js"

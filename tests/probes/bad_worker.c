@@ -226,6 +226,14 @@ static int run(int argc, char **argv)
                 signal(SIGABRT, on_abort);
                 abort();
         }
+        if (!strcmp(mode, "abort-past-budget")) {
+                /* What chidori-worker's SIGABRT handler says when the engine
+                 * aborts after its CPU budget ran out (engine/lockdown.c). */
+                static const char m[] = "chidori-worker: cpu limit reached\nchidori-worker: fatal signal 6\n";
+                ssize_t w = write(2, m, sizeof(m) - 1);
+                (void)w;
+                _exit(134);
+        }
         if (!strcmp(mode, "syscall-mid-answer")) {
                 big_answer_pending();
                 syscall(SYS_ptrace, 0, 0, 0, 0);  /* in the fixed prefix: never allowed */
