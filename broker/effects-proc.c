@@ -286,9 +286,10 @@ static int resolve_callee(struct broker *b, const char *path, char **ret, struct
         if (strncmp(real, dir, dl) != 0 || (real[dl] != '/' && strcmp(dir, "/") != 0) || stat(real, &st) < 0 ||
             !S_ISREG(st.st_mode)) {
                 free(real);
-                return err_set(err, 0,
-                               "callAgent %s: the agent must be a file inside the calling agent's folder (%s)",
-                               path, dir);
+                /* The caller's folder is the operator's path: not for the agent
+                 * (it would learn where it lives on the host). */
+                return err_set(err, 0, "callAgent %s: the agent must be a file inside the calling agent's folder",
+                               path);
         }
         *ret = real;
         return 0;

@@ -26,7 +26,7 @@
 static int need_ws(struct broker *b, const char *op, struct err **err)
 {
         if (!b->cfg->workspace)
-                return err_set(err, 0, "%s: no workspace configured (start chidori with --workspace DIR)", op);
+                return err_setc(err, WORKSPACE_UNCONFIGURED, 0, "%s: no workspace configured (start chidori with --workspace DIR)", op);
         return 0;
 }
 

@@ -51,9 +51,10 @@ const char *workspace_error_name(int code)
                 [WORKSPACE_NOT_FOUND] = "not_found", [WORKSPACE_OUTSIDE] = "outside",
                 [WORKSPACE_TOO_BIG] = "too_big",     [WORKSPACE_NOT_FILE] = "not_file",
                 [WORKSPACE_INVALID] = "invalid",     [WORKSPACE_IO] = "io",
+                [WORKSPACE_UNCONFIGURED] = "no_workspace",
         };
         if (code <= 0 || code >= WORKSPACE_ERROR_MAX)
-                return "";
+                return NULL;
         return names[code];
 }
 

@@ -65,10 +65,12 @@ enum workspace_error_code {
         WORKSPACE_NOT_FILE,      /* wrong kind: read of a dir/fifo/device, list of a file, write onto a dir */
         WORKSPACE_INVALID,       /* malformed path (empty, NUL, too long, in-root '..'), non-empty dir */
         WORKSPACE_IO,            /* anything else the OS said (errnum set), or openat2 missing */
+        WORKSPACE_UNCONFIGURED,  /* the run has no --workspace (the effect layer says so) */
         WORKSPACE_ERROR_MAX
 };
 
-/* "not_found", "outside", "too_big", "not_file", "invalid", "io"; "" otherwise. */
+/* "not_found", "outside", "too_big", "not_file", "invalid", "io", "no_workspace"; NULL
+ * otherwise (no code on the error). */
 const char *workspace_error_name(int code);
 
 /* Open the workspace rooted at `dir` (trusted: absolute or relative to the

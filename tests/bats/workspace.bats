@@ -48,6 +48,13 @@ JS
   chid run --quiet "$T/n.js"
   assert_status 1
   assert_stderr_has "no workspace configured (start chidori with --workspace DIR)"
+  # ... with a code the agent can test (it was an empty string)
+  agent c.js <<'JS'
+module.exports = async () => { try { await chidori.workspace.read("x"); } catch (e) { return e.code; } };
+JS
+  chid run --quiet "$T/c.js"
+  assert_status 0
+  assert_stdout '"no_workspace"'
 }
 
 @test "--workspace that is not a directory is a usage error" {

@@ -225,7 +225,7 @@ static struct workspace *reopen(struct fx *fx, const struct workspace_limits *li
                         fail_msg("%s succeeded, expected an error", #call);                     \
                 if (err_code(e_) != (code))                                                     \
                         fail_msg("%s: code %s, want %s (%s)", #call,                            \
-                                 workspace_error_name(err_code(e_)), workspace_error_name(code), \
+                                 workspace_error_name(err_code(e_)) ?: "-", workspace_error_name(code) ?: "-", \
                                  err_msg(e_));                                                  \
                 if (!strstr(err_msg(e_), (needle)))                                             \
                         fail_msg("message '%s' lacks '%s'", err_msg(e_), (needle));             \
@@ -807,8 +807,9 @@ static void test_error_names(void **state)
         assert_string_equal(workspace_error_name(WORKSPACE_NOT_FILE), "not_file");
         assert_string_equal(workspace_error_name(WORKSPACE_INVALID), "invalid");
         assert_string_equal(workspace_error_name(WORKSPACE_IO), "io");
-        assert_string_equal(workspace_error_name(0), "");
-        assert_string_equal(workspace_error_name(WORKSPACE_ERROR_MAX), "");
+        assert_null(workspace_error_name(0));
+        assert_string_equal(workspace_error_name(WORKSPACE_UNCONFIGURED), "no_workspace");
+        assert_null(workspace_error_name(WORKSPACE_ERROR_MAX));
         assert_string_equal(workspace_error_name(-1), "");
 }
 
