@@ -1,4 +1,4 @@
-/* launcher/agent.c — load an agent file and turn ES modules / TypeScript into
+/* cli/agent.c — load an agent file and turn ES modules / TypeScript into
  * one script with esbuild before launch.
  *
  * Bundling runs on the host, so it must not become a way for an agent to read
@@ -16,7 +16,7 @@
  *   - any other `import ... from 'node:xyz'` is refused here, naming the
  *     module; `require('node:xyz')` stays a runtime call the prelude refuses.
  * esbuild also writes a source map, which the launcher uses to report errors
- * at the agent's own files and lines (launcher/sourcemap.c).
+ * at the agent's own files and lines (cli/sourcemap.c).
  */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
@@ -34,7 +34,7 @@
 #include "common/cleanup.h"
 #include "common/dlib.h"
 #include "common/util.h"
-#include "launcher/launcher.h"
+#include "cli/cli.h"
 
 #define AGENT_MAX_BYTES (16u << 20)
 

@@ -1,15 +1,15 @@
-/* launcher/bounds.c — see bounds.h. */
+/* cli/bounds.c — see bounds.h. */
 #define _GNU_SOURCE
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cgroup/cgroup.h"
-#include "launcher/bounds.h"
-#include "launcher/options.h"
+#include "sandbox/cgroup/cgroup.h"
+#include "cli/bounds.h"
+#include "sandbox/sandbox.h"
 
-/* Below this the VFS has no room for "/" and "/tmp" (broker/vfs.h). */
+/* Below this the VFS has no room for "/" and "/tmp" (effects/fs/vfs.h). */
 #define MIN_VFS ((uint64_t)4 << 10)
 #define MAX_CALLS_MAX 1000000L
 

@@ -1,13 +1,13 @@
-/* launcher/bounds.h — the options that bound the parent itself (what a
+/* cli/bounds.h — the options that bound the parent itself (what a
  * worker can make the broker hold or do: docs/sandbox.md, "The parent's
  * limits").  Options of `run` and `replay`, each with its environment
  * variable; a malformed value is a usage error (exit 2). */
-#ifndef CHIDORI_LAUNCHER_BOUNDS_H
-#define CHIDORI_LAUNCHER_BOUNDS_H
+#ifndef CHIDORI_CLI_BOUNDS_H
+#define CHIDORI_CLI_BOUNDS_H
 
 #include <getopt.h>
 
-#include "broker/broker.h"
+#include "runtime/runtime.h"
 
 enum {
         BOPT_MAX_CALLS = 950, BOPT_MAX_QUEUE, BOPT_MAX_LOG, BOPT_MAX_JOURNAL, BOPT_MAX_VFS, BOPT_MAX_MEMORY_STORE,

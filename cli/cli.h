@@ -1,16 +1,16 @@
-/* launcher/launcher.h — the CLI side: options, spawning the worker, mapping
+/* cli/cli.h — the CLI side: options, spawning the worker, mapping
  * every way a run can end to a message and an exit code. */
-#ifndef CHIDORI_LAUNCHER_H
-#define CHIDORI_LAUNCHER_H
+#ifndef CHIDORI_CLI_H
+#define CHIDORI_CLI_H
 
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "broker/broker.h"
+#include "runtime/runtime.h"
 #include "common/err.h"
-#include "launcher/options.h"
+#include "sandbox/sandbox.h"
 
 #define CHIDORI_VERSION "0.1.0"
 

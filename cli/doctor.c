@@ -1,4 +1,4 @@
-/* launcher/doctor.c — `chidori doctor`: which isolation layers this host can
+/* cli/doctor.c — `chidori doctor`: which isolation layers this host can
  * apply, one line per layer, found by trying each (in a throwaway child), not
  * by reading version numbers alone. */
 #define _GNU_SOURCE
@@ -17,14 +17,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cgroup/cgroup.h"
+#include "sandbox/cgroup/cgroup.h"
 #include "common/cleanup.h"
 #include "common/dlib.h"
-#include "launcher/cli.h"
-#include "launcher/landlock.h"
-#include "launcher/launcher.h"
-#include "launcher/options.h"
-#include "launcher/seccomp.h"
+#include "cli/suggest.h"
+#include "sandbox/landlock.h"
+#include "cli/cli.h"
+#include "sandbox/sandbox.h"
+#include "sandbox/seccomp.h"
 
 static void emit_row(const char *name, const char *why, void *arg)
 {

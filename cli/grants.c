@@ -1,4 +1,4 @@
-/* launcher/grants.c — see grants.h. */
+/* cli/grants.c — see grants.h. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
@@ -7,19 +7,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/broker.h"
-#include "broker/memstore.h"
-#include "broker/net.h"
-#include "broker/policy.h"
-#include "broker/ssrf.h"
-#include "broker/tools.h"
-#include "broker/workspace.h"
-#include "cgroup/cgroup.h"
+#include "runtime/runtime.h"
+#include "effects/memory/memstore.h"
+#include "effects/net/net.h"
+#include "policy/policy.h"
+#include "effects/net/ssrf.h"
+#include "effects/proc/tools.h"
+#include "effects/workspace/workspace.h"
+#include "sandbox/cgroup/cgroup.h"
 #include "common/cleanup.h"
 #include "common/util.h"
-#include "launcher/grants.h"
-#include "launcher/launcher.h"
-#include "launcher/options.h"
+#include "cli/grants.h"
+#include "cli/cli.h"
+#include "sandbox/sandbox.h"
 
 static int add_hosts(struct grants_opts *o, const char *what, const char *spec)
 {

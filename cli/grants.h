@@ -1,16 +1,16 @@
-/* launcher/grants.h — what a run is handed beyond computation: the
+/* cli/grants.h — what a run is handed beyond computation: the
  * workspace directory, the http allowlist and caps, the approval switch.
  * Options of `run` (each with its environment variable), opened before the
  * worker starts, closed after the run.  The policy still decides every
  * gated call; these only say what exists to be granted. */
-#ifndef CHIDORI_LAUNCHER_GRANTS_H
-#define CHIDORI_LAUNCHER_GRANTS_H
+#ifndef CHIDORI_CLI_GRANTS_H
+#define CHIDORI_CLI_GRANTS_H
 
 #include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "broker/broker.h"
+#include "runtime/runtime.h"
 
 struct broker_config;
 struct broker_limits;
@@ -70,7 +70,7 @@ struct nested_src {
         long js_deadline_ms;
         const char *state_dir;
         const char *agent_path;        /* the caller's agent: its folder bounds the callees */
-        const struct broker_limits *lim; /* the parent's limits (launcher/bounds.h), or NULL */
+        const struct broker_limits *lim; /* the parent's limits (cli/bounds.h), or NULL */
 };
 
 enum {

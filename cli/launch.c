@@ -1,4 +1,4 @@
-/* launcher/launch.c — `chidori launch [options] -- PROGRAM ARGS`: any program
+/* cli/launch.c — `chidori launch [options] -- PROGRAM ARGS`: any program
  * in the same box as the engine worker, with a general seccomp allowlist.
  * For wrappers (another engine speaking the frame protocol) and for tests. */
 #define _GNU_SOURCE
@@ -18,10 +18,10 @@
 
 #include "common/cleanup.h"
 #include "common/util.h"
-#include "launcher/box.h"
-#include "launcher/cli.h"
-#include "launcher/launcher.h"
-#include "launcher/options.h"
+#include "sandbox/box.h"
+#include "cli/suggest.h"
+#include "cli/cli.h"
+#include "sandbox/sandbox.h"
 
 static void launch_help(void)
 {

@@ -1,13 +1,13 @@
-/* launcher/main.c — argv[1] selects a subcommand; everything else is in the
+/* cli/main.c — argv[1] selects a subcommand; everything else is in the
  * subcommand's file. */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/text.h"
-#include "launcher/cli.h"
-#include "launcher/launcher.h"
-#include "launcher/options.h"
+#include "cli/suggest.h"
+#include "cli/cli.h"
+#include "sandbox/sandbox.h"
 
 static void help(FILE *f)
 {
@@ -70,7 +70,7 @@ int main(int argc, char **argv)
                 return EXIT_USAGE;
         }
         /* A child of a run (nested run, tool): die with it and enter its
-         * cgroup budget before anything else (launcher/child.c). */
+         * cgroup budget before anything else (sandbox/child.c). */
         int setup = launcher_child_setup();
         if (setup)
                 return setup;

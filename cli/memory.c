@@ -1,5 +1,5 @@
-/* launcher/memory.c — `chidori memory list|get|delete|clear`: the store
- * behind chidori.memory, seen from outside a run (broker/memstore.h), and
+/* cli/memory.c — `chidori memory list|get|delete|clear`: the store
+ * behind chidori.memory, seen from outside a run (effects/memory/memstore.h), and
  * the --state-dir check shared with `run`.
  *
  * Keys and values were written by agents: keys print one per line with
@@ -18,11 +18,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "broker/memstore.h"
+#include "effects/memory/memstore.h"
 #include "common/cleanup.h"
 #include "common/text.h"
-#include "launcher/cli.h"
-#include "launcher/launcher.h"
+#include "cli/suggest.h"
+#include "cli/cli.h"
 
 int state_dir_check(const char *dir)
 {

@@ -1,4 +1,4 @@
-/* launcher/report.c — every way a run can end, mapped to what the user reads
+/* cli/report.c — every way a run can end, mapped to what the user reads
  * (ARCHITECTURE.md, "Failure mapping").  Only this file and main.c print. */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
@@ -9,8 +9,8 @@
 #include <sys/wait.h>
 
 #include "common/text.h"
-#include "launcher/launcher.h"
-#include "launcher/seccomp.h"
+#include "cli/cli.h"
+#include "sandbox/seccomp.h"
 #include "proto/json.h"
 
 const char *report_signame(int sig)

@@ -1,4 +1,4 @@
-/* launcher/run.c — `chidori run` and `chidori replay`: options, then one
+/* cli/run.c — `chidori run` and `chidori replay`: options, then one
  * spawn -> broker -> wait -> report sequence shared by both. */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
@@ -11,19 +11,19 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "broker/journal.h"
-#include "broker/memstore.h"
-#include "broker/policy.h"
+#include "runtime/journal.h"
+#include "effects/memory/memstore.h"
+#include "policy/policy.h"
 #include "common/budget.h"
 #include "common/cleanup.h"
 #include "common/text.h"
 #include "common/util.h"
-#include "launcher/bounds.h"
-#include "launcher/cli.h"
-#include "launcher/grants.h"
-#include "launcher/launcher.h"
-#include "launcher/options.h"
-#include "launcher/tz.h"
+#include "cli/bounds.h"
+#include "cli/suggest.h"
+#include "cli/grants.h"
+#include "cli/cli.h"
+#include "sandbox/sandbox.h"
+#include "sandbox/tz.h"
 #include "proto/json.h"
 
 struct run_opts {
@@ -39,7 +39,7 @@ struct run_opts {
         bool js_deadline_set;     /* given by --js-deadline or CHIDORI_JS_DEADLINE_MS */
         struct sandbox_opts sb;
         struct grants_opts gr;    /* run only: what the agent is handed */
-        struct broker_limits lim; /* the parent's limits (launcher/bounds.h) */
+        struct broker_limits lim; /* the parent's limits (cli/bounds.h) */
         double started;           /* mono_ms() at the command's start: --deadline counts from here */
         bool json, quiet, in_process;
         bool untrusted, trusted;  /* --untrusted / --trusted */

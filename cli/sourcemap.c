@@ -1,4 +1,4 @@
-/* launcher/sourcemap.c — map positions in an esbuild bundle back to the
+/* cli/sourcemap.c — map positions in an esbuild bundle back to the
  * agent's own files (source map revision 3), so an error in a TypeScript or
  * ES-module agent names the line the user wrote, not a line of the bundle.
  *
@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "common/cleanup.h"
-#include "launcher/launcher.h"
+#include "cli/cli.h"
 
 #define SOURCEMAP_MAX_SOURCES 100000
 

@@ -1,4 +1,4 @@
-/* launcher/spawn.c — start the engine worker: a child process (isolated
+/* cli/spawn.c — start the engine worker: a child process (isolated
  * mode) or a thread of this process (in-process mode, for embedders), both
  * talking frames over one end of a socketpair.
  *
@@ -24,10 +24,10 @@
 #include "common/cleanup.h"
 #include "common/dlib.h"
 #include <dlfcn.h>
-#include "launcher/box.h"
-#include "launcher/launcher.h"
-#include "launcher/options.h"
-#include "launcher/tz.h"
+#include "sandbox/box.h"
+#include "cli/cli.h"
+#include "sandbox/sandbox.h"
+#include "sandbox/tz.h"
 
 int find_worker(char **ret_path, struct err **err)
 {

@@ -1,6 +1,6 @@
-/* launcher/cli.c — see cli.h. */
+/* cli/suggest.c — see cli.h. */
 #define _GNU_SOURCE
-#include "launcher/cli.h"
+#include "cli/suggest.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -12,7 +12,7 @@
 
 #include "common/cleanup.h"
 #include "common/text.h"
-#include "launcher/launcher.h"
+#include "cli/cli.h"
 
 size_t cli_distance(const char *a, const char *b)
 {

@@ -1,4 +1,4 @@
-/* launcher/cli.h — what every subcommand's option parsing shares: a bad
+/* cli/suggest.h — what every subcommand's option parsing shares: a bad
  * option named with the nearest real one, and usage errors printed as JSON
  * on stdout when --json was asked for.
  *
@@ -6,8 +6,8 @@
  * nothing) and hands '?' and ':' to cli_bad_option, which says what was
  * wrong: an unknown option (with "did you mean"), an ambiguous abbreviation,
  * a missing value, or a value given to a flag. */
-#ifndef CHIDORI_LAUNCHER_CLI_H
-#define CHIDORI_LAUNCHER_CLI_H
+#ifndef CHIDORI_CLI_SUGGEST_H
+#define CHIDORI_CLI_SUGGEST_H
 
 #include <getopt.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* broker/effects.c — the dispatch table: op name -> handler.
+/* effects/core.c — the dispatch table: op name -> handler.
  *
  * Every power the worker can ask the parent to use is a row of this table.
  * Handler order: shape (args) -> effect -> answer.  (Policy and quotas hook in
@@ -15,12 +15,12 @@
 #include <poll.h>
 #include <unistd.h>
 
-#include "broker/broker-internal.h"
-#include "broker/journal.h"
-#include "broker/memstore.h"
-#include "broker/template.h"
-#include "broker/workspace.h"
-#include "broker/http.h"
+#include "runtime/runtime-internal.h"
+#include "runtime/journal.h"
+#include "effects/memory/memstore.h"
+#include "effects/template/template.h"
+#include "effects/workspace/workspace.h"
+#include "effects/net/http.h"
 #include "common/cleanup.h"
 #include "common/text.h"
 #include "common/util.h"
@@ -409,7 +409,7 @@ static const struct effect effects[] = {
 };
 
 /* node:fs is a family: every "fs.<op>" goes to one handler, which knows
- * the ops (broker/vfs.c) and answers an unknown one with ENOSYS. */
+ * the ops (effects/fs/vfs.c) and answers an unknown one with ENOSYS. */
 static const struct effect fs_family = { "fs.*", effect_fs, GATE_NONE, NULL, effect_fs_code };
 
 const struct effect *broker_effect_find(const char *op)

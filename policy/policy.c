@@ -1,6 +1,6 @@
-/* broker/policy.c — parse, select and evaluate permission policies.
+/* policy/policy.c — parse, select and evaluate permission policies.
  *
- * Contract in broker/policy.h, user-facing rules in docs/policy.md.  A parsed
+ * Contract in policy/policy.h, user-facing rules in docs/policy.md.  A parsed
  * policy keeps its cJSON tree; rules borrow their strings and match_args
  * patterns from it, so a policy is one tree plus one array.  Everything is
  * validated at load time so that policy_check() cannot fail: it walks the
@@ -8,7 +8,7 @@
  * repeated key) denies rather than guesses.
  */
 #define _GNU_SOURCE
-#include "broker/policy.h"
+#include "policy/policy.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* broker/policy.h — the permission policy that gates the powerful effects.
+/* policy/policy.h — the permission policy that gates the powerful effects.
  *
  * A policy is an ordered list of rules plus a fallback decision.  Gated
  * targets are "http", "workspace:<list|read|write|delete|manifest>",
@@ -11,8 +11,8 @@
  * A struct policy is immutable once built: policy_check() allocates nothing,
  * never fails and may be called from several threads at once.
  */
-#ifndef CHIDORI_BROKER_POLICY_H
-#define CHIDORI_BROKER_POLICY_H
+#ifndef CHIDORI_POLICY_H
+#define CHIDORI_POLICY_H
 
 #include <stdbool.h>
 #include <stddef.h>

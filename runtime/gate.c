@@ -1,4 +1,4 @@
-/* broker/gate.c — the policy gate in front of every gated effect.
+/* runtime/gate.c — the policy gate in front of every gated effect.
  *
  * Order for a gated call: the policy decides on the call's arguments as the
  * worker sent them, before the handler looks at them (a denied call learns
@@ -20,8 +20,8 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "broker/broker-internal.h"
-#include "broker/policy.h"
+#include "runtime/runtime-internal.h"
+#include "policy/policy.h"
 #include "common/cleanup.h"
 #include "common/text.h"
 #include "common/util.h"

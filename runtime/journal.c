@@ -1,6 +1,6 @@
-/* broker/journal.c — journal writer and reader.  See journal.h. */
+/* runtime/journal.c — journal writer and reader.  See journal.h. */
 #define _GNU_SOURCE
-#include "broker/journal.h"
+#include "runtime/journal.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

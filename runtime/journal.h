@@ -1,11 +1,11 @@
-/* broker/journal.h — the run journal: JSON lines, one header, one line per
+/* runtime/journal.h — the run journal: JSON lines, one header, one line per
  * answered host call, one end line.  Recording writes each line with a single
  * write(2) as soon as the call is answered, so a worker (or parent) dying
  * mid-run loses nothing already answered; fsync at every checkpoint and at
  * the end.  Replay reads a journal back and serves its results.
  */
-#ifndef CHIDORI_BROKER_JOURNAL_H
-#define CHIDORI_BROKER_JOURNAL_H
+#ifndef CHIDORI_RUNTIME_JOURNAL_H
+#define CHIDORI_RUNTIME_JOURNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>

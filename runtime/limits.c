@@ -1,4 +1,4 @@
-/* broker/limits.c — the parent's limits: their values, the text the agent
+/* runtime/limits.c — the parent's limits: their values, the text the agent
  * and the operator read, and reporting a limit once per run.
  *
  * Every cap on what a worker can make this process hold or do lives in
@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "broker/broker-internal.h"
-#include "broker/template.h"
+#include "runtime/runtime-internal.h"
+#include "effects/template/template.h"
 #include "common/util.h"
 
 static const struct {

@@ -1,4 +1,4 @@
-/* broker/loop.c — the frame loop: one conversation with one worker.
+/* runtime/loop.c — the frame loop: one conversation with one worker.
  *
  * poll() over the worker's frame socket (non-blocking, read incrementally so
  * a worker stalling mid-frame cannot wedge us), its stderr pipe (forwarded
@@ -23,9 +23,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "broker/broker-internal.h"
-#include "broker/journal.h"
-#include "broker/memstore.h"
+#include "runtime/runtime-internal.h"
+#include "runtime/journal.h"
+#include "effects/memory/memstore.h"
 #include "common/cleanup.h"
 #include "common/text.h"
 #include "common/util.h"

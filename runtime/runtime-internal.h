@@ -1,10 +1,10 @@
-/* broker/broker-internal.h — state shared by the broker's own files only. */
-#ifndef CHIDORI_BROKER_INTERNAL_H
-#define CHIDORI_BROKER_INTERNAL_H
+/* runtime/runtime-internal.h — state shared by the broker's own files only. */
+#ifndef CHIDORI_RUNTIME_INTERNAL_H
+#define CHIDORI_RUNTIME_INTERNAL_H
 
 #include <poll.h>
 
-#include "broker/broker.h"
+#include "runtime/runtime.h"
 #include "common/budget.h"
 #include "proto/json.h"
 #include "proto/proto.h"
@@ -59,7 +59,7 @@ struct broker {
         struct budget budget;     /* the deadline and the stop flag, for long effects (common/budget.h) */
         const struct net_api *net; /* libchidori-net.so, loaded by the first http or prompt call */
 
-        /* The parent's limits (broker/limits.c): cfg->limits with the defaults filled in. */
+        /* The parent's limits (runtime/limits.c): cfg->limits with the defaults filled in. */
         struct broker_limits lim;
         unsigned limits_reported;  /* bit per enum broker_limit: stderr line and note written */
         uint64_t log_bytes;        /* log message bytes this run */
@@ -67,7 +67,7 @@ struct broker {
         uint64_t http_inflight;    /* response body bytes buffered by transfers in flight */
 };
 
-/* ---- the parent's limits (broker/limits.c) ---- */
+/* ---- the parent's limits (runtime/limits.c) ---- */
 
 enum broker_limit {
         LIMIT_CALLS,           /* flow control: calls in flight */
@@ -78,7 +78,7 @@ enum broker_limit {
         LIMIT_MEMORY_STORE,
         LIMIT_WORKSPACE_WRITE,
         LIMIT_HTTP,            /* response bodies in flight (--max-queue) */
-        LIMIT_TEMPLATE,        /* output size and work budget: fixed (broker/template.h) */
+        LIMIT_TEMPLATE,        /* output size and work budget: fixed (effects/template/template.h) */
         LIMIT_MAX
 };
 
@@ -123,7 +123,7 @@ struct effect {
         const char *(*code_name)(int code);
 };
 
-/* Look an op up in the dispatch table (broker/effects.c); NULL if unknown. */
+/* Look an op up in the dispatch table (effects/core.c); NULL if unknown. */
 const struct effect *broker_effect_find(const char *op);
 
 /* Answer pending call `id` (from a completion callback): exactly one of
@@ -137,7 +137,7 @@ struct pending_call *broker_pending(struct broker *b, int64_t id);
 /* An error object {name, message[, code]} for an answer. */
 struct cJSON *broker_error_obj(const char *name, const char *message, const char *code);
 
-/* The policy gate (broker/gate.c).  true: go ahead.  false: refused; `msg`
+/* The policy gate (runtime/gate.c).  true: go ahead.  false: refused; `msg`
  * holds the text for the agent's Error, already printed and journaled. */
 bool broker_gate(struct broker *b, const char *target, const struct cJSON *args, char *msg, size_t len);
 bool broker_gate_target(const struct effect *e, const struct cJSON *args, char *buf, size_t len);
@@ -186,7 +186,7 @@ size_t broker_procs_fds(struct broker *b, struct pollfd *fds, size_t max, int *t
 int broker_procs_perform(struct broker *b, const struct pollfd *fds, size_t n, struct err **err);
 void broker_procs_free(struct broker *b);
 
-/* The http engine's place in the poll loop (broker/effects-http.c). */
+/* The http engine's place in the poll loop (effects/net/fetch.c). */
 size_t broker_http_fds(struct broker *b, struct pollfd *fds, size_t max, int *timeout_ms);
 int broker_http_perform(struct broker *b, const struct pollfd *fds, size_t n, struct err **err);
 void broker_http_free(struct broker *b);

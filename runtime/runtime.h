@@ -1,4 +1,4 @@
-/* broker/broker.h — the parent side of a run: the frame loop, the dispatch
+/* runtime/runtime.h — the parent side of a run: the frame loop, the dispatch
  * table of effects, the journal (record) and the replay source.
  *
  * The broker never spawns anything: the launcher hands it a connected frame
@@ -6,8 +6,8 @@
  * the conversation to its end and reports what happened.  Everything the
  * worker sends is parsed here, through proto/, with limits.
  */
-#ifndef CHIDORI_BROKER_H
-#define CHIDORI_BROKER_H
+#ifndef CHIDORI_RUNTIME_H
+#define CHIDORI_RUNTIME_H
 
 #include <stdbool.h>
 #include <signal.h>
@@ -49,7 +49,7 @@ struct broker_limits {
 };
 
 /* How this run starts its children — callAgent's nested runs and tools —
- * resolved once by the launcher when the run starts (launcher/grants.c):
+ * resolved once by the launcher when the run starts (cli/grants.c):
  * every path absolute (a relative one taken from the operator's working
  * directory), the environment built explicitly.  Nothing here is resolved
  * again against anything the agent controls, and every child starts in
@@ -67,7 +67,7 @@ struct broker_children {
         /* The run's cgroup budget: a place for child `id` below the run's
          * cgroup node.  *ret_env: one "NAME=value" entry (malloc'd) for the
          * child's environment — the child moves itself there first thing
-         * (launcher/child.c) — or NULL when the run has no cgroup.  release
+         * (sandbox/child.c) — or NULL when the run has no cgroup.  release
          * removes the place, killing whatever is left in it.  place NULL: no
          * budget to share. */
         int (*place)(void *arg, uint64_t id, char **ret_env, struct err **err);

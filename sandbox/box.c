@@ -1,8 +1,8 @@
-/* launcher/box.c — the spawn path into the sandbox.  See box.h for the
+/* sandbox/box.c — the spawn path into the sandbox.  See box.h for the
  * lockdown order.  Parent side: clone3, id maps, cgroup attach, the child's
  * report.  Child side: everything up to execve; it never returns. */
 #define _GNU_SOURCE
-#include "launcher/box.h"
+#include "sandbox/box.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,9 +27,9 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
-#include "launcher/caps.h"
-#include "launcher/landlock.h"
-#include "netns/netns.h"
+#include "sandbox/caps.h"
+#include "sandbox/landlock.h"
+#include "sandbox/netns/netns.h"
 
 #define LAYER_BIT(l) (1u << (l))
 #define NS_LAYERS                                                                                    \

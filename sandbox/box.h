@@ -1,4 +1,4 @@
-/* launcher/box.h — the one spawn path into the sandbox ("the box"), used by
+/* sandbox/box.h — the one spawn path into the sandbox ("the box"), used by
  * `chidori run` for the engine worker and by `chidori launch` for any program.
  *
  * Lockdown order in the child (each step reported, see docs/sandbox.md):
@@ -11,14 +11,14 @@
  *   -> report to the parent -> execve.
  * Any failure after clone is sent to the parent and the child _exits(78).
  */
-#ifndef CHIDORI_LAUNCHER_BOX_H
-#define CHIDORI_LAUNCHER_BOX_H
+#ifndef CHIDORI_SANDBOX_BOX_H
+#define CHIDORI_SANDBOX_BOX_H
 
 #include <stdbool.h>
 #include <sys/types.h>
 
 #include "common/err.h"
-#include "launcher/seccomp.h"
+#include "sandbox/seccomp.h"
 
 enum box_layer {
         LAYER_USERNS,

@@ -1,10 +1,10 @@
-/* launcher/caps.c — drop every capability for good; lock the process.
+/* sandbox/caps.c — drop every capability for good; lock the process.
  *
  * Runs in the sandbox child after the privileged setup (lo up, mounts,
  * pivot_root, id changes) and before Landlock, seccomp and execve.
  */
 #define _GNU_SOURCE
-#include "launcher/caps.h"
+#include "sandbox/caps.h"
 
 #include <errno.h>
 #include <fcntl.h>

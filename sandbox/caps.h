@@ -1,11 +1,11 @@
-/* launcher/caps.h — capabilities, securebits and process locks for the
+/* sandbox/caps.h — capabilities, securebits and process locks for the
  * sandbox child.  Never prints, never exits; libcap allocates a little.
  *
  * Both functions act on the calling thread's credentials (capabilities and
  * no_new_privs are per thread): call them while the child is single-threaded.
  */
-#ifndef CHIDORI_LAUNCHER_CAPS_H
-#define CHIDORI_LAUNCHER_CAPS_H
+#ifndef CHIDORI_SANDBOX_CAPS_H
+#define CHIDORI_SANDBOX_CAPS_H
 
 #include <linux/securebits.h>
 #include <sys/types.h>

@@ -1,13 +1,13 @@
-/* launcher/child.c — what a chidori started by a run does before anything
+/* sandbox/child.c — what a chidori started by a run does before anything
  * else: a nested `chidori run`, a boxed tool's `chidori launch`, a host
- * tool's `chidori _host-tool` (broker/effects-proc.c starts them).
+ * tool's `chidori _host-tool` (effects/proc/agent-call.c starts them).
  *
  *   CHIDORI_PARENT_PID=<pid>   die with the run: PR_SET_PDEATHSIG(SIGKILL),
  *                              then make sure that pid is still our parent
  *                              (it may have died before the prctl).  A run
  *                              killed with SIGKILL thereby takes its whole
  *                              tree down: each level's box child has the same
- *                              death signal (launcher/box.c).
+ *                              death signal (sandbox/box.c).
  *   CHIDORI_CGROUP_ENTER=<dirs> move into the place the run made for us in
  *                              its cgroup budget (cgroup_run_child_create),
  *                              before anything else runs or allocates; the
@@ -28,8 +28,8 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "cgroup/cgroup.h"
-#include "launcher/launcher.h"
+#include "sandbox/cgroup/cgroup.h"
+#include "cli/cli.h"
 
 bool launcher_cgroup_entered;
 

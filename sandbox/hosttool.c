@@ -1,4 +1,4 @@
-/* launcher/hosttool.c — `chidori _host-tool -- PROGRAM [ARGS...]` (internal):
+/* sandbox/hosttool.c — `chidori _host-tool -- PROGRAM [ARGS...]` (internal):
  * how a tool with "sandbox": false runs, so that nothing it starts outlives
  * the call (docs/tools.md, decision "No orphans").
  *
@@ -7,7 +7,7 @@
  * death (even SIGKILL) reaches nobody.  So the command runs in a pid
  * namespace of its own:
  *
- *   T  this process (the broker's child; dies with the broker: launcher/child.c)
+ *   T  this process (the broker's child; dies with the broker: sandbox/child.c)
  *   └─ I  pid 1 of a new pid namespace: dies with T (PR_SET_PDEATHSIG), reaps
  *      │  orphans, reports C's wait status to T, then exits — and the kernel
  *      │  kills everything left in the namespace when its pid 1 goes
@@ -39,7 +39,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "launcher/launcher.h"
+#include "cli/cli.h"
 
 static int write_file(const char *path, const char *text)
 {

@@ -1,4 +1,4 @@
-/* launcher/landlock.c — Landlock ruleset for the sandbox child.
+/* sandbox/landlock.c — Landlock ruleset for the sandbox child.
  *
  * Raw syscalls with the structs of <linux/landlock.h>.  Debian 12 ships the
  * Linux 6.1 UAPI headers (Landlock ABI 2), so everything newer is defined
@@ -6,7 +6,7 @@
  * time decides what is actually used.
  */
 #define _GNU_SOURCE
-#include "launcher/landlock.h"
+#include "sandbox/landlock.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,11 +1,11 @@
-/* launcher/landlock.h — Landlock for the sandbox child (raw syscalls).
+/* sandbox/landlock.h — Landlock for the sandbox child (raw syscalls).
  *
  * Never prints, never exits, allocates nothing.  Works with any Landlock ABI
  * from 1 (Linux 5.13) up: each right or scope is used only where the running
  * kernel's ABI knows it, and what was applied is reported back.
  */
-#ifndef CHIDORI_LAUNCHER_LANDLOCK_H
-#define CHIDORI_LAUNCHER_LANDLOCK_H
+#ifndef CHIDORI_SANDBOX_LANDLOCK_H
+#define CHIDORI_SANDBOX_LANDLOCK_H
 
 #include <stdbool.h>
 #include <stddef.h>

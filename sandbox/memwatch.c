@@ -1,4 +1,4 @@
-/* launcher/memwatch.c — see memwatch.h. */
+/* sandbox/memwatch.c — see memwatch.h. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "launcher/memwatch.h"
+#include "sandbox/memwatch.h"
 
 /* The most processes one poll visits (a box without a cgroup is held to
  * --pids by RLIMIT_NPROC, 64 by default). */

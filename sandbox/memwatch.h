@@ -1,4 +1,4 @@
-/* launcher/memwatch.h — the memory ceiling when no cgroup can hold one
+/* sandbox/memwatch.h — the memory ceiling when no cgroup can hold one
  * (rootless without delegation, --unsafe-disable=cgroup, an unwritable
  * --cgroup-parent): a thread of the launcher reads the box's resident memory
  * every MEMWATCH_INTERVAL_MS and SIGKILLs the box once it is over the limit.
@@ -13,8 +13,8 @@
  *
  * The thread allocates nothing and uses no stdio: the launcher may clone a
  * box while it runs (box_spawn's raw clone3 takes no malloc lock). */
-#ifndef CHIDORI_LAUNCHER_MEMWATCH_H
-#define CHIDORI_LAUNCHER_MEMWATCH_H
+#ifndef CHIDORI_SANDBOX_MEMWATCH_H
+#define CHIDORI_SANDBOX_MEMWATCH_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* launcher/sandbox.c — options shared by run and launch, and starting and
+/* sandbox/sandbox.c — options shared by run and launch, and starting and
  * supervising a box (deadline kill, seccomp notifications, endings). */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,12 +17,12 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
-#include "cgroup/cgroup.h"
+#include "sandbox/cgroup/cgroup.h"
 #include "common/util.h"
-#include "launcher/launcher.h"
-#include "launcher/memwatch.h"
-#include "launcher/options.h"
-#include "launcher/tz.h"
+#include "cli/cli.h"
+#include "sandbox/memwatch.h"
+#include "sandbox/sandbox.h"
+#include "sandbox/tz.h"
 
 int parse_nonneg(const char *s, long *ret)
 {
@@ -253,7 +253,7 @@ char **sandbox_worker_env(bool jit, bool stage2, const char *tz)
         size_t n = 0;
         env[n++] = "LANG=C.UTF-8";
         /* A fixed zone: ICU takes it from TZ instead of listing the host's
-         * zoneinfo, which the filter denies (launcher/tz.h). */
+         * zoneinfo, which the filter denies (sandbox/tz.h). */
         snprintf(tzbuf, sizeof(tzbuf), "TZ=%s", tz ? tz : TZ_DEFAULT);
         env[n++] = tzbuf;
         if (!jit)

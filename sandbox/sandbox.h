@@ -1,16 +1,16 @@
-/* launcher/options.h — sandbox options shared by `run` and `launch`, and the
+/* sandbox/sandbox.h — sandbox options shared by `run` and `launch`, and the
  * start/wait helpers around box_spawn.  Each option has an environment
  * variable; a malformed value is a usage error, never ignored. */
-#ifndef CHIDORI_LAUNCHER_OPTIONS_H
-#define CHIDORI_LAUNCHER_OPTIONS_H
+#ifndef CHIDORI_SANDBOX_H
+#define CHIDORI_SANDBOX_H
 
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "common/err.h"
-#include "launcher/box.h"
-#include "launcher/seccomp.h"
+#include "sandbox/box.h"
+#include "sandbox/seccomp.h"
 
 struct sandbox_opts {
         long deadline_ms;        /* --deadline / CHIDORI_ISOLATE_DEADLINE_MS */
@@ -24,7 +24,7 @@ struct sandbox_opts {
         uint64_t pids_max;       /* --pids / CHIDORI_PIDS_MAX (default 64) */
         double cpus;             /* --cpus, 0 = no cpu.max */
         const char *cgroup_parent; /* --cgroup-parent / CHIDORI_CGROUP_PARENT */
-        const char *tz;          /* the worker's TZ, checked (launcher/tz.h); set by run and replay, NULL = UTC */
+        const char *tz;          /* the worker's TZ, checked (sandbox/tz.h); set by run and replay, NULL = UTC */
         bool seccomp_errno;      /* launch --seccomp-errno: EPERM instead of kill outside the allowlist */
         unsigned set;            /* SB_SET_*: what the user gave (flag or variable), not defaults */
         long engine_cpu_ms;      /* run: the engine's CPU budget (--js-deadline), 0 = none: the

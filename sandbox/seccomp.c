@@ -1,8 +1,8 @@
-/* launcher/seccomp.c — allowlists as one readable table, compiled with
+/* sandbox/seccomp.c — allowlists as one readable table, compiled with
  * libseccomp.  See seccomp.h for the stages and docs/sandbox.md for the
  * reasoning.  Beside each list: what was left out and why. */
 #define _GNU_SOURCE
-#include "launcher/seccomp.h"
+#include "sandbox/seccomp.h"
 
 #include <errno.h>
 #include <linux/sched.h>

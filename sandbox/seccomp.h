@@ -1,4 +1,4 @@
-/* launcher/seccomp.h — the seccomp allowlists, compiled once per launcher
+/* sandbox/seccomp.h — the seccomp allowlists, compiled once per launcher
  * process with libseccomp into a BPF program the child loads with seccomp(2).
  *
  * Three filters (see docs/sandbox.md, "seccomp"):
@@ -22,8 +22,8 @@
  * the syscall and kills the box.  Stage 2 traps (SIGSYS) into the worker's
  * handler, which reports the number on stderr and kills the process.
  */
-#ifndef CHIDORI_LAUNCHER_SECCOMP_H
-#define CHIDORI_LAUNCHER_SECCOMP_H
+#ifndef CHIDORI_SANDBOX_SECCOMP_H
+#define CHIDORI_SANDBOX_SECCOMP_H
 
 #include <linux/filter.h>
 #include <stdbool.h>
@@ -52,7 +52,7 @@ int seccomp_compile(enum seccomp_profile p, bool jit, bool notify, struct seccom
 void seccomp_prog_free(struct seccomp_prog *p);
 
 /* Every profile compiled at build time ($(BUILD)/gen/seccomp_bpf.c, made by
- * launcher/seccomp-gen.c): [profile][jit], user-notification verdicts. */
+ * sandbox/seccomp-gen.c): [profile][jit], user-notification verdicts. */
 extern const struct seccomp_prog seccomp_prebuilt[SECCOMP_PROFILE_MAX][2];
 
 /* Name of syscall nr on this architecture ("nr 999" if unknown); static buf. */

@@ -1,4 +1,4 @@
-/* launcher/tz.c — see tz.h. */
+/* sandbox/tz.c — see tz.h. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -12,7 +12,7 @@
 
 #include "common/cleanup.h"
 #include "common/text.h"
-#include "launcher/tz.h"
+#include "sandbox/tz.h"
 
 #define STR2(x) #x
 #define STR(x) STR2(x)

@@ -1,4 +1,4 @@
-/* launcher/tz.h — the time zone the engine worker runs in.
+/* sandbox/tz.h — the time zone the engine worker runs in.
  *
  * The worker's environment carries a fixed TZ: UTC unless `--tz ZONE` /
  * CHIDORI_TZ chooses another, recorded in the journal header so a replay
@@ -8,8 +8,8 @@
  * (getdents64), which the worker's seccomp filter denies.  See
  * docs/sandbox.md, "Time zones".
  */
-#ifndef CHIDORI_LAUNCHER_TZ_H
-#define CHIDORI_LAUNCHER_TZ_H
+#ifndef CHIDORI_SANDBOX_TZ_H
+#define CHIDORI_SANDBOX_TZ_H
 
 #include "common/err.h"
 

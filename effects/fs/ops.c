@@ -1,5 +1,5 @@
-/* broker/effects-fs.c — fs.<op>: the agent's node:fs, an in-memory tree
- * owned by this process (broker/vfs.c).  Nothing here touches the host
+/* effects/fs/ops.c — fs.<op>: the agent's node:fs, an in-memory tree
+ * owned by this process (effects/fs/vfs.c).  Nothing here touches the host
  * disk; the tree lives as long as the run and every op is journaled, so a
  * replay reproduces what the agent saw without the tree.  Not gated: like
  * memory, it is the agent's own scratch space. */
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/broker-internal.h"
-#include "broker/vfs.h"
+#include "runtime/runtime-internal.h"
+#include "effects/fs/vfs.h"
 
 int effect_fs(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
 {

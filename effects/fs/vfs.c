@@ -1,4 +1,4 @@
-/* broker/vfs.c — the in-memory filesystem behind node:fs (contract in vfs.h).
+/* effects/fs/vfs.c — the in-memory filesystem behind node:fs (contract in vfs.h).
  *
  * A tree of nodes in heap memory.  Directories keep their entries in an
  * unordered array (removal swaps the last entry in; readdir sorts a copy);
@@ -12,7 +12,7 @@
  * included, leaves the tree as it was.
  */
 #define _GNU_SOURCE
-#include "broker/vfs.h"
+#include "effects/fs/vfs.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

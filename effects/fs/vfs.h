@@ -1,4 +1,4 @@
-/* broker/vfs.h — the in-memory filesystem behind the agent's node:fs.
+/* effects/fs/vfs.h — the in-memory filesystem behind the agent's node:fs.
  *
  * The parent owns the whole tree; the worker only sends fs.* host calls
  * (engine/fs.js).  Nothing here touches the host disk: a struct vfs is
@@ -87,8 +87,8 @@
  *
  * "/" itself cannot be removed, renamed or written (EBUSY / EISDIR).
  */
-#ifndef CHIDORI_BROKER_VFS_H
-#define CHIDORI_BROKER_VFS_H
+#ifndef CHIDORI_EFFECTS_FS_VFS_H
+#define CHIDORI_EFFECTS_FS_VFS_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
-/* broker/memstore.c — agent memory persisted in SQLite.  See memstore.h. */
+/* effects/memory/memstore.c — agent memory persisted in SQLite.  See memstore.h. */
 #define _GNU_SOURCE
-#include "broker/memstore.h"
+#include "effects/memory/memstore.h"
 
 #include <errno.h>
 #include <fcntl.h>

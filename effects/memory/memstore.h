@@ -1,4 +1,4 @@
-/* broker/memstore.h — the agent memory behind chidori.memory.{get,set,delete,list}.
+/* effects/memory/memstore.h — the agent memory behind chidori.memory.{get,set,delete,list}.
  *
  * A key/value store persisted in SQLite (dir/memory.sqlite3), one table:
  *   memory(ns TEXT, key TEXT, value TEXT, updated_at INTEGER, bytes INTEGER, PRIMARY KEY(ns, key))
@@ -21,8 +21,8 @@
  * A struct memstore is not thread-safe: use it from one thread at a time.
  * Several processes may open the same database (WAL mode, 5 s busy timeout).
  */
-#ifndef CHIDORI_BROKER_MEMSTORE_H
-#define CHIDORI_BROKER_MEMSTORE_H
+#ifndef CHIDORI_EFFECTS_MEMORY_MEMSTORE_H
+#define CHIDORI_EFFECTS_MEMORY_MEMSTORE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
-/* broker/effects-http.c — the `http` effect (fetch in the box): libcurl's
+/* effects/net/fetch.c — the `http` effect (fetch in the box): libcurl's
  * multi interface inside the broker's poll loop, behind the SSRF guard
- * (broker/http.c, broker/ssrf.c).
+ * (effects/net/http.c, effects/net/ssrf.c).
  *
  * The policy gate (`http`) has passed for the first URL when effect_http
  * runs; every redirect hop is checked again here (on_redirect), and every
@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/broker-internal.h"
-#include "broker/net.h"
+#include "runtime/runtime-internal.h"
+#include "effects/net/net.h"
 #include "common/text.h"
 
 static void on_refuse(void *arg, uint64_t id, const char *url, const char *addr, const char *why)

@@ -1,6 +1,6 @@
-/* broker/http-errors.c — http_error_name(), outside http.c so that the
- * launcher can name an http error without loading libcurl (broker/net.h). */
-#include "broker/http.h"
+/* effects/net/http-errors.c — http_error_name(), outside http.c so that the
+ * launcher can name an http error without loading libcurl (effects/net/net.h). */
+#include "effects/net/http.h"
 
 const char *http_error_name(int code)
 {

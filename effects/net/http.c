@@ -1,4 +1,4 @@
-/* broker/http.c — fetch through libcurl multi, guarded at connect time.
+/* effects/net/http.c — fetch through libcurl multi, guarded at connect time.
  *
  * One CURLM per engine, driven by the socket-callback API
  * (CURLMOPT_SOCKETFUNCTION / CURLMOPT_TIMERFUNCTION and
@@ -20,7 +20,7 @@
  * with the hop's own host name for the allowlist.
  */
 #define _GNU_SOURCE
-#include "broker/http.h"
+#include "effects/net/http.h"
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
@@ -34,7 +34,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "broker/ssrf.h"
+#include "effects/net/ssrf.h"
 #include "common/util.h"
 
 #define URL_MAX_BYTES 65536

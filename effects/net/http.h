@@ -1,6 +1,6 @@
-/* broker/http.h — the http effect: fetch() performed by the trusted parent
+/* effects/net/http.h — the http effect: fetch() performed by the trusted parent
  * through libcurl's multi interface, asynchronously, inside the broker's own
- * poll() loop, behind the SSRF guard (broker/ssrf.h).
+ * poll() loop, behind the SSRF guard (effects/net/ssrf.h).
  *
  * Shape of use (the broker's loop):
  *
@@ -29,8 +29,8 @@
  * Everything here is single-threaded: call it from one thread only.  Leaf
  * code: never prints, never exits.
  */
-#ifndef CHIDORI_BROKER_HTTP_H
-#define CHIDORI_BROKER_HTTP_H
+#ifndef CHIDORI_EFFECTS_NET_HTTP_H
+#define CHIDORI_EFFECTS_NET_HTTP_H
 
 #include <poll.h>
 #include <stdbool.h>

@@ -1,7 +1,7 @@
-/* broker/llm.c — OpenAI-compatible chat completions: configuration, the
- * request for one prompt, the value from one answer.  See broker/llm.h. */
+/* effects/net/llm.c — OpenAI-compatible chat completions: configuration, the
+ * request for one prompt, the value from one answer.  See effects/net/llm.h. */
 #define _GNU_SOURCE
-#include "broker/llm.h"
+#include "effects/net/llm.h"
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
@@ -13,8 +13,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "broker/http.h"
-#include "broker/ssrf.h"
+#include "effects/net/http.h"
+#include "effects/net/ssrf.h"
 #include "common/cleanup.h"
 
 #define NO_PROVIDER "prompt: no model provider configured: set CHIDORI_LLM_BASE_URL and CHIDORI_LLM_API_KEY"

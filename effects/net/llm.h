@@ -1,6 +1,6 @@
-/* broker/llm.h — chidori.prompt(text, options): one chat completion from an
+/* effects/net/llm.h — chidori.prompt(text, options): one chat completion from an
  * OpenAI-compatible provider, shaped here and performed by the http engine
- * (broker/http.h).  Pure: no I/O, no globals; the caller supplies getenv.
+ * (effects/net/http.h).  Pure: no I/O, no globals; the caller supplies getenv.
  *
  * Flow in the broker:
  *
@@ -25,8 +25,8 @@
  *           "usage": {"prompt_tokens": n|null, "completion_tokens": n|null,
  *                     "total_tokens": n|null}}
  */
-#ifndef CHIDORI_BROKER_LLM_H
-#define CHIDORI_BROKER_LLM_H
+#ifndef CHIDORI_EFFECTS_NET_LLM_H
+#define CHIDORI_EFFECTS_NET_LLM_H
 
 #include <stddef.h>
 
@@ -71,7 +71,7 @@ typedef const char *(*llm_getenv_fn)(const char *name);
 int llm_config_from_env(llm_getenv_fn get, struct llm_config *ret, struct err **err);
 void llm_config_clear(struct llm_config *cfg);
 
-/* An allowlist (broker/ssrf.h) holding the provider's host and port only, for
+/* An allowlist (effects/net/ssrf.h) holding the provider's host and port only, for
  * the http engine that performs prompts: a provider on loopback or the LAN
  * (a local model server) is then reachable for prompts without opening it
  * to the agent's own fetch(). */

@@ -1,7 +1,7 @@
-/* broker/net-api.c — the table libchidori-net.so exports (broker/net.h).
+/* effects/net/net-api.c — the table libchidori-net.so exports (effects/net/net.h).
  * Built into the library only, never into the launcher. */
-#include "broker/net.h"
-#include "broker/ssrf.h"
+#include "effects/net/net.h"
+#include "effects/net/ssrf.h"
 
 __attribute__((visibility("default"))) const struct net_api chidori_net_api = {
         .version = CHIDORI_NET_API_VERSION,

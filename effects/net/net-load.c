@@ -1,5 +1,5 @@
-/* broker/net-load.c — net_api(): libchidori-net.so on first use. */
-#include "broker/net.h"
+/* effects/net/net-load.c — net_api(): libchidori-net.so on first use. */
+#include "effects/net/net.h"
 #include "common/dlib.h"
 
 const struct net_api *net_api(struct err **err)

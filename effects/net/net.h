@@ -1,5 +1,5 @@
-/* broker/net.h — the network side of the broker (fetch and prompts:
- * broker/http.c, broker/llm.c, libcurl) lives in libchidori-net.so, opened
+/* effects/net/net.h — the network side of the broker (fetch and prompts:
+ * effects/net/http.c, effects/net/llm.c, libcurl) lives in libchidori-net.so, opened
  * on the first call that needs it.
  *
  * Why: libcurl pulls ~30 shared libraries (TLS, HTTP/2, IDN, LDAP, GSSAPI…)
@@ -8,15 +8,15 @@
  * therefore does not link libcurl; it reaches these functions through one
  * table of pointers the library exports (docs/decisions.md #30).
  */
-#ifndef CHIDORI_BROKER_NET_H
-#define CHIDORI_BROKER_NET_H
+#ifndef CHIDORI_EFFECTS_NET_H
+#define CHIDORI_EFFECTS_NET_H
 
 #include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "broker/http.h"
-#include "broker/llm.h"
+#include "effects/net/http.h"
+#include "effects/net/llm.h"
 #include "common/err.h"
 
 #define CHIDORI_NET_API_VERSION 2  /* 2: http_config.inflight, max_inflight */

@@ -1,4 +1,4 @@
-/* broker/ssrf.c — destination classification and the allowlist.
+/* effects/net/ssrf.c — destination classification and the allowlist.
  *
  * Classification is by table, first match wins, so the specific entries
  * (169.254.169.254, 255.255.255.255) sit before the blocks that contain
@@ -18,7 +18,7 @@
  * IPv6 address outside 2000::/3 not listed (reserved by the IETF).
  */
 #define _GNU_SOURCE
-#include "broker/ssrf.h"
+#include "effects/net/ssrf.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>

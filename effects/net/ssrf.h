@@ -1,15 +1,15 @@
-/* broker/ssrf.h — the SSRF guard: which destination addresses the parent may
+/* effects/net/ssrf.h — the SSRF guard: which destination addresses the parent may
  * connect to on an agent's behalf, and the operator's allowlist of exceptions.
  *
  * Brokered http runs in the trusted parent, with the parent's network reach.
  * The guard classifies the socket address libcurl is about to connect to (see
- * broker/http.c: it runs in CURLOPT_OPENSOCKETFUNCTION, so every address of
+ * effects/net/http.c: it runs in CURLOPT_OPENSOCKETFUNCTION, so every address of
  * every hop is checked, and a DNS answer cannot change between the check and
  * the connect).  Everything here is pure: no I/O, no DNS, no allocation
  * except in the allowlist.
  */
-#ifndef CHIDORI_BROKER_SSRF_H
-#define CHIDORI_BROKER_SSRF_H
+#ifndef CHIDORI_EFFECTS_NET_SSRF_H
+#define CHIDORI_EFFECTS_NET_SSRF_H
 
 #include <stdbool.h>
 #include <stddef.h>

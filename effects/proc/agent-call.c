@@ -1,7 +1,7 @@
-/* broker/effects-proc.c — effects that run a child process: `tool` (a
- * command from --tools, boxed by default; broker/tools.c) and `agent.call`
+/* effects/proc/agent-call.c — effects that run a child process: `tool` (a
+ * command from --tools, boxed by default; effects/proc/tools.c) and `agent.call`
  * (another agent in a fresh box: this chidori binary, `run` again).  Both
- * run asynchronously in the poll loop (broker/subproc.c) and are answered
+ * run asynchronously in the poll loop (effects/proc/subproc.c) and are answered
  * when the child ends.
  *
  * Every child is described by the run's children configuration
@@ -33,11 +33,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "broker/broker-internal.h"
-#include "broker/journal.h"
-#include "broker/policy.h"
-#include "broker/subproc.h"
-#include "broker/tools.h"
+#include "runtime/runtime-internal.h"
+#include "runtime/journal.h"
+#include "policy/policy.h"
+#include "effects/proc/subproc.h"
+#include "effects/proc/tools.h"
 #include "common/cleanup.h"
 #include "common/text.h"
 #include "common/util.h"

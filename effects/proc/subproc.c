@@ -1,4 +1,4 @@
-/* broker/subproc.c — asynchronous children for the broker's poll() loop.
+/* effects/proc/subproc.c — asynchronous children for the broker's poll() loop.
  *
  * Each child is a small state machine driven by subproc_perform:
  *
@@ -21,7 +21,7 @@
  * a stale entry costs one EAGAIN at most.
  */
 #define _GNU_SOURCE
-#include "broker/subproc.h"
+#include "effects/proc/subproc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -39,7 +39,7 @@
 #include "common/util.h"
 
 #if !defined(__GLIBC__) || !__GLIBC_PREREQ(2, 34)
-#error "broker/subproc.c needs glibc 2.34 or later (posix_spawn_file_actions_addclosefrom_np, POSIX_SPAWN_SETSID)"
+#error "effects/proc/subproc.c needs glibc 2.34 or later (posix_spawn_file_actions_addclosefrom_np, POSIX_SPAWN_SETSID)"
 #endif
 
 #ifndef P_PIDFD

@@ -1,7 +1,7 @@
-/* broker/subproc.h — child processes run asynchronously inside the broker's
- * single poll() loop: the engine behind chidori.tool (broker/tools.h).
+/* effects/proc/subproc.h — child processes run asynchronously inside the broker's
+ * single poll() loop: the engine behind chidori.tool (effects/proc/tools.h).
  *
- * Shape of use (the same as broker/http.h):
+ * Shape of use (the same as effects/net/http.h):
  *
  *      subproc_engine_new(&e, &err);
  *      subproc_start(e, call_id, &spec, on_done, arg, &err);  // returns at once
@@ -47,8 +47,8 @@
  * Single-threaded: call from one thread only.  Leaf code: never prints,
  * never exits.
  */
-#ifndef CHIDORI_BROKER_SUBPROC_H
-#define CHIDORI_BROKER_SUBPROC_H
+#ifndef CHIDORI_EFFECTS_PROC_SUBPROC_H
+#define CHIDORI_EFFECTS_PROC_SUBPROC_H
 
 #include <poll.h>
 #include <stdbool.h>

@@ -1,11 +1,11 @@
-/* broker/tools.c — the tools file, the child for a call, the call's result.
+/* effects/proc/tools.c — the tools file, the child for a call, the call's result.
  *
- * Validation is strict, in the style of broker/policy.c: every problem is
+ * Validation is strict, in the style of policy/policy.c: every problem is
  * reported with the JSON path that has it, unknown keys and repeated keys
  * are errors, and nothing is guessed.
  */
 #define _GNU_SOURCE
-#include "broker/tools.h"
+#include "effects/proc/tools.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "broker/subproc.h"
+#include "effects/proc/subproc.h"
 #include "common/cleanup.h"
 #include "common/text.h"
 #include "common/util.h"

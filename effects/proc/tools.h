@@ -1,4 +1,4 @@
-/* broker/tools.h — the `--tools FILE` registry behind chidori.tool(name, args).
+/* effects/proc/tools.h — the `--tools FILE` registry behind chidori.tool(name, args).
  *
  * A tool is a host command the operator declared; the agent can only name
  * it and hand it arguments.  The call runs the command with the arguments as
@@ -13,15 +13,15 @@
  *
  *      t = tools_find(reg, name);                       // NULL: unknown tool
  *      tools_spec(reg, t, args, &host, &spec, &err);     // argv, env, stdin
- *      subproc_start(e, id, spec, on_done, ..., &err);   // broker/subproc.h
+ *      subproc_start(e, id, spec, on_done, ..., &err);   // effects/proc/subproc.h
  *      tools_spec_free(spec);
  *      ... on_done(res): tools_result(t, res, &value, &err) -> the answer
  *
  * A registry is immutable once loaded; nothing here keeps state between
  * calls.  Leaf code: never prints, never exits.
  */
-#ifndef CHIDORI_BROKER_TOOLS_H
-#define CHIDORI_BROKER_TOOLS_H
+#ifndef CHIDORI_EFFECTS_PROC_TOOLS_H
+#define CHIDORI_EFFECTS_PROC_TOOLS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -101,7 +101,7 @@ size_t tools_count(const struct tools_registry *reg);
 const struct tool_def *tools_at(const struct tools_registry *reg, size_t i);  /* file order */
 
 /* What a tool's child takes from the run, resolved once when the run starts
- * (launcher/grants.c): nothing is read from the environment or resolved
+ * (cli/grants.c): nothing is read from the environment or resolved
  * against a working directory at call time. */
 struct tools_host {
         const char *self_exe;        /* chidori, absolute: the box (launch) and the host-tool init */
@@ -123,7 +123,7 @@ struct tools_host {
  * kill_grace_ms TOOLS_KILL_GRACE_MS.
  * Unsandboxed, argv is
  *      <self_exe> _host-tool -- <command...>
- * (launcher/hosttool.c: the command in a pid namespace of its own that dies
+ * (sandbox/hosttool.c: the command in a pid namespace of its own that dies
  * with the call, so nothing it starts outlives it).  Both need self_exe
  * absolute.  *ret is freed with tools_spec_free. */
 int tools_spec(const struct tools_registry *reg, const struct tool_def *t, const char *args,

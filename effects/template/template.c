@@ -1,8 +1,8 @@
-/* broker/template.c — chidori.template: one pass over the template, appending
+/* effects/template/template.c — chidori.template: one pass over the template, appending
  * literal runs and substitutions to a growing buffer capped at
  * TEMPLATE_OUTPUT_MAX.  See template.h and docs/template.md. */
 #define _GNU_SOURCE
-#include "broker/template.h"
+#include "effects/template/template.h"
 
 #include <errno.h>
 #include <math.h>

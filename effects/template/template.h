@@ -1,4 +1,4 @@
-/* broker/template.h — chidori.template(template, vars): mustache-style
+/* effects/template/template.h — chidori.template(template, vars): mustache-style
  * substitution for building prompts and text.  The language, and why it does
  * no HTML escaping, is in docs/template.md.
  *
@@ -9,8 +9,8 @@
  * Strings insert verbatim; numbers as JavaScript prints them; true, false and
  * null as words; objects and arrays as compact JSON.  A missing variable, a
  * malformed tag or an unterminated "{{" is an error naming the line. */
-#ifndef CHIDORI_BROKER_TEMPLATE_H
-#define CHIDORI_BROKER_TEMPLATE_H
+#ifndef CHIDORI_EFFECTS_TEMPLATE_H
+#define CHIDORI_EFFECTS_TEMPLATE_H
 
 struct cJSON;
 struct err;

@@ -1,5 +1,5 @@
-/* broker/effects-workspace.c — workspace.{list,read,write,delete,manifest}:
- * the directory given with --workspace, through broker/workspace.c (which
+/* effects/workspace/ops.c — workspace.{list,read,write,delete,manifest}:
+ * the directory given with --workspace, through effects/workspace/workspace.c (which
  * owns path checking and openat2 resolution).  The policy gate
  * (workspace:<action>) has already passed when these run.
  *
@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/broker-internal.h"
-#include "broker/workspace.h"
+#include "runtime/runtime-internal.h"
+#include "effects/workspace/workspace.h"
 #include "common/cleanup.h"
 #include "common/util.h"
 

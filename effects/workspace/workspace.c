@@ -1,4 +1,4 @@
-/* broker/workspace.c — agent file operations on the --workspace directory.
+/* effects/workspace/workspace.c — agent file operations on the --workspace directory.
  *
  * Every agent path is checked lexically (check_path) and then resolved by the
  * kernel with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS |
@@ -10,7 +10,7 @@
  * See docs/workspace.md.
  */
 #define _GNU_SOURCE
-#include "broker/workspace.h"
+#include "effects/workspace/workspace.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>

@@ -1,4 +1,4 @@
-/* broker/workspace.h — the directory behind chidori.workspace.{list,read,write,delete,manifest}.
+/* effects/workspace/workspace.h — the directory behind chidori.workspace.{list,read,write,delete,manifest}.
  *
  * The trusted parent performs these operations on a real directory (given with
  * `--workspace DIR`) on behalf of the agent.  Every path comes from the agent
@@ -30,8 +30,8 @@
  * A struct workspace holds only the root fd and the limits: the operations
  * keep no other state and may be called from several threads at once.
  */
-#ifndef CHIDORI_BROKER_WORKSPACE_H
-#define CHIDORI_BROKER_WORKSPACE_H
+#ifndef CHIDORI_EFFECTS_WORKSPACE_H
+#define CHIDORI_EFFECTS_WORKSPACE_H
 
 #include <stdbool.h>
 #include <stddef.h>

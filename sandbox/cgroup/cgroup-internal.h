@@ -1,7 +1,7 @@
-/* cgroup/cgroup-internal.h — state and helpers shared by the cgroup/ files and
+/* sandbox/cgroup/cgroup-internal.h — state and helpers shared by the cgroup/ files and
  * by tests/unit/test_cgroup.c.  Nothing outside cgroup/ includes this. */
-#ifndef CHIDORI_CGROUP_INTERNAL_H
-#define CHIDORI_CGROUP_INTERNAL_H
+#ifndef CHIDORI_SANDBOX_CGROUP_INTERNAL_H
+#define CHIDORI_SANDBOX_CGROUP_INTERNAL_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "cgroup/cgroup.h"
+#include "sandbox/cgroup/cgroup.h"
 
 #define CG_PREFIX "chidori-"              /* per-launcher directories */
 #define CG_LAUNCHER_LEAF "chidori-launcher" /* v2: where the launcher moves itself */

@@ -1,4 +1,4 @@
-/* cgroup/cgroup.h — the hard resource ceiling of a run: one cgroup leaf per
+/* sandbox/cgroup/cgroup.h — the hard resource ceiling of a run: one cgroup leaf per
  * run, cgroup v2 first, v1 fallback.  See docs/cgroups.md.
  *
  * Life cycle (the launcher's spawn path):
@@ -22,8 +22,8 @@
  * shared by threads: run create/kill/stats/destroy on different runs may run
  * concurrently; a given run is used by one thread at a time.
  */
-#ifndef CHIDORI_CGROUP_H
-#define CHIDORI_CGROUP_H
+#ifndef CHIDORI_SANDBOX_CGROUP_H
+#define CHIDORI_SANDBOX_CGROUP_H
 
 #include <stdbool.h>
 #include <stddef.h>

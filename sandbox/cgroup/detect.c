@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-/* cgroup/detect.c — what this host offers: cgroup2 with the memory controller
+/* sandbox/cgroup/detect.c — what this host offers: cgroup2 with the memory controller
  * under our own cgroup (or the override), else the v1 memory hierarchy, else
  * nothing, with a reason.  Only reads; creates nothing. */
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cgroup/cgroup-internal.h"
+#include "sandbox/cgroup/cgroup-internal.h"
 #include "common/cleanup.h"
 
 /* Short reasons (what the banner prints after "memory ceiling: none"). */

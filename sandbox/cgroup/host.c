@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-/* cgroup/host.c — the per-launcher directory: creating it (and enabling the
+/* sandbox/cgroup/host.c — the per-launcher directory: creating it (and enabling the
  * controllers on the way), removing it at exit, and removing the ones
  * crashed launchers left behind.
  *
@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cgroup/cgroup-internal.h"
+#include "sandbox/cgroup/cgroup-internal.h"
 #include "common/cleanup.h"
 
 int cg_enable_at(int dirfd, unsigned mask)

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-/* cgroup/kill.c — emptying and removing a cgroup subtree.
+/* sandbox/cgroup/kill.c — emptying and removing a cgroup subtree.
  *
  * v2 (5.14+) has cgroup.kill: one write SIGKILLs the subtree and no fork can
  * escape.  Elsewhere we read cgroup.procs and kill pid by pid, which has two
@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cgroup/cgroup-internal.h"
+#include "sandbox/cgroup/cgroup-internal.h"
 #include "common/cleanup.h"
 
 static int64_t now_ms(void)

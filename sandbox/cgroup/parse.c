@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-/* cgroup/parse.c — the knobs as users write them: sizes and CPU fractions.
+/* sandbox/cgroup/parse.c — the knobs as users write them: sizes and CPU fractions.
  * Hand-written (no strtoull/strtod): no locale, no sign, no whitespace, no
  * exponent, and overflow is an error rather than a saturated value. */
 #include <ctype.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "cgroup/cgroup-internal.h"
+#include "sandbox/cgroup/cgroup-internal.h"
 
 #define CPUS_MAX 1024
 

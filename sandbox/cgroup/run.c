@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-/* cgroup/run.c — one leaf per run: create with limits, attach, kill, read the
+/* sandbox/cgroup/run.c — one leaf per run: create with limits, attach, kill, read the
  * counters, destroy. */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,7 +12,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "cgroup/cgroup-internal.h"
+#include "sandbox/cgroup/cgroup-internal.h"
 #include "common/cleanup.h"
 
 static bool valid_id(const char *id)

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-/* cgroup/util.c — small file helpers and the /proc parsers (pure functions on
+/* sandbox/cgroup/util.c — small file helpers and the /proc parsers (pure functions on
  * text, so the tests can feed them any host's files). */
 #include <ctype.h>
 #include <errno.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cgroup/cgroup-internal.h"
+#include "sandbox/cgroup/cgroup-internal.h"
 #include "common/cleanup.h"
 
 int cg_write_at(int dirfd, const char *file, const char *s)

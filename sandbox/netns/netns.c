@@ -1,11 +1,11 @@
-/* netns/netns.c — bring "lo" up and list links over rtnetlink (libmnl).
+/* sandbox/netns/netns.c — bring "lo" up and list links over rtnetlink (libmnl).
  *
  * Runs in the sandbox child between clone3 and execve: no stdio, no exit,
  * fixed-size buffers.  Only RTM_NEWLINK (set IFF_UP on lo) and RTM_GETLINK
  * (dump) are sent; no address, route or other interface is ever touched.
  */
 #define _GNU_SOURCE
-#include "netns/netns.h"
+#include "sandbox/netns/netns.h"
 
 #include <errno.h>
 #include <net/if.h>

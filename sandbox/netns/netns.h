@@ -1,12 +1,12 @@
-/* netns/netns.h — rtnetlink (libmnl) helpers for the sandbox's network namespace.
+/* sandbox/netns/netns.h — rtnetlink (libmnl) helpers for the sandbox's network namespace.
  *
  * Runs in the freshly cloned child, inside its new network namespace, before
  * capabilities are dropped.  Never prints, never exits; allocation is bounded
  * (one 8 KiB stack buffer for netns_lo_up, one 32 KiB heap buffer for
  * netns_describe).
  */
-#ifndef CHIDORI_NETNS_NETNS_H
-#define CHIDORI_NETNS_NETNS_H
+#ifndef CHIDORI_SANDBOX_NETNS_H
+#define CHIDORI_SANDBOX_NETNS_H
 
 #include <stddef.h>
 

@@ -28,8 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cgroup/cgroup-internal.h"
-#include "cgroup/cgroup.h"
+#include "sandbox/cgroup/cgroup-internal.h"
+#include "sandbox/cgroup/cgroup.h"
 #include "common/cleanup.h"
 
 #define SKIP(fmt, ...)                                                                   \
@@ -923,7 +923,7 @@ struct enter_arg {
         bool bomb;
 };
 
-/* Fork a child that enters `enter` itself (as launcher/child.c does), then
+/* Fork a child that enters `enter` itself (as sandbox/child.c does), then
  * reports its /proc/self/cgroup, or fork-bombs. */
 static pid_t spawn_entering(struct fx *f, const char *enter, bool bomb)
 {

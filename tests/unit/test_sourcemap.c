@@ -1,4 +1,4 @@
-/* tests/unit/test_sourcemap.c — launcher/sourcemap.c: VLQ decoding, source
+/* tests/unit/test_sourcemap.c — cli/sourcemap.c: VLQ decoding, source
  * paths, lookups and the rewrite of an agent error's stack and position. */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "common/err.h"
-#include "launcher/launcher.h"
+#include "cli/cli.h"
 
 static void vlq_is(const char *text, long want, size_t used)
 {

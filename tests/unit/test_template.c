@@ -1,4 +1,4 @@
-/* tests/unit/test_template.c — broker/template.c, one test per rule of
+/* tests/unit/test_template.c — effects/template/template.c, one test per rule of
  * docs/template.md. */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -14,7 +14,7 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "broker/template.h"
+#include "effects/template/template.h"
 #include "common/err.h"
 #include "common/util.h"
 
