@@ -7,6 +7,7 @@
 
 #include "sandbox/cgroup/cgroup.h"
 #include "cli/bounds.h"
+#include "common/util.h"
 #include "sandbox/sandbox.h"
 
 /* Below this the VFS has no room for "/" and "/tmp" (effects/fs/vfs.h). */

@@ -8,24 +8,12 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "runtime/runtime.h"
 #include "common/err.h"
+#include "common/exit.h"
+#include "runtime/runtime.h"
 #include "sandbox/sandbox.h"
 
 #define CHIDORI_VERSION "0.1.0"
-
-/* Exit codes (ARCHITECTURE.md, failure mapping). */
-enum {
-        EXIT_OK = 0,
-        EXIT_AGENT_ERROR = 1,
-        EXIT_USAGE = 2,
-        EXIT_PROTOCOL = 70,
-        EXIT_LAYER_UNAVAILABLE = 78,
-        EXIT_DEADLINE = 124,
-        EXIT_OOM = 137,
-        EXIT_CPU = 152,
-        EXIT_SECCOMP = 159,
-};
 
 /* ---- main.c ---- */
 /* The signal (SIGINT, SIGTERM, SIGHUP) that asked this launcher to stop, or
@@ -136,8 +124,6 @@ int report_outcome(const struct broker_outcome *o, int status, bool json, long j
 /* The agent's result and a newline on stdout: the worker's own JSON text
  * (a raw node) as it is, without a copy. */
 void report_value(const struct cJSON *value);
-/* "SIGSEGV" for 11 (static buffer). */
-const char *report_signame(int sig);
 /* Exit code for a spawn failure (78 for a missing required layer). */
 int spawn_exit_code(const struct err *e);
 /* The worker died before `ready` and the cgroup's pids limit was hit:
@@ -154,20 +140,12 @@ int report_pids_too_low(const struct broker_outcome *o, bool json, const char *r
  * still fails to start says so (report_pids_too_low). */
 #define ENGINE_PIDS_MIN 7
 
-/* ---- child.c ---- */
-/* A chidori started by a run: CHIDORI_PARENT_PID (die with it) and
- * CHIDORI_CGROUP_ENTER (enter its cgroup budget), both removed from the
- * environment.  0, or an exit code (the message printed). */
-int launcher_child_setup(void);
-/* This process entered a run's cgroup: its own runs go below it, and
- * --cgroup-parent / CHIDORI_CGROUP_PARENT is not consulted. */
-extern bool launcher_cgroup_entered;
-
 /* ---- commands ---- */
 int cmd_run(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
-int cmd_host_tool(int argc, char **argv); /* hosttool.c, internal */
 int cmd_memory(int argc, char **argv);
+int cmd_launch(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 
 /* ---- memory.c ---- */
 /* --state-dir DIR: DIR exists, or its parent does (DIR itself is then

@@ -21,7 +21,7 @@
 #include "sandbox/box.h"
 #include "cli/suggest.h"
 #include "cli/cli.h"
-#include "sandbox/sandbox.h"
+#include "cli/options.h"
 
 static void launch_help(void)
 {
@@ -224,7 +224,7 @@ int cmd_launch(int argc, char **argv)
         }
         if (!quiet)
                 fprintf(stderr, "Isolation: %s\n", sr.banner);
-        code = sandbox_wait(&so, &sr, NULL);
+        code = sandbox_wait(&so, &sr, &launcher_stop_signal, NULL);
 out:
         for (size_t i = 0; i < nowned; i++)
                 free(owned[i]);

@@ -9,21 +9,10 @@
 #include <sys/wait.h>
 
 #include "common/text.h"
+#include "common/util.h"
 #include "cli/cli.h"
 #include "sandbox/seccomp.h"
 #include "proto/json.h"
-
-const char *report_signame(int sig)
-{
-        const char *n = sigabbrev_np(sig);
-        static char buf[32];
-        if (n) {
-                snprintf(buf, sizeof(buf), "SIG%s", n);
-                return buf;
-        }
-        snprintf(buf, sizeof(buf), "signal %d", sig);
-        return buf;
-}
 
 void report_value(const cJSON *value)
 {
@@ -178,7 +167,7 @@ int report_outcome(const struct broker_outcome *o, int status, bool json, long j
         case BROKER_END_INTERRUPTED: {
                 int sig = (int)launcher_stop_signal;
                 return fail(o, json, run_id, 128 + (sig ? sig : SIGTERM), "interrupted by %s: the run was stopped",
-                            report_signame(sig ? sig : SIGTERM));
+                            signal_name(sig ? sig : SIGTERM));
         }
         case BROKER_END_SECCOMP:
                 return fail(o, json, run_id, EXIT_SECCOMP, "sandbox violation: blocked syscall %s",
@@ -218,7 +207,7 @@ int report_outcome(const struct broker_outcome *o, int status, bool json, long j
                                        o->cpu_ms >= (double)cpu_secs * 950.0))
                         return fail(o, json, run_id, EXIT_CPU,
                                     "CPU limit exceeded (%ld s); raise it with --cpu-secs N (0 = none)", cpu_secs);
-                return fail(o, json, run_id, 128 + sig, "engine crashed (signal %s)", report_signame(sig));
+                return fail(o, json, run_id, 128 + sig, "engine crashed (signal %s)", signal_name(sig));
         }
         if (o->fatal_signal == SIGABRT && o->cpu_limit_abort && js_deadline_ms > 0)
                 return fail(o, json, run_id, EXIT_CPU,
@@ -226,7 +215,7 @@ int report_outcome(const struct broker_outcome *o, int status, bool json, long j
                             (double)js_deadline_ms / 1000.0);
         if (o->fatal_signal > 0 && o->fatal_signal < 64)
                 return fail(o, json, run_id, 128 + o->fatal_signal, "engine crashed (signal %s)",
-                            report_signame(o->fatal_signal));
+                            signal_name(o->fatal_signal));
         if (!o->got_ready)
                 return fail(o, json, run_id, EXIT_PROTOCOL,
                             "protocol error: worker exited before ready (exit status %d)",

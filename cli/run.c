@@ -22,7 +22,7 @@
 #include "cli/suggest.h"
 #include "cli/grants.h"
 #include "cli/cli.h"
-#include "sandbox/sandbox.h"
+#include "cli/options.h"
 #include "sandbox/tz.h"
 #include "proto/json.h"
 

@@ -17,10 +17,8 @@
 
 #include "runtime/runtime-internal.h"
 #include "runtime/journal.h"
-#include "effects/memory/memstore.h"
-#include "effects/template/template.h"
-#include "effects/workspace/workspace.h"
 #include "effects/net/http.h"
+#include "effects/workspace/workspace.h"
 #include "common/cleanup.h"
 #include "common/text.h"
 #include "common/util.h"
@@ -80,123 +78,6 @@ static int do_log(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, 
                 fflush(stderr);
         }
         *ret = cJSON_CreateNull();
-        return 0;
-}
-
-static int need_mem(struct broker *b, const char *op, struct err **err)
-{
-        if (!b->cfg->mem)
-                return err_set(err, 0, "%s: the memory store is not open", op);
-        return 0;
-}
-
-/* memory.*: a per-agent namespace in the parent's SQLite store.  Safe: the
- * namespace is chosen by the parent, keys and sizes are bounded by memstore. */
-static int do_mem_get(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
-{
-        (void)id;
-        const char *key = NULL;
-        if (broker_need_str(args, "memory.get", "key", &key, err) < 0 || need_mem(b, "memory.get", err) < 0)
-                return -1;
-        _cleanup_free_ char *json = NULL;
-        if (memstore_get(b->cfg->mem, b->cfg->mem_ns, key, &json, err) < 0)
-                return -1;
-        if (!json) {
-                *ret = cJSON_CreateNull();
-                return 0;
-        }
-        /* The text memory.set stored, handed back as it is. */
-        struct json_error je;
-        if (json_validate(json, strlen(json), NULL, &je, NULL) < 0)
-                return err_set(err, 0, "memory.get: stored value for '%s' is not valid JSON (%s at byte %zu)", key,
-                               je.what, je.offset);
-        *ret = json_cjson_raw((struct json_span){ json, strlen(json) });
-        return *ret ? 0 : err_set(err, ENOMEM, "memory.get");
-}
-
-static int do_mem_set(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
-{
-        (void)id;
-        const char *key = NULL;
-        if (broker_need_str(args, "memory.set", "key", &key, err) < 0 || need_mem(b, "memory.set", err) < 0)
-                return -1;
-        /* The value's text as the worker wrote it: stored, never reprinted. */
-        struct json_span raw;
-        _cleanup_free_ char *json = broker_arg_raw(b, "value", &raw) == 1 ? json_compact(raw, NULL) : strdup("null");
-        if (!json)
-                return err_set(err, ENOMEM, "memory.set");
-        if (memstore_set(b->cfg->mem, b->cfg->mem_ns, key, json, err) < 0) {
-                if (err_code(*err) == MEMSTORE_E_LIMIT) {
-                        err_free(*err);
-                        *err = NULL;
-                        return broker_limit_fail(b, LIMIT_MEMORY_STORE, err);
-                }
-                return -1;
-        }
-        *ret = cJSON_CreateNull();
-        return 0;
-}
-
-static int do_mem_delete(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
-{
-        (void)id;
-        const char *key = NULL;
-        bool existed = false;
-        if (broker_need_str(args, "memory.delete", "key", &key, err) < 0 ||
-            need_mem(b, "memory.delete", err) < 0)
-                return -1;
-        if (memstore_delete(b->cfg->mem, b->cfg->mem_ns, key, &existed, err) < 0)
-                return -1;
-        *ret = cJSON_CreateBool(existed);
-        return 0;
-}
-
-static int do_mem_list(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
-{
-        (void)id;
-        const char *prefix = broker_arg_str(args, "prefix");
-        if (need_mem(b, "memory.list", err) < 0)
-                return -1;
-        char **keys = NULL;
-        size_t n = 0;
-        if (memstore_list(b->cfg->mem, b->cfg->mem_ns, prefix ? prefix : "", &keys, &n, err) < 0)
-                return -1;
-        cJSON *arr = cJSON_CreateArray();
-        for (size_t i = 0; arr && i < n; i++)
-                cJSON_AddItemToArray(arr, cJSON_CreateString(keys[i]));
-        memstore_keys_free(keys);
-        if (!arr)
-                return err_set(err, ENOMEM, "memory.list");
-        *ret = arr;
-        return 0;
-}
-
-/* template: pure string work in the parent, bounded output. */
-static int do_template(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
-{
-        (void)id;
-        const char *tpl = NULL;
-        if (broker_need_str(args, "template", "template", &tpl, err) < 0)
-                return -1;
-        const cJSON *vars = cJSON_GetObjectItemCaseSensitive(args, "vars");
-        cJSON *empty = NULL;
-        if (!vars || cJSON_IsNull(vars))
-                vars = empty = cJSON_CreateObject();
-        if (!cJSON_IsObject(vars)) {
-                cJSON_Delete(empty);
-                return err_set(err, 0, "template: 'vars' must be an object");
-        }
-        _cleanup_free_ char *out = NULL;
-        int r = template_render_until(tpl, vars, &b->budget, &out, err);
-        cJSON_Delete(empty);
-        if (r < 0) {
-                if (err_code(*err) == TEMPLATE_E_LIMIT) {
-                        broker_limit_report(b, LIMIT_TEMPLATE, err_msg(*err));
-                        (*err)->code = BROKER_E_LIMIT;  /* the agent sees code ELIMIT */
-                }
-                return -1;
-        }
-        *ret = cJSON_CreateString(out);
         return 0;
 }
 
@@ -387,11 +268,11 @@ static int do_random_bytes(struct broker *b, int64_t id, const cJSON *args, cJSO
  * handler runs (shape errors of a denied call are never reached). */
 static const struct effect effects[] = {
         { "log", do_log, GATE_NONE, NULL, NULL },
-        { "memory.get", do_mem_get, GATE_NONE, NULL, NULL },
-        { "memory.set", do_mem_set, GATE_NONE, NULL, NULL },
-        { "memory.delete", do_mem_delete, GATE_NONE, NULL, NULL },
-        { "memory.list", do_mem_list, GATE_NONE, NULL, NULL },
-        { "template", do_template, GATE_NONE, NULL, NULL },
+        { "memory.get", effect_memory_get, GATE_NONE, NULL, NULL },
+        { "memory.set", effect_memory_set, GATE_NONE, NULL, NULL },
+        { "memory.delete", effect_memory_delete, GATE_NONE, NULL, NULL },
+        { "memory.list", effect_memory_list, GATE_NONE, NULL, NULL },
+        { "template", effect_template, GATE_NONE, NULL, NULL },
         { "checkpoint", do_checkpoint, GATE_NONE, NULL, NULL },
         { "input", do_input, GATE_NONE, NULL, NULL },
         { "clock.now", do_clock_now, GATE_NONE, NULL, NULL },

@@ -157,7 +157,20 @@ int broker_arg_raw(const struct broker *b, const char *name, struct json_span *r
 int broker_need_str(const struct cJSON *args, const char *op, const char *name, const char **ret,
                     struct err **err);
 
-/* The effect families outside effects.c. */
+/* The effect families (effects/<family>/), each op a row of the dispatch
+ * table in effects/core.c. */
+
+/* effects/memory/ops.c */
+int effect_memory_get(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
+int effect_memory_set(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
+int effect_memory_delete(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret,
+                         struct err **err);
+int effect_memory_list(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
+
+/* effects/template/ops.c */
+int effect_template(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
+
+/* effects/workspace/ops.c */
 int effect_workspace_list(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret,
                           struct err **err);
 int effect_workspace_read(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret,
@@ -168,11 +181,24 @@ int effect_workspace_delete(struct broker *b, int64_t id, const struct cJSON *ar
                             struct err **err);
 int effect_workspace_manifest(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret,
                               struct err **err);
+
+/* effects/fs/ops.c */
 int effect_fs(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
 const char *effect_fs_code(int code);
 void broker_fs_free(struct broker *b);
-int effect_http(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
 
+/* effects/net/fetch.c, effects/net/prompt.c */
+int effect_http(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
+int effect_prompt(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
+const char *effect_prompt_code(int code);
+/* libchidori-net.so (b->net), loaded by the first call that needs it. */
+int broker_net_need(struct broker *b, struct err **err);
+/* Both http engines' (fetch, prompts) place in the poll loop (fetch.c). */
+size_t broker_http_fds(struct broker *b, struct pollfd *fds, size_t max, int *timeout_ms);
+int broker_http_perform(struct broker *b, const struct pollfd *fds, size_t n, struct err **err);
+void broker_http_free(struct broker *b);
+
+/* effects/proc/tool.c, effects/proc/agent-call.c, effects/proc/proc.c */
 int effect_tool(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
 const char *effect_tool_code(int code);
 int effect_agent_call(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret,
@@ -180,15 +206,9 @@ int effect_agent_call(struct broker *b, int64_t id, const struct cJSON *args, st
 const char *effect_agent_code(int code);
 /* err_code() of a call refused by a per-run cap (answered with code ELIMIT). */
 #define EFFECT_E_LIMIT 1000
-int effect_prompt(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
-const char *effect_prompt_code(int code);
+/* The children's (tools, nested agents) place in the poll loop (proc.c). */
 size_t broker_procs_fds(struct broker *b, struct pollfd *fds, size_t max, int *timeout_ms);
 int broker_procs_perform(struct broker *b, const struct pollfd *fds, size_t n, struct err **err);
 void broker_procs_free(struct broker *b);
-
-/* The http engine's place in the poll loop (effects/net/fetch.c). */
-size_t broker_http_fds(struct broker *b, struct pollfd *fds, size_t max, int *timeout_ms);
-int broker_http_perform(struct broker *b, const struct pollfd *fds, size_t n, struct err **err);
-void broker_http_free(struct broker *b);
 
 #endif

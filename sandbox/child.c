@@ -29,7 +29,9 @@
 #include <unistd.h>
 
 #include "sandbox/cgroup/cgroup.h"
-#include "cli/cli.h"
+#include "common/exit.h"
+#include "common/util.h"
+#include "sandbox/sandbox.h"
 
 bool launcher_cgroup_entered;
 

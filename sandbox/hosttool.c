@@ -39,7 +39,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "common/exit.h"
+#include "sandbox/sandbox.h"
 
 static int write_file(const char *path, const char *text)
 {

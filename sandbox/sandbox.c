@@ -1,5 +1,6 @@
-/* sandbox/sandbox.c — options shared by run and launch, and starting and
- * supervising a box (deadline kill, seccomp notifications, endings). */
+/* sandbox/sandbox.c — the sandbox options' defaults, and starting and
+ * supervising a box (limits, filters, deadline kill, seccomp notifications,
+ * endings). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -18,24 +19,11 @@
 
 #include "common/cleanup.h"
 #include "sandbox/cgroup/cgroup.h"
+#include "common/exit.h"
 #include "common/util.h"
-#include "cli/cli.h"
 #include "sandbox/memwatch.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/tz.h"
-
-int parse_nonneg(const char *s, long *ret)
-{
-        if (!s || !*s || *s == '-' || *s == '+')
-                return -1;
-        char *end;
-        errno = 0;
-        long v = strtol(s, &end, 10);
-        if (errno || *end || v < 0)
-                return -1;
-        *ret = v;
-        return 0;
-}
 
 void sandbox_opts_init(struct sandbox_opts *o)
 {
@@ -44,153 +32,6 @@ void sandbox_opts_init(struct sandbox_opts *o)
         o->jit = -1;
         o->memory_bytes = 512ull << 20;
         o->pids_max = 64;
-}
-
-static int env_long(const char *name, long *ret, const char *what)
-{
-        const char *v = getenv(name);
-        if (!v || !*v)
-                return 0;
-        if (parse_nonneg(v, ret) < 0) {
-                fprintf(stderr, "chidori: %s='%s' is not %s (expected an integer >= 0)\n", name, v, what);
-                return -1;
-        }
-        return 0;
-}
-
-int sandbox_opts_env(struct sandbox_opts *o)
-{
-        long cpu = -1, mb = -1, pids = -1;
-        if (env_long("CHIDORI_ISOLATE_DEADLINE_MS", &o->deadline_ms, "a number of milliseconds") < 0 ||
-            env_long("CHIDORI_ISOLATE_CPU_SECS", &cpu, "a number of seconds") < 0)
-                return -1;
-        if (cpu >= 0)
-                o->cpu_secs = cpu, o->set |= SB_SET_CPU_SECS;
-        /* CHIDORI_JS_MEM_CAP_MB stays a plain number of MiB (its name says
-         * so); --memory takes sizes with a suffix. */
-        if (env_long("CHIDORI_JS_MEM_CAP_MB", &mb, "a number of MiB (for a size such as 1G, use --memory)") < 0 ||
-            env_long("CHIDORI_PIDS_MAX", &pids, "a number of processes") < 0)
-                return -1;
-        if (mb >= 0)
-                o->memory_bytes = (uint64_t)mb << 20, o->set |= SB_SET_MEMORY; /* 0: no memory ceiling */
-        if (pids == 0) {
-                fprintf(stderr, "chidori: CHIDORI_PIDS_MAX=0 would forbid the engine's own threads; use 1 or more\n");
-                return -1;
-        }
-        if (pids > 0)
-                o->pids_max = (uint64_t)pids, o->set |= SB_SET_PIDS;
-        const char *cp = getenv("CHIDORI_CGROUP_PARENT");
-        if (cp && *cp)
-                o->cgroup_parent = cp;
-        const char *r = getenv("CHIDORI_ISOLATE_REQUIRE_SANDBOX");
-        if (r && *r) {
-                if (strcmp(r, "1") == 0 || strcmp(r, "true") == 0)
-                        o->require = true;
-                else if (strcmp(r, "0") == 0 || strcmp(r, "false") == 0)
-                        o->require = false;
-                else {
-                        fprintf(stderr, "chidori: CHIDORI_ISOLATE_REQUIRE_SANDBOX='%s' is not valid (expected 1 or 0)\n",
-                                r);
-                        return -1;
-                }
-        }
-        return 0;
-}
-
-int sandbox_opts_parse(struct sandbox_opts *o, const char *cmd, int c, const char *arg)
-{
-        long *dst = NULL;
-        const char *what = NULL;
-        switch (c) {
-        case SOPT_DEADLINE: dst = &o->deadline_ms, what = "--deadline"; break;
-        case SOPT_CPU_SECS: dst = &o->cpu_secs, what = "--cpu-secs", o->set |= SB_SET_CPU_SECS; break;
-        case SOPT_NOFILE: dst = &o->nofile, what = "--nofile"; break;
-        case SOPT_FSIZE: {
-                /* A size like --memory's (1M, 512K, plain bytes); 0 = no limit. */
-                uint64_t v = 0;
-                struct err *e = NULL;
-                if (strcmp(arg, "0") != 0 && cgroup_parse_size(arg, &v, &e) < 0) {
-                        fprintf(stderr, "chidori: --fsize: %s\nTry 'chidori %s --help'.\n", err_msg(e), cmd);
-                        err_free(e);
-                        return -1;
-                }
-                o->fsize = (long)v;
-                return 1;
-        }
-        case SOPT_REQUIRE: o->require = true; return 1;
-        case SOPT_JIT: o->jit = 1; return 1;
-        case SOPT_NO_JIT: o->jit = 0; return 1;
-        case SOPT_CGROUP_PARENT: o->cgroup_parent = arg; return 1;
-        case SOPT_MEMORY: {
-                struct err *e = NULL;
-                if (cgroup_parse_size(arg, &o->memory_bytes, &e) < 0) {
-                        fprintf(stderr, "chidori: --memory: %s\nTry 'chidori %s --help'.\n", err_msg(e), cmd);
-                        err_free(e);
-                        return -1;
-                }
-                o->set |= SB_SET_MEMORY;
-                return 1;
-        }
-        case SOPT_CPUS: {
-                struct err *e = NULL;
-                if (cgroup_parse_cpus(arg, &o->cpus, &e) < 0) {
-                        fprintf(stderr, "chidori: --cpus: %s\nTry 'chidori %s --help'.\n", err_msg(e), cmd);
-                        err_free(e);
-                        return -1;
-                }
-                o->set |= SB_SET_CPUS;
-                return 1;
-        }
-        case SOPT_PIDS: {
-                long v = 0;
-                if (parse_nonneg(arg, &v) < 0 || v < 1) {
-                        fprintf(stderr, "chidori: --pids '%s' is not a number of processes >= 1\n", arg);
-                        return -1;
-                }
-                o->pids_max = (uint64_t)v;
-                o->set |= SB_SET_PIDS;
-                return 1;
-        }
-        case SOPT_UNSAFE_DISABLE: {
-                struct err *e = NULL;
-                unsigned m = 0;
-                if (box_parse_layers(arg, &m, &e) < 0) {
-                        fprintf(stderr, "chidori: --unsafe-disable: %s\nTry 'chidori %s --help'.\n", err_msg(e), cmd);
-                        err_free(e);
-                        return -1;
-                }
-                o->disable |= m;
-                return 1;
-        }
-        default: return 0;
-        }
-        if (parse_nonneg(arg, dst) < 0) {
-                fprintf(stderr, "chidori: %s '%s' is not a non-negative integer\nTry 'chidori %s --help'.\n", what,
-                        arg, cmd);
-                return -1;
-        }
-        if (c == SOPT_NOFILE && (*dst < 16 || *dst > 65536)) {
-                fprintf(stderr, "chidori: --nofile %ld is out of range (16..65536)\n", *dst);
-                return -1;
-        }
-        return 1;
-}
-
-int sandbox_opts_check(const struct sandbox_opts *o)
-{
-        if (o->disable && o->require) {
-                fprintf(stderr, "chidori: --unsafe-disable cannot be combined with --require-sandbox "
-                                "(CHIDORI_ISOLATE_REQUIRE_SANDBOX): a required sandbox has every layer\n");
-                return -1;
-        }
-        if (o->disable) {
-                char names[256];
-                box_layers_format(o->disable, names, sizeof(names));
-                fprintf(stderr, "chidori: WARNING: sandbox layers DISABLED (%s) by --unsafe-disable: "
-                                "this run is less confined; use only for tests and debugging\n",
-                        names);
-        }
-        return 0;
 }
 
 /* The filters are compiled at build time.  Only on a kernel without seccomp
@@ -577,7 +418,8 @@ void sandbox_finish(struct sandbox_run *r, struct sandbox_usage *u)
         box_close(&r->box);
 }
 
-int sandbox_wait(const struct sandbox_opts *o, struct sandbox_run *r, int *ret_status)
+int sandbox_wait(const struct sandbox_opts *o, struct sandbox_run *r, const volatile sig_atomic_t *stop,
+                 int *ret_status)
 {
         struct box *b = &r->box;
         double deadline_at = o->deadline_ms > 0 ? mono_ms() + (double)o->deadline_ms : 0;
@@ -595,8 +437,8 @@ int sandbox_wait(const struct sandbox_opts *o, struct sandbox_run *r, int *ret_s
                         }
                         timeout = (int)left + 1;
                 }
-                int n = launcher_stop_signal ? (errno = EINTR, -1) : poll(p, 2, timeout);
-                if (n < 0 && errno == EINTR && launcher_stop_signal) {
+                int n = *stop ? (errno = EINTR, -1) : poll(p, 2, timeout);
+                if (n < 0 && errno == EINTR && *stop) {
                         sandbox_kill(r);
                         break;
                 }
@@ -626,9 +468,9 @@ int sandbox_wait(const struct sandbox_opts *o, struct sandbox_run *r, int *ret_s
                 *ret_status = status;
         double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
                      ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
-        if (launcher_stop_signal && !deadline_hit && blocked < 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {
-                fprintf(stderr, "chidori: interrupted by %s: the box was stopped\n", report_signame((int)launcher_stop_signal));
-                return 128 + (int)launcher_stop_signal;
+        if (*stop && !deadline_hit && blocked < 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {
+                fprintf(stderr, "chidori: interrupted by %s: the box was stopped\n", signal_name((int)*stop));
+                return 128 + (int)*stop;
         }
         if (blocked >= 0) {
                 fprintf(stderr, "chidori: sandbox violation: blocked syscall %s\n", seccomp_syscall_name(blocked));
@@ -657,6 +499,6 @@ int sandbox_wait(const struct sandbox_opts *o, struct sandbox_run *r, int *ret_s
                 fprintf(stderr, "chidori: sandbox violation: blocked syscall (unknown)\n");
                 return EXIT_SECCOMP;
         }
-        fprintf(stderr, "chidori: program killed by %s\n", report_signame(sig));
+        fprintf(stderr, "chidori: program killed by %s\n", signal_name(sig));
         return 128 + sig;
 }

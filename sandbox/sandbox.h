@@ -1,10 +1,12 @@
-/* sandbox/sandbox.h — sandbox options shared by `run` and `launch`, and the
- * start/wait helpers around box_spawn.  Each option has an environment
- * variable; a malformed value is a usage error, never ignored. */
+/* sandbox/sandbox.h — the sandbox options of a box (`run`'s worker,
+ * `launch`'s program, a boxed tool) and the start/wait helpers around
+ * box_spawn: the run's cgroup leaf or its fallbacks, the seccomp filters, the
+ * banner.  The flags and variables that fill struct sandbox_opts are the
+ * CLI's (cli/options.h). */
 #ifndef CHIDORI_SANDBOX_H
 #define CHIDORI_SANDBOX_H
 
-#include <getopt.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -40,59 +42,8 @@ enum {
         SB_SET_CPU_SECS = 1u << 3, /* --cpu-secs, CHIDORI_ISOLATE_CPU_SECS */
 };
 
-enum {
-        SOPT_DEADLINE = 700, SOPT_CPU_SECS, SOPT_NOFILE, SOPT_FSIZE, SOPT_REQUIRE, SOPT_UNSAFE_DISABLE,
-        SOPT_JIT, SOPT_NO_JIT, SOPT_MEMORY, SOPT_PIDS, SOPT_CPUS, SOPT_CGROUP_PARENT,
-};
-
-#define SANDBOX_LONGOPTS                                                                              \
-        { "deadline", required_argument, NULL, SOPT_DEADLINE },                                       \
-        { "cpu-secs", required_argument, NULL, SOPT_CPU_SECS },                                       \
-        { "nofile", required_argument, NULL, SOPT_NOFILE },                                           \
-        { "fsize", required_argument, NULL, SOPT_FSIZE },                                             \
-        { "require-sandbox", no_argument, NULL, SOPT_REQUIRE },                                       \
-        { "unsafe-disable", required_argument, NULL, SOPT_UNSAFE_DISABLE },                           \
-        { "jit", no_argument, NULL, SOPT_JIT },                                                       \
-        { "no-jit", no_argument, NULL, SOPT_NO_JIT },                                                 \
-        { "memory", required_argument, NULL, SOPT_MEMORY },                                           \
-        { "pids", required_argument, NULL, SOPT_PIDS },                                               \
-        { "cpus", required_argument, NULL, SOPT_CPUS },                                               \
-        { "cgroup-parent", required_argument, NULL, SOPT_CGROUP_PARENT }
-
-#define SANDBOX_OPTIONS_HELP                                                                          \
-        "  --deadline MS         wall-clock deadline; the box is killed (exit 124), 0 = none\n"      \
-        "                        [CHIDORI_ISOLATE_DEADLINE_MS]\n"                                    \
-        "  --cpu-secs N          RLIMIT_CPU in seconds (exit 152), 0 = none [CHIDORI_ISOLATE_CPU_SECS];\n" \
-        "                        run: default 1.5 x --js-deadline + 2 s, a backstop for what the\n" \
-        "                        engine cannot interrupt (a regular expression)\n"                    \
-        "  --nofile N            RLIMIT_NOFILE (default 256)\n"                                      \
-        "  --fsize SIZE          RLIMIT_FSIZE, e.g. 1M or 4096 (bytes); opt-in, 0 = none\n"           \
-        "  --require-sandbox     fail (exit 78) unless user, pid, mount and net namespaces, seccomp,\n" \
-        "                        Landlock (where the kernel has it) and the memory ceiling apply\n"  \
-        "                        [CHIDORI_ISOLATE_REQUIRE_SANDBOX=1]\n"                              \
-        "  --unsafe-disable=L,.. turn single layers off, for tests and debugging only (user, pid,\n" \
-        "                        mnt, net, ipc, uts, cgroupns, caps, landlock, seccomp, rlimits,\n"  \
-        "                        cgroup = the memory/pids/cpu ceiling)\n"                            \
-        "  --jit / --no-jit      JavaScriptCore's JIT; --no-jit also denies new executable memory\n"  \
-        "  --memory SIZE         memory ceiling, e.g. 256M or 1G (default 512M; exit 137): the cgroup's,\n" \
-        "                        else a watchdog on the box's resident memory\n"                    \
-        "                        [CHIDORI_JS_MEM_CAP_MB, in MiB]\n"                                 \
-        "  --pids N              processes and threads (default 64): cgroup pids.max, else\n"       \
-        "                        RLIMIT_NPROC in the box's user namespace [CHIDORI_PIDS_MAX]\n"     \
-        "  --cpus FRACTION       cgroup cpu.max as a fraction of one CPU, e.g. 0.5 (needs a cgroup)\n" \
-        "                        --memory, --pids or --cpus given (flag or variable) but impossible to\n" \
-        "                        apply fails the run (exit 78); a default that cannot is noted in the\n" \
-        "                        banner\n"                                                           \
-        "  --cgroup-parent PATH  cgroup under which run cgroups are created\n"                      \
-        "                        [CHIDORI_CGROUP_PARENT] (default: below this process's cgroup)\n"
-
+/* The defaults: 256 files, 512 MiB, 64 processes, JIT per program kind. */
 void sandbox_opts_init(struct sandbox_opts *o);
-/* Read the CHIDORI_* variables; prints and returns -1 on a malformed one. */
-int sandbox_opts_env(struct sandbox_opts *o);
-/* 1 handled, 0 not ours, -1 bad (printed). */
-int sandbox_opts_parse(struct sandbox_opts *o, const char *cmd, int c, const char *arg);
-/* Cross-option checks (--unsafe-disable with --require-sandbox...). */
-int sandbox_opts_check(const struct sandbox_opts *o);
 
 struct cgroup_run;
 struct memwatch;
@@ -119,8 +70,11 @@ struct sandbox_usage {
 int sandbox_start(const struct sandbox_opts *o, struct box_opts *bo, const char *run_id, struct sandbox_run *ret,
                   struct err **err);
 /* launch: wait for the box to end, enforcing the deadline and naming a
- * blocked syscall; prints the failure and returns the exit code. */
-int sandbox_wait(const struct sandbox_opts *o, struct sandbox_run *r, int *ret_status);
+ * blocked syscall; prints the failure and returns the exit code.  *stop: the
+ * signal that asked this process to stop, or 0 (polled on EINTR; the box is
+ * then killed and the exit code is 128 + the signal). */
+int sandbox_wait(const struct sandbox_opts *o, struct sandbox_run *r, const volatile sig_atomic_t *stop,
+                 int *ret_status);
 /* Read the cgroup's counters, kill what is left, remove the leaf, close the
  * box's fds.  usage may be NULL. */
 void sandbox_finish(struct sandbox_run *r, struct sandbox_usage *usage);
@@ -135,9 +89,19 @@ long sandbox_cpu_secs(const struct sandbox_opts *o, bool worker);
  * UTC) (static storage). */
 char **sandbox_worker_env(bool jit, bool stage2, const char *tz);
 
-/* Helpers shared with run.c */
-int parse_nonneg(const char *s, long *ret);
-int cmd_launch(int argc, char **argv);
-int cmd_doctor(int argc, char **argv);
+
+/* ---- child.c ---- */
+/* A chidori started by a run: CHIDORI_PARENT_PID (die with it) and
+ * CHIDORI_CGROUP_ENTER (enter its cgroup budget), both removed from the
+ * environment.  0, or an exit code (the message printed). */
+int launcher_child_setup(void);
+/* This process entered a run's cgroup: its own runs go below it, and
+ * --cgroup-parent / CHIDORI_CGROUP_PARENT is not consulted. */
+extern bool launcher_cgroup_entered;
+
+/* ---- hosttool.c ---- */
+/* `chidori _host-tool -- PROGRAM [ARGS...]` (internal): a host tool in a pid
+ * namespace of its own. */
+int cmd_host_tool(int argc, char **argv);
 
 #endif

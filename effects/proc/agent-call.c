@@ -1,178 +1,33 @@
-/* effects/proc/agent-call.c — effects that run a child process: `tool` (a
- * command from --tools, boxed by default; effects/proc/tools.c) and `agent.call`
- * (another agent in a fresh box: this chidori binary, `run` again).  Both
- * run asynchronously in the poll loop (effects/proc/subproc.c) and are answered
- * when the child ends.
+/* effects/proc/agent-call.c — the `agent.call` effect (callAgent): another
+ * agent in a fresh box, this chidori binary running `run` again.  What every
+ * child shares (environment, cgroup place, caps): effects/proc/proc.c.
  *
- * Every child is described by the run's children configuration
- * (cfg->children, resolved once by the launcher: absolute paths, an
- * explicit environment), starts in its cwd ("/", never the agent's folder),
- * carries CHIDORI_PARENT_PID (it dies with this process, even a SIGKILLed
- * one) and, when the run has a cgroup, the place below it that the child
- * enters first (one budget for the run tree).  At most max_nested nested
- * agents and max_tools tools run at once; beyond that a call fails with
- * code ELIMIT.
- *
- * agent.call: the callee must be a file inside the calling agent's folder
- * (the same rule as bundling); it runs with the caller's sandbox options,
- * grants and policy sources, the deadline left, plus the stricter policy the
- * caller may ask for, and one level deeper (at most BROKER_AGENT_DEPTH_MAX).
- * The policy gate sees it as `agent:<path as written>` before this file
- * does.  Its journal is copied into ours as a "nested" note; its result is
- * this call's value.
+ * The callee must be a file inside the calling agent's folder (the same
+ * rule as bundling); it runs with the caller's sandbox options, grants and
+ * policy sources, the deadline left, plus the stricter policy the caller may
+ * ask for, and one level deeper (at most BROKER_AGENT_DEPTH_MAX).  The policy
+ * gate sees it as `agent:<path as written>` before this file does.  Its
+ * journal is copied into ours as a "nested" note; its result is this call's
+ * value.
  */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runtime/runtime-internal.h"
-#include "runtime/journal.h"
-#include "policy/policy.h"
-#include "effects/proc/subproc.h"
-#include "effects/proc/tools.h"
 #include "common/cleanup.h"
 #include "common/text.h"
 #include "common/util.h"
+#include "effects/proc/proc.h"
+#include "effects/proc/subproc.h"
+#include "policy/policy.h"
 #include "proto/json.h"
-
-static int engine(struct broker *b, struct err **err)
-{
-        if (!b->procs && subproc_engine_new(&b->procs, err) < 0)
-                return -1;
-        return 0;
-}
-
-/* ---- tool ---- */
-
-/* A per-run cap refused the call: the agent's error, one stderr line and
- * a journal note say which cap and how to raise it. */
-static int limit_refused(struct broker *b, struct err **err, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
-static int limit_refused(struct broker *b, struct err **err, const char *fmt, ...)
-{
-        char msg[256];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, sizeof(msg), fmt, ap);
-        va_end(ap);
-        fprintf(stderr, "chidori: %s\n", msg);
-        fflush(stderr);
-        broker_journal_note(b, "limit", msg);
-        return err_setc(err, EFFECT_E_LIMIT, 0, "%s", msg);
-}
-
-/* The per-call part of a child's environment: die with us, and the place in
- * the run's cgroup (NULL-terminated in `extra`; *ret_place owned by the
- * caller, released with release_place). */
-static int child_env(struct broker *b, int64_t id, char ppid[32], char **ret_place, char *extra[3],
-                     struct err **err)
-{
-        const struct broker_children *ch = b->cfg->children;
-        *ret_place = NULL;
-        if (ch->place && ch->place(ch->place_arg, (uint64_t)id, ret_place, err) < 0)
-                return -1;
-        snprintf(ppid, 32, "CHIDORI_PARENT_PID=%d", (int)getpid());
-        extra[0] = ppid;
-        extra[1] = *ret_place;
-        extra[2] = NULL;
-        return 0;
-}
-
-static void release_place(struct broker *b, int64_t id)
-{
-        const struct broker_children *ch = b->cfg->children;
-        if (ch && ch->release)
-                ch->release(ch->place_arg, (uint64_t)id);
-}
-
-const char *effect_tool_code(int code)
-{
-        switch (code) {
-        case EFFECT_E_LIMIT: return "ELIMIT";
-        case TOOLS_E_TIMEOUT: return "timeout";
-        case TOOLS_E_EXIT: return "exit";
-        case TOOLS_E_SIGNAL: return "signal";
-        case TOOLS_E_OUTPUT: return "output";
-        case TOOLS_E_ARGS: return "args";
-        case TOOLS_E_SCHEMA: return "unknown_tool";
-        default: return NULL;
-        }
-}
-
-static void on_tool_done(void *arg, uint64_t id, const struct subproc_result *res)
-{
-        struct broker *b = arg;
-        b->ntools--;
-        release_place(b, (int64_t)id);
-        struct pending_call *pc = broker_pending(b, (int64_t)id);
-        const cJSON *name = pc ? cJSON_GetObjectItemCaseSensitive(pc->args, "name") : NULL;
-        const struct tool_def *t = cJSON_IsString(name) ? tools_find(b->cfg->tools, name->valuestring) : NULL;
-        if (!t) {
-                broker_complete(b, (int64_t)id, NULL, broker_error_obj("Error", "tool: lost track of the call", NULL));
-                return;
-        }
-        cJSON *value = NULL;
-        struct err *e = NULL;
-        if (tools_result(t, res, &value, &e) < 0) {
-                broker_complete(b, (int64_t)id, NULL, broker_error_obj("Error", err_msg(e), effect_tool_code(err_code(e))));
-                err_free(e);
-                return;
-        }
-        broker_complete(b, (int64_t)id, value, NULL);
-}
-
-int effect_tool(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
-{
-        (void)id;
-        (void)ret;
-        const char *name = NULL;
-        if (broker_need_str(args, "tool", "name", &name, err) < 0)
-                return -1;
-        if (!b->cfg->tools)
-                return err_set(err, 0, "tool %s: no tools are declared (start chidori with --tools FILE)", name);
-        const struct tool_def *t = tools_find(b->cfg->tools, name);
-        if (!t)
-                return err_setc(err, TOOLS_E_SCHEMA, 0, "tool %s: no such tool in the --tools file", name);
-        const struct broker_children *ch = b->cfg->children;
-        if (!ch)
-                return err_set(err, 0, "tool %s: tools cannot be started in this mode", name);
-        if (b->ntools >= ch->max_tools)
-                return limit_refused(b, err, "tool limit reached (%u at once per run; raise it with --max-tools)",
-                                     ch->max_tools);
-        /* The tool's args as the agent wrote them: its stdin. */
-        struct json_span raw;
-        _cleanup_free_ char *targs = broker_arg_raw(b, "args", &raw) == 1 ? json_compact(raw, NULL) : NULL;
-        if (engine(b, err) < 0)
-                return -1;
-        char ppid[32], *extra[3];
-        _cleanup_free_ char *place = NULL;
-        if (child_env(b, id, ppid, &place, extra, err) < 0)
-                return -1;
-        const struct tools_host host = {
-                .self_exe = ch->self_exe, .launch_opts = ch->launch_opts, .env = ch->tool_env, .extra_env = extra,
-        };
-        struct subproc_spec *spec = NULL;
-        int r = tools_spec(b->cfg->tools, t, targs, &host, &spec, err);
-        if (r == 0)
-                r = subproc_start(b->procs, (uint64_t)id, spec, on_tool_done, b, err);
-        tools_spec_free(spec);
-        if (r < 0) {
-                release_place(b, id);
-                return -1;
-        }
-        b->ntools++;
-        return 1;
-}
-
-/* ---- agent.call ---- */
+#include "runtime/journal.h"
+#include "runtime/runtime-internal.h"
 
 #define NESTED_OUT_MAX ((size_t)64 << 20)
 
@@ -209,7 +64,7 @@ static void on_agent_done(void *arg, uint64_t id, const struct subproc_result *r
 {
         struct broker *b = arg;
         b->nnested--;
-        release_place(b, (int64_t)id);
+        proc_release_place(b, (int64_t)id);
         struct pending_call *pc = broker_pending(b, (int64_t)id);
         const char *callee = pc ? broker_arg_str(pc->args, "path") : NULL;
         char *jpath = pc ? pc->scratch : NULL;
@@ -312,7 +167,7 @@ int effect_agent_call(struct broker *b, int64_t id, const cJSON *args, cJSON **r
         if (b->cfg->agent_depth >= BROKER_AGENT_DEPTH_MAX)
                 return err_set(err, 0, "callAgent %s: agents nest at most %d deep", path, BROKER_AGENT_DEPTH_MAX);
         if (b->nnested >= ch->max_nested)
-                return limit_refused(b, err, "nested agent limit reached (%u at once per run; raise it with "
+                return proc_limit_refused(b, err, "nested agent limit reached (%u at once per run; raise it with "
                                              "--max-nested)", ch->max_nested);
         _cleanup_free_ char *callee = NULL;
         if (resolve_callee(b, path, &callee, err) < 0)
@@ -372,7 +227,7 @@ int effect_agent_call(struct broker *b, int64_t id, const cJSON *args, cJSON **r
                 unlink(jtmpl);
                 return err_set(err, ENOMEM, "callAgent");
         }
-        if (child_env(b, id, ppid, &place, extra, err) < 0) {
+        if (proc_child_env(b, id, ppid, &place, extra, err) < 0) {
                 free(argv);
                 free(envp);
                 unlink(jtmpl);
@@ -397,13 +252,13 @@ int effect_agent_call(struct broker *b, int64_t id, const cJSON *args, cJSON **r
                 .max_stderr_bytes = (size_t)64 << 10,
                 .kill_grace_ms = 2000,
         };
-        int r = engine(b, err);
+        int r = proc_engine(b, err);
         if (r == 0)
                 r = subproc_start(b->procs, (uint64_t)id, &spec, on_agent_done, b, err);
         free(argv);
         free(envp);
         if (r < 0) {
-                release_place(b, id);
+                proc_release_place(b, id);
                 unlink(jtmpl);
                 return -1;
         }
@@ -415,26 +270,4 @@ int effect_agent_call(struct broker *b, int64_t id, const cJSON *args, cJSON **r
 const char *effect_agent_code(int code)
 {
         return code == EFFECT_E_LIMIT ? "ELIMIT" : NULL;
-}
-
-/* ---- the poll loop ---- */
-
-size_t broker_procs_fds(struct broker *b, struct pollfd *fds, size_t max, int *timeout_ms)
-{
-        if (!b->procs || subproc_pending(b->procs) == 0)
-                return 0;
-        return subproc_fds(b->procs, fds, max, timeout_ms);
-}
-
-int broker_procs_perform(struct broker *b, const struct pollfd *fds, size_t n, struct err **err)
-{
-        if (!b->procs || subproc_pending(b->procs) == 0)
-                return 0;
-        return subproc_perform(b->procs, fds, n, err);
-}
-
-void broker_procs_free(struct broker *b)
-{
-        subproc_engine_free(b->procs);
-        b->procs = NULL;
 }
