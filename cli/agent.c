@@ -31,10 +31,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "common/cleanup.h"
 #include "common/dlib.h"
 #include "common/util.h"
-#include "cli/cli.h"
 
 #define AGENT_MAX_BYTES (16u << 20)
 

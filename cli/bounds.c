@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sandbox/cgroup/cgroup.h"
 #include "cli/bounds.h"
 #include "common/util.h"
+#include "sandbox/cgroup/cgroup.h"
 #include "sandbox/sandbox.h"
 
 /* Below this the VFS has no room for "/" and "/tmp" (effects/fs/vfs.h). */

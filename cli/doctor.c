@@ -17,12 +17,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sandbox/cgroup/cgroup.h"
+#include "cli/cli.h"
+#include "cli/suggest.h"
 #include "common/cleanup.h"
 #include "common/dlib.h"
-#include "cli/suggest.h"
+#include "sandbox/cgroup/cgroup.h"
 #include "sandbox/landlock.h"
-#include "cli/cli.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/seccomp.h"
 

@@ -7,18 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime.h"
+#include "cli/cli.h"
+#include "cli/grants.h"
+#include "common/cleanup.h"
+#include "common/util.h"
 #include "effects/memory/memstore.h"
 #include "effects/net/net.h"
-#include "policy/policy.h"
 #include "effects/net/ssrf.h"
 #include "effects/proc/tools.h"
 #include "effects/workspace/workspace.h"
+#include "policy/policy.h"
+#include "runtime/runtime.h"
 #include "sandbox/cgroup/cgroup.h"
-#include "common/cleanup.h"
-#include "common/util.h"
-#include "cli/grants.h"
-#include "cli/cli.h"
 #include "sandbox/sandbox.h"
 
 static int add_hosts(struct grants_opts *o, const char *what, const char *spec)

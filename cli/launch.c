@@ -16,12 +16,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
+#include "cli/options.h"
+#include "cli/suggest.h"
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "sandbox/box.h"
-#include "cli/suggest.h"
-#include "cli/cli.h"
-#include "cli/options.h"
 
 static void launch_help(void)
 {

@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/text.h"
-#include "cli/suggest.h"
 #include "cli/cli.h"
+#include "cli/suggest.h"
+#include "common/text.h"
 #include "sandbox/sandbox.h"
 
 static void help(FILE *f)

@@ -18,11 +18,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "effects/memory/memstore.h"
+#include "cli/cli.h"
+#include "cli/suggest.h"
 #include "common/cleanup.h"
 #include "common/text.h"
-#include "cli/suggest.h"
-#include "cli/cli.h"
+#include "effects/memory/memstore.h"
 
 int state_dir_check(const char *dir)
 {

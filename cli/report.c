@@ -8,11 +8,11 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "cli/cli.h"
 #include "common/text.h"
 #include "common/util.h"
-#include "cli/cli.h"
-#include "sandbox/seccomp.h"
 #include "proto/json.h"
+#include "sandbox/seccomp.h"
 
 void report_value(const cJSON *value)
 {

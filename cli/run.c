@@ -11,20 +11,20 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "runtime/journal.h"
-#include "effects/memory/memstore.h"
-#include "policy/policy.h"
+#include "cli/bounds.h"
+#include "cli/cli.h"
+#include "cli/grants.h"
+#include "cli/options.h"
+#include "cli/suggest.h"
 #include "common/budget.h"
 #include "common/cleanup.h"
 #include "common/text.h"
 #include "common/util.h"
-#include "cli/bounds.h"
-#include "cli/suggest.h"
-#include "cli/grants.h"
-#include "cli/cli.h"
-#include "cli/options.h"
-#include "sandbox/tz.h"
+#include "effects/memory/memstore.h"
+#include "policy/policy.h"
 #include "proto/json.h"
+#include "runtime/journal.h"
+#include "sandbox/tz.h"
 
 struct run_opts {
         const char *agent_path;

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/cleanup.h"
 #include "cli/cli.h"
+#include "common/cleanup.h"
 
 #define SOURCEMAP_MAX_SOURCES 100000
 

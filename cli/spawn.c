@@ -24,8 +24,8 @@
 #include "common/cleanup.h"
 #include "common/dlib.h"
 #include <dlfcn.h>
-#include "sandbox/box.h"
 #include "cli/cli.h"
+#include "sandbox/box.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/tz.h"
 

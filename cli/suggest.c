@@ -1,4 +1,4 @@
-/* cli/suggest.c — see cli.h. */
+/* cli/suggest.c — see cli/suggest.h. */
 #define _GNU_SOURCE
 #include "cli/suggest.h"
 
@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "common/cleanup.h"
 #include "common/text.h"
-#include "cli/cli.h"
 
 size_t cli_distance(const char *a, const char *b)
 {

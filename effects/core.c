@@ -15,13 +15,13 @@
 #include <poll.h>
 #include <unistd.h>
 
-#include "runtime/runtime-internal.h"
-#include "runtime/journal.h"
-#include "effects/net/http.h"
-#include "effects/workspace/workspace.h"
 #include "common/cleanup.h"
 #include "common/text.h"
 #include "common/util.h"
+#include "effects/net/http.h"
+#include "effects/workspace/workspace.h"
+#include "runtime/journal.h"
+#include "runtime/runtime-internal.h"
 
 const char *broker_arg_str(const cJSON *args, const char *name)
 {

@@ -20,11 +20,11 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "runtime/runtime-internal.h"
-#include "policy/policy.h"
 #include "common/cleanup.h"
 #include "common/text.h"
 #include "common/util.h"
+#include "policy/policy.h"
+#include "runtime/runtime-internal.h"
 
 /* Ask on the terminal: "chidori: allow <target> <args>? [y/N] ".  Both come
  * from the agent: printable ASCII only, the rest as \xNN, the arguments cut

@@ -12,9 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime/runtime-internal.h"
-#include "effects/template/template.h"
 #include "common/util.h"
+#include "effects/template/template.h"
+#include "runtime/runtime-internal.h"
 
 static const struct {
         const char *what;   /* "<what> limit reached" */

@@ -23,13 +23,13 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "runtime/runtime-internal.h"
-#include "runtime/journal.h"
-#include "effects/memory/memstore.h"
 #include "common/cleanup.h"
 #include "common/text.h"
 #include "common/util.h"
+#include "effects/memory/memstore.h"
 #include "proto/json.h"
+#include "runtime/journal.h"
+#include "runtime/runtime-internal.h"
 
 /* A frame waiting to be written: its header and its JSON text, written
  * from `off` on (counting the header's 4 bytes first). */

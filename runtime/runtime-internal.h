@@ -4,10 +4,10 @@
 
 #include <poll.h>
 
-#include "runtime/runtime.h"
 #include "common/budget.h"
 #include "proto/json.h"
 #include "proto/proto.h"
+#include "runtime/runtime.h"
 
 struct http_engine;
 struct net_api;

@@ -28,9 +28,9 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "sandbox/cgroup/cgroup.h"
 #include "common/exit.h"
 #include "common/util.h"
+#include "sandbox/cgroup/cgroup.h"
 #include "sandbox/sandbox.h"
 
 bool launcher_cgroup_entered;

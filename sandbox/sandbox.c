@@ -18,9 +18,9 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
-#include "sandbox/cgroup/cgroup.h"
 #include "common/exit.h"
 #include "common/util.h"
+#include "sandbox/cgroup/cgroup.h"
 #include "sandbox/memwatch.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/tz.h"

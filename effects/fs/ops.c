@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime-internal.h"
 #include "effects/fs/vfs.h"
+#include "runtime/runtime-internal.h"
 
 int effect_fs(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
 {

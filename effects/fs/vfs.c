@@ -23,8 +23,8 @@
 #include <string.h>
 
 #include "common/cleanup.h"
-#include "common/text.h"
 #include "common/err.h"
+#include "common/text.h"
 #include "common/util.h"
 
 enum node_type { NODE_FILE, NODE_DIR };

@@ -20,9 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime-internal.h"
-#include "effects/net/net.h"
 #include "common/text.h"
+#include "effects/net/net.h"
+#include "runtime/runtime-internal.h"
 
 static void on_refuse(void *arg, uint64_t id, const char *url, const char *addr, const char *why)
 {

@@ -34,8 +34,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "effects/net/ssrf.h"
 #include "common/util.h"
+#include "effects/net/ssrf.h"
 
 #define URL_MAX_BYTES 65536
 #define HEADERS_MAX 256                  /* request headers */

@@ -13,9 +13,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/cleanup.h"
 #include "effects/net/http.h"
 #include "effects/net/ssrf.h"
-#include "common/cleanup.h"
 
 #define NO_PROVIDER "prompt: no model provider configured: set CHIDORI_LLM_BASE_URL and CHIDORI_LLM_API_KEY"
 #define REDACTED "[redacted]"

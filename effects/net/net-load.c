@@ -1,6 +1,6 @@
 /* effects/net/net-load.c — net_api(): libchidori-net.so on first use. */
-#include "effects/net/net.h"
 #include "common/dlib.h"
+#include "effects/net/net.h"
 
 const struct net_api *net_api(struct err **err)
 {

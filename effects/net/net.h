@@ -15,9 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/err.h"
 #include "effects/net/http.h"
 #include "effects/net/llm.h"
-#include "common/err.h"
 
 #define CHIDORI_NET_API_VERSION 2  /* 2: http_config.inflight, max_inflight */
 

@@ -17,10 +17,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "effects/proc/subproc.h"
 #include "common/cleanup.h"
 #include "common/text.h"
 #include "common/util.h"
+#include "effects/proc/subproc.h"
 #include "proto/json.h"
 
 struct tool {

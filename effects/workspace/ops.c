@@ -18,10 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime-internal.h"
-#include "effects/workspace/workspace.h"
 #include "common/cleanup.h"
 #include "common/util.h"
+#include "effects/workspace/workspace.h"
+#include "runtime/runtime-internal.h"
 
 static int need_ws(struct broker *b, const char *op, struct err **err)
 {

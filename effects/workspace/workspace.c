@@ -29,8 +29,8 @@
 
 #include "common/budget.h"
 #include "common/cleanup.h"
-#include "common/text.h"
 #include "common/err.h"
+#include "common/text.h"
 #include "common/util.h"
 #include "proto/json.h"
 

@@ -12,8 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sandbox/cgroup/cgroup-internal.h"
 #include "common/cleanup.h"
+#include "sandbox/cgroup/cgroup-internal.h"
 
 /* Short reasons (what the banner prints after "memory ceiling: none"). */
 #define R_NODELEG "no cgroup delegation"

@@ -17,8 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sandbox/cgroup/cgroup-internal.h"
 #include "common/cleanup.h"
+#include "sandbox/cgroup/cgroup-internal.h"
 
 int cg_enable_at(int dirfd, unsigned mask)
 {

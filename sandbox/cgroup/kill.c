@@ -23,8 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sandbox/cgroup/cgroup-internal.h"
 #include "common/cleanup.h"
+#include "sandbox/cgroup/cgroup-internal.h"
 
 static int64_t now_ms(void)
 {

@@ -12,8 +12,8 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "sandbox/cgroup/cgroup-internal.h"
 #include "common/cleanup.h"
+#include "sandbox/cgroup/cgroup-internal.h"
 
 static bool valid_id(const char *id)
 {

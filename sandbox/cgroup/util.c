@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sandbox/cgroup/cgroup-internal.h"
 #include "common/cleanup.h"
+#include "sandbox/cgroup/cgroup-internal.h"
 
 int cg_write_at(int dirfd, const char *file, const char *s)
 {

@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "effects/fs/vfs.h"
 #include "common/err.h"
 #include "common/util.h"
+#include "effects/fs/vfs.h"
 
 struct input {
         const uint8_t *p;

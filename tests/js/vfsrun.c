@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "effects/fs/vfs.h"
 #include "common/err.h"
+#include "effects/fs/vfs.h"
 
 void jsrun_install_natives(JSGlobalContextRef ctx);
 

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-/* tests/unit/test_cgroup.c — cgroup/: knob parsing, the /proc parsers,
+/* tests/unit/test_cgroup.c — sandbox/cgroup/: knob parsing, the /proc parsers,
  * detection, and real leaves on whatever this host offers (v2 with memory,
  * or v1; the v2 mechanics also on a cgroup2 hierarchy without controllers).
  * Tests that need what the host lacks are skipped with the reason printed.
@@ -28,9 +28,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/cleanup.h"
 #include "sandbox/cgroup/cgroup-internal.h"
 #include "sandbox/cgroup/cgroup.h"
-#include "common/cleanup.h"
 
 #define SKIP(fmt, ...)                                                                   \
         do {                                                                             \

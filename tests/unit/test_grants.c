@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "cli/grants.h"
 #include "cli/cli.h"
+#include "cli/grants.h"
 
 /* main.c's, which a unit test does not link. */
 volatile sig_atomic_t launcher_stop_signal;

@@ -33,10 +33,10 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
-#include "effects/net/http.h"
-#include "effects/net/ssrf.h"
 #include "common/err.h"
 #include "common/util.h"
+#include "effects/net/http.h"
+#include "effects/net/ssrf.h"
 
 /* ================= the test server ================= */
 

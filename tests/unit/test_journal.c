@@ -17,8 +17,8 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "runtime/journal.h"
 #include "common/err.h"
+#include "runtime/journal.h"
 
 static char dir[] = "/tmp/chidori-test-journal.XXXXXX";
 

@@ -24,12 +24,12 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "effects/net/http.h"
-#include "effects/net/llm.h"
-#include "effects/net/ssrf.h"
 #include "common/cleanup.h"
 #include "common/err.h"
 #include "common/util.h"
+#include "effects/net/http.h"
+#include "effects/net/llm.h"
+#include "effects/net/ssrf.h"
 
 #define KEY "sk-test-0123456789abcdefSECRET"
 

@@ -18,8 +18,8 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
-#include "effects/memory/memstore.h"
 #include "common/err.h"
+#include "effects/memory/memstore.h"
 
 struct fx {
         char dir[64];

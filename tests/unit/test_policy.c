@@ -14,8 +14,8 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "policy/policy.h"
 #include "common/err.h"
+#include "policy/policy.h"
 
 static char tmpdir[64];
 

@@ -12,8 +12,8 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "common/err.h"
 #include "cli/cli.h"
+#include "common/err.h"
 
 static void vlq_is(const char *text, long want, size_t used)
 {

@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "effects/net/ssrf.h"
 #include "common/err.h"
+#include "effects/net/ssrf.h"
 
 struct ccase {
         const char *addr;

@@ -18,9 +18,9 @@
 
 #include <cmocka.h>
 
-#include "effects/proc/subproc.h"
 #include "common/err.h"
 #include "common/util.h"
+#include "effects/proc/subproc.h"
 
 struct res {
         int calls;

@@ -14,9 +14,9 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "effects/template/template.h"
 #include "common/err.h"
 #include "common/util.h"
+#include "effects/template/template.h"
 
 /* Render `tpl` with vars parsed from `vars_json` (NULL = no vars) and compare. */
 static void check(const char *tpl, const char *vars_json, const char *want)

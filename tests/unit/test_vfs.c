@@ -21,9 +21,9 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "effects/fs/vfs.h"
 #include "common/err.h"
 #include "common/util.h"
+#include "effects/fs/vfs.h"
 
 static struct vfs *V;
 

@@ -37,8 +37,8 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "effects/workspace/workspace.h"
 #include "common/err.h"
+#include "effects/workspace/workspace.h"
 
 #define SECRET "TOP SECRET\n"
 #define OUT_PASSWD "outside passwd\n"
