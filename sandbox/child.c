@@ -1,6 +1,6 @@
 /* sandbox/child.c — what a chidori started by a run does before anything
  * else: a nested `chidori run`, a boxed tool's `chidori launch`, a host
- * tool's `chidori _host-tool` (effects/proc/agent-call.c starts them).
+ * tool's `chidori _host-tool` (effects/proc/ starts them).
  *
  *   CHIDORI_PARENT_PID=<pid>   die with the run: PR_SET_PDEATHSIG(SIGKILL),
  *                              then make sure that pid is still our parent
