@@ -31,23 +31,27 @@ endif
 cflags_of = $(shell $(PKG_CONFIG) --cflags $(1))
 libs_of   = $(shell $(PKG_CONFIG) --libs $(1))
 
-COMMON_SRC   := $(wildcard common/*.c)
-PROTO_SRC    := $(wildcard proto/*.c)
-BROKER_SRC   := $(wildcard broker/*.c)
-LAUNCHER_SRC := $(filter-out launcher/main.c launcher/seccomp-gen.c,$(wildcard launcher/*.c))
-CGROUP_SRC   := $(wildcard cgroup/*.c)
-NETNS_SRC    := $(wildcard netns/*.c)
-ENGINE_SRC   := $(filter-out engine/worker.c,$(wildcard engine/*.c))
+# One group per layer folder (docs/architecture.md); every .c of a folder
+# and its subfolders is in the group.
+COMMON_SRC  := $(wildcard common/*.c)
+PROTO_SRC   := $(wildcard proto/*.c)
+CLI_SRC     := $(filter-out cli/main.c,$(wildcard cli/*.c))
+SANDBOX_SRC := $(filter-out sandbox/seccomp-gen.c,$(wildcard sandbox/*.c sandbox/*/*.c))
+RUNTIME_SRC := $(wildcard runtime/*.c)
+POLICY_SRC  := $(wildcard policy/*.c)
+EFFECTS_SRC := $(wildcard effects/*.c effects/*/*.c)
+ENGINE_SRC  := $(filter-out engine/worker.c,$(wildcard engine/*.c))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(patsubst %.S,$(BUILD)/obj/%.o,$(1)))
 
 ENGINE_OBJ := $(call obj,$(ENGINE_SRC) engine/embed.S)
-LIB_OBJ    := $(call obj,$(COMMON_SRC) $(PROTO_SRC) $(BROKER_SRC) $(LAUNCHER_SRC) $(CGROUP_SRC) $(NETNS_SRC)) $(ENGINE_OBJ) \
+LIB_OBJ    := $(call obj,$(COMMON_SRC) $(PROTO_SRC) $(CLI_SRC) $(SANDBOX_SRC) $(RUNTIME_SRC) $(POLICY_SRC) $(EFFECTS_SRC)) \
+              $(ENGINE_OBJ) \
               $(BUILD)/obj/gen/seccomp_bpf.o
 CLI_LIBS    = $(call libs_of,$(PKGS_CLI)) -lpthread
 HOST_LIBS   = $(call libs_of,$(PKGS_HOST)) -lpthread -ldl
-# libcurl and what uses it load on first use (broker/net.h, decision 30).
-NET_SRC    := broker/http.c broker/llm.c broker/net-api.c
+# libcurl and what uses it load on first use (effects/net/net.h, decision 30).
+NET_SRC    := effects/net/http.c effects/net/llm.c effects/net/net-api.c
 NET_OBJ    := $(call obj,$(NET_SRC))
 NET_LIBS    = $(call libs_of,libcurl libcjson)
 HOST_OBJ    = $(filter-out $(ENGINE_OBJ) $(NET_OBJ),$(LIB_OBJ))
@@ -84,10 +88,10 @@ $(BUILD)/obj/engine/embed.o: engine/embed.S engine/web.js engine/prelude.js engi
 	$(CC) $(CPPFLAGS) $(filter-out -MMD -MP,$(CFLAGS)) -c $< -o $@
 
 # The seccomp filters are compiled once, at build time, by a generator that
-# uses the same tables (launcher/seccomp.c) and the same compiler flags.
-$(BUILD)/seccomp-gen: launcher/seccomp-gen.c launcher/seccomp.c common/err.c launcher/seccomp.h
+# uses the same tables (sandbox/seccomp.c) and the same compiler flags.
+$(BUILD)/seccomp-gen: sandbox/seccomp-gen.c sandbox/seccomp.c common/err.c sandbox/seccomp.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(filter-out -MMD -MP,$(CFLAGS)) $(call cflags_of,libseccomp) launcher/seccomp-gen.c launcher/seccomp.c common/err.c -o $@ $(LDFLAGS) $(call libs_of,libseccomp)
+	$(CC) $(CPPFLAGS) $(filter-out -MMD -MP,$(CFLAGS)) $(call cflags_of,libseccomp) sandbox/seccomp-gen.c sandbox/seccomp.c common/err.c -o $@ $(LDFLAGS) $(call libs_of,libseccomp)
 
 $(BUILD)/gen/seccomp_bpf.c: $(BUILD)/seccomp-gen
 	@mkdir -p $(dir $@)
@@ -108,13 +112,13 @@ $(BUILD)/libchidori-host.a: $(HOST_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/chidori: $(BUILD)/obj/launcher/main.o $(BUILD)/libchidori-host.a
+$(BUILD)/chidori: $(BUILD)/obj/cli/main.o $(BUILD)/libchidori-host.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(HOST_LIBS)
 
 $(BUILD)/libchidori-engine.so: $(ENGINE_OBJ) $(call obj,common/err.c $(PROTO_SRC))
 	$(CC) -shared -Wl,-Bsymbolic $(LDFLAGS) -o $@ $^ $(WORKER_LIBS)
 
-$(BUILD)/libchidori-net.so: $(NET_OBJ) $(call obj,broker/http-errors.c broker/ssrf.c common/err.c common/util.c)
+$(BUILD)/libchidori-net.so: $(NET_OBJ) $(call obj,effects/net/http-errors.c effects/net/ssrf.c common/err.c common/util.c)
 	$(CC) -shared -Wl,-Bsymbolic $(LDFLAGS) -o $@ $^ $(NET_LIBS)
 
 $(BUILD)/chidori-worker: $(BUILD)/obj/engine/worker.o $(ENGINE_OBJ) $(call obj,common/err.c $(PROTO_SRC))
@@ -132,8 +136,8 @@ $(BUILD)/jsrun: tests/js/jsrun.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(call cflags_of,javascriptcoregtk-4.1) $< -o $@ $(LDFLAGS) $(call libs_of,javascriptcoregtk-4.1)
 
-# jsrun with natives over the real broker/vfs.c: the node:fs tests against the parent's tree.
-$(BUILD)/vfsrun: tests/js/jsrun.c tests/js/vfsrun.c broker/vfs.c common/text.c common/util.c common/err.c
+# jsrun with natives over the real effects/fs/vfs.c: the node:fs tests against the parent's tree.
+$(BUILD)/vfsrun: tests/js/jsrun.c tests/js/vfsrun.c effects/fs/vfs.c common/text.c common/util.c common/err.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(filter-out -MMD -MP,$(CFLAGS)) $(call cflags_of,javascriptcoregtk-4.1 libcjson) $^ -o $@ $(LDFLAGS) $(call libs_of,javascriptcoregtk-4.1 libcjson)
 
@@ -176,11 +180,11 @@ $(BUILD)/fuzz_json: tests/fuzz/fuzz_json.c $(JSON_SRC)
 	@mkdir -p $(dir $@)
 	clang -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined $(call cflags_of,libcjson) $^ -o $@ $(call libs_of,libcjson) -lm
 
-$(BUILD)/fuzz_policy: tests/fuzz/fuzz_policy.c broker/policy.c common/text.c common/util.c common/err.c
+$(BUILD)/fuzz_policy: tests/fuzz/fuzz_policy.c policy/policy.c common/text.c common/util.c common/err.c
 	@mkdir -p $(dir $@)
 	clang -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined $(call cflags_of,libcjson) $^ -o $@ $(call libs_of,libcjson)
 
-$(BUILD)/fuzz_vfs: tests/fuzz/fuzz_vfs.c broker/vfs.c common/text.c common/util.c common/err.c
+$(BUILD)/fuzz_vfs: tests/fuzz/fuzz_vfs.c effects/fs/vfs.c common/text.c common/util.c common/err.c
 	@mkdir -p $(dir $@)
 	clang -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined $(call cflags_of,libcjson) $^ -o $@ $(call libs_of,libcjson)
 

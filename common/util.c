@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <signal.h>
 #include <stdint.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -288,6 +289,31 @@ uint64_t hash_seed(void)
                 seed = v | 1;
         }
         return seed;
+}
+
+int parse_nonneg(const char *s, long *ret)
+{
+        if (!s || !*s || *s == '-' || *s == '+')
+                return -1;
+        char *end;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        if (errno || *end || v < 0)
+                return -1;
+        *ret = v;
+        return 0;
+}
+
+const char *signal_name(int sig)
+{
+        const char *n = sigabbrev_np(sig);
+        static char buf[32];
+        if (n) {
+                snprintf(buf, sizeof(buf), "SIG%s", n);
+                return buf;
+        }
+        snprintf(buf, sizeof(buf), "signal %d", sig);
+        return buf;
 }
 
 double mono_ms(void)

@@ -47,6 +47,14 @@ void format_size(uint64_t bytes, char *buf, size_t len);
 uint64_t hash_bytes(const void *p, size_t n, uint64_t seed);
 uint64_t hash_seed(void);
 
+/* s is a decimal integer >= 0 written without a sign, with nothing after
+ * it: 0 and *ret set, else -1 (also on overflow of a long). */
+int parse_nonneg(const char *s, long *ret);
+
+/* "SIGSEGV" for 11, "signal 77" for a number without a name (static
+ * buffer). */
+const char *signal_name(int sig);
+
 /* Monotonic milliseconds (double). */
 double mono_ms(void);
 /* UTC time as "2026-11-29T20:11:36.123Z" into out (>= 32 bytes). */

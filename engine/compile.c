@@ -8,7 +8,7 @@
  * traces and errors equal the file's; only columns on line 1 are shifted by
  * the prefix, which the prelude subtracts when it reports a location.
  *
- * An ES-module bundle (init's "esm", launcher/agent.c) is the body of a
+ * An ES-module bundle (init's "esm", cli/agent.c) is the body of a
  * module without imports or exports; it is wrapped in an async function
  * instead, so that top-level await works (the C API evaluates scripts, not
  * modules), and the wrapper returns a promise of `main`.  Not in strict

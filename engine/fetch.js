@@ -17,7 +17,7 @@
  * host.setTimeout(fn, ms) (optional) backs AbortSignal.timeout(); without it
  * the global setTimeout of the moment is used.
  *
- * The broker (broker/http.c) validates the request again and owns the
+ * The broker (effects/net/http.c) validates the request again and owns the
  * policy; the checks here only turn obvious misuse into an early TypeError
  * (bad method, bad header, body with GET/HEAD, relative URL).
  *

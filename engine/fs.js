@@ -11,8 +11,8 @@
  *                           callback goes there (node would crash with it);
  *                           without it, it rejects an internal promise
  *
- * Every operation is a host call "fs.<op>" answered by broker/vfs.c (the
- * args and values are documented in broker/vfs.h), so the parent owns the
+ * Every operation is a host call "fs.<op>" answered by effects/fs/vfs.c (the
+ * args and values are documented in effects/fs/vfs.h), so the parent owns the
  * state, the journal records it, and replay reproduces it.  Bytes travel
  * as base64.
  *

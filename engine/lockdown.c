@@ -1,6 +1,6 @@
 /* engine/lockdown.c — the worker's first act: install the tight stage-2
  * seccomp allowlist the parent compiled (fd 4), with a SIGSYS reporter, before
- * any input is read.  See launcher/seccomp.h for the stages. */
+ * any input is read.  See sandbox/seccomp.h for the stages. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <linux/filter.h>

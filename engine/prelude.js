@@ -1282,7 +1282,7 @@ BUILTIN['node:fs/promises'] = BUILTIN['fs/promises'] = () => loadFs().promises;
 BUILTIN['node:crypto'] = BUILTIN.crypto = loadCrypto;
 
 // Node's built-in modules, for the message when an agent asks for one the
-// sandbox does not have (launcher/agent.c keeps the same list).
+// sandbox does not have (cli/agent.c keeps the same list).
 const NODE_BUILTINS = create(null);
 {
         const names = ['assert', 'async_hooks', 'buffer', 'child_process', 'cluster', 'console', 'constants',

@@ -84,7 +84,7 @@ static void wait_readable(int fd)
 
 /* Write one frame without ever waiting on the parent while its answers wait
  * on us.  The parent stops reading our frames while it holds too many
- * answers we have not read (its flow control, broker/loop.c); so when the
+ * answers we have not read (its flow control, runtime/loop.c); so when the
  * socket is full and answers arrive, they are read into the queue the loop
  * delivers from (in arrival order, as if they had come during a synchronous
  * call) until the frame is out.  Only answers are expected here: before

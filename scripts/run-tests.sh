@@ -53,7 +53,7 @@ js_suite() {
 if [[ -x $BUILD/jsrun ]] && compgen -G "tests/js/*.test.js" >/dev/null; then
   js_suite "JS web-platform tests" js.log "$BUILD"/jsrun engine/fetch.js engine/crypto.js engine/fs.js tests/js/*.test.js
 fi
-# The same node:fs tests with natives over the real broker/vfs.c.
+# The same node:fs tests with natives over the real effects/fs/vfs.c.
 if [[ -x $BUILD/vfsrun ]] && compgen -G "tests/js/fs_*.test.js" >/dev/null; then
   js_suite "node:fs tests against the parent's VFS (build/vfsrun)" vfsrun.log "$BUILD"/vfsrun engine/fs.js tests/js/fs_*.test.js
 fi

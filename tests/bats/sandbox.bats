@@ -527,7 +527,7 @@ expect_dates() { # EXPECTED
   # The zone files are in the box (read-only, with /usr); what ICU did without
   # TZ, listing them, stays forbidden.
   if nm -D "$CHIDORI" 2>/dev/null | grep -q ' __asan_init'; then
-    skip "sanitizer build: its worker filter allows getdents64 for the ASan runtime (launcher/seccomp.c)"
+    skip "sanitizer build: its worker filter allows getdents64 for the ASan runtime (sandbox/seccomp.c)"
   fi
   as_worker list-zoneinfo
   expect_killed getdents64

@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_policy.c — libFuzzer target for the policy parser and the
- * matcher (broker/policy.c).  The bytes are parsed as a policy (directly and
+ * matcher (policy/policy.c).  The bytes are parsed as a policy (directly and
  * through policy_select's inline source); when they split at "\n--\n" the
  * second half is the call's args, otherwise every object inside the input is
  * tried as args, so patterns meet argument trees of the same shape.  Crashes
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/policy.h"
+#include "policy/policy.h"
 
 static const char *const targets[] = {
         "http", "workspace:list", "workspace:read", "workspace:write", "workspace:delete",

@@ -1,4 +1,4 @@
-/* tests/fuzz/fuzz_vfs.c — libFuzzer target for broker/vfs.c: random
+/* tests/fuzz/fuzz_vfs.c — libFuzzer target for effects/fs/vfs.c: random
  * sequences of fs.* calls, as a hostile worker could send them.
  *
  * The input is a small program.  The first bytes pick tight limits (so the
@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/vfs.h"
 #include "common/err.h"
 #include "common/util.h"
+#include "effects/fs/vfs.h"
 
 struct input {
         const uint8_t *p;

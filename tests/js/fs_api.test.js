@@ -1,7 +1,7 @@
 // engine/fs.js against a parent: under build/jsrun a fake, a small in-memory
 // filesystem written here in JS with the semantics and messages of
-// broker/vfs.c (only as much as these tests need); under build/vfsrun
-// (tests/js/vfsrun.c) the real broker/vfs.c.  The C side has its own tests
+// effects/fs/vfs.c (only as much as these tests need); under build/vfsrun
+// (tests/js/vfsrun.c) the real effects/fs/vfs.c.  The C side has its own tests
 // in tests/unit/test_vfs.c.
 // Run: build/jsrun engine/fs.js tests/js/fs_*.test.js
 //      build/vfsrun engine/fs.js tests/js/fs_*.test.js
@@ -238,7 +238,7 @@ function asyncHost(run, log, opts) {
         return host;
 }
 
-// The real broker/vfs.c through vfsrun's natives, each result turned into a
+// The real effects/fs/vfs.c through vfsrun's natives, each result turned into a
 // value or an Error {message, code} as the prelude's hostError does.
 function realHost(opts) {
         opts = opts || {};
@@ -262,7 +262,7 @@ function realHost(opts) {
 
 var REAL = typeof __vfsNew === 'function';
 var newHost = REAL ? realHost : fakeHost;
-print('# fs_api: the parent is ' + (REAL ? 'broker/vfs.c (vfsrun)' : 'a JS fake (jsrun)'));
+print('# fs_api: the parent is ' + (REAL ? 'effects/fs/vfs.c (vfsrun)' : 'a JS fake (jsrun)'));
 
 function fresh(opts) {
         var h = newHost(opts), m = install(h);

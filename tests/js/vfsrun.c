@@ -1,8 +1,8 @@
 /*
- * vfsrun: build/jsrun plus two natives that reach broker/vfs.c, so the JS
+ * vfsrun: build/jsrun plus two natives that reach effects/fs/vfs.c, so the JS
  * node:fs tests run against the real parent-side filesystem instead of the
  * JS fake (tests/js/fs_api.test.js picks the real one when __vfsNew
- * exists).  Linked from tests/js/jsrun.c, this file, broker/vfs.c,
+ * exists).  Linked from tests/js/jsrun.c, this file, effects/fs/vfs.c,
  * common/util.c and common/err.c.
  *
  *   __vfsNew() -> handle                    a fresh VFS (default limits)
@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/vfs.h"
 #include "common/err.h"
+#include "effects/fs/vfs.h"
 
 void jsrun_install_natives(JSGlobalContextRef ctx);
 

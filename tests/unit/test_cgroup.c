@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-/* tests/unit/test_cgroup.c — cgroup/: knob parsing, the /proc parsers,
+/* tests/unit/test_cgroup.c — sandbox/cgroup/: knob parsing, the /proc parsers,
  * detection, and real leaves on whatever this host offers (v2 with memory,
  * or v1; the v2 mechanics also on a cgroup2 hierarchy without controllers).
  * Tests that need what the host lacks are skipped with the reason printed.
@@ -28,9 +28,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cgroup/cgroup-internal.h"
-#include "cgroup/cgroup.h"
 #include "common/cleanup.h"
+#include "sandbox/cgroup/cgroup-internal.h"
+#include "sandbox/cgroup/cgroup.h"
 
 #define SKIP(fmt, ...)                                                                   \
         do {                                                                             \
@@ -923,7 +923,7 @@ struct enter_arg {
         bool bomb;
 };
 
-/* Fork a child that enters `enter` itself (as launcher/child.c does), then
+/* Fork a child that enters `enter` itself (as sandbox/child.c does), then
  * reports its /proc/self/cgroup, or fork-bombs. */
 static pid_t spawn_entering(struct fx *f, const char *enter, bool bomb)
 {

@@ -1,4 +1,4 @@
-/* tests/unit/test_cli.c — launcher/cli.c: the distance behind "did you
+/* tests/unit/test_cli.c — cli/suggest.c: the distance behind "did you
  * mean", and which option it picks. */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "launcher/cli.h"
+#include "cli/suggest.h"
 
 static void test_distance(void **state)
 {

@@ -1,4 +1,4 @@
-/* tests/unit/test_grants.c — the nested run's environment (launcher/grants.c,
+/* tests/unit/test_grants.c — the nested run's environment (cli/grants.c,
  * grants_nested_env): built explicitly, every path absolute against the
  * operator's working directory, nothing of the agent's folder.  The bats
  * suite (tests/bats/tree.bats) shows each variable end to end; this pins the
@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "launcher/grants.h"
-#include "launcher/launcher.h"
+#include "cli/cli.h"
+#include "cli/grants.h"
 
 /* main.c's, which a unit test does not link. */
 volatile sig_atomic_t launcher_stop_signal;

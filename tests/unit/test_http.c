@@ -1,4 +1,4 @@
-/* tests/unit/test_http.c — broker/http.c against a tiny HTTP/1.1 server run
+/* tests/unit/test_http.c — effects/net/http.c against a tiny HTTP/1.1 server run
  * by this test (one thread per connection) on 127.0.0.1 and 127.0.0.2, same
  * ephemeral port.  No traffic goes anywhere else: refusals are proven by the
  * server's accept counters staying where they were — the guard refuses
@@ -33,10 +33,10 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
-#include "broker/http.h"
-#include "broker/ssrf.h"
 #include "common/err.h"
 #include "common/util.h"
+#include "effects/net/http.h"
+#include "effects/net/ssrf.h"
 
 /* ================= the test server ================= */
 

@@ -1,4 +1,4 @@
-/* tests/unit/test_journal.c — broker/journal.c: the size cap of a recorded
+/* tests/unit/test_journal.c — runtime/journal.c: the size cap of a recorded
  * journal, and replay loading (linear time, index by id, size limit, lines
  * read again on demand). */
 #define _GNU_SOURCE
@@ -17,8 +17,8 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "broker/journal.h"
 #include "common/err.h"
+#include "runtime/journal.h"
 
 static char dir[] = "/tmp/chidori-test-journal.XXXXXX";
 

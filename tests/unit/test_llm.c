@@ -1,4 +1,4 @@
-/* tests/unit/test_llm.c — broker/llm.c: configuration from the environment,
+/* tests/unit/test_llm.c — effects/net/llm.c: configuration from the environment,
  * request shaping, answer reading, and that the API key never shows in an
  * error or a value.  The last test runs a real prompt through the http
  * engine against tests/servers/fake_http.py (skipped without python3). */
@@ -24,12 +24,12 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "broker/http.h"
-#include "broker/llm.h"
-#include "broker/ssrf.h"
 #include "common/cleanup.h"
 #include "common/err.h"
 #include "common/util.h"
+#include "effects/net/http.h"
+#include "effects/net/llm.h"
+#include "effects/net/ssrf.h"
 
 #define KEY "sk-test-0123456789abcdefSECRET"
 

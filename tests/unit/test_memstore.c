@@ -1,4 +1,4 @@
-/* tests/unit/test_memstore.c — broker/memstore.c against a real SQLite file
+/* tests/unit/test_memstore.c — effects/memory/memstore.c against a real SQLite file
  * in a fresh mkdtemp directory per test. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -18,8 +18,8 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
-#include "broker/memstore.h"
 #include "common/err.h"
+#include "effects/memory/memstore.h"
 
 struct fx {
         char dir[64];

@@ -1,4 +1,4 @@
-/* tests/unit/test_memwatch.c — launcher/memwatch.c, the memory ceiling
+/* tests/unit/test_memwatch.c — sandbox/memwatch.c, the memory ceiling
  * without a cgroup: what it counts, that it kills a child over the limit
  * (its descendants counted), and that it leaves one under the limit alone. */
 #define _GNU_SOURCE
@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "launcher/memwatch.h"
+#include "sandbox/memwatch.h"
 
 #define MiB (1024 * 1024)
 

@@ -1,4 +1,4 @@
-/* tests/unit/test_policy.c — broker/policy.c: profiles, the file schema and
+/* tests/unit/test_policy.c — policy/policy.c: profiles, the file schema and
  * its error paths, match_args, selection order, layering and the texts the
  * user reads (docs/policy.md). */
 #define _GNU_SOURCE
@@ -14,8 +14,8 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "broker/policy.h"
 #include "common/err.h"
+#include "policy/policy.h"
 
 static char tmpdir[64];
 

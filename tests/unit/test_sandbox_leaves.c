@@ -1,5 +1,5 @@
-/* tests/unit/test_sandbox_leaves.c — netns/netns.c, launcher/landlock.c and
- * launcher/caps.c, each proved both ways: the attack fails with the layer and
+/* tests/unit/test_sandbox_leaves.c — sandbox/netns/netns.c, sandbox/landlock.c and
+ * sandbox/caps.c, each proved both ways: the attack fails with the layer and
  * succeeds in a child without it.
  *
  * Every probe runs in a forked child (entering a new user/net namespace
@@ -42,9 +42,9 @@
 #include <sys/syscall.h>
 
 #include "common/err.h"
-#include "launcher/caps.h"
-#include "launcher/landlock.h"
-#include "netns/netns.h"
+#include "sandbox/caps.h"
+#include "sandbox/landlock.h"
+#include "sandbox/netns/netns.h"
 
 #define NV 64
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))

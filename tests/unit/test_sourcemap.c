@@ -1,4 +1,4 @@
-/* tests/unit/test_sourcemap.c — launcher/sourcemap.c: VLQ decoding, source
+/* tests/unit/test_sourcemap.c — cli/sourcemap.c: VLQ decoding, source
  * paths, lookups and the rewrite of an agent error's stack and position. */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -12,8 +12,8 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
+#include "cli/cli.h"
 #include "common/err.h"
-#include "launcher/launcher.h"
 
 static void vlq_is(const char *text, long want, size_t used)
 {

@@ -1,4 +1,4 @@
-/* tests/unit/test_ssrf.c — broker/ssrf.c: address classification (one
+/* tests/unit/test_ssrf.c — effects/net/ssrf.c: address classification (one
  * cmocka test per address, so the count says how many ranges are covered)
  * and the allowlist.  Pure functions: nothing here opens a socket. */
 #define _GNU_SOURCE
@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "broker/ssrf.h"
 #include "common/err.h"
+#include "effects/net/ssrf.h"
 
 struct ccase {
         const char *addr;

@@ -1,4 +1,4 @@
-/* tests/unit/test_subproc.c — broker/subproc.c with real children (sh, cat,
+/* tests/unit/test_subproc.c — effects/proc/subproc.c with real children (sh, cat,
  * env, sleep from the host).  Every test drives the engine through its own
  * small poll() loop, the way the broker does. */
 #define _GNU_SOURCE
@@ -18,9 +18,9 @@
 
 #include <cmocka.h>
 
-#include "broker/subproc.h"
 #include "common/err.h"
 #include "common/util.h"
+#include "effects/proc/subproc.h"
 
 struct res {
         int calls;

@@ -1,4 +1,4 @@
-/* tests/unit/test_template.c — broker/template.c, one test per rule of
+/* tests/unit/test_template.c — effects/template/template.c, one test per rule of
  * docs/template.md. */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -14,9 +14,9 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "broker/template.h"
 #include "common/err.h"
 #include "common/util.h"
+#include "effects/template/template.h"
 
 /* Render `tpl` with vars parsed from `vars_json` (NULL = no vars) and compare. */
 static void check(const char *tpl, const char *vars_json, const char *want)

@@ -1,6 +1,6 @@
-/* tests/unit/test_tools.c — broker/tools.c: the tools file's schema, the
+/* tests/unit/test_tools.c — effects/proc/tools.c: the tools file's schema, the
  * child built for a call, the reading of its result, and real calls through
- * broker/subproc.c — sandboxed ones through the built `chidori launch`
+ * effects/proc/subproc.c — sandboxed ones through the built `chidori launch`
  * ($CHIDORI_BIN or build/chidori; those tests are skipped without it). */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,8 +23,8 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "broker/subproc.h"
-#include "broker/tools.h"
+#include "effects/proc/subproc.h"
+#include "effects/proc/tools.h"
 
 extern char **environ;
 #include "common/cleanup.h"

@@ -1,4 +1,4 @@
-/* tests/unit/test_tz.c — launcher/tz.c: which names may become the worker's
+/* tests/unit/test_tz.c — sandbox/tz.c: which names may become the worker's
  * TZ.  A name passes only if ICU will take it from TZ as it stands (else ICU
  * lists /usr/share/zoneinfo and the worker's filter kills the run), the host
  * has the zone file the box shows, and the engine's ICU knows the zone (else
@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "launcher/tz.h"
+#include "sandbox/tz.h"
 
 static bool host_has(const char *zone)
 {

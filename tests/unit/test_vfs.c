@@ -1,4 +1,4 @@
-/* tests/unit/test_vfs.c — broker/vfs.c: the in-memory filesystem of node:fs.
+/* tests/unit/test_vfs.c — effects/fs/vfs.c: the in-memory filesystem of node:fs.
  *
  * Each test gets a fresh VFS (V); tests of the limits make their own.
  * Calls go through vfs_call with args written as JSON text, as the broker
@@ -21,9 +21,9 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "broker/vfs.h"
 #include "common/err.h"
 #include "common/util.h"
+#include "effects/fs/vfs.h"
 
 static struct vfs *V;
 

@@ -1,4 +1,4 @@
-/* tests/unit/test_workspace.c — broker/workspace.c against real directories.
+/* tests/unit/test_workspace.c — effects/workspace/workspace.c against real directories.
  *
  * Each test gets a fresh /tmp/ws-test-XXXXXX holding `ws/` (the workspace)
  * and `outside/` (a sibling the agent must never reach: secret, passwd).
@@ -37,8 +37,8 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "broker/workspace.h"
 #include "common/err.h"
+#include "effects/workspace/workspace.h"
 
 #define SECRET "TOP SECRET\n"
 #define OUT_PASSWD "outside passwd\n"

@@ -1,0 +1,156 @@
+/* cli/cli.h — the CLI side: options, spawning the worker, mapping
+ * every way a run can end to a message and an exit code. */
+#ifndef CHIDORI_CLI_H
+#define CHIDORI_CLI_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "common/err.h"
+#include "common/exit.h"
+#include "runtime/runtime.h"
+#include "sandbox/sandbox.h"
+
+#define CHIDORI_VERSION "0.1.0"
+
+/* ---- main.c ---- */
+/* The signal (SIGINT, SIGTERM, SIGHUP) that asked this launcher to stop, or
+ * 0.  Waits poll it on EINTR, end the box, clean up, then exit 128+sig. */
+extern volatile sig_atomic_t launcher_stop_signal;
+
+/* ---- spawn.c ---- */
+struct engine_thread;
+struct worker {
+        pid_t pid;         /* 0 for in-process */
+        int pidfd;         /* -1 if none */
+        int frame_fd;      /* parent's end of the socketpair */
+        int stderr_fd;     /* read end of the worker's stderr, -1 in-process */
+        bool in_process;
+        struct engine_thread *et; /* in-process: what the engine thread shares (heap: it may
+                                   * outlive this struct if the thread has to be abandoned) */
+        pthread_t thread;
+        int notify_fd;     /* seccomp listener, -1 if none */
+        struct sandbox_run sr;
+        bool have_sr;
+};
+
+struct spawn_opts {
+        bool in_process;
+        const char *worker_path; /* resolved path of chidori-worker */
+        const char *run_id;
+        const struct sandbox_opts *sandbox;
+        char banner[1024];       /* out: the Isolation: line's text */
+};
+
+/* Start a worker.  On success *ret owns fds and the child/thread. */
+int spawn_worker(struct spawn_opts *o, struct worker *ret, struct err **err);
+/* Wait for the worker to end; *ret_status is a waitpid status (0 in-process).
+ * Kills it first when kill_first is set (in-process: sets the engine's stop
+ * flag).  Closes the worker's fds.  An in-process engine that does not stop
+ * within a second (JS the watchdog cannot reach) is left running, with a
+ * note on stderr: the CLI exits right after. */
+int worker_finish(struct worker *w, bool kill_first, int *ret_status, struct sandbox_usage *ret_usage,
+                  double *ret_cpu_ms, struct err **err);
+/* In-process: the flag that stops the engine's JS (for the broker), else NULL. */
+_Atomic int *worker_stop_flag(struct worker *w);
+/* Find chidori-worker: $CHIDORI_WORKER, next to this binary, libexec. */
+int find_worker(char **ret_path, struct err **err);
+
+/* ---- agent.c ---- */
+struct agent {
+        char *path;        /* as given */
+        char *abspath;     /* canonical; NULL for an agent read from stdin */
+        char *filename;    /* base name, for stack traces */
+        char *source;      /* original bytes */
+        size_t source_len;
+        char *script;      /* what the worker runs (bundled when needed) */
+        char sha256[65];   /* of the original bytes */
+        bool esm;          /* script is an ES-module bundle: strict, may use top-level await */
+        struct sourcemap *map;  /* the bundle's source map, or NULL */
+        char *map_warning; /* why there is no map for a bundle, or NULL */
+};
+/* Load and, for ES modules / TypeScript, bundle with esbuild.  On a bundling
+ * error, code 1 and the message carries esbuild's diagnosis (syntax errors as
+ * file:line:col). */
+int agent_load(const char *path, struct agent *ret, struct err **err);
+/* The same for an agent read from stdin (`chidori run -`): path "-",
+ * filename `name` (stack traces, and .ts/.mjs select bundling), abspath
+ * NULL.  A bundled stdin agent can import no file of its own. */
+int agent_load_stdin(const char *name, struct agent *ret, struct err **err);
+/* esbuild: $CHIDORI_ESBUILD, the build tree's tools/, beside the binary or in
+ * its libexec directory (common/dlib.h), then $PATH.  malloc'd, or NULL. */
+char *agent_find_esbuild(void);
+void agent_free(struct agent *a);
+enum { AGENT_E_NOT_FOUND = 1, AGENT_E_BUNDLE, AGENT_E_IMPORT, AGENT_E_NO_ESBUILD };
+
+/* ---- sourcemap.c ---- */
+/* A source map (revision 3) of a bundle, with its sources made relative to
+ * the agent's directory (sources outside it are chidori's own and map to
+ * nothing). */
+struct sourcemap;
+struct cJSON;
+/* Parse the map's JSON text; map_dir is where the map's relative source
+ * paths start (the bundle's directory).  *ret is freed with sourcemap_free. */
+int sourcemap_parse(const char *json, const char *map_dir, const char *agent_dir, struct sourcemap **ret,
+                    struct err **err);
+void sourcemap_free(struct sourcemap *m);
+struct sourcemap_pos {
+        unsigned line, col;            /* in: 1-based position in the bundle */
+        int src;                       /* out: index of the source, -1 if unmapped */
+        unsigned orig_line, orig_col;  /* out: 1-based position in that source */
+        long best_col;                 /* internal */
+};
+/* Map n positions in one pass over the mappings.  Fails only on a malformed map. */
+int sourcemap_lookup(const struct sourcemap *m, struct sourcemap_pos *pos, size_t n, struct err **err);
+/* The source's path relative to the agent's directory; NULL for chidori's
+ * own generated code or an index out of range. */
+const char *sourcemap_source(const struct sourcemap *m, int index);
+/* Rewrite a done frame's error {stack, file, line, column}: frames and the
+ * position in the bundle named `bundle` become the agent's own files and
+ * lines; frames in generated code are dropped. */
+int sourcemap_map_error(const struct sourcemap *m, const char *bundle, struct cJSON *error, struct err **err);
+/* One base64 VLQ value at *p (advanced past it); -1 if malformed or over 31 bits. */
+int sourcemap_vlq(const char **p, long *ret);
+/* Lexically join and normalise: "/a/b" + "../c/./d" -> "/a/c/d" (malloc'd). */
+char *sourcemap_join(const char *base, const char *rel);
+
+/* ---- report.c ---- */
+/* Print the outcome (stdout for the value, stderr for failures) and return
+ * the exit code.  status: the worker's wait status. */
+int report_outcome(const struct broker_outcome *o, int status, bool json, long js_deadline_ms, long cpu_secs,
+                   const char *run_id);
+/* The agent's result and a newline on stdout: the worker's own JSON text
+ * (a raw node) as it is, without a copy. */
+void report_value(const struct cJSON *value);
+/* Exit code for a spawn failure (78 for a missing required layer). */
+int spawn_exit_code(const struct err *e);
+/* The worker died before `ready` and the cgroup's pids limit was hit:
+ * "process limit too low to start the engine (<source>; at least M
+ * needed)", exit 2 (a configuration the user chose).  source: where the
+ * limit came from, e.g. "--pids 5" or "CHIDORI_PIDS_MAX=5". */
+int report_pids_too_low(const struct broker_outcome *o, bool json, const char *run_id, const char *source,
+                        uint64_t pids);
+
+/* The fewest tasks (pids.max) the engine worker can run with: its main
+ * thread, the worker's helper thread, JavaScriptCore's heap helper and two
+ * JIT compiler threads, measured with the JIT on, on 2 CPUs.  JSC sizes its
+ * pools by the CPU count, so a larger host may need more: a worker that
+ * still fails to start says so (report_pids_too_low). */
+#define ENGINE_PIDS_MIN 7
+
+/* ---- commands ---- */
+int cmd_run(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
+int cmd_memory(int argc, char **argv);
+int cmd_launch(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
+
+/* ---- memory.c ---- */
+/* --state-dir DIR: DIR exists, or its parent does (DIR itself is then
+ * created by the store); else prints the error naming the missing parent
+ * and returns -1. */
+int state_dir_check(const char *dir);
+
+#endif

@@ -1,0 +1,109 @@
+/* cli/main.c — argv[1] selects a subcommand; everything else is in the
+ * subcommand's file. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/suggest.h"
+#include "common/text.h"
+#include "sandbox/sandbox.h"
+
+static void help(FILE *f)
+{
+        fprintf(f, "chidori %s — a sandboxed runtime for JavaScript agents\n"
+                   "\n"
+                   "Usage: chidori COMMAND [OPTIONS] ...\n"
+                   "\n"
+                   "Commands:\n"
+                   "  run AGENT        run one agent to completion and print its result\n"
+                   "  replay JOURNAL   re-run a recorded run from its journal, performing no effect\n"
+                   "  launch -- PROG   run any program inside the same sandbox\n"
+                   "  doctor           report which isolation layers this host can apply\n"
+                   "  memory ACTION    list, show, delete or clear an agent's memory (chidori.memory)\n"
+                   "\n"
+                   "  chidori COMMAND --help   shows the options of a command\n"
+                   "  chidori --version        prints the version\n",
+                CHIDORI_VERSION);
+}
+
+volatile sig_atomic_t launcher_stop_signal;
+
+static void on_stop(int sig)
+{
+        launcher_stop_signal = sig;
+}
+
+static void on_sigpipe(int sig)
+{
+        (void)sig;
+}
+
+/* SIGINT/SIGTERM/SIGHUP must not kill the launcher before it has ended the
+ * box and removed its cgroups: note the signal (no SA_RESTART, so the wait
+ * in progress returns EINTR), let the normal teardown run, exit 128+sig. */
+static void install_stop_handlers(void)
+{
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_stop;
+        sigemptyset(&sa.sa_mask);
+        static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+        for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+                sigaction(sigs[i], &sa, NULL);
+        /* A write to a reader that is gone (the worker, a tool, our own
+         * stdout or stderr piped into something that exited) is an EPIPE
+         * error, never the death of the run before its end line.  Caught,
+         * not ignored: an exec'd child starts with the default action again
+         * (SIG_IGN would be inherited), so tools and boxes see the usual
+         * SIGPIPE.  docs/decisions.md, "SIGPIPE: caught, never fatal". */
+        sa.sa_handler = on_sigpipe;
+        sa.sa_flags = SA_RESTART;
+        sigaction(SIGPIPE, &sa, NULL);
+}
+
+int main(int argc, char **argv)
+{
+        install_stop_handlers();
+        if (argc < 2) {
+                help(stderr);
+                return EXIT_USAGE;
+        }
+        /* A child of a run (nested run, tool): die with it and enter its
+         * cgroup budget before anything else (sandbox/child.c). */
+        int setup = launcher_child_setup();
+        if (setup)
+                return setup;
+        const char *cmd = argv[1];
+        if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0 || strcmp(cmd, "version") == 0) {
+                printf("chidori %s\n", CHIDORI_VERSION);
+                return EXIT_OK;
+        }
+        if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+                help(stdout);
+                return EXIT_OK;
+        }
+        /* run and replay have --json: their usage errors are JSON too. */
+        if (strcmp(cmd, "run") == 0 || strcmp(cmd, "replay") == 0) {
+                cli_json_begin(argc - 1, argv + 1);
+                int code = cmd[1] == 'u' ? cmd_run(argc - 1, argv + 1) : cmd_replay(argc - 1, argv + 1);
+                return cli_json_end(code);
+        }
+        if (strcmp(cmd, "launch") == 0)
+                return cmd_launch(argc - 1, argv + 1);
+        if (strcmp(cmd, "doctor") == 0)
+                return cmd_doctor(argc - 1, argv + 1);
+        if (strcmp(cmd, "_host-tool") == 0) /* internal: how a "sandbox": false tool runs */
+                return cmd_host_tool(argc - 1, argv + 1);
+        if (strcmp(cmd, "memory") == 0)
+                return cmd_memory(argc - 1, argv + 1);
+        static const char *const cmds[] = { "run", "replay", "launch", "doctor", "memory", "help", "version" };
+        const char *near = cli_nearest(cmd, cmds, sizeof(cmds) / sizeof(cmds[0]));
+        char q[256];
+        text_quote(cmd, strlen(cmd), q, sizeof(q));
+        if (near)
+                fprintf(stderr, "chidori: unknown command '%s'; did you mean '%s'?\nTry 'chidori --help'.\n", q, near);
+        else
+                fprintf(stderr, "chidori: unknown command '%s'\nTry 'chidori --help'.\n", q);
+        return EXIT_USAGE;
+}

@@ -1,0 +1,924 @@
+/* cli/run.c — `chidori run` and `chidori replay`: options, then one
+ * spawn -> broker -> wait -> report sequence shared by both. */
+#define _GNU_SOURCE
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "cli/bounds.h"
+#include "cli/cli.h"
+#include "cli/grants.h"
+#include "cli/options.h"
+#include "cli/suggest.h"
+#include "common/budget.h"
+#include "common/cleanup.h"
+#include "common/text.h"
+#include "common/util.h"
+#include "effects/memory/memstore.h"
+#include "policy/policy.h"
+#include "proto/json.h"
+#include "runtime/journal.h"
+#include "sandbox/tz.h"
+
+struct run_opts {
+        const char *agent_path;
+        const char *input_json;
+        const char *input_file;
+        const char *journal_path;
+        const char *state_dir;
+        const char *answers_path;
+        const char *mem_ns;
+        const char *agent_name;   /* --agent-name: the name of an agent read from stdin */
+        long js_deadline_ms;      /* -1 until given or defaulted (resolve_cpu_budget) */
+        bool js_deadline_set;     /* given by --js-deadline or CHIDORI_JS_DEADLINE_MS */
+        struct sandbox_opts sb;
+        struct grants_opts gr;    /* run only: what the agent is handed */
+        struct broker_limits lim; /* the parent's limits (cli/bounds.h) */
+        double started;           /* mono_ms() at the command's start: --deadline counts from here */
+        bool json, quiet, in_process;
+        bool untrusted, trusted;  /* --untrusted / --trusted */
+        bool tz_flag;             /* sb.tz came from --tz (else CHIDORI_TZ or the default) */
+        bool force;               /* --force: --journal may replace a file that is not a journal */
+        bool pids_flag;           /* sb.pids_max came from --pids (else CHIDORI_PIDS_MAX or the default) */
+};
+
+static int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int usage_error(const char *cmd, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        fprintf(stderr, "chidori: ");
+        vfprintf(stderr, fmt, ap);
+        fprintf(stderr, "\nTry 'chidori %s --help'.\n", cmd);
+        va_end(ap);
+        return EXIT_USAGE;
+}
+
+static int env_ms(const char *name, long *ret)
+{
+        const char *v = getenv(name);
+        if (!v || !*v)
+                return 0;
+        if (parse_nonneg(v, ret) < 0) {
+                fprintf(stderr, "chidori: %s='%s' is not a number of milliseconds (expected an integer >= 0)\n",
+                        name, v);
+                return -1;
+        }
+        return 0;
+}
+
+/* CHIDORI_ISOLATE: "process" (default) or "off". */
+static int env_isolate(bool *in_process)
+{
+        const char *v = getenv("CHIDORI_ISOLATE");
+        if (!v || !*v || strcmp(v, "process") == 0)
+                return 0;
+        if (strcmp(v, "off") == 0) {
+                *in_process = true;
+                return 0;
+        }
+        fprintf(stderr, "chidori: CHIDORI_ISOLATE='%s' is not valid (expected 'process' or 'off')\n", v);
+        return -1;
+}
+
+/* The user's JSON text, checked (strict, proto/json.h) and kept as
+ * written: the agent gets exactly these numbers and strings.  *ret is a raw
+ * node, or (raw_children) an array or object whose entries are. */
+static int parse_json_arg(const char *what, const char *text, size_t len, bool raw_children, cJSON **ret)
+{
+        struct json_error je;
+        if (json_validate(text, len, NULL, &je, NULL) < 0) {
+                size_t l, c;
+                json_line_col(text, len, je.offset, &l, &c);
+                char q[200];
+                fprintf(stderr, "chidori: %s is not valid JSON (line %zu, column %zu): %s; quote strings, e.g. "
+                                "'\"text\"'\n",
+                        what, l, c, text_term(je.what, strlen(je.what), q, sizeof(q)));
+                return -1;
+        }
+        struct json_span all = { text, len };
+        cJSON *j = raw_children ? json_to_cjson(all, NULL, true) : json_cjson_raw(all);
+        if (!j) {
+                fprintf(stderr, "chidori: %s: out of memory\n", what);
+                return -1;
+        }
+        *ret = j;
+        return 0;
+}
+
+/* After an in-process run the engine library and its threads live in this
+ * process; nothing is left to release that the kernel does not, and
+ * LeakSanitizer cannot walk JavaScriptCore's reservations: leave now. */
+static int in_process_exit(const struct run_opts *o, int code)
+{
+        if (!o->in_process)
+                return code;
+        code = cli_json_end(code);
+        fflush(NULL);
+        _exit(code);
+}
+
+static void make_run_id(char out[40])
+{
+        unsigned char b[8];
+        if (getrandom(b, sizeof(b), 0) != sizeof(b))
+                memset(b, 0, sizeof(b));
+        snprintf(out, 40, "run-%02x%02x%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]);
+}
+
+/* Where the pids limit came from, for messages. */
+static void pids_source(const struct run_opts *o, char *buf, size_t len)
+{
+        const char *env = getenv("CHIDORI_PIDS_MAX");
+        unsigned long long n = (unsigned long long)o->sb.pids_max;
+        if (o->pids_flag)
+                snprintf(buf, len, "--pids %llu", n);
+        else if (env && *env)
+                snprintf(buf, len, "CHIDORI_PIDS_MAX=%llu", n);
+        else
+                snprintf(buf, len, "--pids %llu, the default", n);
+}
+
+static void banner(const struct run_opts *o, const char *isolation, const struct policy *pol)
+{
+        if (o->quiet)
+                return;
+        char desc[512];
+        policy_describe(pol, desc, sizeof(desc));
+        fprintf(stderr, "Isolation: %s\n", isolation);
+        fprintf(stderr, "Policy: %s\n", desc);
+}
+
+/* The engine's CPU budget by default (docs/sandbox.md, "CPU"): a runaway
+ * loop ends without the operator asking for it.  Code run under a policy
+ * that is not permissive (--untrusted) gets less: it has no reason to compute
+ * for long, and a shorter bound limits what a hostile agent burns.  There is
+ * no default wall-clock deadline: waiting on a slow tool is not a runaway. */
+#define JS_BUDGET_DEFAULT_MS 60000L
+#define JS_BUDGET_UNTRUSTED_MS 10000L
+
+static void resolve_cpu_budget(struct run_opts *o, const struct policy *pol)
+{
+        o->js_deadline_set = o->js_deadline_ms >= 0;
+        if (!o->js_deadline_set)
+                o->js_deadline_ms = policy_fallback(pol) != POLICY_ALLOW ? JS_BUDGET_UNTRUSTED_MS : JS_BUDGET_DEFAULT_MS;
+        o->sb.engine_cpu_ms = o->js_deadline_ms;
+}
+
+/* Select the policy (ARCHITECTURE.md, "Policy"): --untrusted beats every
+ * CHIDORI_POLICY* variable, then FILE, inline JSON, PROFILE, the surface
+ * default.  A malformed source fails closed to untrusted with a warning
+ * that is printed even with --quiet. */
+static int select_policy(const struct run_opts *o, struct policy **ret)
+{
+        struct policy_sources src = {
+                .surface = POLICY_SURFACE_RUN,
+                .flag_untrusted = o->untrusted,
+                .flag_trusted = o->trusted,
+                .env_file = getenv("CHIDORI_POLICY_FILE"),
+                .env_inline = getenv("CHIDORI_POLICY"),
+                .env_profile = getenv("CHIDORI_POLICY_PROFILE"),
+        };
+        char *warning = NULL;
+        struct err *err = NULL;
+        if (policy_select(&src, ret, &warning, &err) < 0) {
+                fprintf(stderr, "chidori: %s\n", err_msg(err));
+                err_free(err);
+                return -1;
+        }
+        if (warning)
+                fprintf(stderr, "chidori: warning: %s\n", warning);
+        free(warning);
+        return 0;
+}
+
+struct run_ctx {
+        struct policy *policy;
+        struct grants grants;
+        struct agent agent;
+        cJSON *input;
+        cJSON *answers;
+        struct memstore *mem;
+        struct journal *journal;
+        struct replay *replay;
+        char *ns;
+        char run_id[40];
+};
+
+static void run_ctx_free(struct run_ctx *c)
+{
+        policy_free(c->policy);
+        grants_close(&c->grants);
+        agent_free(&c->agent);
+        cJSON_Delete(c->input);
+        cJSON_Delete(c->answers);
+        memstore_close(c->mem);
+        journal_close(c->journal);
+        replay_free(c->replay);
+        free(c->ns);
+}
+
+static void journal_header(struct run_ctx *c, const char *tz)
+{
+        char ts[40];
+        utc_iso8601(ts, sizeof(ts));
+        cJSON *h = cJSON_CreateObject();
+        cJSON_AddStringToObject(h, "type", "header");
+        cJSON_AddStringToObject(h, "chidori", CHIDORI_VERSION);
+        cJSON_AddNumberToObject(h, "protocol", 1);
+        cJSON_AddStringToObject(h, "run_id", c->run_id);
+        cJSON_AddStringToObject(h, "agent", c->agent.abspath ? c->agent.abspath : "-"); /* "-": read from stdin */
+        cJSON_AddStringToObject(h, "agent_sha256", c->agent.sha256);
+        cJSON_AddStringToObject(h, "filename", c->agent.filename);
+        cJSON_AddStringToObject(h, "memory_ns", c->ns);
+        cJSON_AddStringToObject(h, "tz", tz ? tz : TZ_DEFAULT); /* replay runs in the same zone */
+        /* Values (args, results, input) are the JSON text the worker wrote,
+         * recorded as it is; replay compares args as text.  Journals
+         * without it are older: their values were printed again by cJSON. */
+        cJSON_AddStringToObject(h, "values", "exact");
+        cJSON_AddItemToObject(h, "input", cJSON_Duplicate(c->input, 1));
+        cJSON_AddStringToObject(h, "started", ts);
+        journal_append_final(c->journal, h, NULL);  /* a huge --input may pass --max-journal: then the first call stops */
+        cJSON_Delete(h);
+}
+
+static const char *end_name(enum broker_end e)
+{
+        static const char *n[BROKER_END_MAX] = {
+                [BROKER_END_SECCOMP] = "sandbox_violation", [BROKER_END_INTERRUPTED] = "interrupted",
+                [BROKER_END_DONE_OK] = "ok",           [BROKER_END_AGENT_ERROR] = "agent_error",
+                [BROKER_END_NEVER_SETTLED] = "never_settled", [BROKER_END_CPU_LIMIT] = "cpu_limit",
+                [BROKER_END_PROTOCOL] = "protocol_error", [BROKER_END_EOF] = "worker_exited",
+                [BROKER_END_DEADLINE] = "deadline",    [BROKER_END_DIVERGED] = "replay_diverged",
+                [BROKER_END_LIMIT] = "limit",
+        };
+        return (unsigned)e < BROKER_END_MAX ? n[e] : "unknown";
+}
+
+static void journal_end(struct run_ctx *c, const struct broker_outcome *o, int status, int code)
+{
+        char ts[40];
+        utc_iso8601(ts, sizeof(ts));
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "type", "end");
+        cJSON_AddStringToObject(e, "outcome", end_name(o->end));
+        cJSON_AddNumberToObject(e, "exit", code);
+        if (o->value)
+                cJSON_AddItemToObject(e, "value", cJSON_Duplicate(o->value, 1));
+        if (o->error)
+                cJSON_AddItemToObject(e, "error", cJSON_Duplicate(o->error, 1));
+        if (o->end != BROKER_END_DONE_OK && o->message)
+                cJSON_AddStringToObject(e, "message", o->message);
+        if (o->end == BROKER_END_EOF)
+                cJSON_AddNumberToObject(e, "wait_status", status);
+        cJSON_AddStringToObject(e, "ended", ts);
+        cJSON *st = cJSON_AddObjectToObject(e, "stats");
+        cJSON_AddItemToObject(st, "wall_ms", json_cjson_number((double)(long)(o->wall_ms * 1000) / 1000.0));
+        cJSON_AddNumberToObject(st, "effects", (double)o->effects);
+        if (o->peak_bytes)
+                cJSON_AddNumberToObject(st, "peak_memory_bytes", (double)o->peak_bytes);
+        if (o->memory_limit)
+                cJSON_AddNumberToObject(st, "memory_limit_bytes", (double)o->memory_limit);
+        journal_append_final(c->journal, e, NULL);  /* also when the journal is full */
+        journal_sync(c->journal, NULL);
+        cJSON_Delete(e);
+}
+
+/* The deadline passed or a stop signal came before the worker started (a
+ * long replay load): the same message and exit status as during the run. */
+static int stopped_early(const struct run_opts *o, enum budget_reason why)
+{
+        struct broker_outcome out = { .blocked_syscall = -1 };
+        if (why == BUDGET_DEADLINE) {
+                out.end = BROKER_END_DEADLINE;
+                if (asprintf(&out.message, "deadline exceeded (%ld ms)", o->sb.deadline_ms) < 0)
+                        out.message = NULL;
+        } else {
+                out.end = BROKER_END_INTERRUPTED;
+        }
+        out.wall_ms = mono_ms() - o->started;
+        int code = report_outcome(&out, 0, o->json, o->js_deadline_ms, o->sb.cpu_secs, "");
+        broker_outcome_clear(&out);
+        return code;
+}
+
+/* spawn -> broker -> wait -> report. */
+static int execute(const struct run_opts *o, struct run_ctx *c, const char *surface)
+{
+        struct err *err = NULL;
+        _cleanup_free_ char *worker_path = NULL;
+        if (c->agent.map_warning)
+                fprintf(stderr, "chidori: warning: %s\n", c->agent.map_warning);
+        if (!o->in_process && find_worker(&worker_path, &err) < 0) {
+                fprintf(stderr, "chidori: %s\n", err_msg(err));
+                err_free(err);
+                return EXIT_USAGE;
+        }
+        if (o->in_process && o->sb.require) {
+                fprintf(stderr, "chidori: sandbox layer unavailable: process isolation (--no-isolate / "
+                                "CHIDORI_ISOLATE=off runs the engine in this process)\n");
+                return EXIT_LAYER_UNAVAILABLE;
+        }
+        /* A box limit asked for explicitly has no box to hold it in-process. */
+        const char *boxlimit = !o->in_process                                     ? NULL
+                               : (o->sb.set & SB_SET_MEMORY) && o->sb.memory_bytes ? "--memory"
+                               : (o->sb.set & SB_SET_PIDS)                         ? "--pids"
+                               : (o->sb.set & SB_SET_CPUS)                         ? "--cpus"
+                               : (o->sb.set & SB_SET_CPU_SECS) && o->sb.cpu_secs   ? "--cpu-secs"
+                                                                                   : NULL;
+        if (boxlimit) {
+                fprintf(stderr, "chidori: sandbox layer unavailable: %s (--no-isolate / CHIDORI_ISOLATE=off runs "
+                                "the engine in this process: no box to hold it; drop one or the other)\n", boxlimit);
+                return EXIT_LAYER_UNAVAILABLE;
+        }
+        struct broker_config cfg = {
+                .script = c->agent.script,
+                .filename = c->agent.filename,
+                .esm = c->agent.esm,
+                .input = c->input,
+                .run_id = c->run_id,
+                .js_deadline_ms = o->js_deadline_ms,
+                .mem = c->mem,
+                .mem_ns = c->ns,
+                .answers = c->answers,
+                .interactive = isatty(0) == 1,
+                .journal = c->journal,
+                .replay = c->replay,
+                .deadline_ms = o->sb.deadline_ms,
+                .deadline_from = o->started,
+                .quiet_logs = c->replay != NULL,
+                .stop = &launcher_stop_signal,
+                .policy = c->policy,
+                .limits = o->lim,
+        };
+        if (!c->replay) {
+                struct nested_src ns = {
+                        .sb = &o->sb, .untrusted = o->untrusted, .trusted = o->trusted,
+                        .in_process = o->in_process, .js_deadline_ms = o->js_deadline_set ? o->js_deadline_ms : -1,
+                        .state_dir = o->state_dir, .lim = &o->lim,
+                        .agent_path = strcmp(o->agent_path, "-") == 0 ? NULL : o->agent_path,
+                };
+                int gc = grants_open(&o->gr, &ns, &c->grants, &cfg);
+                if (gc)
+                        return gc;
+        }
+        struct spawn_opts so = {
+                .in_process = o->in_process, .worker_path = worker_path,
+                /* the cgroup leaf is "run-<hex>" */
+                .run_id = strncmp(c->run_id, "run-", 4) == 0 ? c->run_id + 4 : c->run_id, .sandbox = &o->sb,
+        };
+        struct worker w;
+        if (spawn_worker(&so, &w, &err) < 0) {
+                int code = spawn_exit_code(err);
+                if (code == EXIT_LAYER_UNAVAILABLE)
+                        fprintf(stderr, "chidori: %s\n", err_msg(err));
+                else
+                        fprintf(stderr, "chidori: start the engine worker: %s\n", err_msg(err));
+                err_free(err);
+                return code;
+        }
+        (void)surface;
+        /* Nested runs and tools go below the run's cgroup (one budget). */
+        grants_set_cgroup(&c->grants, w.have_sr ? w.sr.cg : NULL);
+        cli_json_stop(); /* the run has started: from here --json prints its outcome */
+        banner(o, so.banner, c->policy);
+        if (o->in_process && policy_fallback(c->policy) != POLICY_ALLOW && !o->quiet)
+                fprintf(stderr, "chidori: note: untrusted code is running without process isolation "
+                                "(--no-isolate): a bug in the engine would land in this process; drop "
+                                "--no-isolate to run it in the sandbox\n");
+        struct broker_outcome out;
+        int rc = broker_run(&cfg, &(struct broker_peer){ .frame_fd = w.frame_fd,
+                                                          .stderr_fd = w.stderr_fd,
+                                                          .pidfd = w.pidfd,
+                                                          .notify_fd = w.notify_fd,
+                                                          .pid = w.pid,
+                                                          .engine_stop = worker_stop_flag(&w) },
+                            &out, &err);
+        /* The outcome is known: show it before the teardown (reaping, the
+         * cgroup's counters and removal), which the user need not wait for. */
+        bool early = rc == 0 && out.end == BROKER_END_DONE_OK && !o->json;
+        if (early) {
+                report_value(out.value); /* the worker's own text */
+                fflush(stdout);
+        }
+        int status = 0, code_pids;
+        bool kill_first = rc < 0 || out.end != BROKER_END_DONE_OK;
+        struct err *werr = NULL;
+        struct sandbox_usage usage;
+        grants_set_cgroup(&c->grants, NULL); /* worker_finish removes it */
+        if (worker_finish(&w, kill_first, &status, &usage, &out.cpu_ms, &werr) < 0) {
+                fprintf(stderr, "chidori: %s\n", err_msg(werr));
+                err_free(werr);
+        }
+        out.oom_killed = usage.oom_killed;
+        out.pids_limit_hit = usage.pids_limit_hit;
+        /* The engine could not start its threads (the limit was at least
+         * ENGINE_PIDS_MIN, yet this host's engine wanted more). */
+        if (rc == 0 && out.end == BROKER_END_EOF && !out.got_ready && out.pids_limit_hit) {
+                char src[64];
+                pids_source(o, src, sizeof(src));
+                code_pids = report_pids_too_low(&out, o->json, c->run_id, src, o->sb.pids_max);
+                if (c->journal)
+                        journal_end(c, &out, status, code_pids);
+                broker_outcome_clear(&out);
+                return code_pids;
+        }
+        out.peak_bytes = usage.peak_bytes;
+        out.memory_limit = usage.memory_limit;
+        if (rc < 0) {
+                /* A failure of the parent itself: still an end line. */
+                fprintf(stderr, "chidori: %s\n", err_msg(err));
+                if (c->journal) {
+                        free(out.message);
+                        out.message = strdup(err_msg(err));
+                        out.end = BROKER_END_PROTOCOL;
+                        journal_end(c, &out, status, EXIT_PROTOCOL);
+                }
+                err_free(err);
+                broker_outcome_clear(&out);
+                return EXIT_PROTOCOL;
+        }
+        /* Bundled code: the error's place in the agent's own files. */
+        if (out.error && c->agent.map && sourcemap_map_error(c->agent.map, c->agent.filename, out.error, &err) < 0) {
+                fprintf(stderr, "chidori: warning: %s; error positions point into the bundle\n", err_msg(err));
+                err_free(err);
+                err = NULL;
+        }
+                int code = early ? EXIT_OK : report_outcome(&out, status, o->json, o->js_deadline_ms,
+                                                  sandbox_cpu_secs(&o->sb, !o->in_process), c->run_id);
+        if (c->journal)
+                journal_end(c, &out, status, code);
+        broker_outcome_clear(&out);
+        return code;
+}
+
+static int open_memory(const struct run_opts *o, struct run_ctx *c)
+{
+        struct err *err = NULL;
+        _cleanup_free_ char *dir = NULL;
+        if (o->state_dir && state_dir_check(o->state_dir) < 0)
+                return -1;
+        if (o->state_dir)
+                dir = strdup(o->state_dir);
+        else if (memstore_default_dir(&dir, &err) < 0)
+                goto fail;
+        if (memstore_open(dir, &c->mem, &err) < 0)
+                goto fail;
+        return 0;
+fail:
+        fprintf(stderr, "chidori: open the memory store: %s; choose another place with --state-dir DIR\n",
+                err_msg(err));
+        err_free(err);
+        return -1;
+}
+
+static void run_help(void)
+{
+        printf("Usage: chidori run [OPTIONS] AGENT [--input JSON | --input-file FILE]\n"
+               "\n"
+               "Run one agent (AGENT.js, .mjs, .cjs or .ts) to completion in the sandbox and print its\n"
+               "result as JSON on stdout.  AGENT '-' reads the agent from stdin.\n"
+               "\n"
+               "Options (environment variable in brackets):\n"
+               "  --input JSON          the agent's input (default null)\n"
+               "  --input-file FILE     read the input JSON from FILE ('-': stdin)\n"
+               "  --agent-name NAME     the file name of an agent read from stdin, for stack traces and\n"
+               "                        the journal; .ts or .mjs bundles it (default stdin.js); its memory\n"
+               "                        namespace is stdin:NAME unless --memory-ns\n"
+               "  --journal FILE        record every host call to FILE (JSON lines) for replay; an existing\n"
+               "                        journal is replaced, any other non-empty file only with --force\n"
+               "  --force               let --journal replace a file that is not a journal\n"
+               "  --answers FILE        answers for chidori.input(): a JSON array (in order) or an\n"
+               "                        object mapping prompts to answers\n"
+               "  --state-dir DIR       where agent memory is kept; DIR is created if its parent exists\n"
+               "                        [default $XDG_STATE_HOME/chidori or ~/.local/state/chidori]\n"
+               "  --memory-ns NAME      memory namespace (default: the agent's absolute path)\n"
+               "  --js-deadline MS      the engine's CPU-time budget in ms (exit 152); default 60000,\n"
+               "                        10000 under a policy that is not permissive (--untrusted);\n"
+               "                        0 = none [CHIDORI_JS_DEADLINE_MS]\n"
+               "  --tz ZONE             the time zone the agent's local-time Date and Intl see: a zone of\n"
+               "                        the tz database such as Europe/Paris, or UTC (default) [CHIDORI_TZ]\n"
+               GRANTS_OPTIONS_HELP
+               BOUNDS_OPTIONS_HELP
+               SANDBOX_OPTIONS_HELP
+               "  --no-isolate          run the engine inside this process (embedders, debugging)\n"
+               "                        [CHIDORI_ISOLATE=off]\n"
+               "  --isolate             run the engine in a separate worker process (default)\n"
+               "                        [CHIDORI_ISOLATE=process]\n"
+               "  --untrusted           deny-by-default policy for code you do not trust; beats every\n"
+               "                        CHIDORI_POLICY* variable [CHIDORI_POLICY_PROFILE=untrusted]\n"
+               "  --trusted             the permissive policy (the run default)\n"
+               "                        Policy sources: CHIDORI_POLICY_FILE, CHIDORI_POLICY (inline JSON),\n"
+               "                        CHIDORI_POLICY_PROFILE (permissive|untrusted|supervised),\n"
+               "                        CHIDORI_POLICY_AUTO_APPROVE=1 (ask_before rules pass)\n"
+               "  --json                print {ok, value|error, exit, stats} instead of the bare value\n"
+               "  --quiet               do not print the Isolation:/Policy: banner\n"
+               "  -h, --help            show this help\n"
+               "\n"
+               "Other environment: CHIDORI_WORKER (path of chidori-worker), CHIDORI_NET_LIB (the\n"
+               "network library, loaded by the first fetch or prompt), CHIDORI_ENGINE_LIB (the\n"
+               "engine library for --no-isolate), CHIDORI_ESBUILD (path of\n"
+               "esbuild, used for ES modules and TypeScript).\n"
+               "\n"
+               "Exit status: 0 ok, 1 agent error, 2 usage, 70 protocol error, 78 sandbox layer\n"
+               "unavailable, 124 deadline, 134/139 engine crash, 152 CPU limit, 159 blocked syscall.\n");
+}
+
+enum {
+        OPT_INPUT = 256, OPT_INPUT_FILE, OPT_JOURNAL, OPT_ANSWERS, OPT_STATE_DIR, OPT_MEM_NS,
+        OPT_JS_DEADLINE, OPT_NO_ISOLATE, OPT_ISOLATE, OPT_JSON, OPT_QUIET, OPT_UNTRUSTED, OPT_TRUSTED, OPT_TZ,
+        OPT_FORCE, OPT_AGENT_NAME,
+};
+
+static const struct option run_longopts[] = {
+        { "input", required_argument, NULL, OPT_INPUT },
+        { "input-file", required_argument, NULL, OPT_INPUT_FILE },
+        { "journal", required_argument, NULL, OPT_JOURNAL },
+        { "answers", required_argument, NULL, OPT_ANSWERS },
+        { "state-dir", required_argument, NULL, OPT_STATE_DIR },
+        { "memory-ns", required_argument, NULL, OPT_MEM_NS },
+        { "js-deadline", required_argument, NULL, OPT_JS_DEADLINE },
+        { "no-isolate", no_argument, NULL, OPT_NO_ISOLATE },
+        { "isolate", no_argument, NULL, OPT_ISOLATE },
+        { "json", no_argument, NULL, OPT_JSON },
+        { "quiet", no_argument, NULL, OPT_QUIET },
+        { "untrusted", no_argument, NULL, OPT_UNTRUSTED },
+        { "trusted", no_argument, NULL, OPT_TRUSTED },
+        { "tz", required_argument, NULL, OPT_TZ },
+        { "force", no_argument, NULL, OPT_FORCE },
+        { "agent-name", required_argument, NULL, OPT_AGENT_NAME },
+        { "help", no_argument, NULL, 'h' },
+        SANDBOX_LONGOPTS,
+        GRANTS_LONGOPTS,
+        BOUNDS_LONGOPTS,
+        { NULL, 0, NULL, 0 },
+};
+
+/* Options common to run and replay; returns 1 if handled, 0 if not, -1 bad. */
+static int common_opt(const char *cmd, int c, struct run_opts *o)
+{
+        int h = sandbox_opts_parse(&o->sb, cmd, c, optarg);
+        if (h == 0)
+                h = bounds_opts_parse(&o->lim, cmd, c, optarg);
+        if (h != 0)
+                return h;
+        switch (c) {
+        case OPT_JS_DEADLINE:
+                if (parse_nonneg(optarg, &o->js_deadline_ms) < 0)
+                        return usage_error(cmd, "--js-deadline '%s' is not a number of milliseconds", optarg), -1;
+                return 1;
+        case OPT_NO_ISOLATE: o->in_process = true; return 1;
+        case OPT_ISOLATE: o->in_process = false; return 1;
+        case OPT_JSON: o->json = true; return 1;
+        case OPT_UNTRUSTED: o->untrusted = true; return 1;
+        case OPT_TRUSTED: o->trusted = true; return 1;
+        case OPT_QUIET: o->quiet = true; return 1;
+        }
+        return 0;
+}
+
+static int env_defaults(struct run_opts *o)
+{
+        sandbox_opts_init(&o->sb);
+        o->js_deadline_ms = -1;
+        bounds_opts_init(&o->lim);
+        if (env_ms("CHIDORI_JS_DEADLINE_MS", &o->js_deadline_ms) < 0 || sandbox_opts_env(&o->sb) < 0 ||
+            bounds_opts_env(&o->lim) < 0 || env_isolate(&o->in_process) < 0)
+                return -1;
+        return 0;
+}
+
+static bool agent_name_ok(const char *n)
+{
+        size_t len = strlen(n);
+        if (len == 0 || len > 255 || strcmp(n, ".") == 0 || strcmp(n, "..") == 0)
+                return false;
+        for (const unsigned char *p = (const unsigned char *)n; *p; p++)
+                if (*p == '/' || *p < 0x20 || *p == 0x7f)
+                        return false;
+        return true;
+}
+
+/* The engine needs a few tasks of its own (ENGINE_PIDS_MIN): a pids limit
+ * below that is refused before anything starts. */
+static int pids_check(const char *cmd, const struct run_opts *o)
+{
+        if ((o->sb.disable & (1u << LAYER_CGROUP)) || o->in_process || o->sb.pids_max >= ENGINE_PIDS_MIN)
+                return 0;
+        char src[64];
+        pids_source(o, src, sizeof(src));
+        usage_error(cmd, "process limit too low to start the engine (%s; at least %d needed)", src, ENGINE_PIDS_MIN);
+        return -1;
+}
+
+int cmd_run(int argc, char **argv)
+{
+        struct run_opts o = { .started = mono_ms() };
+        if (env_defaults(&o) < 0 || grants_opts_env(&o.gr) < 0)
+                return EXIT_USAGE;
+        const char *tz_env = getenv("CHIDORI_TZ");
+        if (tz_env && *tz_env)
+                o.sb.tz = tz_env;
+        optind = 1;
+        opterr = 0;
+        int c;
+        while ((c = getopt_long(argc, argv, ":h", run_longopts, NULL)) != -1) {
+                if (c == '?' || c == ':')
+                        return cli_bad_option("run", argc, argv, run_longopts);
+                if (c == SOPT_PIDS)
+                        o.pids_flag = true;
+                int h = common_opt("run", c, &o);
+                if (h == 0)
+                        h = grants_opts_parse(&o.gr, "run", c, optarg);
+                if (h < 0)
+                        return EXIT_USAGE;
+                if (h > 0)
+                        continue;
+                switch (c) {
+                case OPT_INPUT: o.input_json = optarg; break;
+                case OPT_INPUT_FILE: o.input_file = optarg; break;
+                case OPT_JOURNAL: o.journal_path = optarg; break;
+                case OPT_ANSWERS: o.answers_path = optarg; break;
+                case OPT_STATE_DIR: o.state_dir = optarg; break;
+                case OPT_MEM_NS: o.mem_ns = optarg; break;
+                case OPT_TZ: o.sb.tz = optarg, o.tz_flag = true; break;
+                case OPT_FORCE: o.force = true; break;
+                case OPT_AGENT_NAME: o.agent_name = optarg; break;
+                case 'h': run_help(); return EXIT_OK;
+                default: return cli_bad_option("run", argc, argv, run_longopts);
+                }
+        }
+        if (optind >= argc)
+                return usage_error("run", "no agent file given");
+        if (sandbox_opts_check(&o.sb) < 0)
+                return EXIT_USAGE;
+        if (argc - optind > 1)
+                return usage_error("run", "one agent file expected, got also '%s'", argv[optind + 1]);
+        o.agent_path = argv[optind];
+        if (o.input_json && o.input_file)
+                return usage_error("run", "give --input or --input-file, not both");
+        bool agent_stdin = strcmp(o.agent_path, "-") == 0;
+        if (agent_stdin && o.input_file && strcmp(o.input_file, "-") == 0)
+                return usage_error("run", "the agent and its input cannot both come from stdin (AGENT '-' and "
+                                          "--input-file -): put one of them in a file, or pass the input with --input");
+        if (o.agent_name && !agent_stdin)
+                return usage_error("run", "--agent-name names an agent read from stdin (AGENT '-'); the file "
+                                          "'%s' has its own name", o.agent_path);
+        if (o.agent_name && !agent_name_ok(o.agent_name)) {
+                char q[320];
+                return usage_error("run", "--agent-name '%s' is not a file name (expected a name such as agent.ts: "
+                                          "no '/', no control characters, at most 255 bytes)",
+                                   text_quote(o.agent_name, strnlen(o.agent_name, 280), q, sizeof(q)));
+        }
+        if (pids_check("run", &o) < 0)
+                return EXIT_USAGE;
+        {
+                struct err *tzerr = NULL;
+                if (tz_check(o.sb.tz, &tzerr) < 0) {
+                        if (o.tz_flag)
+                                usage_error("run", "--tz %s", err_msg(tzerr));
+                        else
+                                fprintf(stderr, "chidori: CHIDORI_TZ=%s\n", err_msg(tzerr));
+                        err_free(tzerr);
+                        return EXIT_USAGE;
+                }
+        }
+
+        struct run_ctx ctx = { 0 };
+        int code = EXIT_USAGE;
+        struct err *err = NULL;
+        if (o.input_file) {
+                _cleanup_free_ char *text = NULL;
+                size_t tlen = 0;
+                if (strcmp(o.input_file, "-") == 0 ? read_fd(STDIN_FILENO, "stdin", 64u << 20, &text, &tlen, &err) < 0
+                                                   : read_file(o.input_file, 64u << 20, &text, &tlen, &err) < 0) {
+                        fprintf(stderr, "chidori: --input-file: %s\n", err_msg(err));
+                        goto out;
+                }
+                if (parse_json_arg("--input-file", text, tlen, false, &ctx.input) < 0)
+                        goto out;
+        } else if (o.input_json) {
+                if (parse_json_arg("--input", o.input_json, strlen(o.input_json), false, &ctx.input) < 0)
+                        goto out;
+        } else {
+                ctx.input = cJSON_CreateNull();
+        }
+        if (o.answers_path) {
+                _cleanup_free_ char *text = NULL;
+                size_t tlen = 0;
+                if (read_file(o.answers_path, 64u << 20, &text, &tlen, &err) < 0) {
+                        fprintf(stderr, "chidori: --answers: %s\n", err_msg(err));
+                        goto out;
+                }
+                if (parse_json_arg("--answers", text, tlen, true, &ctx.answers) < 0)
+                        goto out;
+                if (!cJSON_IsArray(ctx.answers) && !cJSON_IsObject(ctx.answers)) {
+                        fprintf(stderr, "chidori: --answers must hold a JSON array or object\n");
+                        goto out;
+                }
+        }
+        if ((agent_stdin ? agent_load_stdin(o.agent_name ? o.agent_name : "stdin.js", &ctx.agent, &err)
+                         : agent_load(o.agent_path, &ctx.agent, &err)) < 0) {
+                /* The bundler's text quotes the agent's source and file
+                 * names: escaped, each line under the prefix. */
+                if (err_code(err) == AGENT_E_BUNDLE || err_code(err) == AGENT_E_IMPORT) {
+                        const char *m = err_msg(err);
+                        fprintf(stderr, "chidori: agent error: %s: ",
+                                err_code(err) == AGENT_E_BUNDLE ? "SyntaxError" : "ImportError");
+                        const char *nl = strchr(m, '\n');
+                        text_fput_lines(stderr, "", m, nl ? (size_t)(nl - m) : strlen(m), true);
+                        if (nl && nl[1])
+                                text_fput_lines(stderr, "chidori: agent error: ", nl + 1, strlen(nl + 1), true);
+                        code = EXIT_AGENT_ERROR;
+                } else {
+                        text_fput_line(stderr, "chidori: ", err_msg(err), strlen(err_msg(err)));
+                }
+                goto out;
+        }
+        if (select_policy(&o, &ctx.policy) < 0)
+                goto out;
+        /* Code run under a deny-by-default policy gets no JIT unless --jit
+         * says so (docs/sandbox.md, "JIT and W^X"). */
+        if (o.sb.jit < 0 && policy_fallback(ctx.policy) != POLICY_ALLOW)
+                o.sb.jit = 0;
+        resolve_cpu_budget(&o, ctx.policy);
+        if (o.mem_ns)
+                ctx.ns = strdup(o.mem_ns);
+        else if (ctx.agent.abspath)
+                ctx.ns = strdup(ctx.agent.abspath);
+        else if (asprintf(&ctx.ns, "stdin:%s", ctx.agent.filename) < 0)
+                ctx.ns = NULL;
+        if (open_memory(&o, &ctx) < 0)
+                goto out;
+        make_run_id(ctx.run_id);
+        if (o.journal_path) {
+                if (!o.force && journal_check_replaceable(o.journal_path, &err) < 0) {
+                        fprintf(stderr, "chidori: %s\n", err_msg(err));
+                        goto out;
+                }
+                if (journal_open(o.journal_path, &ctx.journal, &err) < 0) {
+                        fprintf(stderr, "chidori: --journal: %s\n", err_msg(err));
+                        goto out;
+                }
+                journal_header(&ctx, o.sb.tz);
+        }
+        code = execute(&o, &ctx, "run");
+out:
+        err_free(err);
+        run_ctx_free(&ctx);
+        return in_process_exit(&o, code);
+}
+
+static void replay_help(void)
+{
+        printf("Usage: chidori replay [OPTIONS] JOURNAL\n"
+               "\n"
+               "Re-run a recorded run: the same agent and input, every host call answered from the\n"
+               "journal, no effect performed.  Prints the same stdout byte for byte.  A call that differs\n"
+               "from the journal stops the replay with 'replay diverged at call N' (exit 1).\n"
+               "\n"
+               "Options (environment variable in brackets):\n"
+               "  --agent FILE          the agent to replay (default: the path in the journal header);\n"
+               "                        '-' reads it from stdin (needed for a run of an agent read from stdin)\n"
+               "                        The time zone is the one recorded in the journal (--tz of the\n"
+               "                        run); CHIDORI_TZ does not apply.\n"
+               "  --js-deadline MS      the engine's CPU-time budget in ms (default 60000, 10000 under\n"
+               "                        --untrusted; 0 = none) [CHIDORI_JS_DEADLINE_MS]\n"
+               BOUNDS_OPTIONS_HELP
+               SANDBOX_OPTIONS_HELP
+               "  --no-isolate          run the engine inside this process [CHIDORI_ISOLATE=off]\n"
+               "  --isolate             run the engine in a worker process (default)\n"
+               "  --json                print {ok, value|error, exit, stats}\n"
+               "  --quiet               do not print the banner\n"
+               "  -h, --help            show this help\n");
+}
+
+enum { OPT_AGENT = 400 };
+
+int cmd_replay(int argc, char **argv)
+{
+        static const struct option longopts[] = {
+                { "agent", required_argument, NULL, OPT_AGENT },
+                { "js-deadline", required_argument, NULL, OPT_JS_DEADLINE },
+                { "tz", required_argument, NULL, OPT_TZ },
+                SANDBOX_LONGOPTS,
+                BOUNDS_LONGOPTS,
+                { "no-isolate", no_argument, NULL, OPT_NO_ISOLATE },
+                { "isolate", no_argument, NULL, OPT_ISOLATE },
+                { "json", no_argument, NULL, OPT_JSON },
+                { "quiet", no_argument, NULL, OPT_QUIET },
+                { "help", no_argument, NULL, 'h' },
+                { NULL, 0, NULL, 0 },
+        };
+        struct run_opts o = { .started = mono_ms() };
+        const char *agent_override = NULL;
+        if (env_defaults(&o) < 0)
+                return EXIT_USAGE;
+        optind = 1;
+        opterr = 0;
+        int c;
+        while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+                if (c == '?' || c == ':')
+                        return cli_bad_option("replay", argc, argv, longopts);
+                if (c == SOPT_PIDS)
+                        o.pids_flag = true;
+                int h = common_opt("replay", c, &o);
+                if (h < 0)
+                        return EXIT_USAGE;
+                if (h > 0)
+                        continue;
+                switch (c) {
+                case OPT_AGENT: agent_override = optarg; break;
+                case OPT_TZ:
+                        return usage_error("replay", "--tz: a replay runs in the time zone recorded in the journal "
+                                                     "(its header's \"tz\"); choose the zone when recording, with "
+                                                     "chidori run --tz");
+                case 'h': replay_help(); return EXIT_OK;
+                default: return cli_bad_option("replay", argc, argv, longopts);
+                }
+        }
+        if (optind >= argc)
+                return usage_error("replay", "no journal file given");
+        if (sandbox_opts_check(&o.sb) < 0 || pids_check("replay", &o) < 0)
+                return EXIT_USAGE;
+        struct run_ctx ctx = { 0 };
+        struct err *err = NULL;
+        int code = EXIT_USAGE;
+        struct budget load_budget = {
+                .deadline_at = o.sb.deadline_ms > 0 ? o.started + (double)o.sb.deadline_ms : 0,
+                .stop = &launcher_stop_signal,
+        };
+        if (replay_open_until(argv[optind], o.lim.max_journal, &load_budget, &ctx.replay, &err) < 0) {
+                enum budget_reason why = budget_over(&load_budget);
+                if (why != BUDGET_OK)
+                        code = stopped_early(&o, why);
+                else
+                        fprintf(stderr, "chidori: replay: %s\n", err_msg(err));
+                goto out;
+        }
+        const cJSON *h = replay_header(ctx.replay);
+        const cJSON *agent = cJSON_GetObjectItemCaseSensitive(h, "agent");
+        const cJSON *sha = cJSON_GetObjectItemCaseSensitive(h, "agent_sha256");
+        const cJSON *rid = cJSON_GetObjectItemCaseSensitive(h, "run_id");
+        const cJSON *fname = cJSON_GetObjectItemCaseSensitive(h, "filename");
+        const char *path = agent_override ? agent_override : cJSON_IsString(agent) ? agent->valuestring : NULL;
+        if (!path) {
+                fprintf(stderr, "chidori: replay: the journal header names no agent; pass --agent FILE\n");
+                goto out;
+        }
+        if (!agent_override && strcmp(path, "-") == 0) {
+                fprintf(stderr, "chidori: replay: the journal's agent was read from stdin; give it again with "
+                                "--agent FILE, or --agent - to read it from stdin\n");
+                goto out;
+        }
+        if (strcmp(path, "-") == 0
+                    ? agent_load_stdin(cJSON_IsString(fname) && agent_name_ok(fname->valuestring) ? fname->valuestring
+                                                                                                 : "stdin.js",
+                                       &ctx.agent, &err) < 0
+                    : agent_load(path, &ctx.agent, &err) < 0) {
+                fprintf(stderr, "chidori: replay: %s\n", err_msg(err));
+                goto out;
+        }
+        if (cJSON_IsString(sha) && strcmp(sha->valuestring, ctx.agent.sha256) != 0 && agent_override) {
+                fprintf(stderr, "chidori: replay: warning: %s differs from the recorded agent (sha256 %s, journal has "
+                                "%s); replaying it anyway because --agent names it\n",
+                        path, ctx.agent.sha256, sha->valuestring);
+        } else if (cJSON_IsString(sha) && strcmp(sha->valuestring, ctx.agent.sha256) != 0) {
+                fprintf(stderr,
+                        "chidori: replay: %s has changed since the journal was recorded (sha256 %s, journal has "
+                        "%s); replay needs the same agent\n",
+                        path, ctx.agent.sha256, sha->valuestring);
+                code = EXIT_AGENT_ERROR;
+                goto out;
+        }
+        /* The zone the run had (journals from before --tz existed: UTC). */
+        const cJSON *tz = cJSON_GetObjectItemCaseSensitive(h, "tz");
+        if (tz && !cJSON_IsString(tz)) {
+                fprintf(stderr, "chidori: replay: the journal header's \"tz\" is not a string\n");
+                goto out;
+        }
+        o.sb.tz = tz ? tz->valuestring : NULL;
+        if (tz_check(o.sb.tz, &err) < 0) {
+                fprintf(stderr, "chidori: replay: the journal's time zone %s\n", err_msg(err));
+                goto out;
+        }
+        const cJSON *in = cJSON_GetObjectItemCaseSensitive(h, "input");
+        ctx.input = in ? cJSON_Duplicate(in, 1) : cJSON_CreateNull();
+        snprintf(ctx.run_id, sizeof(ctx.run_id), "%s", cJSON_IsString(rid) ? rid->valuestring : "replay");
+        if (select_policy(&o, &ctx.policy) < 0)
+                goto out;
+        if (o.sb.jit < 0 && policy_fallback(ctx.policy) != POLICY_ALLOW)
+                o.sb.jit = 0;
+        resolve_cpu_budget(&o, ctx.policy);
+        code = execute(&o, &ctx, "replay");
+out:
+        err_free(err);
+        run_ctx_free(&ctx);
+        return in_process_exit(&o, code);
+}

@@ -1,0 +1,153 @@
+/* effects/net/fetch.c — the `http` effect (fetch in the box): libcurl's
+ * multi interface inside the broker's poll loop, behind the SSRF guard
+ * (effects/net/http.c, effects/net/ssrf.c).
+ *
+ * The policy gate (`http`) has passed for the first URL when effect_http
+ * runs; every redirect hop is checked again here (on_redirect), and every
+ * address the guard refuses is printed and journaled (on_refuse).  A call
+ * is answered when its transfer completes, so several fetches are in flight
+ * at once and their answers arrive in completion order; the journal keeps
+ * that order and replay delivers in it.
+ *
+ * This file also holds what the net family shares with `prompt`
+ * (effects/net/prompt.c): loading libchidori-net.so on first use, and both
+ * http engines' place in the poll loop.
+ */
+#define _GNU_SOURCE
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/text.h"
+#include "effects/net/net.h"
+#include "runtime/runtime-internal.h"
+
+static void on_refuse(void *arg, uint64_t id, const char *url, const char *addr, const char *why)
+{
+        struct broker *b = arg;
+        char msg[1024];
+        snprintf(msg, sizeof(msg),
+                 "http: refused %s for call %llu (%.400s): %s — not public (SSRF guard); allow it with --allow-host",
+                 addr, (unsigned long long)id, url, why);
+        text_fput_line(stderr, "chidori: ", msg, strlen(msg)); /* the URL is the agent's */
+        fflush(stderr);
+        broker_journal_note(b, "ssrf", msg);
+}
+
+static int on_redirect(void *arg, uint64_t id, const char *url, struct err **err)
+{
+        (void)id;
+        struct broker *b = arg;
+        cJSON *args = cJSON_CreateObject();
+        if (!args || !cJSON_AddStringToObject(args, "url", url)) {
+                cJSON_Delete(args);
+                return err_set(err, ENOMEM, "http: redirect");
+        }
+        char msg[1024];
+        bool ok = broker_gate(b, "http", args, msg, sizeof(msg));
+        cJSON_Delete(args);
+        if (!ok)
+                return err_set(err, 0, "%s (redirect to %.400s)", msg, url);
+        return 0;
+}
+
+static void on_done(void *arg, uint64_t id, const struct http_response *res, const struct err *herr)
+{
+        struct broker *b = arg;
+        if (res) {
+                cJSON *v = b->net->http_response_to_json(res);
+                if (v)
+                        broker_complete(b, (int64_t)id, v, NULL);
+                else
+                        broker_complete(b, (int64_t)id, NULL, broker_error_obj("Error", "http: out of memory", "internal"));
+                return;
+        }
+        if (herr && herr->code == HTTP_E_LIMIT) {
+                char text[256];
+                broker_limit_text(b, LIMIT_HTTP, text, sizeof(text));
+                broker_limit_report(b, LIMIT_HTTP, NULL);
+                broker_complete(b, (int64_t)id, NULL, broker_error_obj("Error", text, "ELIMIT"));
+                return;
+        }
+        broker_complete(b, (int64_t)id, NULL,
+                        broker_error_obj("Error", herr && herr->msg ? herr->msg : "http: request failed",
+                                         herr ? b->net->http_error_name(herr->code) : NULL));
+}
+
+/* The network library, on the first call that needs it. */
+int broker_net_need(struct broker *b, struct err **err)
+{
+        if (!b->net && !(b->net = net_api(err)))
+                return -1;
+        return 0;
+}
+
+static int engine(struct broker *b, struct err **err)
+{
+        if (b->http)
+                return 0;
+        struct http_config hc = {
+                .timeout_ms = b->cfg->http_timeout_ms,
+                .max_response_bytes = b->cfg->http_max_response_bytes,
+                .allow = b->cfg->http_allow,
+                .on_refuse = on_refuse,
+                .on_redirect = on_redirect,
+                .hook_arg = b,
+                .inflight = &b->http_inflight,
+                .max_inflight = b->lim.max_queue,
+        };
+        return b->net->http_engine_new(&hc, &b->http, err);
+}
+
+int effect_http(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
+{
+        (void)ret;
+        struct http_request *req = NULL;
+        if (broker_net_need(b, err) < 0 || b->net->http_request_from_json(args, &req, err) < 0)
+                return -1;
+        int r = engine(b, err);
+        if (r == 0)
+                r = b->net->http_start(b->http, (uint64_t)id, req, on_done, b, err);
+        b->net->http_request_free(req);
+        return r < 0 ? -1 : 1;
+}
+
+/* Both engines (fetch, prompts) share the loop: the fetch engine's fds
+ * first, then the prompt engine's; b->http_split remembers where. */
+size_t broker_http_fds(struct broker *b, struct pollfd *fds, size_t max, int *timeout_ms)
+{
+        size_t k = 0;
+        const struct net_api *n = b->net;
+        if (b->http && n->http_pending(b->http))
+                k = n->http_fds(b->http, fds, max, timeout_ms);
+        b->http_split = k;
+        if (b->llm_http && n->http_pending(b->llm_http))
+                k += n->http_fds(b->llm_http, k <= max ? fds + k : NULL, k <= max ? max - k : 0, timeout_ms);
+        return k;
+}
+
+int broker_http_perform(struct broker *b, const struct pollfd *fds, size_t n, struct err **err)
+{
+        size_t split = fds ? b->http_split : 0;
+        const struct net_api *a = b->net;
+        if (b->http && a->http_pending(b->http) && a->http_perform(b->http, fds, fds ? split : 0, err) < 0)
+                return -1;
+        if (b->llm_http && a->http_pending(b->llm_http) &&
+            a->http_perform(b->llm_http, fds ? fds + split : NULL, fds ? n - split : 0, err) < 0)
+                return -1;
+        return 0;
+}
+
+void broker_http_free(struct broker *b)
+{
+        if (!b->net)
+                return;
+        b->net->http_engine_free(b->http);
+        b->http = NULL;
+        b->net->http_engine_free(b->llm_http);
+        b->llm_http = NULL;
+        b->net->ssrf_allow_free(b->llm_allow);
+        b->llm_allow = NULL;
+}

@@ -1,0 +1,214 @@
+/* runtime/runtime-internal.h — state shared by the broker's own files only. */
+#ifndef CHIDORI_RUNTIME_INTERNAL_H
+#define CHIDORI_RUNTIME_INTERNAL_H
+
+#include <poll.h>
+
+#include "common/budget.h"
+#include "proto/json.h"
+#include "proto/proto.h"
+#include "runtime/runtime.h"
+
+struct http_engine;
+struct net_api;
+struct ssrf_allow;
+struct subproc_engine;
+struct vfs;
+
+/* A call whose answer comes later (http, tools, ...): what the journal line
+ * needs when it does. */
+struct pending_call {
+        int64_t id;
+        char *op;
+        struct cJSON *args;       /* read-only tree of the args (handlers look up names in it) */
+        char *args_text;          /* the args as the worker wrote them (compact): journaled verbatim */
+        char *scratch;            /* a temporary file the call owns (agent.call: the nested journal);
+                                   * removed if the run ends before the call does */
+};
+
+#define BROKER_AGENT_DEPTH_MAX 8
+
+struct broker {
+        const struct broker_config *cfg;
+        const struct broker_peer *peer;
+        struct frame_reader reader;
+        int64_t last_id;          /* ids must arrive as 1, 2, 3, ... */
+        uint64_t outstanding;     /* calls asked, not yet answered */
+        uint64_t seq;             /* answers delivered (journal seq) */
+        size_t answer_idx;        /* next --answers entry (array form) */
+        size_t replay_next;       /* next journal entry to deliver */
+        struct broker_outcome *out;
+        bool finished;
+        char errbuf[64];
+
+        /* Asynchronous effects. */
+        struct http_engine *http; /* created on the first http call */
+        struct pending_call *pend;
+        size_t npend, pend_cap;
+        struct err *async_err;    /* a parent-side failure inside a completion callback */
+        struct vfs *vfs;          /* node:fs, created on the first fs.* call */
+        const char *cur_op;       /* op of the call being dispatched (for family rows) */
+        struct json_span cur_args; /* its args as the worker wrote them (compact), while it is dispatched */
+        char *pending_scratch;    /* set by a handler returning 1: moved into its pending_call */
+        struct subproc_engine *procs; /* tools and nested agents, created on first use */
+        unsigned ntools, nnested; /* of them running now (--max-tools, --max-nested) */
+        struct http_engine *llm_http; /* prompts: the provider only, created on first use */
+        struct ssrf_allow *llm_allow;
+        size_t http_split;        /* fds of b->http before those of b->llm_http */
+        double deadline_at;       /* mono_ms of the parent deadline, 0 = none */
+        struct budget budget;     /* the deadline and the stop flag, for long effects (common/budget.h) */
+        const struct net_api *net; /* libchidori-net.so, loaded by the first http or prompt call */
+
+        /* The parent's limits (runtime/limits.c): cfg->limits with the defaults filled in. */
+        struct broker_limits lim;
+        unsigned limits_reported;  /* bit per enum broker_limit: stderr line and note written */
+        uint64_t log_bytes;        /* log message bytes this run */
+        uint64_t ws_written;       /* bytes written to the workspace this run */
+        uint64_t http_inflight;    /* response body bytes buffered by transfers in flight */
+};
+
+/* ---- the parent's limits (runtime/limits.c) ---- */
+
+enum broker_limit {
+        LIMIT_CALLS,           /* flow control: calls in flight */
+        LIMIT_QUEUE,           /* flow control: answers queued for the worker */
+        LIMIT_LOG,
+        LIMIT_JOURNAL,
+        LIMIT_VFS,
+        LIMIT_MEMORY_STORE,
+        LIMIT_WORKSPACE_WRITE,
+        LIMIT_HTTP,            /* response bodies in flight (--max-queue) */
+        LIMIT_TEMPLATE,        /* output size and work budget: fixed (effects/template/template.h) */
+        LIMIT_MAX
+};
+
+/* err->code of a handler stopped by a parent limit: the agent's Error gets
+ * code "ELIMIT" (a value no module uses for its own codes). */
+#define BROKER_E_LIMIT 0x4c494d
+
+/* Fill b->lim from cfg->limits and the defaults. */
+void broker_limits_init(struct broker *b);
+/* "log limit reached (16 MiB per run; raise it with --max-log)". */
+void broker_limit_text(const struct broker *b, enum broker_limit k, char *buf, size_t len);
+/* The first time a limit is reached in a run: one "chidori: " line on
+ * stderr and a journal note of kind "limit" (`detail` may be NULL). */
+void broker_limit_report(struct broker *b, enum broker_limit k, const char *detail);
+/* For a handler: report, then set err to the text with code BROKER_E_LIMIT.
+ * Returns -1. */
+int broker_limit_fail(struct broker *b, enum broker_limit k, struct err **err);
+
+/* One host call handler: validate args (shape), perform, answer.
+ *   0  answered: *ret_value is the result;
+ *  -1  answered with an Error the agent can catch (err says why);
+ *   1  pending: the handler started the effect and broker_complete() will
+ *      answer call `id` later (the broker keeps op and args for the journal). */
+typedef int (*effect_fn)(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret_value,
+                         struct err **err);
+
+/* How a gated op names its policy target. */
+enum effect_gate {
+        GATE_NONE,      /* pure: never checked */
+        GATE_FIXED,     /* target is the `target` string */
+        GATE_TOOL,      /* "tool:" + args.name */
+        GATE_AGENT,     /* "agent:" + args.path, as the agent wrote it */
+};
+
+struct effect {
+        const char *op;
+        effect_fn fn;
+        enum effect_gate gate;
+        const char *target;
+        /* err_code() of a failed handler -> the error's `code` for the agent
+         * ("not_found", "ssrf", ...); NULL = no code. */
+        const char *(*code_name)(int code);
+};
+
+/* Look an op up in the dispatch table (effects/core.c); NULL if unknown. */
+const struct effect *broker_effect_find(const char *op);
+
+/* Answer pending call `id` (from a completion callback): exactly one of
+ * value and error (both owned).  A parent-side failure is kept in
+ * b->async_err and ends the loop. */
+void broker_complete(struct broker *b, int64_t id, struct cJSON *value, struct cJSON *error);
+
+/* The pending call `id`, or NULL. */
+struct pending_call *broker_pending(struct broker *b, int64_t id);
+
+/* An error object {name, message[, code]} for an answer. */
+struct cJSON *broker_error_obj(const char *name, const char *message, const char *code);
+
+/* The policy gate (runtime/gate.c).  true: go ahead.  false: refused; `msg`
+ * holds the text for the agent's Error, already printed and journaled. */
+bool broker_gate(struct broker *b, const char *target, const struct cJSON *args, char *msg, size_t len);
+bool broker_gate_target(const struct effect *e, const struct cJSON *args, char *buf, size_t len);
+/* The argument a GATE_TOOL / GATE_AGENT target is made of ("name", "path"). */
+const char *broker_gate_arg(const struct effect *e);
+
+/* Write a journal note line (denials, warnings); best effort. */
+void broker_journal_note(struct broker *b, const char *kind, const char *message);
+
+/* Argument helpers for handlers. */
+const char *broker_arg_str(const struct cJSON *args, const char *name);
+/* The JSON text of member `name` of the current call's args, exactly as
+ * the worker wrote it (compact): values the parent carries without reading
+ * them (memory.set's value, a tool's args, a nested agent's input).
+ * 1 found, 0 absent. */
+int broker_arg_raw(const struct broker *b, const char *name, struct json_span *ret);
+int broker_need_str(const struct cJSON *args, const char *op, const char *name, const char **ret,
+                    struct err **err);
+
+/* The effect families (effects/<family>/), each op a row of the dispatch
+ * table in effects/core.c. */
+
+/* effects/memory/ops.c */
+int effect_memory_get(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
+int effect_memory_set(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
+int effect_memory_delete(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret,
+                         struct err **err);
+int effect_memory_list(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
+
+/* effects/template/ops.c */
+int effect_template(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
+
+/* effects/workspace/ops.c */
+int effect_workspace_list(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret,
+                          struct err **err);
+int effect_workspace_read(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret,
+                          struct err **err);
+int effect_workspace_write(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret,
+                           struct err **err);
+int effect_workspace_delete(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret,
+                            struct err **err);
+int effect_workspace_manifest(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret,
+                              struct err **err);
+
+/* effects/fs/ops.c */
+int effect_fs(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
+const char *effect_fs_code(int code);
+void broker_fs_free(struct broker *b);
+
+/* effects/net/fetch.c, effects/net/prompt.c */
+int effect_http(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
+int effect_prompt(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
+const char *effect_prompt_code(int code);
+/* libchidori-net.so (b->net), loaded by the first call that needs it. */
+int broker_net_need(struct broker *b, struct err **err);
+/* Both http engines' (fetch, prompts) place in the poll loop (fetch.c). */
+size_t broker_http_fds(struct broker *b, struct pollfd *fds, size_t max, int *timeout_ms);
+int broker_http_perform(struct broker *b, const struct pollfd *fds, size_t n, struct err **err);
+void broker_http_free(struct broker *b);
+
+/* effects/proc/tool.c, effects/proc/agent-call.c, effects/proc/proc.c */
+int effect_tool(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
+const char *effect_tool_code(int code);
+int effect_agent_call(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret,
+                      struct err **err);
+const char *effect_agent_code(int code);
+/* err_code() of a call refused by a per-run cap (answered with code ELIMIT). */
+#define EFFECT_E_LIMIT 1000
+/* The children's (tools, nested agents) place in the poll loop (proc.c). */
+size_t broker_procs_fds(struct broker *b, struct pollfd *fds, size_t max, int *timeout_ms);
+int broker_procs_perform(struct broker *b, const struct pollfd *fds, size_t n, struct err **err);
+void broker_procs_free(struct broker *b);
+
+#endif

@@ -1,0 +1,581 @@
+/* sandbox/seccomp.c — allowlists as one readable table, compiled with
+ * libseccomp.  See seccomp.h for the stages and docs/sandbox.md for the
+ * reasoning.  Beside each list: what was left out and why. */
+#define _GNU_SOURCE
+#include "sandbox/seccomp.h"
+
+#include <errno.h>
+#include <linux/sched.h>
+#include <linux/seccomp.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+
+/* libseccomp's SCMP_A*() macros leave datum_b unset for one-operand
+ * comparisons, which clang reports; the zero it gets is what they mean. */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+/* Profiles a row applies to. */
+#define W  (1u << 0)  /* engine worker (stage 1 and stage 2) */
+#define L  (1u << 1)  /* chidori launch: ordinary programs */
+#define S1 (1u << 2)  /* worker stage 1 only: the loader before the worker's main */
+
+struct rule {
+        const char *name;
+        unsigned in;
+        const char *why;
+};
+
+/* The allowlist.  Rows with argument conditions are marked "(args)" and get
+ * their conditions in add_conditional() below, not here. */
+static const struct rule rules[] = {
+        /* memory */
+        { "brk", W | L, "malloc's heap" },
+        { "mmap", W | L, "JSC heap, thread stacks, loader (args: no PROT_EXEC without --jit)" },
+        { "munmap", W | L, "JSC heap returns memory" },
+        { "mprotect", W | L, "JSC guard pages, loader relro (args: no PROT_EXEC without --jit)" },
+        { "mremap", W | L, "realloc of large blocks" },
+        { "madvise", W | L, "JSC/bmalloc decommit (MADV_DONTNEED)" },
+        { "membarrier", W | L, "JSC's JIT and GC synchronise threads with it" },
+        { "mincore", L, "some allocators probe residency" },
+        { "msync", L, "programs that map files" },
+        { "mlock", L, "harmless with RLIMIT_MEMLOCK=0" },
+        { "munlock", L, "pairs with mlock" },
+        /* threads, signals, time */
+        { "clone", W | L, "threads (args: worker only with CLONE_THREAD; never CLONE_NEW*)" },
+        { "futex", W | L, "thread synchronisation" },
+        { "set_robust_list", W | L, "glibc at thread start" },
+        { "get_robust_list", L, "glibc" },
+        { "rseq", W | L, "glibc registers restartable sequences per thread" },
+        { "set_tid_address", W | L, "glibc at start" },
+        { "gettid", W | L, "JSC thread identity" },
+        { "getpid", W | L, "glibc, JSC" },
+        { "getppid", L, "ordinary programs" },
+        { "tgkill", W | L, "JSC suspends its own threads for GC with signals (the pid ns holds only the box)" },
+        { "tkill", L, "old thread signalling" },
+        { "kill", L, "signals within the box's pid namespace" },
+        { "rt_sigaction", W | L, "JSC installs its GC/JIT signal handlers (args: not SIGSYS in stage 2)" },
+        { "rt_sigprocmask", W | L, "signal masks around critical sections" },
+        { "rt_sigreturn", W | L, "return from a signal handler" },
+        { "rt_sigtimedwait", L, "ordinary programs" },
+        { "rt_sigpending", L, "ordinary programs" },
+        { "rt_sigqueueinfo", L, "signals within the box" },
+        { "sigaltstack", W | L, "JSC's signal stacks" },
+        { "sched_yield", W | L, "JSC spin locks" },
+        { "sched_getaffinity", W | L, "JSC sizes its thread pools from it" },
+        { "sched_setscheduler", W | L, "JSC lowers its helper threads' priority" },
+        { "rt_sigsuspend", W | L, "JSC's thread suspension for GC" },
+        { "sched_getparam", L, "ordinary programs" },
+        { "sched_getscheduler", L, "ordinary programs" },
+        { "sched_get_priority_max", L, "ordinary programs" },
+        { "sched_get_priority_min", L, "ordinary programs" },
+        { "getpriority", L, "ordinary programs" },
+        { "nanosleep", W | L, "JSC's GC helper threads" },
+        { "clock_nanosleep", W | L, "JSC's GC helper threads" },
+        { "clock_gettime", W | L, "CPU-time limit accounting (usually vDSO)" },
+        { "clock_getres", W | L, "timer resolution" },
+        { "gettimeofday", W | L, "usually vDSO" },
+        { "time", L, "usually vDSO" },
+        { "getitimer", L, "ordinary programs" },
+        { "setitimer", L, "ordinary programs" },
+        { "alarm", L, "ordinary programs" },
+        { "timer_create", L, "ordinary programs" },
+        { "timer_settime", L, "ordinary programs" },
+        { "timer_gettime", L, "ordinary programs" },
+        { "timer_delete", L, "ordinary programs" },
+        { "timerfd_create", L, "event loops" },
+        { "timerfd_settime", L, "event loops" },
+        { "timerfd_gettime", L, "event loops" },
+        { "getrusage", W | L, "CPU accounting" },
+        { "times", L, "CPU accounting" },
+        { "exit", W | L, "thread exit" },
+        { "exit_group", W | L, "process exit" },
+        { "restart_syscall", W | L, "kernel-internal restart" },
+        /* files and descriptors (Landlock and the read-only root decide what) */
+        { "read", W | L, "frames in on fd 3; /proc/self/maps" },
+        { "write", W | L, "frames out on fd 3; stderr" },
+        { "readv", W | L, "glibc stdio" },
+        { "writev", W | L, "glibc stdio, frame writes" },
+        { "pread64", W | L, "loader reads ELF headers" },
+        { "pwrite64", L, "ordinary programs" },
+        { "preadv", L, "ordinary programs" },
+        { "pwritev", L, "ordinary programs" },
+        { "close", W | L, "closing fds" },
+        { "close_range", L, "ordinary programs" },
+        { "openat", W | L, "loader, /proc/self/maps, /dev/urandom (Landlock: read-only)" },
+        { "open", L, "ordinary programs" },
+        { "creat", L, "ordinary programs (Landlock decides)" },
+        { "fstat", W | L, "glibc, loader" },
+        { "newfstatat", W | L, "glibc, loader" },
+        { "stat", L, "ordinary programs" },
+        { "lstat", L, "ordinary programs" },
+        { "statx", W | L, "glibc stat" },
+        { "statfs", W | L, "glibc probes /dev/shm style mounts" },
+        { "fstatfs", L, "ordinary programs" },
+        { "lseek", W | L, "stdio" },
+        { "access", W | L, "loader checks ld.so.preload" },
+        { "faccessat", L, "ordinary programs" },
+        { "faccessat2", L, "ordinary programs" },
+        { "readlink", W | L, "glibc resolves /proc/self/exe" },
+        { "readlinkat", L, "ordinary programs" },
+        { "getcwd", W | L, "glibc" },
+        { "chdir", L, "ordinary programs" },
+        { "fchdir", L, "ordinary programs" },
+        { "getdents64", L, "directory listing" },
+        { "getdents", L, "directory listing" },
+        { "fcntl", W | L, "fd flags (CLOEXEC, NONBLOCK)" },
+        { "dup", L, "ordinary programs" },
+        { "dup2", L, "ordinary programs" },
+        { "dup3", L, "ordinary programs" },
+        { "pipe", L, "ordinary programs" },
+        { "pipe2", L, "ordinary programs" },
+        { "ioctl", W | L, "terminal queries (args: never TIOCSTI/TIOCLINUX; worker: TCGETS/FIONREAD only)" },
+        { "poll", W | L, "waiting on the frame socket" },
+        { "ppoll", W | L, "waiting on the frame socket" },
+        { "select", L, "ordinary programs" },
+        { "pselect6", L, "ordinary programs" },
+        { "epoll_create1", L, "event loops" },
+        { "epoll_create", L, "event loops" },
+        { "epoll_ctl", L, "event loops" },
+        { "epoll_wait", L, "event loops" },
+        { "epoll_pwait", L, "event loops" },
+        { "epoll_pwait2", L, "event loops" },
+        { "eventfd2", W | L, "GLib main-context wakeups inside JSC" },
+        { "eventfd", L, "event loops" },
+        { "mkdir", L, "writes under --bind (Landlock decides)" },
+        { "mkdirat", L, "writes under --bind (Landlock decides)" },
+        { "unlink", L, "writes under --bind (Landlock decides)" },
+        { "unlinkat", L, "writes under --bind (Landlock decides)" },
+        { "rename", L, "writes under --bind (Landlock decides)" },
+        { "renameat", L, "writes under --bind (Landlock decides)" },
+        { "renameat2", L, "writes under --bind (Landlock decides)" },
+        { "rmdir", L, "writes under --bind (Landlock decides)" },
+        { "link", L, "writes under --bind (Landlock decides)" },
+        { "linkat", L, "writes under --bind (Landlock decides)" },
+        { "symlink", L, "writes under --bind (Landlock decides)" },
+        { "symlinkat", L, "writes under --bind (Landlock decides)" },
+        { "ftruncate", L, "writes under --bind (Landlock decides)" },
+        { "truncate", L, "writes under --bind (Landlock decides)" },
+        { "fsync", L, "ordinary programs" },
+        { "fdatasync", L, "ordinary programs" },
+        { "fallocate", L, "ordinary programs" },
+        { "chmod", L, "own files under --bind" },
+        { "fchmod", L, "own files under --bind" },
+        { "fchmodat", L, "own files under --bind" },
+        { "umask", L, "ordinary programs" },
+        { "utimensat", L, "ordinary programs" },
+        { "flock", L, "ordinary programs" },
+        { "sendfile", L, "cp and friends" },
+        { "copy_file_range", L, "cp and friends" },
+        { "splice", L, "ordinary programs" },
+        { "tee", L, "ordinary programs" },
+        { "memfd_create", L, "ordinary programs" },
+        { "inotify_init1", L, "ordinary programs" },
+        { "inotify_add_watch", L, "ordinary programs" },
+        { "inotify_rm_watch", L, "ordinary programs" },
+        { "fadvise64", L, "ordinary programs" },
+        { "getxattr", L, "ls -l and friends" },
+        { "lgetxattr", L, "ls -l and friends" },
+        { "fgetxattr", L, "ls -l and friends" },
+        { "listxattr", L, "ls -l and friends" },
+        { "llistxattr", L, "ls -l and friends" },
+        /* processes (launch only: the worker never starts a process) */
+        { "execve", S1 | L, "the launcher's exec of the worker; programs under launch" },
+        { "seccomp", S1 | L, "the worker installs its stage-2 filter (filters only ever add restrictions)" },
+        { "execveat", L, "programs under launch" },
+        { "fork", L, "programs under launch (pids.max bounds them)" },
+        { "vfork", L, "programs under launch" },
+        { "wait4", L, "programs under launch" },
+        { "waitid", L, "programs under launch" },
+        { "setpgid", L, "shells" },
+        { "getpgid", L, "shells" },
+        { "getpgrp", L, "shells" },
+        { "getsid", L, "shells" },
+        { "setsid", L, "daemons" },
+        /* identity (inside the user namespace) */
+        { "getuid", W | L, "glibc" },
+        { "geteuid", W | L, "glibc" },
+        { "getgid", W | L, "glibc" },
+        { "getegid", W | L, "glibc" },
+        { "getresuid", L, "ordinary programs" },
+        { "getresgid", L, "ordinary programs" },
+        { "getgroups", L, "ordinary programs" },
+        { "capget", L, "ordinary programs (all capability sets are empty)" },
+        /* system information */
+        { "uname", W | L, "glibc, JSC" },
+        { "sysinfo", W | L, "JSC sizes its heap from total RAM" },
+        { "getrandom", W | L, "glibc malloc, JSC's own seeds" },
+        { "prlimit64", W | L, "JSC reads its stack limit (args: worker may only read)" },
+        { "getrlimit", L, "ordinary programs" },
+        { "prctl", W | L, "thread names (args: worker: PR_SET_NAME/PR_GET_NAME/PR_SET_VMA/PR_CAPBSET_READ only)" },
+        { "arch_prctl", W | L, "glibc TLS setup" },
+        { "getcpu", W | L, "JSC per-CPU caches" },
+        /* sockets: launch only (empty network namespace; Landlock denies TCP) */
+        { "socket", L, "programs under launch (args: AF_UNIX, AF_INET, AF_INET6)" },
+        { "socketpair", L, "programs under launch" },
+        { "connect", L, "programs under launch" },
+        { "bind", L, "programs under launch" },
+        { "listen", L, "programs under launch" },
+        { "accept", L, "programs under launch" },
+        { "accept4", L, "programs under launch" },
+        { "getsockname", L, "programs under launch" },
+        { "getpeername", L, "programs under launch" },
+        { "getsockopt", L, "programs under launch" },
+        { "setsockopt", L, "programs under launch" },
+        { "sendto", L, "programs under launch" },
+        { "recvfrom", L, "programs under launch" },
+        { "sendmsg", S1 | L, "the launcher hands the seccomp listener to the parent before exec; programs under launch" },
+        { "recvmsg", L, "programs under launch" },
+        { "shutdown", L, "programs under launch" },
+};
+/* Sanitizer builds only (make asan): the ASan/UBSan runtime inside the
+ * worker uses raw syscalls of its own.  Never compiled into a release build. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CHIDORI_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CHIDORI_SANITIZER 1
+#endif
+#endif
+#ifdef CHIDORI_SANITIZER
+static const char *const sanitizer_extra[] = { "open", "readlinkat", "getdents64", "mincore", "sched_yield" };
+#endif
+
+/* Left out of every list, on purpose (the fixed prefix kills them first):
+ * ptrace, process_vm_readv/writev, bpf, io_uring_*, userfaultfd, keyctl,
+ * add_key, request_key, perf_event_open, mount, umount2, pivot_root, chroot,
+ * setns, unshare, fsopen/fsmount/fsconfig/fspick/move_mount/open_tree/
+ * mount_setattr, personality, open_by_handle_at, name_to_handle_at,
+ * kexec_*, *_module, reboot, swapon/off, acct, quotactl, iopl, ioperm,
+ * settimeofday, clock_settime, adjtimex, syslog, vhangup, lookup_dcookie.
+ * clone3 answers ENOSYS so glibc falls back to clone(2), whose flags we can
+ * check.  Left out of the worker list: every socket call, fork/vfork/execve
+ * (stage 2), setsid, kill (the worker signals only its own threads). */
+
+static const char *const deny_always[] = {
+        "ptrace", "process_vm_readv", "process_vm_writev", "bpf", "io_uring_setup", "io_uring_enter",
+        "io_uring_register", "userfaultfd", "keyctl", "add_key", "request_key", "perf_event_open",
+        "mount", "umount2", "pivot_root", "chroot", "setns", "unshare", "fsopen", "fsmount", "fsconfig",
+        "fspick", "move_mount", "open_tree", "mount_setattr", "personality", "open_by_handle_at",
+        "name_to_handle_at", "kexec_load", "kexec_file_load", "init_module", "finit_module",
+        "delete_module", "reboot", "swapon", "swapoff", "acct", "quotactl", "iopl", "ioperm",
+        "settimeofday", "clock_settime", "adjtimex", "clock_adjtime", "syslog", "vhangup",
+        "lookup_dcookie", "landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self",
+        "pidfd_getfd", "kcmp", "move_pages", "migrate_pages", "mbind", "set_mempolicy",
+        "uselib", "ustat", "sysfs", "_sysctl", "nfsservctl", "create_module", "get_kernel_syms",
+        "query_module",
+};
+
+#define CLONE_NS_FLAGS                                                                                    \
+        (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |     \
+         CLONE_NEWNET | 0x00000080ULL /* CLONE_NEWTIME */)
+
+static int add(scmp_filter_ctx ctx, uint32_t action, const char *name, unsigned n, const struct scmp_arg_cmp *a,
+               struct err **err)
+{
+        int nr = seccomp_syscall_resolve_name(name);
+        if (nr == __NR_SCMP_ERROR)
+                return 0; /* not on this architecture: nothing to allow or deny */
+        int r = seccomp_rule_add_array(ctx, action, nr, n, a);
+        if (r < 0 && r != -EEXIST)
+                return err_set(err, -r, "seccomp rule for %s", name);
+        return 0;
+}
+
+/* Allow `name` when argument `arg` lies in [lo, hi] (lo, hi < 2^32), as a
+ * set of aligned blocks compared on all 64 bits: a value with any of the
+ * high 32 bits set never matches, so nothing the kernel truncates to a
+ * refused number can pass (CVE-2019-10063).  libseccomp's SCMP_A*_32
+ * helpers do not mask the high half, and one rule takes one comparison per
+ * argument, hence the blocks. */
+static int allow_range(scmp_filter_ctx ctx, const char *name, unsigned arg, uint64_t lo, uint64_t hi,
+                       struct err **err)
+{
+        uint64_t x = lo;
+        while (x <= hi) {
+                uint64_t size = 1;
+                while ((x & (size * 2 - 1)) == 0 && x + size * 2 - 1 <= hi && size < (1ull << 32))
+                        size *= 2;
+                struct scmp_arg_cmp c = { .arg = arg, .op = SCMP_CMP_MASKED_EQ, .datum_a = ~(size - 1), .datum_b = x };
+                if (add(ctx, SCMP_ACT_ALLOW, name, 1, &c, err) < 0)
+                        return -1;
+                x += size;
+        }
+        return 0;
+}
+
+/* Allow every 32-bit value of `arg` except those in `refused` (sorted). */
+static int allow_all_but(scmp_filter_ctx ctx, const char *name, unsigned arg, const uint64_t *refused, size_t n,
+                         struct err **err)
+{
+        uint64_t from = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (refused[i] > from && allow_range(ctx, name, arg, from, refused[i] - 1, err) < 0)
+                        return -1;
+                from = refused[i] + 1;
+        }
+        return allow_range(ctx, name, arg, from, 0xffffffffull, err);
+}
+
+/* Exactly v, on all 64 bits. */
+#define EQ64(a, v) ((struct scmp_arg_cmp){ .arg = (a), .op = SCMP_CMP_EQ, .datum_a = (v), .datum_b = 0 })
+
+static int add_conditional(scmp_filter_ctx ctx, enum seccomp_profile p, bool jit, uint32_t deny,
+                           struct err **err)
+{
+        bool worker = p == SECCOMP_STAGE1_WORKER || p == SECCOMP_STAGE2_WORKER;
+        const uint32_t allow = SCMP_ACT_ALLOW;
+        /* clone: never a new namespace; the worker only threads. */
+        if (worker) {
+                struct scmp_arg_cmp c[] = { SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_THREAD | CLONE_NS_FLAGS, CLONE_THREAD) };
+                if (add(ctx, allow, "clone", 1, c, err) < 0)
+                        return -1;
+        } else {
+                struct scmp_arg_cmp c[] = { SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_NS_FLAGS, 0) };
+                if (add(ctx, allow, "clone", 1, c, err) < 0)
+                        return -1;
+        }
+        /* clone3 hides its flags in memory: answer ENOSYS so glibc uses clone. */
+        if (add(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL, err) < 0)
+                return -1;
+        /* ioctl: never TIOCSTI (type into a terminal), TIOCLINUX, or
+         * TIOCSCTTY (take a terminal over after setsid); a number with any
+         * high bit set is refused too, since the kernel would truncate it
+         * (CVE-2019-10063). */
+        if (worker) {
+                static const unsigned long ok[] = { TCGETS, FIONREAD, FIOCLEX, FIONCLEX, TIOCGWINSZ };
+                for (size_t i = 0; i < ARRAY_SIZE(ok); i++) {
+                        struct scmp_arg_cmp c[] = { EQ64(1, ok[i]) };
+                        if (add(ctx, allow, "ioctl", 1, c, err) < 0)
+                                return -1;
+                }
+        } else {
+                static const uint64_t refused[] = { TIOCSCTTY, TIOCSTI, TIOCLINUX };
+                _Static_assert(TIOCSCTTY < TIOCSTI && TIOCSTI < TIOCLINUX, "sorted");
+                if (allow_all_but(ctx, "ioctl", 1, refused, ARRAY_SIZE(refused), err) < 0)
+                        return -1;
+        }
+        /* mmap/mprotect: no new executable memory unless the JIT is on. */
+        bool exec_ok = jit || !(p == SECCOMP_STAGE2_WORKER);
+        if (exec_ok) {
+                if (add(ctx, allow, "mmap", 0, NULL, err) < 0 || add(ctx, allow, "mprotect", 0, NULL, err) < 0 ||
+                    add(ctx, allow, "pkey_mprotect", 0, NULL, err) < 0)
+                        return -1;
+        } else {
+                struct scmp_arg_cmp c[] = { SCMP_A2_32(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0) };
+                if (add(ctx, allow, "mmap", 1, c, err) < 0 || add(ctx, allow, "mprotect", 1, c, err) < 0)
+                        return -1;
+        }
+        /* rt_sigaction: stage 2 keeps its SIGSYS reporter in place. */
+        if (p == SECCOMP_STAGE2_WORKER) {
+                /* Any signal but SIGSYS (compared on all 64 bits); SIGSYS
+                 * only to read the current action. */
+                static const uint64_t refused[] = { SIGSYS };
+                struct scmp_arg_cmp q[] = { EQ64(0, SIGSYS), EQ64(1, 0) };
+                if (allow_all_but(ctx, "rt_sigaction", 0, refused, 1, err) < 0 ||
+                    add(ctx, allow, "rt_sigaction", 2, q, err) < 0)
+                        return -1;
+        } else if (add(ctx, allow, "rt_sigaction", 0, NULL, err) < 0) {
+                return -1;
+        }
+        if (worker) {
+                /* prlimit64: read-only (new_limit == NULL).  The ASan
+                 * runtime of a sanitizer build sets limits of its own. */
+                struct scmp_arg_cmp c[] = { SCMP_A2_64(SCMP_CMP_EQ, 0) };
+#ifdef CHIDORI_SANITIZER
+                if (add(ctx, allow, "prlimit64", 0, NULL, err) < 0)
+                        return -1;
+                (void)c;
+#else
+                if (add(ctx, allow, "prlimit64", 1, c, err) < 0)
+                        return -1;
+#endif
+                static const int opts[] = { PR_SET_NAME, PR_GET_NAME, 0x53564d41 /* PR_SET_VMA */, PR_CAPBSET_READ,
+                                            PR_GET_DUMPABLE, PR_GET_NO_NEW_PRIVS, PR_GET_SECCOMP };
+                for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
+                        struct scmp_arg_cmp o[] = { SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)opts[i]) };
+                        if (add(ctx, allow, "prctl", 1, o, err) < 0)
+                                return -1;
+                }
+                if (p == SECCOMP_STAGE1_WORKER) {
+                        /* The worker's lockdown: no_new_privs (already set)
+                         * and not dumpable, both one-way. */
+                        struct scmp_arg_cmp nnp[] = { SCMP_A0_32(SCMP_CMP_EQ, PR_SET_NO_NEW_PRIVS) };
+                        struct scmp_arg_cmp dmp[] = { SCMP_A0_32(SCMP_CMP_EQ, PR_SET_DUMPABLE),
+                                                      SCMP_A1_64(SCMP_CMP_EQ, 0) };
+                        if (add(ctx, allow, "prctl", 1, nnp, err) < 0 || add(ctx, allow, "prctl", 2, dmp, err) < 0)
+                                return -1;
+                }
+        } else {
+                if (add(ctx, allow, "prlimit64", 0, NULL, err) < 0 || add(ctx, allow, "prctl", 0, NULL, err) < 0)
+                        return -1;
+                static const int fams[] = { AF_UNIX, AF_INET, AF_INET6 };
+                for (size_t i = 0; i < ARRAY_SIZE(fams); i++) {
+                        struct scmp_arg_cmp c[] = { SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)fams[i]) };
+                        if (add(ctx, allow, "socket", 1, c, err) < 0)
+                                return -1;
+                }
+        }
+        (void)deny;
+        return 0;
+}
+
+static bool is_conditional(const char *name)
+{
+        static const char *const c[] = { "clone", "ioctl", "mmap", "mprotect", "rt_sigaction", "prlimit64",
+                                         "prctl", "socket" };
+        for (size_t i = 0; i < ARRAY_SIZE(c); i++)
+                if (strcmp(c[i], name) == 0)
+                        return true;
+        return false;
+}
+
+static bool in_profile(const struct rule *r, enum seccomp_profile p)
+{
+        switch (p) {
+        case SECCOMP_STAGE1_WORKER: return r->in & (W | S1);
+        case SECCOMP_STAGE2_WORKER: return r->in & W;
+        case SECCOMP_LAUNCH:
+        case SECCOMP_LAUNCH_ERRNO: return r->in & L;
+        default: return false;
+        }
+}
+
+static int export_bpf(scmp_filter_ctx ctx, struct seccomp_prog *ret, struct err **err)
+{
+        _cleanup_close_ int fd = memfd_create("chidori-bpf", MFD_CLOEXEC);
+        if (fd < 0)
+                return err_set(err, errno, "memfd_create");
+        int r = seccomp_export_bpf(ctx, fd);
+        if (r < 0)
+                return err_set(err, -r, "export the seccomp filter");
+        off_t len = lseek(fd, 0, SEEK_END);
+        if (len <= 0 || len % (off_t)sizeof(struct sock_filter))
+                return err_set(err, EINVAL, "exported seccomp filter has %lld bytes", (long long)len);
+        struct sock_filter *insns = malloc((size_t)len);
+        if (!insns)
+                return err_set(err, ENOMEM, "seccomp filter");
+        if (pread(fd, insns, (size_t)len, 0) != len) {
+                free(insns);
+                return err_set(err, errno, "read back the seccomp filter");
+        }
+        ret->insns = insns;
+        ret->len = (size_t)len / sizeof(struct sock_filter);
+        return 0;
+}
+
+/* launch --seccomp-errno: what is outside the allowlist answers EPERM, but
+ * the fixed prefix keeps the kill verdict (notified, so the parent names
+ * it): these rules give it that verdict explicitly, since it is no longer
+ * the default.  Clone with a namespace flag and the terminal-injection
+ * ioctls (compared on the low 32 bits, so high bits cannot hide them) are
+ * part of the prefix. */
+static int add_prefix(scmp_filter_ctx ctx, uint32_t action, struct err **err)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(deny_always); i++)
+                if (add(ctx, action, deny_always[i], 0, NULL, err) < 0)
+                        return -1;
+        static const uint64_t ns_flags[] = { CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
+                                             CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET, 0x00000080ULL };
+        for (size_t i = 0; i < ARRAY_SIZE(ns_flags); i++) {
+                struct scmp_arg_cmp c[] = { SCMP_A0_64(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]) };
+                if (add(ctx, action, "clone", 1, c, err) < 0)
+                        return -1;
+        }
+        static const uint64_t tty[] = { TIOCSCTTY, TIOCSTI, TIOCLINUX };
+        for (size_t i = 0; i < ARRAY_SIZE(tty); i++) {
+                struct scmp_arg_cmp c[] = { SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xffffffffULL, tty[i]) };
+                if (add(ctx, action, "ioctl", 1, c, err) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
+int seccomp_compile(enum seccomp_profile p, bool jit, bool notify, struct seccomp_prog *ret, struct err **err)
+{
+        memset(ret, 0, sizeof(*ret));
+        /* Stage 2 traps into the worker's reporter; the others notify the
+         * parent (or kill when notification is unavailable).  With
+         * --seccomp-errno, only the prefix does; the rest answers EPERM. */
+        uint32_t kill = notify ? SCMP_ACT_NOTIFY : SCMP_ACT_KILL_PROCESS;
+        uint32_t deny = p == SECCOMP_STAGE2_WORKER ? SCMP_ACT_TRAP
+                        : p == SECCOMP_LAUNCH_ERRNO ? SCMP_ACT_ERRNO(EPERM)
+                                                    : kill;
+        scmp_filter_ctx ctx = seccomp_init(deny);
+        if (!ctx)
+                return err_set(err, ENOMEM, "seccomp_init");
+        int rc = 0;
+        /* Other architectures (x32, i386 numbers) never match the native
+         * arch: libseccomp's arch check kills them. */
+        if (seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) < 0 ||
+            seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0) < 0) {
+                rc = err_set(err, EINVAL, "seccomp attributes");
+                goto out;
+        }
+        /* The fixed prefix: the dangerous families get the deny verdict,
+         * which is also the default (libseccomp refuses a rule equal to the
+         * default), so the check below makes sure no allow rule names them. */
+        for (size_t i = 0; i < ARRAY_SIZE(rules) && rc == 0; i++) {
+                if (!in_profile(&rules[i], p) || is_conditional(rules[i].name))
+                        continue;
+                for (size_t k = 0; k < ARRAY_SIZE(deny_always); k++)
+                        if (strcmp(deny_always[k], rules[i].name) == 0)
+                                rc = err_set(err, EINVAL, "seccomp table allows %s, which the fixed prefix denies",
+                                             rules[i].name);
+                if (rc == 0)
+                        rc = add(ctx, SCMP_ACT_ALLOW, rules[i].name, 0, NULL, err);
+        }
+#ifdef CHIDORI_SANITIZER
+        for (size_t i = 0; i < ARRAY_SIZE(sanitizer_extra) && rc == 0; i++)
+                rc = add(ctx, SCMP_ACT_ALLOW, sanitizer_extra[i], 0, NULL, err);
+#endif
+        if (rc == 0)
+                rc = add_conditional(ctx, p, jit, deny, err);
+        if (rc == 0 && p == SECCOMP_LAUNCH_ERRNO)
+                rc = add_prefix(ctx, kill, err);
+        if (rc == 0)
+                rc = export_bpf(ctx, ret, err);
+        ret->notify = deny == SCMP_ACT_NOTIFY || (p == SECCOMP_LAUNCH_ERRNO && kill == SCMP_ACT_NOTIFY);
+out:
+        seccomp_release(ctx);
+        return rc;
+}
+
+void seccomp_prog_free(struct seccomp_prog *p)
+{
+        if (!p)
+                return;
+        free(p->insns);
+        p->insns = NULL;
+        p->len = 0;
+}
+
+const char *seccomp_syscall_name(int nr)
+{
+        static char buf[64];
+        char *n = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
+        if (n) {
+                snprintf(buf, sizeof(buf), "%s", n);
+                free(n);
+        } else {
+                snprintf(buf, sizeof(buf), "nr %d", nr);
+        }
+        return buf;
+}
+
+void seccomp_dump_table(enum seccomp_profile p, void (*emit)(const char *, const char *, void *), void *arg)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(rules); i++)
+                if (in_profile(&rules[i], p))
+                        emit(rules[i].name, rules[i].why, arg);
+}
