@@ -35,6 +35,7 @@ libs_of   = $(shell $(PKG_CONFIG) --libs $(1))
 # and its subfolders is in the group.
 COMMON_SRC  := $(wildcard common/*.c)
 PROTO_SRC   := $(wildcard proto/*.c)
+CHAN_SRC    := $(wildcard chan/*.c)
 CLI_SRC     := $(filter-out cli/main.c,$(wildcard cli/*.c))
 SANDBOX_SRC := $(filter-out sandbox/seccomp-gen.c,$(wildcard sandbox/*.c sandbox/*/*.c))
 RUNTIME_SRC := $(wildcard runtime/*.c)
@@ -45,7 +46,7 @@ ENGINE_SRC  := $(filter-out engine/worker.c,$(wildcard engine/*.c))
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(patsubst %.S,$(BUILD)/obj/%.o,$(1)))
 
 ENGINE_OBJ := $(call obj,$(ENGINE_SRC) engine/embed.S)
-LIB_OBJ    := $(call obj,$(COMMON_SRC) $(PROTO_SRC) $(CLI_SRC) $(SANDBOX_SRC) $(RUNTIME_SRC) $(POLICY_SRC) $(EFFECTS_SRC)) \
+LIB_OBJ    := $(call obj,$(COMMON_SRC) $(PROTO_SRC) $(CHAN_SRC) $(CLI_SRC) $(SANDBOX_SRC) $(RUNTIME_SRC) $(POLICY_SRC) $(EFFECTS_SRC)) \
               $(ENGINE_OBJ) \
               $(BUILD)/obj/gen/seccomp_bpf.o
 CLI_LIBS    = $(call libs_of,$(PKGS_CLI)) -lpthread
@@ -146,7 +147,7 @@ $(BUILD)/jsc_hello: tests/bench/jsc_hello.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(call cflags_of,javascriptcoregtk-4.1) $< -o $@ $(LDFLAGS) $(call libs_of,javascriptcoregtk-4.1)
 
 # Builds (installing missing Debian packages first) and runs every suite.
-FUZZ_BIN := $(BUILD)/fuzz_frame $(BUILD)/fuzz_policy $(BUILD)/fuzz_vfs $(BUILD)/fuzz_json
+FUZZ_BIN := $(BUILD)/fuzz_frame $(BUILD)/fuzz_policy $(BUILD)/fuzz_vfs $(BUILD)/fuzz_json $(BUILD)/fuzz_chan
 
 test: check-deps all $(FUZZ_BIN)
 	BUILD=$(BUILD) ./scripts/run-tests.sh
@@ -187,6 +188,11 @@ $(BUILD)/fuzz_policy: tests/fuzz/fuzz_policy.c policy/policy.c common/text.c com
 $(BUILD)/fuzz_vfs: tests/fuzz/fuzz_vfs.c effects/fs/vfs.c common/text.c common/util.c common/err.c
 	@mkdir -p $(dir $@)
 	clang -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined $(call cflags_of,libcjson) $^ -o $@ $(call libs_of,libcjson)
+
+# The monitor's channel decoder: what a compromised broker sends (chan/).
+$(BUILD)/fuzz_chan: tests/fuzz/fuzz_chan.c chan/chan.c chan/blob.c common/err.c
+	@mkdir -p $(dir $@)
+	clang -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined $^ -o $@
 
 bench: all
 	BUILD=$(BUILD) ./scripts/bench.sh
