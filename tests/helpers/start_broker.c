@@ -201,7 +201,10 @@ int main(int argc, char **argv)
         if (monitor_start_broker(&s, &b, &e) < 0)
                 die("start the broker", e);
         fprintf(stderr, "start-broker: mode %s, uid %u%s%s\n",
-                b.mode == BROKER_ROOT ? "root" : b.mode == BROKER_ROOTLESS ? "rootless" : "uid0", (unsigned)b.uid,
+                s.test_no_lockdown ? "control (no lockdown)" : b.mode == BROKER_ROOT ? "root"
+                : b.mode == BROKER_ROOTLESS                  ? "rootless"
+                                                             : "uid0",
+                (unsigned)b.uid,
                 b.notes[0] ? "; " : "", b.notes);
         serve(&b, agent_dir, show_outside, box_pid, close_after_welcome);
         close(b.chan), b.chan = -1;
