@@ -503,10 +503,18 @@ int monitor_start_broker(const struct broker_spawn *s, struct broker *b, struct 
         c.dirs[DIR_STATE] = s->state_dir;
         c.dirs[DIR_WORKSPACE] = s->workspace;
         c.dirs[DIR_AGENT] = s->agent_dir;
+        static const char *const what[NDIRS] = { "state dir", "workspace", "agent folder" };
         for (int i = 0; i < NDIRS; i++) {
                 c.trees[i] = -1;
+                struct stat st;
                 if (c.dirs[i] && c.dirs[i][0] != '/')
-                        return err_setc(err, BROKER_E_SETUP, 0, "broker folder '%s' is not absolute", c.dirs[i]);
+                        return err_setc(err, BROKER_E_SETUP, 0, "the broker's %s '%s' is not an absolute path",
+                                        what[i], c.dirs[i]);
+                if (c.dirs[i] && stat(c.dirs[i], &st) < 0)
+                        return err_setc(err, BROKER_E_SETUP, errno, "the broker's %s %s", what[i], c.dirs[i]);
+                if (c.dirs[i] && !S_ISDIR(st.st_mode))
+                        return err_setc(err, BROKER_E_SETUP, 0, "the broker's %s %s is not a folder", what[i],
+                                        c.dirs[i]);
         }
         _cleanup_free_ char *path = find_binary(s, err);
         if (!path)

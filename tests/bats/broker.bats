@@ -174,6 +174,14 @@ attack() {
   fi
 }
 
+@test "broker: a missing or relative folder is refused before anything starts" {
+  sb --state "$T/nope" -- posture
+  [[ $status -eq 1 && $stderr == *"start the broker: the broker's state dir $T/nope: No such file or directory"* ]]
+  sb --workspace ws -- posture
+  [[ $status -eq 1 && $stderr == *"the broker's workspace 'ws' is not an absolute path"* ]]
+  [[ $output == "" ]]
+}
+
 @test "broker: the broker uid: 0 and 65534 refused, an unknown user refused (exit 2); a number accepted" {
   is_root || skip "the broker uid is used as root only"
   sb --user 0 -- posture
