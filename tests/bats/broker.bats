@@ -174,6 +174,17 @@ attack() {
   fi
 }
 
+@test "broker: descriptors: 0-2, the channel at 3, the sealed config blob at 4, nothing else" {
+  exec 7</dev/null # an inherited descriptor the broker must not get
+  sb --config 'state=/x,model=m1' -- fds
+  [[ $status -eq 0 && $output == "OK fds 0 1 2 3 4" ]]
+  sb --config 'state=/x,model=m1' -- config 2
+  [[ $status -eq 0 && $output == "OK config [state=/x] [model=m1]" ]]
+  sb -- fds
+  [[ $status -eq 0 && $output == "OK fds 0 1 2 3" ]]
+  exec 7<&-
+}
+
 @test "broker: a missing or relative folder is refused before anything starts" {
   sb --state "$T/nope" -- posture
   [[ $status -eq 1 && $stderr == *"start the broker: the broker's state dir $T/nope: No such file or directory"* ]]

@@ -7,7 +7,8 @@
  * "start-broker: broker exited N" or "start-broker: broker killed by SIGSYS".
  *
  *   start-broker [--control] [--state DIR] [--workspace DIR] [--agent DIR]
- *                [--user NAME|UID] [--require] [--box] [--outside] [--close] -- ARG...
+ *                [--user NAME|UID] [--require] [--box] [--outside] [--close]
+ *                [--config A,B,...] -- ARG...
  *
  * ARG... is the broker's argv after argv[0]; "@MONITOR" becomes this
  * process's pid and "@BOX" the pid of a box (`--box`: /usr/bin/sleep in a
@@ -16,6 +17,7 @@
  * too).  --outside: print the broker's /proc status lines and whether its
  * namespaces differ from ours, as seen from outside.  --close: close the
  * channel after WELCOME (the end of a run, for chidori-broker itself).
+ * --config: a sealed blob of those strings becomes the broker's fd 4.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -148,7 +150,7 @@ static void serve(struct broker *b, int agent_dir, bool show_outside, pid_t box,
 int main(int argc, char **argv)
 {
         struct broker_spawn s = { .fd0 = 0, .fd1 = 1, .fd2 = 2, .config_fd = -1 };
-        const char *user = NULL;
+        const char *user = NULL, *config = NULL;
         bool box = false, show_outside = false, close_after_welcome = false;
         int i = 1;
         for (; i < argc && strcmp(argv[i], "--"); i++) {
@@ -170,6 +172,8 @@ int main(int argc, char **argv)
                         s.agent_dir = argv[++i];
                 else if (i + 1 < argc && strcmp(argv[i], "--user") == 0)
                         user = argv[++i];
+                else if (i + 1 < argc && strcmp(argv[i], "--config") == 0)
+                        config = argv[++i];
                 else {
                         fprintf(stderr, "start-broker: unknown option %s\n", argv[i]);
                         return 2;
@@ -196,6 +200,17 @@ int main(int argc, char **argv)
                 bargv[n++] = strcmp(argv[i], "@MONITOR") == 0 ? mon : strcmp(argv[i], "@BOX") == 0 ? boxs : argv[i];
         bargv[n] = NULL;
         s.argv = bargv;
+        if (config) {
+                /* A comma-separated list becomes the config blob on fd 4. */
+                const char *strs[16];
+                size_t ns = 0;
+                char *dup = strdup(config);
+                for (char *save = NULL, *w = strtok_r(dup, ",", &save); w && ns < 16; w = strtok_r(NULL, ",", &save))
+                        strs[ns++] = w;
+                if (chan_blob_create("config", strs, ns, &s.config_fd, &e) < 0)
+                        die("config blob", e);
+                free(dup);
+        }
         int agent_dir = s.agent_dir ? open(s.agent_dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
         struct broker b;
         if (monitor_start_broker(&s, &b, &e) < 0)

@@ -12,7 +12,8 @@
  *   DENIED <ERRNO> <detail>     the kernel refused it (exit 1)
  * A seccomp kill ends the probe before it prints anything.
  * Commands: posture, open PATH, write DIR (a file, removed), create PATH
- * (left), agent-file REL (OPEN_AGENT_FILE), signal PID, exec, ptrace PID,
+ * (left), agent-file REL (OPEN_AGENT_FILE), config N (fd 4: a blob of N
+ * strings), fds (which of 0-9 are open), signal PID, exec, ptrace PID,
  * module, cgroup. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -162,6 +163,30 @@ static int run(const char *cmd, const char *arg)
                 buf[strcspn(buf, "\n")] = '\0';
                 snprintf(what, sizeof(what), "agent file %s: %s", arg, buf);
                 return ok(what);
+        }
+        if (strcmp(cmd, "config") == 0 && arg) {
+                /* fd 4: the config blob, ARG strings, sealed. */
+                struct chan_blob b;
+                struct err *e = NULL;
+                if (chan_blob_map(4, (size_t)strtol(arg, NULL, 10), &b, &e) < 0) {
+                        printf("DENIED blob %s\n", err_msg(e));
+                        return 1;
+                }
+                printf("OK config");
+                for (size_t k = 0; k < b.nstrings; k++)
+                        printf(" [%s]", b.strs[k]);
+                printf("\n");
+                chan_blob_unmap(&b);
+                return 0;
+        }
+        if (strcmp(cmd, "fds") == 0) {
+                /* Which of 0..9 are open. */
+                printf("OK fds");
+                for (int fd = 0; fd < 10; fd++)
+                        if (fcntl(fd, F_GETFD) >= 0)
+                                printf(" %d", fd);
+                printf("\n");
+                return 0;
         }
         if (strcmp(cmd, "signal") == 0 && arg) {
                 snprintf(what, sizeof(what), "signal 0 to pid %s", arg);
