@@ -131,6 +131,111 @@ static pid_t do_clone3(uint64_t flags, int cgroup_fd, int *ret_pidfd)
         return pid;
 }
 
+static const struct {
+        enum box_layer l;
+        uint64_t flag;
+} ns_flags[] = {
+        { LAYER_USERNS, CLONE_NEWUSER }, { LAYER_PIDNS, CLONE_NEWPID }, { LAYER_MNTNS, CLONE_NEWNS },
+        { LAYER_NETNS, CLONE_NEWNET },   { LAYER_IPCNS, CLONE_NEWIPC }, { LAYER_UTSNS, CLONE_NEWUTS },
+        { LAYER_CGROUPNS, CLONE_NEWCGROUP },
+};
+
+/* The namespaces to create (clone flags and layer bits); *late: the
+ * cgroup namespace is entered by the child after attach() placed it, so the
+ * namespace is rooted at its leaf. */
+static uint64_t namespace_flags(const struct box_opts *o, unsigned *want, bool *late)
+{
+        uint64_t flags = 0;
+        *want = 0;
+        for (size_t i = 0; i < ARRAY_SIZE(ns_flags); i++) {
+                if (o->disable & LAYER_BIT(ns_flags[i].l))
+                        continue;
+                flags |= ns_flags[i].flag;
+                *want |= LAYER_BIT(ns_flags[i].l);
+        }
+        *late = o->attach && (flags & CLONE_NEWCGROUP);
+        if (*late)
+                flags &= ~(uint64_t)CLONE_NEWCGROUP;
+        /* Without a user namespace, only root can create the others. */
+        if (!(flags & CLONE_NEWUSER) && getuid() != 0) {
+                flags = 0;
+                *want = 0;
+        }
+        return flags;
+}
+
+/* In the child just after clone3: what it got, then its lockdown. */
+__attribute__((noreturn)) static void child_start(struct box_child *c, int sync, unsigned want, bool late,
+                                                  const char *why)
+{
+        const struct box_opts *o = c->o;
+        c->sync_fd = sync;
+        c->ns_applied = want;
+        c->late_cgroupns = late;
+        c->parent = getppid(); /* as the child sees it (0 across a pid namespace) */
+        for (size_t i = 0; i < ARRAY_SIZE(ns_flags); i++)
+                if (!(want & LAYER_BIT(ns_flags[i].l)))
+                        snprintf(c->rep.skipped[ns_flags[i].l], sizeof(c->rep.skipped[0]), "%s",
+                                 (o->disable & LAYER_BIT(ns_flags[i].l)) ? "disabled by --unsafe-disable"
+                                 : why[0]                                ? why
+                                                                         : "needs a user namespace");
+        c->missing_ns = -1;
+        if (o->require && (want & NS_LAYERS) != (NS_LAYERS & ~o->disable))
+                for (int l = LAYER_NETNS; l >= (int)LAYER_USERNS; l--)
+                        if (!(want & LAYER_BIT(l)))
+                                c->missing_ns = l;
+        box_child_main(c);
+}
+
+/* The parent after clone3: id maps, cgroup placement, go, the child's
+ * report(s).  0 when the program runs (b filled), else -1 and the child
+ * killed and reaped. */
+static int parent_start(const struct box_opts *o, struct box *b, int sync, bool userns, struct err **err)
+{
+        int rc = 0;
+        if (userns && ids_write_maps(b->pid, err) < 0)
+                rc = -1;
+        if (rc == 0 && o->attach && o->attach(o->attach_arg, b->pid, err) < 0)
+                rc = err_wrap(err, "place the box in its cgroup");
+        if (rc == 0 && send(sync, "g", 1, MSG_NOSIGNAL) != 1)
+                rc = err_set(err, errno, "start the box");
+        struct box_report r;
+        int lfd = -1;
+        if (rc == 0) {
+                int got = recv_report(sync, &r, &lfd);
+                if (got <= 0)
+                        rc = err_setc(err, BOX_E_SETUP, 0, "the box exited during setup");
+                else if (!r.ok)
+                        rc = report_error(&r, err);
+        }
+        if (rc == 0) {
+                /* A second report means execve failed; EOF means it worked. */
+                struct box_report r2;
+                int fd2 = -1;
+                if (recv_report(sync, &r2, &fd2) > 0 && !r2.ok)
+                        rc = report_error(&r2, err);
+                if (fd2 >= 0)
+                        close(fd2);
+        }
+        if (rc < 0) {
+                if (lfd >= 0)
+                        close(lfd);
+                syscall(SYS_pidfd_send_signal, b->pidfd, SIGKILL, NULL, 0);
+                while (waitpid(b->pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
+                close(b->pidfd);
+                b->pid = 0;
+                b->pidfd = -1;
+                return -1;
+        }
+        b->notify_fd = lfd;
+        b->applied = r.applied;
+        b->landlock_abi = r.landlock_abi;
+        b->nproc_applied = r.nproc_applied;
+        memcpy(b->skipped, r.skipped, sizeof(b->skipped));
+        return 0;
+}
+
 int box_spawn(const struct box_opts *o, struct box *b, struct err **err)
 {
         memset(b, 0, sizeof(*b));
@@ -152,32 +257,9 @@ int box_spawn(const struct box_opts *o, struct box *b, struct err **err)
                 ids_close_idmap_binds(c.bind_idmap);
                 return err_set(err, errno, "socketpair");
         }
-        static const struct {
-                enum box_layer l;
-                uint64_t flag;
-        } ns[] = {
-                { LAYER_USERNS, CLONE_NEWUSER }, { LAYER_PIDNS, CLONE_NEWPID }, { LAYER_MNTNS, CLONE_NEWNS },
-                { LAYER_NETNS, CLONE_NEWNET },   { LAYER_IPCNS, CLONE_NEWIPC }, { LAYER_UTSNS, CLONE_NEWUTS },
-                { LAYER_CGROUPNS, CLONE_NEWCGROUP },
-        };
-        uint64_t flags = 0;
-        unsigned want = 0;
-        for (size_t i = 0; i < ARRAY_SIZE(ns); i++) {
-                if (o->disable & LAYER_BIT(ns[i].l))
-                        continue;
-                flags |= ns[i].flag;
-                want |= LAYER_BIT(ns[i].l);
-        }
-        /* A child placed by attach() enters its cgroup namespace after the
-         * move, so the namespace is rooted at its leaf. */
-        bool late_cgroupns = o->attach && (flags & CLONE_NEWCGROUP);
-        if (late_cgroupns)
-                flags &= ~(uint64_t)CLONE_NEWCGROUP;
-        /* Without a user namespace, only root can create the others. */
-        if (!(flags & CLONE_NEWUSER) && getuid() != 0) {
-                flags = 0;
-                want = 0;
-        }
+        unsigned want;
+        bool late;
+        uint64_t flags = namespace_flags(o, &want, &late);
         /* A mount namespace is what gives us the minimal root: the box's
          * filesystem view depends on it. */
         int pidfd = -1;
@@ -208,70 +290,15 @@ int box_spawn(const struct box_opts *o, struct box *b, struct err **err)
         }
         if (pid == 0) {
                 close(sv[0]);
-                c.sync_fd = sv[1];
-                c.ns_applied = want;
-                c.late_cgroupns = late_cgroupns;
-                c.parent = getppid(); /* as the child sees it (0 across a pid namespace) */
-                for (size_t i = 0; i < ARRAY_SIZE(ns); i++)
-                        if (!(want & LAYER_BIT(ns[i].l)))
-                                snprintf(c.rep.skipped[ns[i].l], sizeof(c.rep.skipped[0]), "%s",
-                                         (o->disable & LAYER_BIT(ns[i].l)) ? "disabled by --unsafe-disable"
-                                         : why[0]                          ? why
-                                                                           : "needs a user namespace");
-                c.missing_ns = -1;
-                if (o->require && (want & NS_LAYERS) != (NS_LAYERS & ~o->disable))
-                        for (int l = LAYER_NETNS; l >= (int)LAYER_USERNS; l--)
-                                if (!(want & LAYER_BIT(l)))
-                                        c.missing_ns = l;
-                box_child_main(&c);
+                child_start(&c, sv[1], want, late, why);
         }
         close(sv[1]);
         ids_close_idmap_binds(c.bind_idmap); /* the child has its copies */
         b->pid = pid;
         b->pidfd = pidfd;
-        int rc = 0;
-        if ((flags & CLONE_NEWUSER) && ids_write_maps(pid, err) < 0)
-                rc = -1;
-        if (rc == 0 && o->attach && o->attach(o->attach_arg, pid, err) < 0)
-                rc = err_wrap(err, "place the box in its cgroup");
-        if (rc == 0 && send(sv[0], "g", 1, MSG_NOSIGNAL) != 1)
-                rc = err_set(err, errno, "start the box");
-        struct box_report r;
-        int lfd = -1;
-        if (rc == 0) {
-                int got = recv_report(sv[0], &r, &lfd);
-                if (got <= 0)
-                        rc = err_setc(err, BOX_E_SETUP, 0, "the box exited during setup");
-                else if (!r.ok)
-                        rc = report_error(&r, err);
-        }
-        if (rc == 0) {
-                /* A second report means execve failed; EOF means it worked. */
-                struct box_report r2;
-                int fd2 = -1;
-                if (recv_report(sv[0], &r2, &fd2) > 0 && !r2.ok)
-                        rc = report_error(&r2, err);
-                if (fd2 >= 0)
-                        close(fd2);
-        }
+        int rc = parent_start(o, b, sv[0], flags & CLONE_NEWUSER, err);
         close(sv[0]);
-        if (rc < 0) {
-                if (lfd >= 0)
-                        close(lfd);
-                syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-                        ;
-                close(pidfd);
-                b->pid = 0;
-                b->pidfd = -1;
-                return -1;
-        }
-        b->notify_fd = lfd;
-        b->applied = r.applied;
-        b->landlock_abi = r.landlock_abi;
-        b->nproc_applied = r.nproc_applied;
-        memcpy(b->skipped, r.skipped, sizeof(b->skipped));
-        return 0;
+        return rc;
 }
 
 void box_close(struct box *b)

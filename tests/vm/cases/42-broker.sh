@@ -6,7 +6,9 @@
 # no capabilities, Landlock and seccomp still on — named in the notes, and refused with
 # --require (78); where the folder can be id-mapped, the broker uid (65533).
 # Tester: the rootless mode (own user, pid and mount namespaces, uid unchanged).
-# Every attack must fail locked and succeed in the control run.
+# Every attack must fail locked and succeed in the control run: write outside its
+# folders, signal and ptrace the monitor, exec a shell, write its cgroup's cgroup.procs
+# (v2), load a kernel module (root).
 # vm-timeout: 90
 # shellcheck source=tests/vm/lib.sh
 . "$CHIDORI_VM_LIB"
@@ -56,4 +58,8 @@ attack write-home write "$HOME"
 attack signal-monitor signal @MONITOR
 attack exec-shell exec
 attack ptrace-monitor ptrace @MONITOR
+# cgroup v2: the case's cgroup is delegated to tester too, so both can write it in the control.
+attack cgroup-procs cgroup
+# An unprivileged user cannot load a module even in the control.
+[ "$CHIDORI_VM_USER" = root ] && attack load-module module
 exit 0
