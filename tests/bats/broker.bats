@@ -185,6 +185,30 @@ attack() {
   exec 7<&-
 }
 
+@test "broker: the monitor killed, the broker dies with it (parent-death signal, pid namespace)" {
+  "$SB" -- sleep 60 >"$T/.out" 2>"$T/.err" </dev/null &
+  sbpid=$!
+  for i in $(seq 500); do [[ $(<"$T/.out") == "OK sleeping" ]] && break; sleep 0.02; done
+  [[ $(<"$T/.out") == "OK sleeping" ]]
+  bpid=$(pgrep -P "$sbpid")
+  [[ -n $bpid ]]
+  grep -q $'^Seccomp:\t2' "/proc/$bpid/status"
+  kill -9 "$sbpid"
+  wait "$sbpid" || true
+  for i in $(seq 500); do kill -0 "$bpid" 2>/dev/null || break; sleep 0.02; done
+  ! kill -0 "$bpid" 2>/dev/null
+  # The control: without the lockdown the probe outlives its monitor.
+  "$SB" --control -- sleep 30 >"$T/.out" 2>"$T/.err" </dev/null &
+  sbpid=$!
+  for i in $(seq 500); do [[ $(<"$T/.out") == "OK sleeping" ]] && break; sleep 0.02; done
+  bpid=$(pgrep -P "$sbpid")
+  kill -9 "$sbpid"
+  wait "$sbpid" || true
+  sleep 0.5
+  kill -0 "$bpid"
+  kill -9 "$bpid"
+}
+
 @test "broker: a missing or relative folder is refused before anything starts" {
   sb --state "$T/nope" -- posture
   [[ $status -eq 1 && $stderr == *"start the broker: the broker's state dir $T/nope: No such file or directory"* ]]

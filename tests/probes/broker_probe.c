@@ -13,7 +13,7 @@
  * A seccomp kill ends the probe before it prints anything.
  * Commands: posture, open PATH, write DIR (a file, removed), create PATH
  * (left), agent-file REL (OPEN_AGENT_FILE), config N (fd 4: a blob of N
- * strings), fds (which of 0-9 are open), signal PID, exec, ptrace PID,
+ * strings), fds (which of 0-9 are open), sleep SECS, signal PID, exec, ptrace PID,
  * module, cgroup. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -25,6 +25,7 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "broker/lockdown.h"
@@ -199,6 +200,13 @@ static int run(const char *cmd, const char *arg)
                         if (fcntl(fd, F_GETFD) >= 0)
                                 printf(" %d", fd);
                 printf("\n");
+                return 0;
+        }
+        if (strcmp(cmd, "sleep") == 0 && arg) {
+                /* For the parent-death test: says it is up, then sleeps. */
+                printf("OK sleeping\n");
+                struct timespec ts = { .tv_sec = strtol(arg, NULL, 10) };
+                clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
                 return 0;
         }
         if (strcmp(cmd, "signal") == 0 && arg) {
