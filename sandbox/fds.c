@@ -13,26 +13,38 @@
 
 int fds_place(const int *src, int n, int *keep, int nkeep, struct err **err)
 {
-        int copy[64];
+        int cur[64];
         if (n > 64)
                 return err_set(err, EINVAL, "place %d descriptors (at most 64)", n);
-        /* Copies at >= n first: no dup2 below can overwrite one. */
         for (int i = 0; i < nkeep; i++)
                 if (keep[i] >= 0 && keep[i] < n && (keep[i] = fcntl(keep[i], F_DUPFD_CLOEXEC, n)) < 0)
                         return err_set(err, errno, "dup");
+        for (int i = 0; i < n; i++)
+                cur[i] = src[i];
+        /* A source below n but not at its place would be overwritten by a
+         * dup2 below: move it up first (only those: a small RLIMIT_NOFILE
+         * leaves few free numbers). */
         for (int i = 0; i < n; i++) {
-                copy[i] = -1;
-                if (src[i] >= 0 && (copy[i] = fcntl(src[i], F_DUPFD_CLOEXEC, n)) < 0)
-                        return err_set(err, errno, "dup descriptor %d", src[i]);
+                if (cur[i] < 0 || cur[i] >= n || cur[i] == i)
+                        continue;
+                int d = fcntl(cur[i], F_DUPFD_CLOEXEC, n);
+                if (d < 0)
+                        return err_set(err, errno, "dup descriptor %d", cur[i]);
+                for (int j = i + 1; j < n; j++)
+                        if (cur[j] == cur[i])
+                                cur[j] = d;
+                cur[i] = d;
         }
         for (int i = 0; i < n; i++) {
-                if (copy[i] < 0) {
+                if (cur[i] < 0) {
                         close(i); /* nothing to pass here: never leak what was there */
-                        continue;
+                } else if (cur[i] == i) {
+                        int fl = fcntl(i, F_GETFD);
+                        if (fl < 0 || fcntl(i, F_SETFD, fl & ~FD_CLOEXEC) < 0)
+                                return err_set(err, errno, "descriptor %d", i);
+                } else if (dup2(cur[i], i) < 0) {
+                        return err_set(err, errno, "dup2 %d -> %d", cur[i], i);
                 }
-                if (dup2(copy[i], i) < 0)
-                        return err_set(err, errno, "dup2 %d -> %d", copy[i], i);
-                close(copy[i]);
         }
         if (syscall(SYS_close_range, (unsigned)n, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
                 return err_set(err, errno, "mark inherited descriptors close-on-exec");
