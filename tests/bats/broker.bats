@@ -256,3 +256,15 @@ attack() {
   echo "$stderr"
   [[ $status -eq 78 && $stderr == *"sandbox layer unavailable: an id-mapped mount of $T/ram for the broker"* ]]
 }
+
+@test "privileged-loc: counts a binary's own C sources; the broker links none of cJSON, libcurl, SQLite, JavaScriptCore, ICU; the monitor today does" {
+  [[ -x $BUILD_DIR/chidori-broker && -x $BUILD_DIR/chidori ]] || skip "not built"
+  run "$BATS_TEST_DIRNAME/../../scripts/privileged-loc.sh" "$BUILD_DIR/chidori-broker"
+  echo "$output"
+  [[ $status -eq 0 && $output == *"chidori-broker: "*" lines in "*" .c files"* ]]
+  [[ $output == *"links none of cJSON, libcurl, SQLite, JavaScriptCore, ICU"* && $output == *"chan/"* ]]
+  run "$BATS_TEST_DIRNAME/../../scripts/privileged-loc.sh" "$BUILD_DIR/chidori"
+  [[ $status -eq 1 && $output == *"links: "*"libcjson"*"libsqlite3"* ]]
+  run "$BATS_TEST_DIRNAME/../../scripts/privileged-loc.sh" --no-check "$BUILD_DIR/chidori"
+  [[ $status -eq 0 ]]
+}

@@ -24,7 +24,9 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -208,6 +210,15 @@ static int run(const char *cmd, const char *arg)
                 struct timespec ts = { .tv_sec = strtol(arg, NULL, 10) };
                 clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
                 return 0;
+        }
+        if (strcmp(cmd, "connect-unix") == 0 && arg) {
+                snprintf(what, sizeof(what), "connect to the unix socket %s", arg);
+                int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                struct sockaddr_un a = { .sun_family = AF_UNIX };
+                snprintf(a.sun_path, sizeof(a.sun_path), "%s", arg);
+                if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+                        return denied(what);
+                return ok(what);
         }
         if (strcmp(cmd, "signal") == 0 && arg) {
                 snprintf(what, sizeof(what), "signal 0 to pid %s", arg);
