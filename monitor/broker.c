@@ -37,6 +37,7 @@
 #include "sandbox/fds.h"
 #include "sandbox/idmap.h"
 #include "sandbox/landlock.h"
+#include "sandbox/rootfs.h"
 #include "sandbox/seccomp.h"
 #include "sandbox/steps.h"
 
@@ -104,6 +105,15 @@ struct report {
  * path after /tmp is replaced (a state dir under /tmp stays visible). */
 enum { DIR_STATE, DIR_WORKSPACE, DIR_AGENT, NDIRS };
 
+/* What the broker's root shows of the host, read-only: the loader, the
+ * libraries, and the files name resolution, TLS and time zones read. */
+static const char *const sys_dirs[] = { "/usr", "/lib", "/lib64", "/lib32", "/libx32" };
+static const char *const etc_files[] = { "/etc/ld.so.cache", "/etc/ssl",       "/etc/ca-certificates",
+                                         "/etc/resolv.conf", "/etc/hosts",     "/etc/nsswitch.conf",
+                                         "/etc/gai.conf",    "/etc/host.conf", "/etc/services",
+                                         "/etc/localtime" };
+#define NETC (sizeof(etc_files) / sizeof(etc_files[0]))
+
 struct bctx {
         const struct broker_spawn *s;
         enum broker_mode mode;
@@ -112,6 +122,7 @@ struct bctx {
         int chan;                 /* the broker's end of the channel */
         const char *dirs[NDIRS];
         int trees[NDIRS];         /* root mode: made by the parent; else by the child */
+        int etc[NETC];            /* O_PATH of each /etc entry, symlinks followed (resolv.conf) */
         struct report rep;
 };
 
@@ -173,6 +184,38 @@ static int step_copy_folders(void *arg, struct err **err)
         return 0;
 }
 
+/* Opened in the host's root: /etc/resolv.conf and /etc/localtime are often
+ * symlinks whose targets the new root does not have. */
+static int step_open_etc(void *arg, struct err **err)
+{
+        struct bctx *c = arg;
+        (void)err;
+        for (size_t i = 0; i < NETC; i++)
+                c->etc[i] = open(etc_files[i], O_PATH | O_CLOEXEC); /* missing: -1, left out */
+        return 0;
+}
+
+static int step_new_root(void *arg, struct err **err)
+{
+        (void)arg;
+        return rootfs_new_root(err);
+}
+
+static int step_system_files(void *arg, struct err **err)
+{
+        struct bctx *c = arg;
+        for (size_t i = 0; i < sizeof(sys_dirs) / sizeof(sys_dirs[0]); i++)
+                if (rootfs_bind(sys_dirs[i], -1, sys_dirs[i], false, false, err) < 0)
+                        return -1;
+        for (size_t i = 0; i < NETC; i++) {
+                if (c->etc[i] >= 0 && rootfs_bind(etc_files[i], c->etc[i], etc_files[i], false, false, err) < 0)
+                        return -1;
+                if (c->etc[i] >= 0)
+                        c->etc[i] = (close(c->etc[i]), -1);
+        }
+        return rootfs_dev(err);
+}
+
 static int step_tmp(void *arg, struct err **err)
 {
         struct bctx *c = arg;
@@ -180,6 +223,8 @@ static int step_tmp(void *arg, struct err **err)
         unsigned uid = c->mode == BROKER_ROOT ? (unsigned)c->s->uid : (unsigned)getuid();
         unsigned gid = c->mode == BROKER_ROOT ? (unsigned)c->s->gid : (unsigned)getgid();
         snprintf(opts, sizeof(opts), "mode=0700,size=64m,nr_inodes=16384,uid=%u,gid=%u", uid, gid);
+        if (mkdir_parents("/tmp", 0755, err) < 0)
+                return -1;
         if (mount("chidori-broker", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
                 return err_set(err, errno, "mount a private tmpfs on /tmp");
         return 0;
@@ -201,9 +246,13 @@ static int step_attach_folders(void *arg, struct err **err)
 static int step_proc(void *arg, struct err **err)
 {
         (void)arg;
-        if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible,subset=pid") < 0)
-                return err_set(err, errno, "mount a fresh /proc for its pid namespace");
-        return 0;
+        return rootfs_proc(true, err);
+}
+
+static int step_finish_root(void *arg, struct err **err)
+{
+        (void)arg;
+        return rootfs_finish(err);
 }
 
 static int step_setsid(void *arg, struct err **err)
@@ -331,9 +380,13 @@ static const struct lockdown_step broker_steps[] = {
         { "wait for the monitor", step_wait },
         { "private mounts", step_private_mounts },
         { "copy the folders it uses", step_copy_folders },
+        { "open the system files", step_open_etc },
+        { "new root (tmpfs, pivot_root)", step_new_root },
+        { "system files and /dev", step_system_files },
         { "private /tmp", step_tmp },
         { "attach the folders at their paths", step_attach_folders },
         { "fresh /proc", step_proc },
+        { "old root detached, root read-only", step_finish_root },
         { "new session", step_setsid },
         { "landlock", step_landlock },
         { "switch to the broker uid", step_uid },
@@ -500,6 +553,8 @@ int monitor_start_broker(const struct broker_spawn *s, struct broker *b, struct 
                 return err_setc(err, BROKER_E_SETUP, 0, "%zu extra descriptors for the broker (at most %d)",
                                 s->n_extra, BROKER_MAX_EXTRA);
         struct bctx c = { .s = s, .sync = -1, .bin = -1, .chan = -1 };
+        for (size_t i = 0; i < NETC; i++)
+                c.etc[i] = -1;
         c.dirs[DIR_STATE] = s->state_dir;
         c.dirs[DIR_WORKSPACE] = s->workspace;
         c.dirs[DIR_AGENT] = s->agent_dir;

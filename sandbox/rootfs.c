@@ -17,6 +17,7 @@
 #include "common/cleanup.h"
 #include "sandbox/box-internal.h"
 #include "sandbox/idmap.h"
+#include "sandbox/rootfs.h"
 
 /* Bind sources the box's own uid may not be able to reach (the program and
  * --bind folders, e.g. under a 0700 /root), opened with the launcher's
@@ -43,7 +44,7 @@ static int parent_dir(const char *path, struct err **err)
 }
 
 /* Bind host `src` (seen under /oldroot, or through fd) at `dst` in the new root. */
-static int bind_fd(const char *src, int fd, const char *dst, bool rw, bool dev, struct err **err)
+int rootfs_bind(const char *src, int fd, const char *dst, bool rw, bool dev, struct err **err)
 {
         char from[4096];
         int w = fd >= 0 ? snprintf(from, sizeof(from), "/oldroot/proc/self/fd/%d", fd)
@@ -108,11 +109,11 @@ static int bind_fd(const char *src, int fd, const char *dst, bool rw, bool dev, 
 
 static int bind_one(const char *src, const char *dst, bool rw, bool dev, struct err **err)
 {
-        return bind_fd(src, -1, dst, rw, dev, err);
+        return rootfs_bind(src, -1, dst, rw, dev, err);
 }
 
 /* The tmpfs that becomes / and the pivot into it. */
-static int new_root(struct err **err)
+int rootfs_new_root(struct err **err)
 {
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
                 return err_set(err, errno, "make / private");
@@ -148,7 +149,7 @@ static int binds(struct box_child *c, struct err **err)
         }
         /* The program itself, unless a bind above already shows it. */
         struct stat pst;
-        if (stat(o->program, &pst) < 0 && bind_fd(o->program, c->program_fd, o->program, false, false, err) < 0)
+        if (stat(o->program, &pst) < 0 && rootfs_bind(o->program, c->program_fd, o->program, false, false, err) < 0)
                 return -1;
         for (size_t i = 0; i < o->nbinds; i++) {
                 const char *dst = o->binds[i].dst ? o->binds[i].dst : o->binds[i].src;
@@ -156,7 +157,7 @@ static int binds(struct box_child *c, struct err **err)
                         if (idmap_attach(c->bind_idmap[i], dst, err) < 0)
                                 return err_wrap(err, "bind %s on %s (id-mapped)", o->binds[i].src, dst);
                         c->bind_idmap[i] = (close(c->bind_idmap[i]), -1);
-                } else if (bind_fd(o->binds[i].src, i < BOX_MAX_BINDS ? c->bind_fds[i] : -1, dst, o->binds[i].rw,
+                } else if (rootfs_bind(o->binds[i].src, i < BOX_MAX_BINDS ? c->bind_fds[i] : -1, dst, o->binds[i].rw,
                                    false, err) < 0) {
                         return -1;
                 }
@@ -165,7 +166,7 @@ static int binds(struct box_child *c, struct err **err)
 }
 
 /* A private /dev with the five harmless devices and nothing else. */
-static int dev(struct err **err)
+int rootfs_dev(struct err **err)
 {
         if (mkdir_parents("/dev", 0755, err) < 0)
                 return -1;
@@ -181,7 +182,7 @@ static int dev(struct err **err)
 
 /* JSC reads /proc/self/maps at start: a fresh procfs of the box's own pid
  * namespace, showing only processes and nothing of the host. */
-static int proc(bool own_pidns, struct err **err)
+int rootfs_proc(bool own_pidns, struct err **err)
 {
         if (mkdir_parents("/proc", 0555, err) < 0)
                 return -1;
@@ -192,14 +193,19 @@ static int proc(bool own_pidns, struct err **err)
         return 0;
 }
 
-int rootfs_setup(struct box_child *c, struct err **err)
+int rootfs_finish(struct err **err)
 {
-        if (new_root(err) < 0 || binds(c, err) < 0 || dev(err) < 0 ||
-            proc(c->ns_applied & LAYER_BIT(LAYER_PIDNS), err) < 0)
-                return -1;
         if (umount2("/oldroot", MNT_DETACH) < 0 || rmdir("/oldroot") < 0)
                 return err_set(err, errno, "detach the old root");
         if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
                 return err_set(err, errno, "remount the new root read-only");
         return 0;
+}
+
+int rootfs_setup(struct box_child *c, struct err **err)
+{
+        if (rootfs_new_root(err) < 0 || binds(c, err) < 0 || rootfs_dev(err) < 0 ||
+            rootfs_proc(c->ns_applied & LAYER_BIT(LAYER_PIDNS), err) < 0)
+                return -1;
+        return rootfs_finish(err);
 }

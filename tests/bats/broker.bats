@@ -66,8 +66,8 @@ attack() {
     [[ $output == *$'\n'"$s=0000000000000000"$'\n'* ]] || { echo "$s"; false; }
   done
   [[ $output == *$'\nNoNewPrivs=1\nSeccomp=2\nSeccomp_filters=2\ndumpable=0\npid=1\n'* ]]
-  # Landlock: /etc/passwd is world-readable, but not on its list; /etc/hosts is.
-  [[ $output == *$'\nopen /etc/passwd=EACCES\nopen /etc/hosts=OK\n'* ]]
+  # Its own root (pivot_root): no /etc/passwd; Landlock: / itself is not on its list.
+  [[ $output == *$'\nopen /=EACCES\nopen /etc/passwd=ENOENT\nopen /etc/hosts=OK\n'* ]]
   # outside
   [[ $output == *$'outside Uid:\t'"$want"$'\t'"$want"$'\t'"$want"$'\t'"$want"* ]]
   [[ $output == *$'outside CapEff:\t0000000000000000'* && $output == *$'outside CapBnd:\t0000000000000000'* ]]
@@ -87,7 +87,7 @@ attack() {
   echo "$output"
   [[ $status -eq 0 ]]
   [[ $output == *$'\nNoNewPrivs=0\nSeccomp=0\nSeccomp_filters=0\ndumpable=1\n'* ]]
-  [[ $output != *$'\npid=1\n'* && $output == *"open /etc/passwd=OK"* && $output == *"outside ns pid same"* ]]
+  [[ $output != *$'\npid=1\n'* && $output == *$'\nopen /=OK\nopen /etc/passwd=OK\n'* && $output == *"outside ns pid same"* ]]
   if is_root; then [[ $output == *$'\nuid=0/0/0\n'* && $output != *"CapEff=0000000000000000"* ]]; fi
 }
 
@@ -125,6 +125,19 @@ attack() {
   [[ $status -eq 0 ]]
   if is_root; then want=0; else want=$(id -u); fi
   [[ $(stat -c %u "$T/state/made") == "$want" && $(stat -c %u "$T/ws/made") == "$want" ]]
+}
+
+@test "broker: compromised: cannot connect to the host's unix sockets (its own root); the control can" {
+  command -v python3 >/dev/null || skip "python3 is not installed"
+  sock=$(mktemp -u /var/tmp/chidori-sock.XXXXXX)
+  python3 -c 'import os, socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o777); s.listen(8)
+print("up", flush=True); time.sleep(60)' "$sock" >"$T/sock.out" &
+  spid=$!
+  for i in $(seq 500); do [[ -S $sock ]] && break; sleep 0.02; done
+  attack connect-unix "$sock"
+  kill "$spid"; wait "$spid" || true
+  rm -f "$sock"
 }
 
 @test "broker: compromised: cannot signal the monitor; the control can" {
@@ -246,7 +259,7 @@ attack() {
   [[ $status -eq 0 ]]
   [[ $stderr == *"start-broker: mode uid0, uid 0; broker: uid 0 of its own user namespace, no capabilities ($T/ram cannot be id-mapped"* ]]
   [[ $output == *$'\nuid=0/0/0\n'* && $output == *$'\nCapEff=0000000000000000\n'* && $output == *$'\nCapBnd=0000000000000000\n'* ]]
-  [[ $output == *"outside ns user differs"* && $output == *$'\nSeccomp=2\n'* && $output == *"open /etc/passwd=EACCES"* ]]
+  [[ $output == *"outside ns user differs"* && $output == *$'\nSeccomp=2\n'* && $output == *"open /=EACCES"* ]]
   set +e
   unshare -m sh -c 'mount -t ramfs none "$1" && exec "$2" --require --state "$1" -- posture' sh "$T/ram" "$SB" \
     >"$T/.out" 2>"$T/.err"

@@ -86,8 +86,9 @@ static int posture(void)
         for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
                 status_line(keys[i]);
         printf("dumpable=%d\npid=%d\n", prctl(PR_GET_DUMPABLE, 0, 0, 0, 0), (int)getpid());
-        /* Landlock: world-readable files outside its list. */
-        static const char *const files[] = { "/etc/passwd", "/etc/hosts", "/usr/bin/sh" };
+        /* Its root: / itself is not on Landlock's list (EACCES), /etc/passwd
+         * is not in it at all (ENOENT), /etc/hosts is both. */
+        static const char *const files[] = { "/", "/etc/passwd", "/etc/hosts", "/usr/bin/sh" };
         for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
                 int fd = open(files[i], O_RDONLY | O_CLOEXEC);
                 const char *n = fd < 0 ? strerrorname_np(errno) : "OK";

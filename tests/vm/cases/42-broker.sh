@@ -23,7 +23,7 @@ fs="$(stat -f -c %T "$TMPDIR/state" 2>/dev/null || echo "?")"
 vm_run posture 30 "$SB" --outside --state "$TMPDIR/state" -- posture
 vm_expect_rc 0 "the broker probe's posture (state dir on $fs)"
 for l in 'CapEff=0000000000000000' 'CapBnd=0000000000000000' 'NoNewPrivs=1' 'Seccomp=2' 'Seccomp_filters=2' \
-         'dumpable=0' 'pid=1' 'open /etc/passwd=EACCES' 'outside ns pid differs' 'outside ns mnt differs'; do
+         'dumpable=0' 'pid=1' 'open /=EACCES' 'open /etc/passwd=ENOENT' 'outside ns pid differs' 'outside ns mnt differs'; do
   vm_out_has "$l" || vm_fail "posture lacks '$l'"
 done
 if [ "$CHIDORI_VM_USER" = tester ]; then
