@@ -35,6 +35,8 @@ libs_of   = $(shell $(PKG_CONFIG) --libs $(1))
 # and its subfolders is in the group.
 COMMON_SRC  := $(wildcard common/*.c)
 PROTO_SRC   := $(wildcard proto/*.c)
+CHAN_SRC    := $(wildcard chan/*.c)
+MONITOR_SRC := $(wildcard monitor/*.c)
 CLI_SRC     := $(filter-out cli/main.c,$(wildcard cli/*.c))
 SANDBOX_SRC := $(filter-out sandbox/seccomp-gen.c,$(wildcard sandbox/*.c sandbox/*/*.c))
 RUNTIME_SRC := $(wildcard runtime/*.c)
@@ -45,7 +47,7 @@ ENGINE_SRC  := $(filter-out engine/worker.c,$(wildcard engine/*.c))
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(patsubst %.S,$(BUILD)/obj/%.o,$(1)))
 
 ENGINE_OBJ := $(call obj,$(ENGINE_SRC) engine/embed.S)
-LIB_OBJ    := $(call obj,$(COMMON_SRC) $(PROTO_SRC) $(CLI_SRC) $(SANDBOX_SRC) $(RUNTIME_SRC) $(POLICY_SRC) $(EFFECTS_SRC)) \
+LIB_OBJ    := $(call obj,$(COMMON_SRC) $(PROTO_SRC) $(CHAN_SRC) $(MONITOR_SRC) $(CLI_SRC) $(SANDBOX_SRC) $(RUNTIME_SRC) $(POLICY_SRC) $(EFFECTS_SRC)) \
               $(ENGINE_OBJ) \
               $(BUILD)/obj/gen/seccomp_bpf.o
 CLI_LIBS    = $(call libs_of,$(PKGS_CLI)) -lpthread
@@ -63,7 +65,7 @@ PROBE_SRC := $(wildcard tests/probes/*.c)
 PROBE_BIN := $(patsubst tests/probes/%.c,$(BUILD)/probes/%,$(PROBE_SRC))
 
 .PHONY: all deps test test-docs unit asan fuzz bench lint install uninstall clean check-deps test-vm FORCE
-all: $(BUILD)/chidori $(BUILD)/chidori-worker $(BUILD)/libchidori-engine.so $(BUILD)/libchidori-net.so $(BUILD)/jsrun $(BUILD)/vfsrun $(UNIT_BIN) $(PROBE_BIN) $(BUILD)/jsc_hello
+all: $(BUILD)/chidori $(BUILD)/chidori-worker $(BUILD)/chidori-broker $(BUILD)/start-broker $(BUILD)/libchidori-engine.so $(BUILD)/libchidori-net.so $(BUILD)/jsrun $(BUILD)/vfsrun $(UNIT_BIN) $(PROBE_BIN) $(BUILD)/jsc_hello
 
 deps:
 	./scripts/deps.sh
@@ -124,6 +126,21 @@ $(BUILD)/libchidori-net.so: $(NET_OBJ) $(call obj,effects/net/http-errors.c effe
 $(BUILD)/chidori-worker: $(BUILD)/obj/engine/worker.o $(ENGINE_OBJ) $(call obj,common/err.c $(PROTO_SRC))
 	$(CC) $(LDFLAGS) -o $@ $^ $(WORKER_LIBS)
 
+# The broker (docs/architecture.md): no JavaScriptCore, no cJSON yet (part 1
+# of issue 10 is its skeleton); its stage-2 filter is linked in.
+BROKER_OBJ := $(call obj,broker/main.c broker/lockdown.c $(CHAN_SRC) common/err.c) $(BUILD)/obj/gen/seccomp_bpf.o
+$(BUILD)/chidori-broker: $(BROKER_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^
+
+# The broker probe plays chidori-broker (its lockdown, HELLO) in the posture tests.
+$(BUILD)/probes/broker_probe: tests/probes/broker_probe.c $(filter-out $(BUILD)/obj/broker/main.o,$(BROKER_OBJ))
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(filter-out -MMD -MP,$(CFLAGS)) $^ -o $@ $(LDFLAGS)
+
+# monitor_start_broker() for the tests (tests/bats/broker.bats).
+$(BUILD)/start-broker: tests/helpers/start_broker.c $(BUILD)/libchidori-host.a
+	$(CC) $(CPPFLAGS) $(filter-out -MMD -MP,$(CFLAGS)) $< -o $@ $(LDFLAGS) $(BUILD)/libchidori-host.a $(HOST_LIBS)
+
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libchidori.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(call cflags_of,$(PKGS_CLI) cmocka) $< -o $@ $(LDFLAGS) $(BUILD)/libchidori.a $(CLI_LIBS) $(call libs_of,cmocka)
@@ -146,7 +163,7 @@ $(BUILD)/jsc_hello: tests/bench/jsc_hello.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(call cflags_of,javascriptcoregtk-4.1) $< -o $@ $(LDFLAGS) $(call libs_of,javascriptcoregtk-4.1)
 
 # Builds (installing missing Debian packages first) and runs every suite.
-FUZZ_BIN := $(BUILD)/fuzz_frame $(BUILD)/fuzz_policy $(BUILD)/fuzz_vfs $(BUILD)/fuzz_json
+FUZZ_BIN := $(BUILD)/fuzz_frame $(BUILD)/fuzz_policy $(BUILD)/fuzz_vfs $(BUILD)/fuzz_json $(BUILD)/fuzz_chan
 
 test: check-deps all $(FUZZ_BIN)
 	BUILD=$(BUILD) ./scripts/run-tests.sh
@@ -188,6 +205,11 @@ $(BUILD)/fuzz_vfs: tests/fuzz/fuzz_vfs.c effects/fs/vfs.c common/text.c common/u
 	@mkdir -p $(dir $@)
 	clang -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined $(call cflags_of,libcjson) $^ -o $@ $(call libs_of,libcjson)
 
+# The monitor's channel decoder: what a compromised broker sends (chan/).
+$(BUILD)/fuzz_chan: tests/fuzz/fuzz_chan.c chan/chan.c chan/blob.c common/err.c
+	@mkdir -p $(dir $@)
+	clang -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined $^ -o $@
+
 bench: all
 	BUILD=$(BUILD) ./scripts/bench.sh
 
@@ -198,15 +220,16 @@ lint:
 # libraries relative to itself, so the staged tree runs where it is too.
 # esbuild (from `make deps`) is copied beside the worker when present.
 ESBUILD_SRC := tools/node_modules/.bin/esbuild
-INSTALL_FILES := $(BINDIR)/chidori $(LIBEXECDIR)/chidori-worker $(LIBEXECDIR)/libchidori-engine.so \
+INSTALL_FILES := $(BINDIR)/chidori $(LIBEXECDIR)/chidori-worker $(LIBEXECDIR)/chidori-broker $(LIBEXECDIR)/libchidori-engine.so \
                  $(LIBEXECDIR)/libchidori-net.so $(LIBEXECDIR)/esbuild \
                  $(DATADIR)/bash-completion/completions/chidori $(DATADIR)/zsh/site-functions/_chidori
 
-install: $(BUILD)/chidori $(BUILD)/chidori-worker $(BUILD)/libchidori-engine.so $(BUILD)/libchidori-net.so
+install: $(BUILD)/chidori $(BUILD)/chidori-worker $(BUILD)/chidori-broker $(BUILD)/chidori-broker $(BUILD)/start-broker $(BUILD)/libchidori-engine.so $(BUILD)/libchidori-net.so
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(DATADIR)/bash-completion/completions \
 		$(DESTDIR)$(DATADIR)/zsh/site-functions
 	install -m 0755 $(BUILD)/chidori $(DESTDIR)$(BINDIR)/chidori
 	install -m 0755 $(BUILD)/chidori-worker $(DESTDIR)$(LIBEXECDIR)/chidori-worker
+	install -m 0755 $(BUILD)/chidori-broker $(DESTDIR)$(LIBEXECDIR)/chidori-broker
 	install -m 0755 $(BUILD)/libchidori-engine.so $(DESTDIR)$(LIBEXECDIR)/libchidori-engine.so
 	install -m 0755 $(BUILD)/libchidori-net.so $(DESTDIR)$(LIBEXECDIR)/libchidori-net.so
 	@if [ -x $(ESBUILD_SRC) ]; then \

@@ -9,7 +9,11 @@
  *   -> hostname, lo up -> rlimits -> setsid, fds -> no_new_privs, not
  *      dumpable, pdeathsig -> capabilities dropped -> Landlock -> seccomp
  *   -> report to the parent -> execve.
- * Any failure after clone is sent to the parent and the child _exits(78).
+ * The child's lockdown is one list of named steps (sandbox/box-child.c,
+ * sandbox/steps.h); the root filesystem is sandbox/rootfs.c, the id maps
+ * sandbox/ids.c.  Any failure after clone is sent to the parent with the
+ * step's name and the child _exits(78).  No file-level state: box_spawn is
+ * re-entrant.
  */
 #ifndef CHIDORI_SANDBOX_BOX_H
 #define CHIDORI_SANDBOX_BOX_H

@@ -137,6 +137,20 @@ int landlock_abi(char *reason, size_t reason_len)
 }
 
 /* Add one PATH_BENEATH rule per existing path.  *ret_added counts them. */
+static int add_rule(int rfd, int fd, __u64 allowed, const char *what, const char *name, struct err **err)
+{
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return err_set(err, errno, "landlock: stat %s path '%s'", what, name);
+        struct landlock_path_beneath_attr pb = {
+                .allowed_access = S_ISDIR(st.st_mode) ? allowed : (allowed & FS_FILE_RIGHTS),
+                .parent_fd = fd,
+        };
+        if (syscall(SYS_landlock_add_rule, rfd, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+                return err_set(err, errno, "landlock: add %s rule for '%s'", what, name);
+        return 0;
+}
+
 static int add_paths(int rfd, const char *const *paths, __u64 allowed, const char *what, int *ret_added,
                      struct err **err)
 {
@@ -148,15 +162,8 @@ static int add_paths(int rfd, const char *const *paths, __u64 allowed, const cha
                                 continue; /* not in this root: nothing to allow */
                         return err_set(err, errno, "landlock: open %s path '%s'", what, paths[i]);
                 }
-                struct stat st;
-                if (fstat(fd, &st) < 0)
-                        return err_set(err, errno, "landlock: stat %s path '%s'", what, paths[i]);
-                struct landlock_path_beneath_attr pb = {
-                        .allowed_access = S_ISDIR(st.st_mode) ? allowed : (allowed & FS_FILE_RIGHTS),
-                        .parent_fd = fd,
-                };
-                if (syscall(SYS_landlock_add_rule, rfd, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
-                        return err_set(err, errno, "landlock: add %s rule for '%s'", what, paths[i]);
+                if (add_rule(rfd, fd, allowed, what, paths[i], err) < 0)
+                        return -1;
                 added++;
         }
         *ret_added = added;
@@ -166,6 +173,13 @@ static int add_paths(int rfd, const char *const *paths, __u64 allowed, const cha
 int landlock_restrict(const char *const *ro_paths, const char *const *rw_paths, struct landlock_result *ret,
                       struct err **err)
 {
+        struct landlock_rules r = { .ro = ro_paths, .rw = rw_paths };
+        return landlock_restrict_rules(&r, ret, err);
+}
+
+int landlock_restrict_rules(const struct landlock_rules *r, struct landlock_result *ret, struct err **err)
+{
+        const char *const *ro_paths = r->ro;
         if (!ro_paths || !ro_paths[0] || !ret)
                 return err_set(err, EINVAL, "landlock: no read-only path given");
 
@@ -177,7 +191,7 @@ int landlock_restrict(const char *const *ro_paths, const char *const *rw_paths, 
 
         struct ruleset_attr attr = {.handled_access_fs = fs_rights_for_abi(abi)};
         size_t attr_size = ATTR_SIZE_UPTO(handled_access_fs);
-        if (abi >= 4) {
+        if (abi >= 4 && !r->allow_tcp) {
                 attr.handled_access_net = LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP;
                 attr_size = ATTR_SIZE_UPTO(handled_access_net);
         }
@@ -191,14 +205,19 @@ int landlock_restrict(const char *const *ro_paths, const char *const *rw_paths, 
         if (rfd < 0)
                 return err_set(err, errno, "landlock: create ruleset (abi %d)", abi);
 
-        int n_ro = 0, n_rw = 0;
-        if (add_paths(rfd, ro_paths, FS_RO & attr.handled_access_fs, "read-only", &n_ro, err) < 0)
+        int n_ro = 0, n_rw = 0, n_rx = 0;
+        __u64 ro = r->ro_noexec ? (FS_RO & ~(__u64)LANDLOCK_ACCESS_FS_EXECUTE) : FS_RO;
+        if (add_paths(rfd, ro_paths, ro & attr.handled_access_fs, "read-only", &n_ro, err) < 0)
                 return -1;
         if (n_ro == 0)
                 return err_set(err, ENOENT, "landlock: none of the read-only paths exists (first: '%s')",
                                ro_paths[0]);
-        if (add_paths(rfd, rw_paths, FS_RW & attr.handled_access_fs, "read-write", &n_rw, err) < 0)
+        if (add_paths(rfd, r->rw, FS_RW & attr.handled_access_fs, "read-write", &n_rw, err) < 0 ||
+            add_paths(rfd, r->rx, FS_RO & attr.handled_access_fs, "read-execute", &n_rx, err) < 0)
                 return -1;
+        for (size_t i = 0; i < r->n_rx_fds; i++)
+                if (add_rule(rfd, r->rx_fds[i], FS_RO & attr.handled_access_fs, "read-execute", "(fd)", err) < 0)
+                        return -1;
 
         if (syscall(SYS_landlock_restrict_self, rfd, 0) < 0) {
                 int e = errno;
@@ -214,7 +233,7 @@ int landlock_restrict(const char *const *ro_paths, const char *const *rw_paths, 
         *ret = (struct landlock_result){
                 .abi = abi,
                 .fs = true,
-                .net = abi >= 4,
+                .net = abi >= 4 && !r->allow_tcp,
                 .scope_abstract_unix = abi >= 6,
                 .scope_signal = abi >= 6,
         };

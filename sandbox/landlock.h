@@ -62,4 +62,21 @@ struct landlock_result {
 int landlock_restrict(const char *const *ro_paths, const char *const *rw_paths, struct landlock_result *ret,
                       struct err **err);
 
+/* The same with more choices (the broker's lockdown, monitor/broker.c):
+ * ro without EXECUTE when ro_noexec; rx paths and rx_fds (files or folders
+ * opened O_PATH, e.g. the broker's binary opened before the uid drop) get
+ * the read-only rights with EXECUTE; allow_tcp leaves TCP bind/connect
+ * unhandled (the broker does HTTP).  landlock_restrict(ro, rw) is
+ * {.ro = ro, .rw = rw}. */
+struct landlock_rules {
+        const char *const *ro;
+        const char *const *rw;
+        const char *const *rx;
+        const int *rx_fds;
+        size_t n_rx_fds;
+        bool ro_noexec;
+        bool allow_tcp;
+};
+int landlock_restrict_rules(const struct landlock_rules *r, struct landlock_result *ret, struct err **err);
+
 #endif

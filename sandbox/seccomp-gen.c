@@ -13,7 +13,15 @@ static const char *const names[SECCOMP_PROFILE_MAX] = {
         [SECCOMP_STAGE2_WORKER] = "stage2",
         [SECCOMP_LAUNCH] = "launch",
         [SECCOMP_LAUNCH_ERRNO] = "launch_errno",
+        [SECCOMP_BROKER1] = "broker1",
+        [SECCOMP_BROKER2] = "broker2",
 };
+
+/* Profiles whose default verdict is not a user notification. */
+static int no_listener(int p)
+{
+        return p == SECCOMP_STAGE2_WORKER || p == SECCOMP_BROKER1 || p == SECCOMP_BROKER2;
+}
 
 int main(void)
 {
@@ -40,7 +48,7 @@ int main(void)
                 printf("\t{\n");
                 for (int jit = 0; jit <= 1; jit++)
                         printf("\t\t{ bpf_%s_%d, sizeof(bpf_%s_%d) / sizeof(bpf_%s_%d[0]), %s },\n", names[p], jit,
-                               names[p], jit, names[p], jit, p == SECCOMP_STAGE2_WORKER ? "false" : "true");
+                               names[p], jit, names[p], jit, no_listener(p) ? "false" : "true");
                 printf("\t},\n");
         }
         printf("};\n");

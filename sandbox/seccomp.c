@@ -29,6 +29,8 @@
 #define W  (1u << 0)  /* engine worker (stage 1 and stage 2) */
 #define L  (1u << 1)  /* chidori launch: ordinary programs */
 #define S1 (1u << 2)  /* worker stage 1 only: the loader before the worker's main */
+#define B  (1u << 3)  /* the broker (stage 1 and stage 2) */
+#define B1 (1u << 4)  /* broker stage 1 only: its own exec and the install of stage 2 */
 
 struct rule {
         const char *name;
@@ -40,203 +42,203 @@ struct rule {
  * their conditions in add_conditional() below, not here. */
 static const struct rule rules[] = {
         /* memory */
-        { "brk", W | L, "malloc's heap" },
-        { "mmap", W | L, "JSC heap, thread stacks, loader (args: no PROT_EXEC without --jit)" },
-        { "munmap", W | L, "JSC heap returns memory" },
-        { "mprotect", W | L, "JSC guard pages, loader relro (args: no PROT_EXEC without --jit)" },
-        { "mremap", W | L, "realloc of large blocks" },
-        { "madvise", W | L, "JSC/bmalloc decommit (MADV_DONTNEED)" },
-        { "membarrier", W | L, "JSC's JIT and GC synchronise threads with it" },
-        { "mincore", L, "some allocators probe residency" },
-        { "msync", L, "programs that map files" },
+        { "brk", W | L | B, "malloc's heap" },
+        { "mmap", W | L | B, "JSC heap, thread stacks, loader (args: no PROT_EXEC without --jit)" },
+        { "munmap", W | L | B, "JSC heap returns memory" },
+        { "mprotect", W | L | B, "JSC guard pages, loader relro (args: no PROT_EXEC without --jit)" },
+        { "mremap", W | L | B, "realloc of large blocks" },
+        { "madvise", W | L | B, "JSC/bmalloc decommit (MADV_DONTNEED)" },
+        { "membarrier", W | L | B, "JSC's JIT and GC synchronise threads with it" },
+        { "mincore", L | B, "some allocators probe residency" },
+        { "msync", L | B, "programs that map files" },
         { "mlock", L, "harmless with RLIMIT_MEMLOCK=0" },
         { "munlock", L, "pairs with mlock" },
         /* threads, signals, time */
-        { "clone", W | L, "threads (args: worker only with CLONE_THREAD; never CLONE_NEW*)" },
-        { "futex", W | L, "thread synchronisation" },
-        { "set_robust_list", W | L, "glibc at thread start" },
-        { "get_robust_list", L, "glibc" },
-        { "rseq", W | L, "glibc registers restartable sequences per thread" },
-        { "set_tid_address", W | L, "glibc at start" },
-        { "gettid", W | L, "JSC thread identity" },
-        { "getpid", W | L, "glibc, JSC" },
-        { "getppid", L, "ordinary programs" },
-        { "tgkill", W | L, "JSC suspends its own threads for GC with signals (the pid ns holds only the box)" },
+        { "clone", W | L | B, "threads (args: worker only with CLONE_THREAD; never CLONE_NEW*)" },
+        { "futex", W | L | B, "thread synchronisation" },
+        { "set_robust_list", W | L | B, "glibc at thread start" },
+        { "get_robust_list", L | B, "glibc" },
+        { "rseq", W | L | B, "glibc registers restartable sequences per thread" },
+        { "set_tid_address", W | L | B, "glibc at start" },
+        { "gettid", W | L | B, "JSC thread identity" },
+        { "getpid", W | L | B, "glibc, JSC" },
+        { "getppid", L | B, "ordinary programs" },
+        { "tgkill", W | L | B, "JSC suspends its own threads for GC with signals (the pid ns holds only the box)" },
         { "tkill", L, "old thread signalling" },
         { "kill", L, "signals within the box's pid namespace" },
-        { "rt_sigaction", W | L, "JSC installs its GC/JIT signal handlers (args: not SIGSYS in stage 2)" },
-        { "rt_sigprocmask", W | L, "signal masks around critical sections" },
-        { "rt_sigreturn", W | L, "return from a signal handler" },
-        { "rt_sigtimedwait", L, "ordinary programs" },
-        { "rt_sigpending", L, "ordinary programs" },
+        { "rt_sigaction", W | L | B, "JSC installs its GC/JIT signal handlers (args: not SIGSYS in stage 2)" },
+        { "rt_sigprocmask", W | L | B, "signal masks around critical sections" },
+        { "rt_sigreturn", W | L | B, "return from a signal handler" },
+        { "rt_sigtimedwait", L | B, "ordinary programs" },
+        { "rt_sigpending", L | B, "ordinary programs" },
         { "rt_sigqueueinfo", L, "signals within the box" },
-        { "sigaltstack", W | L, "JSC's signal stacks" },
-        { "sched_yield", W | L, "JSC spin locks" },
-        { "sched_getaffinity", W | L, "JSC sizes its thread pools from it" },
-        { "sched_setscheduler", W | L, "JSC lowers its helper threads' priority" },
-        { "rt_sigsuspend", W | L, "JSC's thread suspension for GC" },
-        { "sched_getparam", L, "ordinary programs" },
-        { "sched_getscheduler", L, "ordinary programs" },
-        { "sched_get_priority_max", L, "ordinary programs" },
-        { "sched_get_priority_min", L, "ordinary programs" },
-        { "getpriority", L, "ordinary programs" },
-        { "nanosleep", W | L, "JSC's GC helper threads" },
-        { "clock_nanosleep", W | L, "JSC's GC helper threads" },
-        { "clock_gettime", W | L, "CPU-time limit accounting (usually vDSO)" },
-        { "clock_getres", W | L, "timer resolution" },
-        { "gettimeofday", W | L, "usually vDSO" },
-        { "time", L, "usually vDSO" },
-        { "getitimer", L, "ordinary programs" },
-        { "setitimer", L, "ordinary programs" },
-        { "alarm", L, "ordinary programs" },
-        { "timer_create", L, "ordinary programs" },
-        { "timer_settime", L, "ordinary programs" },
-        { "timer_gettime", L, "ordinary programs" },
-        { "timer_delete", L, "ordinary programs" },
-        { "timerfd_create", L, "event loops" },
-        { "timerfd_settime", L, "event loops" },
-        { "timerfd_gettime", L, "event loops" },
-        { "getrusage", W | L, "CPU accounting" },
-        { "times", L, "CPU accounting" },
-        { "exit", W | L, "thread exit" },
-        { "exit_group", W | L, "process exit" },
-        { "restart_syscall", W | L, "kernel-internal restart" },
+        { "sigaltstack", W | L | B, "JSC's signal stacks" },
+        { "sched_yield", W | L | B, "JSC spin locks" },
+        { "sched_getaffinity", W | L | B, "JSC sizes its thread pools from it" },
+        { "sched_setscheduler", W | L | B, "JSC lowers its helper threads' priority" },
+        { "rt_sigsuspend", W | L | B, "JSC's thread suspension for GC" },
+        { "sched_getparam", L | B, "ordinary programs" },
+        { "sched_getscheduler", L | B, "ordinary programs" },
+        { "sched_get_priority_max", L | B, "ordinary programs" },
+        { "sched_get_priority_min", L | B, "ordinary programs" },
+        { "getpriority", L | B, "ordinary programs" },
+        { "nanosleep", W | L | B, "JSC's GC helper threads" },
+        { "clock_nanosleep", W | L | B, "JSC's GC helper threads" },
+        { "clock_gettime", W | L | B, "CPU-time limit accounting (usually vDSO)" },
+        { "clock_getres", W | L | B, "timer resolution" },
+        { "gettimeofday", W | L | B, "usually vDSO" },
+        { "time", L | B, "usually vDSO" },
+        { "getitimer", L | B, "ordinary programs" },
+        { "setitimer", L | B, "ordinary programs" },
+        { "alarm", L | B, "ordinary programs" },
+        { "timer_create", L | B, "ordinary programs" },
+        { "timer_settime", L | B, "ordinary programs" },
+        { "timer_gettime", L | B, "ordinary programs" },
+        { "timer_delete", L | B, "ordinary programs" },
+        { "timerfd_create", L | B, "event loops" },
+        { "timerfd_settime", L | B, "event loops" },
+        { "timerfd_gettime", L | B, "event loops" },
+        { "getrusage", W | L | B, "CPU accounting" },
+        { "times", L | B, "CPU accounting" },
+        { "exit", W | L | B, "thread exit" },
+        { "exit_group", W | L | B, "process exit" },
+        { "restart_syscall", W | L | B, "kernel-internal restart" },
         /* files and descriptors (Landlock and the read-only root decide what) */
-        { "read", W | L, "frames in on fd 3; /proc/self/maps" },
-        { "write", W | L, "frames out on fd 3; stderr" },
-        { "readv", W | L, "glibc stdio" },
-        { "writev", W | L, "glibc stdio, frame writes" },
-        { "pread64", W | L, "loader reads ELF headers" },
-        { "pwrite64", L, "ordinary programs" },
-        { "preadv", L, "ordinary programs" },
-        { "pwritev", L, "ordinary programs" },
-        { "close", W | L, "closing fds" },
-        { "close_range", L, "ordinary programs" },
-        { "openat", W | L, "loader, /proc/self/maps, /dev/urandom (Landlock: read-only)" },
-        { "open", L, "ordinary programs" },
-        { "creat", L, "ordinary programs (Landlock decides)" },
-        { "fstat", W | L, "glibc, loader" },
-        { "newfstatat", W | L, "glibc, loader" },
-        { "stat", L, "ordinary programs" },
-        { "lstat", L, "ordinary programs" },
-        { "statx", W | L, "glibc stat" },
-        { "statfs", W | L, "glibc probes /dev/shm style mounts" },
-        { "fstatfs", L, "ordinary programs" },
-        { "lseek", W | L, "stdio" },
-        { "access", W | L, "loader checks ld.so.preload" },
-        { "faccessat", L, "ordinary programs" },
-        { "faccessat2", L, "ordinary programs" },
-        { "readlink", W | L, "glibc resolves /proc/self/exe" },
-        { "readlinkat", L, "ordinary programs" },
-        { "getcwd", W | L, "glibc" },
-        { "chdir", L, "ordinary programs" },
-        { "fchdir", L, "ordinary programs" },
-        { "getdents64", L, "directory listing" },
-        { "getdents", L, "directory listing" },
-        { "fcntl", W | L, "fd flags (CLOEXEC, NONBLOCK)" },
-        { "dup", L, "ordinary programs" },
-        { "dup2", L, "ordinary programs" },
-        { "dup3", L, "ordinary programs" },
-        { "pipe", L, "ordinary programs" },
-        { "pipe2", L, "ordinary programs" },
-        { "ioctl", W | L, "terminal queries (args: never TIOCSTI/TIOCLINUX; worker: TCGETS/FIONREAD only)" },
-        { "poll", W | L, "waiting on the frame socket" },
-        { "ppoll", W | L, "waiting on the frame socket" },
-        { "select", L, "ordinary programs" },
-        { "pselect6", L, "ordinary programs" },
-        { "epoll_create1", L, "event loops" },
-        { "epoll_create", L, "event loops" },
-        { "epoll_ctl", L, "event loops" },
-        { "epoll_wait", L, "event loops" },
-        { "epoll_pwait", L, "event loops" },
-        { "epoll_pwait2", L, "event loops" },
-        { "eventfd2", W | L, "GLib main-context wakeups inside JSC" },
-        { "eventfd", L, "event loops" },
-        { "mkdir", L, "writes under --bind (Landlock decides)" },
-        { "mkdirat", L, "writes under --bind (Landlock decides)" },
-        { "unlink", L, "writes under --bind (Landlock decides)" },
-        { "unlinkat", L, "writes under --bind (Landlock decides)" },
-        { "rename", L, "writes under --bind (Landlock decides)" },
-        { "renameat", L, "writes under --bind (Landlock decides)" },
-        { "renameat2", L, "writes under --bind (Landlock decides)" },
-        { "rmdir", L, "writes under --bind (Landlock decides)" },
-        { "link", L, "writes under --bind (Landlock decides)" },
-        { "linkat", L, "writes under --bind (Landlock decides)" },
-        { "symlink", L, "writes under --bind (Landlock decides)" },
-        { "symlinkat", L, "writes under --bind (Landlock decides)" },
-        { "ftruncate", L, "writes under --bind (Landlock decides)" },
-        { "truncate", L, "writes under --bind (Landlock decides)" },
-        { "fsync", L, "ordinary programs" },
-        { "fdatasync", L, "ordinary programs" },
-        { "fallocate", L, "ordinary programs" },
-        { "chmod", L, "own files under --bind" },
-        { "fchmod", L, "own files under --bind" },
-        { "fchmodat", L, "own files under --bind" },
-        { "umask", L, "ordinary programs" },
-        { "utimensat", L, "ordinary programs" },
-        { "flock", L, "ordinary programs" },
-        { "sendfile", L, "cp and friends" },
-        { "copy_file_range", L, "cp and friends" },
-        { "splice", L, "ordinary programs" },
-        { "tee", L, "ordinary programs" },
-        { "memfd_create", L, "ordinary programs" },
-        { "inotify_init1", L, "ordinary programs" },
-        { "inotify_add_watch", L, "ordinary programs" },
-        { "inotify_rm_watch", L, "ordinary programs" },
-        { "fadvise64", L, "ordinary programs" },
-        { "getxattr", L, "ls -l and friends" },
-        { "lgetxattr", L, "ls -l and friends" },
-        { "fgetxattr", L, "ls -l and friends" },
-        { "listxattr", L, "ls -l and friends" },
-        { "llistxattr", L, "ls -l and friends" },
+        { "read", W | L | B, "frames in on fd 3; /proc/self/maps" },
+        { "write", W | L | B, "frames out on fd 3; stderr" },
+        { "readv", W | L | B, "glibc stdio" },
+        { "writev", W | L | B, "glibc stdio, frame writes" },
+        { "pread64", W | L | B, "loader reads ELF headers" },
+        { "pwrite64", L | B, "ordinary programs" },
+        { "preadv", L | B, "ordinary programs" },
+        { "pwritev", L | B, "ordinary programs" },
+        { "close", W | L | B, "closing fds" },
+        { "close_range", L | B, "ordinary programs" },
+        { "openat", W | L | B, "loader, /proc/self/maps, /dev/urandom (Landlock: read-only)" },
+        { "open", L | B, "ordinary programs" },
+        { "creat", L | B, "ordinary programs (Landlock decides)" },
+        { "fstat", W | L | B, "glibc, loader" },
+        { "newfstatat", W | L | B, "glibc, loader" },
+        { "stat", L | B, "ordinary programs" },
+        { "lstat", L | B, "ordinary programs" },
+        { "statx", W | L | B, "glibc stat" },
+        { "statfs", W | L | B, "glibc probes /dev/shm style mounts" },
+        { "fstatfs", L | B, "ordinary programs" },
+        { "lseek", W | L | B, "stdio" },
+        { "access", W | L | B, "loader checks ld.so.preload" },
+        { "faccessat", L | B, "ordinary programs" },
+        { "faccessat2", L | B, "ordinary programs" },
+        { "readlink", W | L | B, "glibc resolves /proc/self/exe" },
+        { "readlinkat", L | B, "ordinary programs" },
+        { "getcwd", W | L | B, "glibc" },
+        { "chdir", L | B, "ordinary programs" },
+        { "fchdir", L | B, "ordinary programs" },
+        { "getdents64", L | B, "directory listing" },
+        { "getdents", L | B, "directory listing" },
+        { "fcntl", W | L | B, "fd flags (CLOEXEC, NONBLOCK)" },
+        { "dup", L | B, "ordinary programs" },
+        { "dup2", L | B, "ordinary programs" },
+        { "dup3", L | B, "ordinary programs" },
+        { "pipe", L | B, "ordinary programs" },
+        { "pipe2", L | B, "ordinary programs" },
+        { "ioctl", W | L | B, "terminal queries (args: never TIOCSTI/TIOCLINUX; worker: TCGETS/FIONREAD only)" },
+        { "poll", W | L | B, "waiting on the frame socket" },
+        { "ppoll", W | L | B, "waiting on the frame socket" },
+        { "select", L | B, "ordinary programs" },
+        { "pselect6", L | B, "ordinary programs" },
+        { "epoll_create1", L | B, "event loops" },
+        { "epoll_create", L | B, "event loops" },
+        { "epoll_ctl", L | B, "event loops" },
+        { "epoll_wait", L | B, "event loops" },
+        { "epoll_pwait", L | B, "event loops" },
+        { "epoll_pwait2", L | B, "event loops" },
+        { "eventfd2", W | L | B, "GLib main-context wakeups inside JSC" },
+        { "eventfd", L | B, "event loops" },
+        { "mkdir", L | B, "writes under --bind (Landlock decides)" },
+        { "mkdirat", L | B, "writes under --bind (Landlock decides)" },
+        { "unlink", L | B, "writes under --bind (Landlock decides)" },
+        { "unlinkat", L | B, "writes under --bind (Landlock decides)" },
+        { "rename", L | B, "writes under --bind (Landlock decides)" },
+        { "renameat", L | B, "writes under --bind (Landlock decides)" },
+        { "renameat2", L | B, "writes under --bind (Landlock decides)" },
+        { "rmdir", L | B, "writes under --bind (Landlock decides)" },
+        { "link", L | B, "writes under --bind (Landlock decides)" },
+        { "linkat", L | B, "writes under --bind (Landlock decides)" },
+        { "symlink", L | B, "writes under --bind (Landlock decides)" },
+        { "symlinkat", L | B, "writes under --bind (Landlock decides)" },
+        { "ftruncate", L | B, "writes under --bind (Landlock decides)" },
+        { "truncate", L | B, "writes under --bind (Landlock decides)" },
+        { "fsync", L | B, "ordinary programs" },
+        { "fdatasync", L | B, "ordinary programs" },
+        { "fallocate", L | B, "ordinary programs" },
+        { "chmod", L | B, "own files under --bind" },
+        { "fchmod", L | B, "own files under --bind" },
+        { "fchmodat", L | B, "own files under --bind" },
+        { "umask", L | B, "ordinary programs" },
+        { "utimensat", L | B, "ordinary programs" },
+        { "flock", L | B, "ordinary programs" },
+        { "sendfile", L | B, "cp and friends" },
+        { "copy_file_range", L | B, "cp and friends" },
+        { "splice", L | B, "ordinary programs" },
+        { "tee", L | B, "ordinary programs" },
+        { "memfd_create", L | B, "ordinary programs" },
+        { "inotify_init1", L | B, "ordinary programs" },
+        { "inotify_add_watch", L | B, "ordinary programs" },
+        { "inotify_rm_watch", L | B, "ordinary programs" },
+        { "fadvise64", L | B, "ordinary programs" },
+        { "getxattr", L | B, "ls -l and friends" },
+        { "lgetxattr", L | B, "ls -l and friends" },
+        { "fgetxattr", L | B, "ls -l and friends" },
+        { "listxattr", L | B, "ls -l and friends" },
+        { "llistxattr", L | B, "ls -l and friends" },
         /* processes (launch only: the worker never starts a process) */
-        { "execve", S1 | L, "the launcher's exec of the worker; programs under launch" },
-        { "seccomp", S1 | L, "the worker installs its stage-2 filter (filters only ever add restrictions)" },
-        { "execveat", L, "programs under launch" },
+        { "execve", S1 | L | B1, "the launcher's exec of the worker; programs under launch; the broker's own exec" },
+        { "seccomp", S1 | L | B1, "the worker and the broker install their stage-2 filters (filters only ever add restrictions)" },
+        { "execveat", L | B1, "programs under launch; the monitor execs the broker through an fd (stage 1 only)" },
         { "fork", L, "programs under launch (pids.max bounds them)" },
         { "vfork", L, "programs under launch" },
         { "wait4", L, "programs under launch" },
         { "waitid", L, "programs under launch" },
         { "setpgid", L, "shells" },
-        { "getpgid", L, "shells" },
-        { "getpgrp", L, "shells" },
-        { "getsid", L, "shells" },
+        { "getpgid", L | B, "shells" },
+        { "getpgrp", L | B, "shells" },
+        { "getsid", L | B, "shells" },
         { "setsid", L, "daemons" },
         /* identity (inside the user namespace) */
-        { "getuid", W | L, "glibc" },
-        { "geteuid", W | L, "glibc" },
-        { "getgid", W | L, "glibc" },
-        { "getegid", W | L, "glibc" },
-        { "getresuid", L, "ordinary programs" },
-        { "getresgid", L, "ordinary programs" },
-        { "getgroups", L, "ordinary programs" },
-        { "capget", L, "ordinary programs (all capability sets are empty)" },
+        { "getuid", W | L | B, "glibc" },
+        { "geteuid", W | L | B, "glibc" },
+        { "getgid", W | L | B, "glibc" },
+        { "getegid", W | L | B, "glibc" },
+        { "getresuid", L | B, "ordinary programs" },
+        { "getresgid", L | B, "ordinary programs" },
+        { "getgroups", L | B, "ordinary programs" },
+        { "capget", L | B, "ordinary programs (all capability sets are empty)" },
         /* system information */
-        { "uname", W | L, "glibc, JSC" },
-        { "sysinfo", W | L, "JSC sizes its heap from total RAM" },
-        { "getrandom", W | L, "glibc malloc, JSC's own seeds" },
-        { "prlimit64", W | L, "JSC reads its stack limit (args: worker may only read)" },
-        { "getrlimit", L, "ordinary programs" },
-        { "prctl", W | L, "thread names (args: worker: PR_SET_NAME/PR_GET_NAME/PR_SET_VMA/PR_CAPBSET_READ only)" },
-        { "arch_prctl", W | L, "glibc TLS setup" },
-        { "getcpu", W | L, "JSC per-CPU caches" },
+        { "uname", W | L | B, "glibc, JSC" },
+        { "sysinfo", W | L | B, "JSC sizes its heap from total RAM" },
+        { "getrandom", W | L | B, "glibc malloc, JSC's own seeds" },
+        { "prlimit64", W | L | B, "JSC reads its stack limit (args: worker may only read)" },
+        { "getrlimit", L | B, "ordinary programs" },
+        { "prctl", W | L | B, "thread names (args: worker: PR_SET_NAME/PR_GET_NAME/PR_SET_VMA/PR_CAPBSET_READ only)" },
+        { "arch_prctl", W | L | B, "glibc TLS setup" },
+        { "getcpu", W | L | B, "JSC per-CPU caches" },
         /* sockets: launch only (empty network namespace; Landlock denies TCP) */
-        { "socket", L, "programs under launch (args: AF_UNIX, AF_INET, AF_INET6)" },
-        { "socketpair", L, "programs under launch" },
-        { "connect", L, "programs under launch" },
-        { "bind", L, "programs under launch" },
-        { "listen", L, "programs under launch" },
-        { "accept", L, "programs under launch" },
-        { "accept4", L, "programs under launch" },
-        { "getsockname", L, "programs under launch" },
-        { "getpeername", L, "programs under launch" },
-        { "getsockopt", L, "programs under launch" },
-        { "setsockopt", L, "programs under launch" },
-        { "sendto", L, "programs under launch" },
-        { "recvfrom", L, "programs under launch" },
-        { "sendmsg", S1 | L, "the launcher hands the seccomp listener to the parent before exec; programs under launch" },
-        { "recvmsg", L, "programs under launch" },
-        { "shutdown", L, "programs under launch" },
+        { "socket", L | B, "programs under launch (args: AF_UNIX, AF_INET, AF_INET6)" },
+        { "socketpair", L | B, "programs under launch" },
+        { "connect", L | B, "programs under launch" },
+        { "bind", L | B, "programs under launch" },
+        { "listen", L | B, "programs under launch" },
+        { "accept", L | B, "programs under launch" },
+        { "accept4", L | B, "programs under launch" },
+        { "getsockname", L | B, "programs under launch" },
+        { "getpeername", L | B, "programs under launch" },
+        { "getsockopt", L | B, "programs under launch" },
+        { "setsockopt", L | B, "programs under launch" },
+        { "sendto", L | B, "programs under launch" },
+        { "recvfrom", L | B, "programs under launch" },
+        { "sendmsg", S1 | L | B, "the launcher hands the seccomp listener to the parent before exec; programs under launch" },
+        { "recvmsg", L | B, "programs under launch" },
+        { "shutdown", L | B, "programs under launch" },
 };
 /* Sanitizer builds only (make asan): the ASan/UBSan runtime inside the
  * worker uses raw syscalls of its own.  Never compiled into a release build. */
@@ -330,11 +332,67 @@ static int allow_all_but(scmp_filter_ctx ctx, const char *name, unsigned arg, co
 /* Exactly v, on all 64 bits. */
 #define EQ64(a, v) ((struct scmp_arg_cmp){ .arg = (a), .op = SCMP_CMP_EQ, .datum_a = (v), .datum_b = 0 })
 
+/* The broker (sandbox/seccomp.h): threads only, no new namespace; any
+ * ioctl but the terminal-injection ones; executable mappings (dlopen of
+ * libchidori-net.so, the engine's JIT in process); rlimits read-only; the
+ * prctl options glibc, threads and its own lockdown use; sockets of the
+ * families HTTP and name resolution need; signals only to itself: it is
+ * pid 1 of its own pid namespace, so kill/tgkill must name pid 1. */
+static int add_broker_conditional(scmp_filter_ctx ctx, struct err **err)
+{
+        const uint32_t allow = SCMP_ACT_ALLOW;
+        struct scmp_arg_cmp thr[] = { SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_THREAD | CLONE_NS_FLAGS, CLONE_THREAD) };
+        if (add(ctx, allow, "clone", 1, thr, err) < 0 || add(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL, err) < 0)
+                return -1;
+        static const uint64_t refused[] = { TIOCSCTTY, TIOCSTI, TIOCLINUX };
+        if (allow_all_but(ctx, "ioctl", 1, refused, ARRAY_SIZE(refused), err) < 0)
+                return -1;
+        if (add(ctx, allow, "mmap", 0, NULL, err) < 0 || add(ctx, allow, "mprotect", 0, NULL, err) < 0 ||
+            add(ctx, allow, "pkey_mprotect", 0, NULL, err) < 0 || add(ctx, allow, "rt_sigaction", 0, NULL, err) < 0)
+                return -1;
+#ifdef CHIDORI_SANITIZER
+        if (add(ctx, allow, "prlimit64", 0, NULL, err) < 0)
+                return -1;
+#else
+        struct scmp_arg_cmp ro[] = { SCMP_A2_64(SCMP_CMP_EQ, 0) };
+        if (add(ctx, allow, "prlimit64", 1, ro, err) < 0)
+                return -1;
+#endif
+        static const int opts[] = { PR_SET_NAME,     PR_GET_NAME,         0x53564d41 /* PR_SET_VMA */,
+                                    PR_CAPBSET_READ, PR_GET_DUMPABLE,     PR_GET_NO_NEW_PRIVS,
+                                    PR_GET_SECCOMP,  PR_SET_NO_NEW_PRIVS, PR_GET_PDEATHSIG };
+        for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
+                struct scmp_arg_cmp o[] = { SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)opts[i]) };
+                if (add(ctx, allow, "prctl", 1, o, err) < 0)
+                        return -1;
+        }
+        struct scmp_arg_cmp dmp[] = { SCMP_A0_32(SCMP_CMP_EQ, PR_SET_DUMPABLE), SCMP_A1_64(SCMP_CMP_EQ, 0) };
+        if (add(ctx, allow, "prctl", 2, dmp, err) < 0)
+                return -1;
+        static const int fams[] = { AF_UNIX, AF_INET, AF_INET6 };
+        for (size_t i = 0; i < ARRAY_SIZE(fams); i++) {
+                struct scmp_arg_cmp c[] = { SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)fams[i]) };
+                if (add(ctx, allow, "socket", 1, c, err) < 0)
+                        return -1;
+        }
+        /* glibc's getaddrinfo asks rtnetlink which address families are up. */
+        struct scmp_arg_cmp nl[] = { SCMP_A0_32(SCMP_CMP_EQ, AF_NETLINK), SCMP_A2_32(SCMP_CMP_EQ, 0 /* NETLINK_ROUTE */) };
+        if (add(ctx, allow, "socket", 2, nl, err) < 0)
+                return -1;
+        struct scmp_arg_cmp self[] = { EQ64(0, 1) };
+        if (add(ctx, allow, "kill", 1, self, err) < 0 || add(ctx, allow, "tgkill", 1, self, err) < 0)
+                return -1;
+        return 0;
+}
+
 static int add_conditional(scmp_filter_ctx ctx, enum seccomp_profile p, bool jit, uint32_t deny,
                            struct err **err)
 {
         bool worker = p == SECCOMP_STAGE1_WORKER || p == SECCOMP_STAGE2_WORKER;
+        bool broker = p == SECCOMP_BROKER1 || p == SECCOMP_BROKER2;
         const uint32_t allow = SCMP_ACT_ALLOW;
+        if (broker)
+                return add_broker_conditional(ctx, err);
         /* clone: never a new namespace; the worker only threads. */
         if (worker) {
                 struct scmp_arg_cmp c[] = { SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_THREAD | CLONE_NS_FLAGS, CLONE_THREAD) };
@@ -430,14 +488,15 @@ static int add_conditional(scmp_filter_ctx ctx, enum seccomp_profile p, bool jit
         return 0;
 }
 
-static bool is_conditional(const char *name)
+static bool is_conditional(const char *name, enum seccomp_profile p)
 {
         static const char *const c[] = { "clone", "ioctl", "mmap", "mprotect", "rt_sigaction", "prlimit64",
                                          "prctl", "socket" };
         for (size_t i = 0; i < ARRAY_SIZE(c); i++)
                 if (strcmp(c[i], name) == 0)
                         return true;
-        return false;
+        /* The broker signals only itself (add_broker_conditional). */
+        return (p == SECCOMP_BROKER1 || p == SECCOMP_BROKER2) && (strcmp(name, "tgkill") == 0 || strcmp(name, "kill") == 0);
 }
 
 static bool in_profile(const struct rule *r, enum seccomp_profile p)
@@ -447,6 +506,8 @@ static bool in_profile(const struct rule *r, enum seccomp_profile p)
         case SECCOMP_STAGE2_WORKER: return r->in & W;
         case SECCOMP_LAUNCH:
         case SECCOMP_LAUNCH_ERRNO: return r->in & L;
+        case SECCOMP_BROKER1: return r->in & (B | B1);
+        case SECCOMP_BROKER2: return r->in & B;
         default: return false;
         }
 }
@@ -508,7 +569,10 @@ int seccomp_compile(enum seccomp_profile p, bool jit, bool notify, struct seccom
          * parent (or kill when notification is unavailable).  With
          * --seccomp-errno, only the prefix does; the rest answers EPERM. */
         uint32_t kill = notify ? SCMP_ACT_NOTIFY : SCMP_ACT_KILL_PROCESS;
-        uint32_t deny = p == SECCOMP_STAGE2_WORKER ? SCMP_ACT_TRAP
+        /* The broker has no listener: a call outside its list kills it
+         * (SIGSYS), and the monitor ends the run as for a broken broker. */
+        uint32_t deny = p == SECCOMP_BROKER1 || p == SECCOMP_BROKER2 ? SCMP_ACT_KILL_PROCESS
+                        : p == SECCOMP_STAGE2_WORKER ? SCMP_ACT_TRAP
                         : p == SECCOMP_LAUNCH_ERRNO ? SCMP_ACT_ERRNO(EPERM)
                                                     : kill;
         scmp_filter_ctx ctx = seccomp_init(deny);
@@ -526,7 +590,7 @@ int seccomp_compile(enum seccomp_profile p, bool jit, bool notify, struct seccom
          * which is also the default (libseccomp refuses a rule equal to the
          * default), so the check below makes sure no allow rule names them. */
         for (size_t i = 0; i < ARRAY_SIZE(rules) && rc == 0; i++) {
-                if (!in_profile(&rules[i], p) || is_conditional(rules[i].name))
+                if (!in_profile(&rules[i], p) || is_conditional(rules[i].name, p))
                         continue;
                 for (size_t k = 0; k < ARRAY_SIZE(deny_always); k++)
                         if (strcmp(deny_always[k], rules[i].name) == 0)

@@ -15,6 +15,20 @@
  *                          but a call outside it returns EPERM (as container
  *                          runtimes do) and the program goes on; only the
  *                          fixed prefix still kills and is named.
+ *   SECCOMP_BROKER1        installed by the monitor in the broker's child just
+ *                          before it execs chidori-broker (monitor/broker.c):
+ *                          the broker list plus execve/execveat and seccomp.
+ *   SECCOMP_BROKER2        installed by chidori-broker itself as its first act
+ *                          (broker/lockdown.c), before it reads anything: the
+ *                          same list without execve/execveat/seccomp.  Files,
+ *                          sockets (unix, inet, inet6, rtnetlink), epoll,
+ *                          threads (clone with CLONE_THREAD only), executable
+ *                          mappings (dlopen, the in-process engine's JIT);
+ *                          signals only to itself (pid 1 of its own pid
+ *                          namespace); no process creation, ptrace, mount,
+ *                          namespaces, module loading, keyring, bpf,
+ *                          perf_event_open, setuid family, personality.  A
+ *                          call outside it kills the broker (no listener).
  * Every filter starts with the fixed prefix no option can lift.
  *
  * Verdicts: a call outside the allowlist is reported to the parent through a
@@ -36,6 +50,8 @@ enum seccomp_profile {
         SECCOMP_STAGE2_WORKER,
         SECCOMP_LAUNCH,
         SECCOMP_LAUNCH_ERRNO,
+        SECCOMP_BROKER1,
+        SECCOMP_BROKER2,
         SECCOMP_PROFILE_MAX
 };
 

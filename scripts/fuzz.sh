@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run one libFuzzer target (fuzz_frame, fuzz_policy, fuzz_vfs, fuzz_json) for a short,
+# Run one libFuzzer target (fuzz_frame, fuzz_policy, fuzz_vfs, fuzz_json, fuzz_chan) for a short,
 # fixed time (FUZZ_SECONDS, default 60) from its committed seed corpus
 # (tests/fuzz/corpus for the frame decoder, tests/fuzz/corpus-<name> for the
 # others, when present).  Exit non-zero on any crash, leak or UB.

@@ -10,7 +10,8 @@
 # other users), and runs tests/bats/rootless.bats there as that user, with the
 # groups of tests/bats/sandbox.bats whose outcome can depend on who runs the
 # box (files, reads, processes, the worker's filter, the terminal, id maps,
-# the worker's posture; root-only steps inside them skip themselves).  The
+# the worker's posture; root-only steps inside them skip themselves), and
+# tests/bats/broker.bats (the broker's posture and the compromised broker).  The
 # rest of sandbox.bats runs once, as root.
 # Prints one skipped TAP test with the reason when it cannot do that.
 set -uo pipefail
@@ -18,7 +19,7 @@ cd "$(dirname "$0")/.." || exit 1
 BUILD=${BUILD:-build}
 TEST_USER=${CHIDORI_TEST_USER:-chidori-test}
 # Which tests run unprivileged: all of rootless.bats, and these groups of sandbox.bats.
-FILTER='^(rootless|fs:|read:|proc:|worker:|tty:|user:|engine posture)'
+FILTER='^(rootless|fs:|read:|proc:|worker:|tty:|user:|engine posture|broker:)'
 
 skip_all() {
   echo "1..1"
@@ -49,9 +50,9 @@ fi
 stage=$(mktemp -d /tmp/chidori-rootless.XXXXXX) || skip_all "cannot create a staging folder in /tmp"
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/build/probes" "$stage/tests/bats" "$stage/examples" "$stage/home"
-cp "$BUILD/chidori" "$BUILD/chidori-worker" "$stage/build/"
-cp "$BUILD/probes/probe" "$BUILD/probes/cg_forkbomb" "$stage/build/probes/"
-cp tests/bats/helpers.bash tests/bats/rootless.bats tests/bats/sandbox.bats "$stage/tests/bats/"
+cp "$BUILD/chidori" "$BUILD/chidori-worker" "$BUILD/chidori-broker" "$BUILD/start-broker" "$stage/build/"
+cp "$BUILD/probes/probe" "$BUILD/probes/cg_forkbomb" "$BUILD/probes/broker_probe" "$stage/build/probes/"
+cp tests/bats/helpers.bash tests/bats/rootless.bats tests/bats/sandbox.bats tests/bats/broker.bats "$stage/tests/bats/"
 cp examples/* "$stage/examples/"
 # esbuild (ES-module and TypeScript agents) is found next to the binary.
 if [[ -x tools/node_modules/.bin/esbuild ]]; then
@@ -69,4 +70,5 @@ for v in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS; do
 done
 cd "$stage" || skip_all "cannot enter $stage"
 setpriv --reuid="$uid" --regid="$gid" --init-groups --inh-caps=-all env -i "${envs[@]}" \
-  bats --tap --filter "$FILTER" "$stage/tests/bats/rootless.bats" "$stage/tests/bats/sandbox.bats"
+  bats --tap --filter "$FILTER" "$stage/tests/bats/rootless.bats" "$stage/tests/bats/sandbox.bats" \
+  "$stage/tests/bats/broker.bats"

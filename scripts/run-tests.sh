@@ -88,8 +88,9 @@ if compgen -G "tests/bats/*.bats" >/dev/null; then
 fi
 
 # The untrusted-input parsers under libFuzzer: the frame decoder, the policy
-# parser, the VFS (random op sequences) and the JSON text module.
-for fz in fuzz_frame fuzz_policy fuzz_vfs fuzz_json; do
+# parser, the VFS (random op sequences), the JSON text module and the
+# monitor's channel decoder.
+for fz in fuzz_frame fuzz_policy fuzz_vfs fuzz_json fuzz_chan; do
   [[ -x $BUILD/$fz ]] || continue
   secs=${FUZZ_SECONDS:-20}; [[ $fz == fuzz_frame ]] || secs=${FUZZ_SECONDS:-10}
   echo "== $fz (libFuzzer, ${secs}s)"

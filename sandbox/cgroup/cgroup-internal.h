@@ -81,6 +81,10 @@ struct cg_detect_opts {
 int cg_host_detect_opts(const struct cg_detect_opts *o, struct cgroup_host **ret,
                         struct err **err);
 void cg_hier_clear(struct hier *hi); /* frees the strings, does not close */
+/* Free what detection allocated (detect.c); cgroup_host_free (host.c) first
+ * removes the launcher directories, then calls it: host.c uses detect.c,
+ * never the other way round. */
+void cg_host_release(struct cgroup_host *h);
 
 /* Controllers a run with these limits uses: memory always; v2 also pids
  * (cheap, and pids.events is read); v1 pids only with a pids limit; cpu only

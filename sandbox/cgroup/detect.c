@@ -513,8 +513,23 @@ int cg_host_detect_opts(const struct cg_detect_opts *o, struct cgroup_host **ret
         return 0;
 fail:
         scan_free(&s);
-        cgroup_host_free(h);
+        cg_host_release(h); /* no launcher directory made yet */
         return -1;
+}
+
+void cg_host_release(struct cgroup_host *h)
+{
+        if (!h)
+                return;
+        for (size_t i = 0; i < CGROUP_CTL_MAX; i++)
+                cg_hier_clear(&h->hier[i]);
+        for (int c = 0; c < CGROUP_CTL_MAX; c++)
+                free(h->ctl_why[c]);
+        free(h->detail);
+        free(h->v2_note);
+        free(h->v2_mount);
+        pthread_mutex_destroy(&h->lock);
+        free(h);
 }
 
 int cgroup_host_detect(const char *parent_override, struct cgroup_host **ret, struct err **err)

@@ -160,15 +160,7 @@ void cgroup_host_free(struct cgroup_host *h)
                         (void)cg_remove_tree(hi, pfd, hi->parent_cg, h->launcher,
                                              !h->no_kill_file, CG_DRAIN_MS);
         }
-        for (size_t i = 0; i < CGROUP_CTL_MAX; i++)
-                cg_hier_clear(&h->hier[i]);
-        for (int c = 0; c < CGROUP_CTL_MAX; c++)
-                free(h->ctl_why[c]);
-        free(h->detail);
-        free(h->v2_note);
-        free(h->v2_mount);
-        pthread_mutex_destroy(&h->lock);
-        free(h);
+        cg_host_release(h);
 }
 
 /* Is the launcher this directory names gone?  Unknown counts as alive. */

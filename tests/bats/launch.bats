@@ -127,3 +127,10 @@ SH
   grep -q "; --bind $T/r not id-mapped (mount_setattr: Invalid argument): files the box writes there are owned by 65534)" "$T/err1"
   grep -q "chidori: sandbox layer unavailable: id-mapped --bind of $T/r (mount_setattr: Invalid argument; its filesystem cannot be id-mapped" "$T/err2"
 }
+
+@test "a box setup failure names the lockdown step that failed" {
+  mkdir "$T/src"
+  chid launch --ro-bind "$T/src:/usr/lib/chidori-nowhere/x" -- /bin/true
+  assert_status 70
+  assert_stderr_has "chidori: box setup, step 'root filesystem': mkdir /usr/lib/chidori-nowhere: Read-only file system"
+}

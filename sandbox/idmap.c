@@ -1,0 +1,134 @@
+/* sandbox/idmap.c — id-mapped mounts and their user namespaces (idmap.h). */
+#define _GNU_SOURCE
+#include "sandbox/idmap.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+
+static int write_file(pid_t pid, const char *file, const char *text, struct err **err)
+{
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+        ssize_t n = (ssize_t)strlen(text);
+        if (fd < 0 || write(fd, text, (size_t)n) != n)
+                return err_set(err, errno, "write %s", path);
+        return 0;
+}
+
+int idmap_userns(uid_t uid, gid_t gid, struct err **err)
+{
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return err_set(err, errno, "pipe");
+        pid_t c = fork();
+        if (c < 0) {
+                close(p[0]), close(p[1]);
+                return err_set(err, errno, "fork");
+        }
+        if (c == 0) {
+                close(p[0]);
+                char x = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
+                if (write(p[1], &x, 1) != 1)
+                        _exit(1);
+                pause(); /* until the parent has the namespace and kills us */
+                _exit(0);
+        }
+        close(p[1]);
+        char x = 'n';
+        ssize_t got = read(p[0], &x, 1);
+        close(p[0]);
+        int fd = -1;
+        char umap[64], gmap[64];
+        snprintf(umap, sizeof(umap), "0 %u 1\n", (unsigned)uid);
+        snprintf(gmap, sizeof(gmap), "0 %u 1\n", (unsigned)gid);
+        if (got == 1 && x == 'y' && write_file(c, "setgroups", "deny", err) == 0 &&
+            write_file(c, "uid_map", umap, err) == 0 && write_file(c, "gid_map", gmap, err) == 0) {
+                char path[64];
+                snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)c);
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        err_set(err, errno, "open %s", path);
+        } else if (!(err && *err)) {
+                err_set(err, 0, "the helper could not create a user namespace");
+        }
+        kill(c, SIGKILL);
+        while (waitpid(c, NULL, 0) < 0 && errno == EINTR)
+                ;
+        return fd;
+}
+
+int idmap_tree(const char *path, int userns, unsigned long long attr, struct err **err)
+{
+        int t = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+        if (t < 0)
+                return err_set(err, errno, "open_tree");
+        struct mount_attr a = { .attr_set = attr };
+        if (userns >= 0) {
+                a.attr_set |= MOUNT_ATTR_IDMAP;
+                a.userns_fd = (uint64_t)userns;
+        }
+        if (a.attr_set && mount_setattr(t, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) < 0) {
+                int e = errno;
+                close(t);
+                return err_set(err, e, "mount_setattr");
+        }
+        return t;
+}
+
+int mkdir_parents(const char *path, mode_t mode, struct err **err)
+{
+        char buf[4096];
+        if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+                return err_set(err, ENAMETOOLONG, "mkdir %s", path);
+        for (char *p = buf + 1; *p; p++) {
+                if (*p != '/')
+                        continue;
+                *p = '\0';
+                if (mkdir(buf, mode) < 0 && errno != EEXIST)
+                        return err_set(err, errno, "mkdir %s", buf);
+                *p = '/';
+        }
+        if (mkdir(buf, mode) < 0 && errno != EEXIST)
+                return err_set(err, errno, "mkdir %s", buf);
+        return 0;
+}
+
+int idmap_attach(int tree, const char *dst, struct err **err)
+{
+        struct stat st;
+        if (fstat(tree, &st) < 0)
+                return err_set(err, errno, "stat the tree for %s", dst);
+        char parent[4096];
+        snprintf(parent, sizeof(parent), "%s", dst);
+        char *s = strrchr(parent, '/');
+        if (s && s != parent) {
+                *s = '\0';
+                if (mkdir_parents(parent, 0755, err) < 0)
+                        return -1;
+        }
+        if (S_ISDIR(st.st_mode)) {
+                if (mkdir_parents(dst, 0755, err) < 0)
+                        return -1;
+        } else {
+                int mp = open(dst, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+                if (mp < 0 && errno != EEXIST)
+                        return err_set(err, errno, "create mount point %s", dst);
+                if (mp >= 0)
+                        close(mp);
+        }
+        if (move_mount(tree, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                return err_set(err, errno, "attach %s", dst);
+        return 0;
+}

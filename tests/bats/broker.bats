@@ -1,0 +1,283 @@
+#!/usr/bin/env bats
+# The broker's process (issue 10 item 1, docs/architecture.md): started by
+# the monitor with monitor_start_broker() — here through build/start-broker,
+# its test entry point — and played by build/probes/broker_probe (exec'd
+# through CHIDORI_BROKER, as chidori-broker would be: same stage-2 lockdown,
+# HELLO on fd 3).
+#
+# The posture test reads the broker's uid, capabilities, no_new_privs,
+# seccomp, dumpable flag, pid and namespaces from inside and outside, next to
+# a box's.  The compromised-broker tests make it try what a compromised
+# parser would; each attempt must fail, and the same attempt must succeed in
+# the control run (start-broker --control: none of the lockdown), so no test
+# passes by accident.  Run as root here and as an unprivileged user by
+# scripts/rootless-tests.sh (the "broker:" tests).
+
+load helpers
+
+is_root() { [[ $(id -u) -eq 0 ]]; }
+
+setup() {
+  T=$(mktemp -d /tmp/chidori-bats.XXXXXX)
+  chmod 0755 "$T"
+  mkdir -p "$T/state" "$T/ws" "$T/agent"
+  export CHIDORI_BROKER="$BUILD_DIR/probes/broker_probe"
+  unset CHIDORI_BROKER_USER
+  SB="$BUILD_DIR/start-broker"
+}
+
+teardown() {
+  rm -rf "$T"
+  [[ -z ${SECRET:-} ]] || rm -f "$SECRET"
+}
+
+# sb ARGS...: run start-broker; $status, $output (stdout), $stderr
+sb() {
+  set +e
+  "$SB" "$@" >"$T/.out" 2>"$T/.err" </dev/null
+  status=$?
+  set -e
+  output=$(<"$T/.out")
+  stderr=$(<"$T/.err")
+}
+
+# attack PROBE-ARGS...: locked, the attempt fails (DENIED, or the seccomp
+# kill); in the control run the same attempt works.
+attack() {
+  sb --box --state "$T/state" --workspace "$T/ws" -- "$@"
+  echo "locked: status $status, stdout: $output, stderr: $stderr"
+  [[ $stderr == *"start-broker: mode "* ]]
+  [[ $output == DENIED* || ($status -eq 159 && $stderr == *"broker killed by SIGSYS"*) ]]
+  [[ $output != *OK* ]]
+  sb --control --box --state "$T/state" --workspace "$T/ws" -- "$@"
+  echo "control: status $status, stdout: $output, stderr: $stderr"
+  [[ $status -eq 0 && $output == OK* ]]
+}
+
+@test "broker: posture from inside and outside: its own uid, no capabilities, no_new_privs, seccomp stage 1+2, not dumpable, pid 1 of its own pid namespace, Landlock" {
+  sb --outside --box --state "$T/state" --workspace "$T/ws" -- posture
+  echo "$output"; echo "$stderr"
+  [[ $status -eq 0 ]]
+  if is_root; then want=65533; mode=root; else want=$(id -u); mode=rootless; fi
+  [[ $stderr == *"start-broker: mode $mode, uid $want"* ]]
+  # inside
+  [[ $output == *$'\n'"uid=$want/$want/$want"$'\n'* ]]
+  for s in CapInh CapPrm CapEff CapBnd CapAmb; do
+    [[ $output == *$'\n'"$s=0000000000000000"$'\n'* ]] || { echo "$s"; false; }
+  done
+  [[ $output == *$'\nNoNewPrivs=1\nSeccomp=2\nSeccomp_filters=2\ndumpable=0\npid=1\n'* ]]
+  # Its own root (pivot_root): no /etc/passwd; Landlock: / itself is not on its list.
+  [[ $output == *$'\nopen /=EACCES\nopen /etc/passwd=ENOENT\nopen /etc/hosts=OK\n'* ]]
+  # outside
+  [[ $output == *$'outside Uid:\t'"$want"$'\t'"$want"$'\t'"$want"$'\t'"$want"* ]]
+  [[ $output == *$'outside CapEff:\t0000000000000000'* && $output == *$'outside CapBnd:\t0000000000000000'* ]]
+  [[ $output == *$'outside NoNewPrivs:\t1'* && $output == *$'outside Seccomp:\t2'* ]]
+  [[ $output == *"outside ns pid differs"* && $output == *"outside ns mnt differs"* ]]
+  # next to a box: never the box's uid (root: 65534) nor its user namespace
+  [[ $output == *"outside box ns user differs"* ]]
+  if is_root; then
+    [[ $output == *$'outside box Uid:\t65534'* && $output == *"outside ns user same"* ]]
+  else
+    [[ $output == *"outside ns user differs"* ]]
+  fi
+}
+
+@test "broker: posture control: without the lockdown the same probe sees capabilities (root), no filter, dumpable, the host's pid namespace" {
+  sb --outside --control -- posture
+  echo "$output"
+  [[ $status -eq 0 ]]
+  [[ $output == *$'\nNoNewPrivs=0\nSeccomp=0\nSeccomp_filters=0\ndumpable=1\n'* ]]
+  [[ $output != *$'\npid=1\n'* && $output == *$'\nopen /=OK\nopen /etc/passwd=OK\n'* && $output == *"outside ns pid same"* ]]
+  if is_root; then [[ $output == *$'\nuid=0/0/0\n'* && $output != *"CapEff=0000000000000000"* ]]; fi
+}
+
+@test "broker: chidori-broker itself: stage-2 filter installed (2 filters), says HELLO, exits 0 when the channel closes" {
+  unset CHIDORI_BROKER
+  sb --outside --close --state "$T/state" --
+  echo "$output"; echo "$stderr"
+  [[ $status -eq 0 && $stderr == *"start-broker: broker exited 0"* ]]
+  [[ $output == *$'outside Seccomp:\t2'* && $output == *$'outside Seccomp_filters:\t2'* && $output == *$'outside NoNewPrivs:\t1'* ]]
+}
+
+@test "broker: compromised: cannot read /etc/shadow (root) or a file of the caller's outside its folders; the control can" {
+  SECRET=$(mktemp /var/tmp/chidori-secret.XXXXXX)
+  echo secret >"$SECRET"
+  chmod 0600 "$SECRET"
+  attack open "$SECRET"
+  [[ $output == "OK open $SECRET" ]]
+  if is_root; then attack open /etc/shadow; fi
+}
+
+@test "broker: compromised: cannot write outside its state dir, workspace and private /tmp; the control can" {
+  attack write /var/tmp
+  # /tmp is its own tmpfs: what it writes there never reaches the host's.
+  sb --state "$T/state" --workspace "$T/ws" -- create "$T/escape"
+  echo "$output"
+  [[ ! -e $T/escape ]]
+  sb --control --state "$T/state" --workspace "$T/ws" -- create "$T/escape"
+  [[ $status -eq 0 && -e $T/escape ]]
+}
+
+@test "broker: writes in its state dir and workspace; as root the files are root's on disk (id-mapped), not the broker uid's" {
+  sb --state "$T/state" --workspace "$T/ws" -- create "$T/state/made"
+  [[ $status -eq 0 && $output == "OK create $T/state/made" ]]
+  sb --state "$T/state" --workspace "$T/ws" -- create "$T/ws/made"
+  [[ $status -eq 0 ]]
+  if is_root; then want=0; else want=$(id -u); fi
+  [[ $(stat -c %u "$T/state/made") == "$want" && $(stat -c %u "$T/ws/made") == "$want" ]]
+}
+
+@test "broker: compromised: cannot connect to the host's unix sockets (its own root); the control can" {
+  command -v python3 >/dev/null || skip "python3 is not installed"
+  sock=$(mktemp -u /var/tmp/chidori-sock.XXXXXX)
+  python3 -c 'import os, socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o777); s.listen(8)
+print("up", flush=True); time.sleep(60)' "$sock" >"$T/sock.out" &
+  spid=$!
+  for i in $(seq 500); do [[ -S $sock ]] && break; sleep 0.02; done
+  attack connect-unix "$sock"
+  kill "$spid"; wait "$spid" || true
+  rm -f "$sock"
+}
+
+@test "broker: compromised: cannot signal the monitor; the control can" {
+  attack signal @MONITOR
+}
+
+@test "broker: compromised: cannot exec a shell; the control can" {
+  attack exec
+  [[ $output == "OK exec /bin/sh" ]]
+}
+
+@test "broker: compromised: cannot ptrace the monitor or a box; the control can" {
+  attack ptrace @MONITOR
+  attack ptrace @BOX
+}
+
+@test "broker: compromised: cannot load a kernel module; the control reaches the kernel" {
+  attack module
+}
+
+@test "broker: compromised: cannot write its cgroup's files; the control can (root)" {
+  is_root || skip "the control needs root: an unprivileged user cannot write its cgroup either"
+  attack cgroup
+}
+
+@test "broker: OPEN_AGENT_FILE: the monitor opens files beneath the agent folder only, regular files only" {
+  echo 'export default 1' >"$T/agent/main.js"
+  mkdir "$T/agent/lib"
+  echo 'lib' >"$T/agent/lib/x.js"
+  ln -s /etc/passwd "$T/agent/escape.js"
+  ln -s lib/x.js "$T/agent/inside.js"
+  chmod 0700 "$T/agent"
+  sb --agent "$T/agent" -- agent-file main.js
+  [[ $status -eq 0 && $output == "OK agent file main.js: export default 1" ]]
+  sb --agent "$T/agent" -- agent-file inside.js
+  [[ $status -eq 0 && $output == "OK agent file inside.js: lib" ]]
+  sb --agent "$T/agent" -- agent-file ../agent/main.js
+  [[ $status -eq 1 && $output == "DENIED EXDEV agent file ../agent/main.js" ]]
+  sb --agent "$T/agent" -- agent-file escape.js
+  [[ $status -eq 1 && $output == "DENIED EXDEV agent file escape.js" ]]
+  sb --agent "$T/agent" -- agent-file lib
+  [[ $status -eq 1 && $output == "DENIED EINVAL agent file lib" ]]
+  if is_root; then
+    # The broker uid itself cannot read the 0700 folder: only through the monitor.
+    sb --agent "$T/agent" -- open "$T/agent/main.js"
+    [[ $status -eq 1 && $output == "DENIED EACCES open $T/agent/main.js" ]]
+  fi
+}
+
+@test "broker: descriptors: 0-2, the channel at 3, the sealed config blob at 4, nothing else" {
+  exec 7</dev/null # an inherited descriptor the broker must not get
+  sb --config 'state=/x,model=m1' -- fds
+  [[ $status -eq 0 && $output == "OK fds 0 1 2 3 4" ]]
+  sb --config 'state=/x,model=m1' -- config 2
+  [[ $status -eq 0 && $output == "OK config [state=/x] [model=m1]" ]]
+  sb -- fds
+  [[ $status -eq 0 && $output == "OK fds 0 1 2 3" ]]
+  exec 7<&-
+}
+
+@test "broker: the monitor killed, the broker dies with it (parent-death signal, pid namespace)" {
+  "$SB" -- sleep 60 >"$T/.out" 2>"$T/.err" </dev/null &
+  sbpid=$!
+  for i in $(seq 500); do [[ $(<"$T/.out") == "OK sleeping" ]] && break; sleep 0.02; done
+  [[ $(<"$T/.out") == "OK sleeping" ]]
+  bpid=$(pgrep -P "$sbpid")
+  [[ -n $bpid ]]
+  grep -q $'^Seccomp:\t2' "/proc/$bpid/status"
+  kill -9 "$sbpid"
+  wait "$sbpid" || true
+  for i in $(seq 500); do kill -0 "$bpid" 2>/dev/null || break; sleep 0.02; done
+  ! kill -0 "$bpid" 2>/dev/null
+  # The control: without the lockdown the probe outlives its monitor.
+  "$SB" --control -- sleep 30 >"$T/.out" 2>"$T/.err" </dev/null &
+  sbpid=$!
+  for i in $(seq 500); do [[ $(<"$T/.out") == "OK sleeping" ]] && break; sleep 0.02; done
+  bpid=$(pgrep -P "$sbpid")
+  kill -9 "$sbpid"
+  wait "$sbpid" || true
+  sleep 0.5
+  kill -0 "$bpid"
+  kill -9 "$bpid"
+}
+
+@test "broker: a missing or relative folder is refused before anything starts" {
+  sb --state "$T/nope" -- posture
+  [[ $status -eq 1 && $stderr == *"start the broker: the broker's state dir $T/nope: No such file or directory"* ]]
+  sb --workspace ws -- posture
+  [[ $status -eq 1 && $stderr == *"the broker's workspace 'ws' is not an absolute path"* ]]
+  [[ $output == "" ]]
+}
+
+@test "broker: the broker uid: 0 and 65534 refused, an unknown user refused (exit 2); a number accepted" {
+  is_root || skip "the broker uid is used as root only"
+  sb --user 0 -- posture
+  [[ $status -eq 2 && $stderr == *"the broker's uid must not be 0 (root); choose another with --broker-user or CHIDORI_BROKER_USER"* ]]
+  sb --user 65534 -- posture
+  [[ $status -eq 2 && $stderr == *"the broker's uid must not be 65534 (the boxes' nobody)"* ]]
+  sb --user no-such-user-here -- posture
+  [[ $status -eq 2 && $stderr == *"--broker-user: no user 'no-such-user-here' (expected a user name or a numeric uid)"* ]]
+  CHIDORI_BROKER_USER=nobody sb -- posture
+  [[ $status -eq 2 && $stderr == *"must not be 65534"* ]]
+  CHIDORI_BROKER_USER=4242 sb -- posture
+  [[ $status -eq 0 && $output == "uid=4242/4242/4242"$'\n'* ]]
+}
+
+@test "broker: a state dir that cannot be id-mapped (ramfs): uid 0 of its own user namespace without capabilities, named; refused with --require" {
+  is_root || skip "the id-mapped folders are made as root only"
+  command -v unshare >/dev/null || skip "unshare (util-linux) is not installed"
+  mkdir "$T/ram"
+  # A ramfs in a private mount namespace of this test only.
+  set +e
+  unshare -m sh -c 'mount -t ramfs none "$1" && exec "$2" --outside --state "$1" -- posture' sh "$T/ram" "$SB" \
+    >"$T/.out" 2>"$T/.err"
+  status=$?
+  set -e
+  output=$(<"$T/.out") stderr=$(<"$T/.err")
+  echo "$output"; echo "$stderr"
+  [[ $status -eq 0 ]]
+  [[ $stderr == *"start-broker: mode uid0, uid 0; broker: uid 0 of its own user namespace, no capabilities ($T/ram cannot be id-mapped"* ]]
+  [[ $output == *$'\nuid=0/0/0\n'* && $output == *$'\nCapEff=0000000000000000\n'* && $output == *$'\nCapBnd=0000000000000000\n'* ]]
+  [[ $output == *"outside ns user differs"* && $output == *$'\nSeccomp=2\n'* && $output == *"open /=EACCES"* ]]
+  set +e
+  unshare -m sh -c 'mount -t ramfs none "$1" && exec "$2" --require --state "$1" -- posture' sh "$T/ram" "$SB" \
+    >"$T/.out" 2>"$T/.err"
+  status=$?
+  set -e
+  stderr=$(<"$T/.err")
+  echo "$stderr"
+  [[ $status -eq 78 && $stderr == *"sandbox layer unavailable: an id-mapped mount of $T/ram for the broker"* ]]
+}
+
+@test "privileged-loc: counts a binary's own C sources; the broker links none of cJSON, libcurl, SQLite, JavaScriptCore, ICU; the monitor today does" {
+  [[ -x $BUILD_DIR/chidori-broker && -x $BUILD_DIR/chidori ]] || skip "not built"
+  run "$BATS_TEST_DIRNAME/../../scripts/privileged-loc.sh" "$BUILD_DIR/chidori-broker"
+  echo "$output"
+  [[ $status -eq 0 && $output == *"chidori-broker: "*" lines in "*" .c files"* ]]
+  [[ $output == *"links none of cJSON, libcurl, SQLite, JavaScriptCore, ICU"* && $output == *"chan/"* ]]
+  run "$BATS_TEST_DIRNAME/../../scripts/privileged-loc.sh" "$BUILD_DIR/chidori"
+  [[ $status -eq 1 && $output == *"links: "*"libcjson"*"libsqlite3"* ]]
+  run "$BATS_TEST_DIRNAME/../../scripts/privileged-loc.sh" --no-check "$BUILD_DIR/chidori"
+  [[ $status -eq 0 ]]
+}
