@@ -60,6 +60,11 @@ static void reap(struct cli_box *b, bool kill_first, enum box_end_reason reason,
         }
         e.oom_killed = usage.oom_killed;
         e.pids_limit_hit = usage.pids_limit_hit;
+        /* The box's own counters say why it ended when nobody here killed it. */
+        if (e.reason == BOX_EXITED && usage.oom_killed)
+                e.reason = BOX_OOM;
+        else if (e.reason == BOX_EXITED && usage.pids_limit_hit)
+                e.reason = BOX_PIDS;
         e.peak_bytes = usage.peak_bytes;
         e.memory_limit = usage.memory_limit;
         struct box_events ev = b->ev;

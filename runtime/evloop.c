@@ -293,6 +293,8 @@ static void run_deferred(struct evloop *l)
 {
         /* Calls queued by these calls wait for the next turn. */
         size_t n = l->deferred.n;
+        if (n == 0)
+                return;
         for (size_t i = 0; i < n; i++) {
                 struct ev_call k = l->deferred.v[i];
                 if (k.fn)

@@ -584,6 +584,103 @@ static void spawn_failure(void **state)
         evloop_free(loop);
 }
 
+/* ---- the event loop on its own ---- */
+
+struct ev_rec {
+        char order[64];
+        struct evloop *loop;
+        struct ev_io *other;      /* removed by the first callback that runs */
+        int fired_other;
+};
+
+static void ev_note(struct ev_rec *r, char c)
+{
+        size_t n = strlen(r->order);
+        r->order[n] = c;
+        r->order[n + 1] = '\0';
+}
+
+static void t_a(struct evloop *l, struct ev_timer *t, void *arg) { (void)l, (void)t; ev_note(arg, 'a'); }
+static void t_b(struct evloop *l, struct ev_timer *t, void *arg) { (void)l, (void)t; ev_note(arg, 'b'); }
+static void t_c(struct evloop *l, struct ev_timer *t, void *arg) { (void)l, (void)t; ev_note(arg, 'c'); }
+static void d_x(struct evloop *l, void *arg) { (void)l; ev_note(arg, 'x'); }
+
+/* Timers fire in time order (ties in the order added); a cancelled one
+ * never; deferred calls run first, and a cancelled one not at all. */
+static void evloop_timers_and_deferred(void **state)
+{
+        (void)state;
+        struct evloop *loop = NULL;
+        struct err *e = NULL;
+        assert_int_equal(evloop_new(&loop, &e), 0);
+        struct ev_rec r = { .loop = loop };
+        struct ev_timer *tb = NULL, *gone = NULL;
+        double now = mono_ms();
+        assert_int_equal(evloop_timer_add(loop, now + 30, t_c, &r, NULL, &e), 0);
+        assert_int_equal(evloop_timer_add(loop, now + 10, t_a, &r, NULL, &e), 0);
+        assert_int_equal(evloop_timer_add(loop, now + 10, t_b, &r, &tb, &e), 0);
+        assert_int_equal(evloop_timer_add(loop, now + 20, t_c, &r, &gone, &e), 0);
+        evloop_timer_del(loop, gone);
+        assert_int_equal(evloop_defer(loop, d_x, &r, &e), 0);
+        assert_int_equal(evloop_defer(loop, d_x, &r, &e), 0);
+        evloop_defer_cancel(loop, d_x, &r);
+        assert_int_equal(evloop_defer(loop, d_x, &r, &e), 0);
+        double until = mono_ms() + 2000;
+        while (strlen(r.order) < 4 && mono_ms() < until)
+                pump(loop, 100);
+        assert_string_equal(r.order, "xabc");
+        (void)tb;
+        evloop_free(loop);
+}
+
+struct pair {
+        struct ev_io *a, *b;
+        char order[8];
+};
+
+static void io_a(struct evloop *l, struct ev_io *io, int fd, uint32_t rev, void *arg)
+{
+        (void)io, (void)fd, (void)rev;
+        struct pair *p = arg;
+        p->order[strlen(p->order)] = 'a';
+        evloop_io_del(l, p->b); /* b's event may be in this very batch */
+        evloop_io_del(l, p->a);
+        p->a = p->b = NULL;
+}
+
+static void io_b(struct evloop *l, struct ev_io *io, int fd, uint32_t rev, void *arg)
+{
+        (void)io, (void)fd, (void)rev;
+        struct pair *p = arg;
+        p->order[strlen(p->order)] = 'b';
+        evloop_io_del(l, p->a);
+        evloop_io_del(l, p->b);
+        p->a = p->b = NULL;
+}
+
+/* Two fds ready in one turn; each callback removes both watchers: exactly
+ * one runs, the removed one is never called (nor touched after it is freed). */
+static void evloop_removed_watcher_is_not_called(void **state)
+{
+        (void)state;
+        struct evloop *loop = NULL;
+        struct err *e = NULL;
+        assert_int_equal(evloop_new(&loop, &e), 0);
+        int a[2], b[2];
+        assert_int_equal(pipe(a), 0);
+        assert_int_equal(pipe(b), 0);
+        struct pair p = { 0 };
+        assert_int_equal(evloop_io_add(loop, a[0], EPOLLIN, io_a, &p, &p.a, &e), 0);
+        assert_int_equal(evloop_io_add(loop, b[0], EPOLLIN, io_b, &p, &p.b, &e), 0);
+        assert_int_equal(write(a[1], "1", 1), 1);
+        assert_int_equal(write(b[1], "1", 1), 1);
+        for (int i = 0; i < 3; i++)
+                pump(loop, 50);
+        assert_int_equal(strlen(p.order), 1);
+        close(a[0]), close(a[1]), close(b[0]), close(b[1]);
+        evloop_free(loop);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -591,6 +688,7 @@ int main(void)
                 cmocka_unit_test(input_from_the_sink),   cmocka_unit_test(protocol_errors),
                 cmocka_unit_test(replay_divergence),     cmocka_unit_test(resume_then_live),
                 cmocka_unit_test(two_sessions_one_loop), cmocka_unit_test(spawn_failure),
+                cmocka_unit_test(evloop_timers_and_deferred), cmocka_unit_test(evloop_removed_watcher_is_not_called),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
