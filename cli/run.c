@@ -20,6 +20,7 @@
 #include "common/cleanup.h"
 #include "common/text.h"
 #include "common/util.h"
+#include "effects/effects.h"
 #include "effects/memory/memstore.h"
 #include "policy/policy.h"
 #include "proto/json.h"
@@ -443,6 +444,7 @@ static int execute(const struct run_opts *o, struct run_ctx *c)
                 .stop = &launcher_stop_signal,
                 .policy = c->policy,
                 .limits = o->lim,
+                .effects = &effects_table,
         };
         if (!c->replay) {
                 struct nested_src ns = {

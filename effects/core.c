@@ -18,6 +18,7 @@
 #include "common/cleanup.h"
 #include "common/text.h"
 #include "common/util.h"
+#include "effects/effects.h"
 #include "effects/net/http.h"
 #include "effects/workspace/workspace.h"
 #include "runtime/journal.h"
@@ -225,7 +226,7 @@ static const struct effect effects[] = {
  * tree lives in the session's memory: nothing outside the box changes. */
 static const struct effect fs_family = { "fs.*", "fs", GATE_NONE, NULL, effect_fs, effect_fs_code, false };
 
-const struct effect *broker_effect_find(const char *op)
+static const struct effect *find(const char *op)
 {
         for (size_t i = 0; i < ARRAY_SIZE(effects); i++)
                 if (strcmp(effects[i].op, op) == 0)
@@ -237,10 +238,11 @@ const struct effect *broker_effect_find(const char *op)
 
 /* The families that hold state for a session or wait on fds; the session
  * calls their hooks without knowing what they are. */
-const struct effect_family effect_families[] = {
+static const struct effect_family families[] = {
         { "memory", broker_memory_attach, NULL, NULL, NULL },
         { "net", NULL, broker_http_fds, broker_http_perform, broker_http_free },
         { "proc", NULL, broker_procs_fds, broker_procs_perform, broker_procs_free },
         { "fs", NULL, NULL, NULL, broker_fs_free },
 };
-const size_t effect_nfamilies = ARRAY_SIZE(effect_families);
+
+const struct effect_table effects_table = { find, families, ARRAY_SIZE(families) };

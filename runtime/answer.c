@@ -391,7 +391,7 @@ int session_perform(struct session *s, int64_t id, const char *op, const cJSON *
                     struct err **err)
 {
         struct broker *b = &s->b;
-        const struct effect *e = broker_effect_find(op);
+        const struct effect *e = s->cfg->effects->find(op);
         if (!e) {
                 char msg[256];
                 snprintf(msg, sizeof(msg), "unknown host call '%.64s': this chidori does not provide it", op);

@@ -1,7 +1,7 @@
 /* runtime/families.c — the effect families' fds in the session's loop.
  *
  * Before every wait (a prepare hook) each family with an `fds` hook says
- * which fds it waits on and for how long (effects/core.c, effect_families:
+ * which fds it waits on and for how long (effects/core.c, effects_table:
  * http transfers, tool and nested-agent pipes); they become watchers of the
  * loop.  After the wait (a check hook) each family's `perform` gets its fds
  * back with what happened to them.  The session knows no family by name;
@@ -60,23 +60,24 @@ static int grow(void **p, size_t *cap, size_t need, size_t size)
 /* Ask every family for its fds (again while the array was too small). */
 static int collect(struct session *s, int *timeout)
 {
+        const struct effect_table *fx = s->cfg->effects;
         struct family_fds *f = &s->fam;
         if (!f->start) {
-                f->start = calloc(effect_nfamilies, sizeof(*f->start));
-                f->count = calloc(effect_nfamilies, sizeof(*f->count));
+                f->start = calloc(fx->nfamilies, sizeof(*f->start));
+                f->count = calloc(fx->nfamilies, sizeof(*f->count));
                 if (!f->start || !f->count)
                         return -1;
         }
         for (;;) {
                 size_t n = 0;
                 *timeout = -1;
-                for (size_t k = 0; k < effect_nfamilies; k++) {
+                for (size_t k = 0; k < fx->nfamilies; k++) {
                         f->start[k] = n;
                         f->count[k] = 0;
-                        if (!effect_families[k].fds)
+                        if (!fx->families[k].fds)
                                 continue;
                         size_t room = n <= f->cap ? f->cap - n : 0;
-                        f->count[k] = effect_families[k].fds(&s->b, room ? f->pfd + n : NULL, room, timeout);
+                        f->count[k] = fx->families[k].fds(&s->b, room ? f->pfd + n : NULL, room, timeout);
                         n += f->count[k];
                 }
                 if (n <= f->cap) {
@@ -139,6 +140,7 @@ void session_families_prepare(struct session *s)
 
 void session_families_check(struct session *s)
 {
+        const struct effect_table *fx = s->cfg->effects;
         struct family_fds *f = &s->fam;
         if (s->b.finished)
                 return;
@@ -151,12 +153,12 @@ void session_families_check(struct session *s)
                                                             (r & EPOLLHUP ? POLLHUP : 0) | (r & EPOLLERR ? POLLERR : 0));
                         }
         }
-        for (size_t k = 0; k < effect_nfamilies; k++) {
-                if (!effect_families[k].perform)
+        for (size_t k = 0; k < fx->nfamilies; k++) {
+                if (!fx->families[k].perform)
                         continue;
                 struct err *e = NULL;
                 const struct pollfd *p = f->count && f->count[k] ? f->pfd + f->start[k] : NULL;
-                if (effect_families[k].perform(&s->b, p, p ? f->count[k] : 0, &e) < 0) {
+                if (fx->families[k].perform(&s->b, p, p ? f->count[k] : 0, &e) < 0) {
                         session_fail(s, e);
                         return;
                 }
@@ -167,10 +169,11 @@ void session_families_check(struct session *s)
 
 void session_families_free(struct session *s)
 {
+        const struct effect_table *fx = s->cfg->effects;
         drop_watchers(s);
-        for (size_t k = 0; k < effect_nfamilies; k++)
-                if (effect_families[k].detach)
-                        effect_families[k].detach(&s->b);
+        for (size_t k = 0; k < fx->nfamilies; k++)
+                if (fx->families[k].detach)
+                        fx->families[k].detach(&s->b);
         free(s->fam.pfd);
         free(s->fam.start);
         free(s->fam.count);

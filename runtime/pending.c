@@ -108,7 +108,7 @@ static int resolve_one(struct session *s, size_t i, struct err **err)
                 text_sanitize(p.target, 200, '`', clean, sizeof(clean));
                 snprintf(note, sizeof(note), "policy: `%s` approved %s", clean, p.who ? p.who : "");
                 broker_journal_note(&s->b, "approved", note);
-                r = session_perform_gated(s, p.id, broker_effect_find(p.op), p.op, p.args, p.args_text, err);
+                r = session_perform_gated(s, p.id, s->cfg->effects->find(p.op), p.op, p.args, p.args_text, err);
         } else {
                 broker_sink_note(&s->b, "chidori: ", p.declined);
                 broker_journal_note(&s->b, "needs_approval", p.declined);

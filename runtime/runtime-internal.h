@@ -132,8 +132,6 @@ struct effect {
         bool intent;
 };
 
-/* Look an op up in the dispatch table (effects/core.c); NULL if unknown. */
-const struct effect *broker_effect_find(const char *op);
 
 /* An effect family's hooks (effects/core.c, effect_families).  A family that
  * waits on fds (http transfers, tool pipes) gives them to the session
@@ -149,8 +147,15 @@ struct effect_family {
         void (*detach)(struct broker *b);
 };
 
-extern const struct effect_family effect_families[];
-extern const size_t effect_nfamilies;
+/* The dispatch table and the families, handed to the session in its config
+ * (effects/core.c: effects_table): the runtime calls no effect by name, so
+ * effects/ depends on runtime/ and never the reverse. */
+struct effect_table {
+        const struct effect *(*find)(const char *op);  /* NULL if unknown */
+        const struct effect_family *families;
+        size_t nfamilies;
+};
+
 
 /* End the run with `end` (once; later calls do nothing). */
 int broker_end_with(struct broker *b, enum session_end end, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -64,7 +64,7 @@ struct input_wait {
         char *prompt;
 };
 
-/* The effect families' fds in the loop (effects/core.c, effect_families):
+/* The effect families' fds in the loop (effects/core.c, effects_table):
  * asked again before every wait. */
 struct family_fds {
         struct pollfd *pfd;

@@ -334,9 +334,10 @@ int session_start(struct session *s, struct err **err)
         s->b.deadline_at = s->deadline_at;
         if (cfg->journal.ops && cfg->journal.ops->set_limit)
                 cfg->journal.ops->set_limit(cfg->journal.j, s->b.lim.max_journal);
-        for (size_t k = 0; k < effect_nfamilies; k++)
-                if (effect_families[k].attach)
-                        effect_families[k].attach(&s->b);
+        const struct effect_table *fx = cfg->effects;
+        for (size_t k = 0; k < fx->nfamilies; k++)
+                if (fx->families[k].attach)
+                        fx->families[k].attach(&s->b);
         s->b.budget = (struct budget){ .deadline_at = s->deadline_at, .stop = cfg->stop ? cfg->stop : &s->cancelled };
         session_set_state(s, SESSION_STARTING);
         struct box_request req = { .kind = BOX_WORKER, .run_id = cfg->run_id, .deadline_at = s->deadline_at };

@@ -37,6 +37,7 @@ struct workspace;
 struct ssrf_allow;
 struct tools_registry;
 struct llm_config;
+struct effect_table;
 
 /* The parent's own limits: what a worker can make this process hold or do
  * (docs/sandbox.md, "The parent's limits").  The launcher fills every field
@@ -120,6 +121,9 @@ struct session_config {
          * session_cancel.  NULL: none. */
         volatile sig_atomic_t *stop;
         struct session_limits limits; /* the parent's limits; zero fields take the defaults */
+        /* The effects: the dispatch table and the families (effects/core.c,
+         * effects_table).  Required. */
+        const struct effect_table *effects;
 
         /* What the run is handed (the gated effects).  The policy decides
          * every gated call; NULL denies them all. */

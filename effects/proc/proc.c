@@ -66,7 +66,7 @@ void proc_release_place(struct broker *b, int64_t id)
                 ch->release(ch->place_arg, (uint64_t)id);
 }
 
-/* ---- the family's hooks (effects/core.c, effect_families) ---- */
+/* ---- the family's hooks (effects/core.c, effects_table) ---- */
 
 size_t broker_procs_fds(struct broker *b, struct pollfd *fds, size_t max, int *timeout_ms)
 {

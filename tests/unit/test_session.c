@@ -22,6 +22,7 @@
 #include "common/err.h"
 #include "common/exit.h"
 #include "common/util.h"
+#include "effects/effects.h"
 #include "policy/policy.h"
 #include "proto/proto.h"
 #include "runtime/evloop.h"
@@ -146,7 +147,7 @@ static void t_init(struct t *t, struct evloop *loop, const char *policy_json)
                 assert_int_equal(policy_parse(policy_json, strlen(policy_json), NULL, &t->policy, &e), 0);
         t->cfg = (struct session_config){
                 .script = "", .filename = "agent.js", .run_id = "run-test", .policy = t->policy,
-                .can_approve = true, .can_input = true,
+                .can_approve = true, .can_input = true, .effects = &effects_table,
         };
         t->sink = (struct session_sink){ .approval = rec_approval, .input_request = rec_input, .call = rec_call,
                                          .note = rec_note, .ended = rec_ended, .arg = &t->rec };
