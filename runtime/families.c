@@ -68,6 +68,9 @@ static int collect(struct session *s, int *timeout)
                 if (!f->start || !f->count)
                         return -1;
         }
+        /* Never a NULL array: a family may do pointer arithmetic on it. */
+        if (!f->pfd && grow((void **)&f->pfd, &f->cap, 16, sizeof(*f->pfd)) < 0)
+                return -1;
         for (;;) {
                 size_t n = 0;
                 *timeout = -1;
@@ -77,7 +80,7 @@ static int collect(struct session *s, int *timeout)
                         if (!fx->families[k].fds)
                                 continue;
                         size_t room = n <= f->cap ? f->cap - n : 0;
-                        f->count[k] = fx->families[k].fds(&s->b, room ? f->pfd + n : NULL, room, timeout);
+                        f->count[k] = fx->families[k].fds(&s->b, f->pfd + (room ? n : 0), room, timeout);
                         n += f->count[k];
                 }
                 if (n <= f->cap) {
