@@ -159,6 +159,8 @@ bool session_reading(struct session *s)
         struct broker *b = &s->b;
         if (s->peer_gone)
                 return true;
+        if (s->pausing)
+                return false;
         if (session_outq_held(&s->q) >= b->lim.max_queue) {
                 broker_limit_report(b, LIMIT_QUEUE, NULL);
                 return false;

@@ -158,6 +158,7 @@ enum session_end {
         SESSION_END_LIMIT,        /* a parent limit that ends the run (the journal's): message says which */
         SESSION_END_PARENT,       /* a failure of the parent itself (message says which) */
         SESSION_END_SPAWN,        /* the box could not start (message; spawn_layer: a layer missing) */
+        SESSION_END_PAUSED,       /* session_pause: the box is gone, the journal resumes it (RESUME) */
         SESSION_END_MAX
 };
 
@@ -303,6 +304,12 @@ int session_input(struct session *s, const char *json, size_t len, struct err **
 int session_input_fail(struct session *s, const char *message, struct err **err);
 /* End the run now (SESSION_END_INTERRUPTED, `reason` the message); the box is killed. */
 void session_cancel(struct session *s, const char *reason);
+/* Pause (the server's "pause is the worker exiting"): read no further call;
+ * once the effects in flight have finished and are journaled (parked calls
+ * and input waits are not in flight), end with SESSION_END_PAUSED and kill
+ * the box.  session_pending_approval still names what was being asked; a
+ * new session in RESUME mode over the journal continues the run. */
+int session_pause(struct session *s, struct err **err);
 enum session_state session_state(const struct session *s);
 /* The outcome (final once the state is SESSION_ENDED). */
 struct session_outcome *session_outcome(struct session *s);
