@@ -31,7 +31,6 @@
 struct cJSON;
 struct evloop;
 struct memstore;
-struct replay;
 struct policy;
 struct workspace;
 struct ssrf_allow;
@@ -112,7 +111,7 @@ struct session_config {
         bool can_approve;         /* the sink can answer approvals (session_approve); else ask_before refuses */
         struct session_journal journal; /* record here (ops NULL: nothing recorded) */
         enum session_mode mode;
-        struct replay *replay;    /* REPLAY, RESUME: the journal read back */
+        struct session_replay replay; /* REPLAY, RESUME: the journal read back (runtime/journal.h) */
         long deadline_ms;         /* parent wall-clock deadline, 0 = none */
         double deadline_from;     /* mono_ms() it counts from (the command's start), 0 = session_start's */
         bool quiet_logs;          /* replay: agent logs are effects, not performed */

@@ -460,7 +460,7 @@ static void replay_divergence(void **state)
         struct t t;
         t_init(&t, loop, NULL);
         t.cfg.mode = SESSION_REPLAY;
-        t.cfg.replay = r;
+        t.cfg.replay = (struct session_replay){ &replay_file_ops, r };
         t_start(&t);
         w_ready(&t);
         w_send(&t, "{\"type\":\"call\",\"id\":1,\"op\":\"random.seed\",\"args\":{}}");
@@ -497,7 +497,7 @@ static void resume_then_live(void **state)
         struct t t;
         t_init(&t, loop, "{\"rules\":[],\"default\":\"always_allow\"}");
         t.cfg.mode = SESSION_RESUME;
-        t.cfg.replay = r;
+        t.cfg.replay = (struct session_replay){ &replay_file_ops, r };
         t_start(&t);
         w_ready(&t);
         w_send(&t, "{\"type\":\"call\",\"id\":1,\"op\":\"clock.now\",\"args\":{}}");
@@ -758,7 +758,7 @@ static void pause_then_resume(void **state)
         t_init(&t, loop, ask_ws);
         t.cfg.effects = &slow_table;
         t.cfg.mode = SESSION_RESUME;
-        t.cfg.replay = r;
+        t.cfg.replay = (struct session_replay){ &replay_file_ops, r };
         t_start(&t);
         w_ready(&t);
         w_send(&t, "{\"type\":\"call\",\"id\":1,\"op\":\"workspace.write\",\"args\":{\"path\":\"a\",\"data_base64\":\"eA==\"}}");
