@@ -103,7 +103,11 @@ int session_replay_pump(struct session *s, struct err **err)
                 const cJSON *args = cJSON_GetObjectItemCaseSensitive(line, "args");
                 e->delivered = true;
                 b->replay_next++;
+                /* RESUME continues the journal it reads: its answers are in
+                 * it already (a REPLAY records them again, if asked to). */
+                s->answer_recorded = b->cfg->mode == SESSION_RESUME;
                 int rc = session_answer(s, e->id, e->op, cJSON_IsRaw(args) ? args->valuestring : "{}", value, error, err);
+                s->answer_recorded = false;
                 cJSON_Delete(line);
                 if (rc < 0)
                         return -1;

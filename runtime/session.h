@@ -90,7 +90,9 @@ struct broker_children {
 /* How a session runs: live (perform every effect), replay (answer every
  * call from a journal, perform nothing), or resume (answer the journal's
  * calls from it, then perform live; a call the journal started and never
- * answered gets the error "interrupted by server restart"). */
+ * answered gets the error "interrupted by server restart").  A resumed
+ * session continues the journal it reads: cfg.journal gets the new lines
+ * only (the interrupted calls' answers and what is performed live). */
 enum session_mode {
         SESSION_LIVE,
         SESSION_REPLAY,

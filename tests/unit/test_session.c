@@ -754,11 +754,16 @@ static void pause_then_resume(void **state)
         assert_int_equal(replay_open(path, 0, &r, &e), 0);
         assert_int_equal(replay_count(r), 1);
         assert_int_equal(replay_by_seq(r, 0)->id, 2);
-        /* Resume in a fresh box. */
+        /* Resume in a fresh box; it continues the journal (here a second
+         * file, to see what it adds). */
+        char path2[160];
+        snprintf(path2, sizeof(path2), "%s/j2.jsonl", dir);
+        assert_int_equal(journal_open(path2, &jf, &e), 0);
         t_init(&t, loop, ask_ws);
         t.cfg.effects = &slow_table;
         t.cfg.mode = SESSION_RESUME;
         t.cfg.replay = (struct session_replay){ &replay_file_ops, r };
+        t.cfg.journal = (struct session_journal){ &journal_file_ops, jf };
         t_start(&t);
         w_ready(&t);
         w_send(&t, "{\"type\":\"call\",\"id\":1,\"op\":\"workspace.write\",\"args\":{\"path\":\"a\",\"data_base64\":\"eA==\"}}");
@@ -782,6 +787,16 @@ static void pause_then_resume(void **state)
         t_free(&t);
         evloop_free(loop);
         replay_free(r);
+        journal_close(jf);
+        /* New lines only: calls 1 and 3 (seq 2 and 3, after the journal's 1). */
+        char *text = NULL;
+        size_t len = 0;
+        assert_int_equal(read_file(path2, 1 << 20, &text, &len, &e), 0);
+        assert_null(strstr(text, "\"id\":2,"));
+        assert_non_null(strstr(text, "\"seq\":2,\"id\":1"));
+        assert_non_null(strstr(text, "\"seq\":3,\"id\":3"));
+        free(text);
+        unlink(path2);
         unlink(path);
         rmdir(dir);
         slow_teardown();
