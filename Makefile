@@ -83,9 +83,18 @@ $(BUILD)/obj/common/dlib.o: common/dlib.c $(BUILD)/dirs.stamp
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(DIRS_FLAGS) $(CFLAGS) $(call cflags_of,$(PKGS_CLI)) -c $< -o $@
 
-$(BUILD)/obj/engine/embed.o: engine/embed.S engine/web.js engine/prelude.js engine/fetch.js engine/crypto.js engine/fs.js
+# The Node/Web surface (engine/node/, docs/api.md): engine/node/entry.js and
+# the npm packages of tools/package.json (`make deps` installs them from
+# tools/package-lock.json) bundled by esbuild into one script, embedded.
+NODE_BUNDLE := $(BUILD)/gen/node-bundle.js
+$(NODE_BUNDLE): $(wildcard engine/node/*.js) engine/node/build.mjs tools/package.json
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(filter-out -MMD -MP,$(CFLAGS)) -c $< -o $@
+	@[ -x tools/node_modules/.bin/esbuild ] || { echo "$@: tools/node_modules is missing: run 'make deps' (it runs npm ci in tools/)" >&2; exit 1; }
+	node engine/node/build.mjs $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/engine/embed.o: engine/embed.S engine/web.js engine/prelude.js engine/fetch.js engine/crypto.js engine/fs.js $(NODE_BUNDLE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -I$(BUILD)/gen $(filter-out -MMD -MP,$(CFLAGS)) -c $< -o $@
 
 # The seccomp filters are compiled once, at build time, by a generator that
 # uses the same tables (sandbox/seccomp.c) and the same compiler flags.

@@ -253,11 +253,21 @@ static JSValueRef do_finish(struct engine *e, size_t argc, const JSValueRef argv
                 e->done_text = text;
                 e->end = ENGINE_SETTLED;
         }
+        /* finish(text, true): process.exit() — no more JS of this run, not
+         * even the rest of the caller: terminate it (uncatchable when the
+         * watchdog runs; otherwise every native throws from here on). */
+        if (argc > 1 && JSValueToBoolean(e->ctx, argv[1])) {
+                e->terminated = true;
+                engine_request_abort(e);
+                *exception = engine_make_error(e->ctx, "Error", "process.exit() ended the run");
+                return NULL;
+        }
         return JSValueMakeUndefined(e->ctx);
 }
 
 /* The engine's own modules, evaluated when the prelude first needs them
- * (fetch, node:crypto, node:fs): a run that uses none pays nothing. */
+ * (fetch, node:crypto, node:fs, the Node/Web surface): a run that uses none
+ * pays nothing. */
 static JSValueRef do_load(struct engine *e, size_t argc, const JSValueRef argv[], JSValueRef *exception)
 {
         static const struct {
@@ -266,6 +276,7 @@ static JSValueRef do_load(struct engine *e, size_t argc, const JSValueRef argv[]
                 { "fetch", chidori_fetch_js, "chidori:fetch.js" },
                 { "crypto", chidori_crypto_js, "chidori:crypto.js" },
                 { "fs", chidori_fs_js, "chidori:fs.js" },
+                { "node", chidori_node_js, "chidori:node.js" },
         };
         char name[16];
         if (argc < 1 || !get_op(e->ctx, argv[0], name, sizeof(name))) {

@@ -13,9 +13,10 @@
  *                                     back through deliver()
  *   callSync(op, argsJson) -> frame   send a call frame and wait for its
  *                                     result frame {ok, value|error}
- *   finish(doneJson)                  the agent settled: the done frame
+ *   finish(doneJson[, stop])          the agent settled: the done frame;
+ *                                     stop (process.exit) also ends the JS
  * Hooks (engine/engine.c):
- *   start(wrapper, input, runId, filename, prefixLen, esm)
+ *   start(wrapper, input, runId, filename, prefixLen, esm, env)
  *   deliver(id, frame)   settle the promise of call `id`
  *   fireTimer() -> bool  fire the earliest virtual timer, false if none
  *   fail(error)          end the run with an error
@@ -1163,14 +1164,15 @@ function heapPop() {
         return top;
 }
 
-function addTimer(fn, delay, args, repeat) {
+function addTimer(fn, delay, args, repeat, immediate) {
         if (typeof fn !== 'function')
                 throw new TypeErrorC('The "callback" argument must be of type function');
         // As Node: delays below 1 ms or above TIMEOUT_MAX become 1 ms.
+        // setImmediate's are due now: before any timer of 1 ms or more.
         let d = NumberC(delay);
         if (!(d >= 1 && d <= TIMEOUT_MAX))
                 d = 1;
-        d = floor(d);
+        d = immediate ? 0 : floor(d);
         const t = { id: nextTimerId++, due: virtualNow + d, seq: timerSeq++, fn, args, delay: d, repeat };
         timers[t.id] = t;
         heapPush(t);
@@ -1187,6 +1189,12 @@ function clearTimeout(id) {
                 delete timers[id];
 }
 function clearInterval(id) {
+        clearTimeout(id);
+}
+function setImmediate(fn, ...args) {
+        return addTimer(fn, 0, args, false, true);
+}
+function clearImmediate(id) {
         clearTimeout(id);
 }
 
@@ -1276,10 +1284,279 @@ function loadFs() {
         return fsModule;
 }
 
+/* ------------------------------------------------------------- the Node/Web surface */
+
+/* engine/node/ bundled with its npm packages (build/gen/node-bundle.js):
+ * loaded on the first touch of one of its globals or modules. */
+let nodeApi;
+function loadNode() {
+        if (!nodeApi)
+                nodeApi = loadModule('node', '__chidoriInstallNode')(freeze({
+                        process: getProcess, format, inspect: (v, depth) => inspect(v, depth),
+                        setTimeout, clearTimeout, setInterval, clearInterval, setImmediate, clearImmediate,
+                }));
+        return nodeApi;
+}
+// The globals it provides (engine/node/entry.js's GLOBALS, same names).
+const NODE_GLOBALS = ['Buffer', 'Event', 'EventTarget', 'CustomEvent', 'Blob', 'File', 'FormData',
+        'TextEncoderStream', 'TextDecoderStream', 'ReadableStream', 'ReadableStreamDefaultReader',
+        'ReadableStreamBYOBReader', 'ReadableStreamBYOBRequest', 'ReadableByteStreamController',
+        'ReadableStreamDefaultController', 'WritableStream', 'WritableStreamDefaultWriter',
+        'WritableStreamDefaultController', 'TransformStream', 'TransformStreamDefaultController',
+        'ByteLengthQueuingStrategy', 'CountQueuingStrategy'];
+// Its node: modules (entry.js's MODULES); process is the prelude's own.
+const NODE_MODULES = ['assert', 'assert/strict', 'buffer', 'events', 'path', 'path/posix', 'querystring',
+        'stream', 'stream/promises', 'stream/web', 'string_decoder', 'timers', 'timers/promises', 'url', 'util',
+        'util/types'];
+
+// A global that is an accessor until first read, then the value itself.
+function lazyGlobal(name, make) {
+        defineProperty(G, name, {
+                get() {
+                        const v = make();
+                        define(G, name, v);
+                        return v;
+                },
+                set(v) {
+                        define(G, name, v);
+                },
+                enumerable: false,
+                configurable: true,
+        });
+}
+
+/* process: a controlled object.  env holds only what the operator passed
+ * with --env (from the init frame); argv is ['chidori', <agent file>]. */
+const NODE_VERSION = 'v22.12.0';  // the Node API level the surface follows (docs/api.md)
+const CHIDORI_VERSION = '0.1.0';  // cli/cli.h's CHIDORI_VERSION (tests/bats/surface.bats checks)
+let runEnv = null, processObj;
+function getProcess() {
+        if (!processObj)
+                processObj = makeProcess();
+        return processObj;
+}
+
+// nextTick: a queue of its own, drained in one microtask queued by the first
+// nextTick after the queue was empty (JSC has no hook before promise jobs).
+const ticks = [];
+let tickHead = 0;
+const queueMicrotaskC = G.queueMicrotask;
+function runTicks() {
+        try {
+                while (tickHead < ticks.length) {
+                        const t = ticks[tickHead];
+                        ticks[tickHead++] = undefined;
+                        apply(t.fn, undefined, t.args);
+                }
+        } catch (e) {
+                fail(e);  // as Node: an exception in a tick ends the run
+        } finally {
+                ticks.length = 0;
+                tickHead = 0;
+        }
+}
+function nextTick(fn, ...args) {
+        if (typeof fn !== 'function')
+                throw new TypeErrorC('The "callback" argument must be of type function. Received ' + typeof fn);
+        if (ticks.length === 0)
+                apply(queueMicrotaskC, G, [runTicks]);
+        ticks[ticks.length] = { fn, args };
+}
+
+function exitRun(code) {
+        if (settled)
+                return;
+        settled = true;
+        // The parent maps {"exit": n} to exit status n (docs/api.md, process.exit).
+        nativeFinish(code === 0 ? '{"type":"done","ok":true,"value":null,"exit":0}'
+                : stringify({ type: 'done', ok: false, kind: 'exit', exit: code,
+                              error: { name: 'Exit', message: 'the agent called process.exit(' + code + ')', stack: '' } }), true);
+}
+
+function makeProcess() {
+        const events = create(null);
+        function listenersOf(type) {
+                return events[type] || (events[type] = []);
+        }
+        const env = create(O.prototype);
+        if (runEnv !== null && typeof runEnv === 'object') {
+                const keys = O.keys(runEnv);
+                for (let i = 0; i < keys.length; i++)
+                        if (typeof runEnv[keys[i]] === 'string')
+                                env[keys[i]] = runEnv[keys[i]];
+        }
+        let exitCode;
+        const p = {
+                title: 'chidori',
+                version: NODE_VERSION,
+                versions: freeze({ node: NODE_VERSION.slice(1), chidori: CHIDORI_VERSION }),
+                release: freeze({ name: 'node' }),
+                platform: 'linux',
+                arch: 'x64',
+                pid: 1,
+                ppid: 0,
+                argv: ['chidori', agentFile],
+                argv0: 'chidori',
+                execArgv: [],
+                execPath: '/chidori',
+                env,
+                exitCode: undefined,
+                features: freeze({}),
+                config: freeze({ variables: freeze({}) }),
+                browser: false,
+                cwd() {
+                        return '/';
+                },
+                chdir() {
+                        throw new ErrorC('process.chdir() is not supported in the chidori sandbox');
+                },
+                umask() {
+                        return 0o22;
+                },
+                uptime() {
+                        return performanceNow() / 1000;
+                },
+                hrtime: undefined,
+                nextTick,
+                exit(code) {
+                        let c = code === undefined ? p.exitCode : code;
+                        if (c === undefined || c === null)
+                                c = 0;
+                        c = NumberC(c);
+                        if (!(c === floor(c) && c >= 0 && c <= 255))
+                                throw new RangeErrorC('process.exit: the code must be an integer from 0 to 255, got ' + safeString(code));
+                        p.emit('exit', c);
+                        exitRun(c);
+                },
+                abort() {
+                        exitRun(134);
+                },
+                kill() {
+                        throw new ErrorC('process.kill() is not supported in the chidori sandbox');
+                },
+                memoryUsage: undefined,
+                cpuUsage() {
+                        return { user: 0, system: 0 };
+                },
+                resourceUsage() {
+                        return {};
+                },
+                emitWarning(w) {
+                        sendLog('warn', (typeof w === 'string' ? 'Warning: ' + w : formatError(w)));
+                },
+                on(type, fn) {
+                        const l = listenersOf(type);
+                        l[l.length] = { fn, once: false };
+                        return p;
+                },
+                once(type, fn) {
+                        const l = listenersOf(type);
+                        l[l.length] = { fn, once: true };
+                        return p;
+                },
+                off(type, fn) {
+                        const l = events[type];
+                        if (l)
+                                for (let i = l.length - 1; i >= 0; i--)
+                                        if (l[i].fn === fn) {
+                                                l.splice(i, 1);
+                                                break;
+                                        }
+                        return p;
+                },
+                emit(type, ...args) {
+                        const l = events[type];
+                        if (!l || l.length === 0)
+                                return false;
+                        const copy = l.slice();
+                        for (let i = 0; i < copy.length; i++) {
+                                if (copy[i].once)
+                                        p.off(type, copy[i].fn);
+                                apply(copy[i].fn, p, args);
+                        }
+                        return true;
+                },
+                listeners(type) {
+                        return (events[type] || []).map((x) => x.fn);
+                },
+                listenerCount(type) {
+                        return (events[type] || []).length;
+                },
+                removeAllListeners(type) {
+                        if (type === undefined) {
+                                for (const k of O.keys(events))
+                                        delete events[k];
+                        } else {
+                                delete events[type];
+                        }
+                        return p;
+                },
+        };
+        p.addListener = p.on;
+        p.removeListener = p.off;
+        p.prependListener = p.on;
+        defineProperty(p, 'exitCode', {
+                get() {
+                        return exitCode;
+                },
+                set(v) {
+                        if (v !== undefined && v !== null && !(NumberC(v) === floor(NumberC(v))))
+                                throw new TypeErrorC('process.exitCode must be an integer, got ' + safeString(v));
+                        exitCode = v === null ? undefined : v;
+                },
+                enumerable: true,
+                configurable: true,
+        });
+        // hrtime from performance.now (the run's clock, virtual or real).
+        const hrtime = function hrtime(prev) {
+                const t = performanceNow();
+                let sec = floor(t / 1000), ns = floor((t - sec * 1000) * 1e6);
+                if (prev !== undefined) {
+                        if (!isArray(prev) || prev.length !== 2)
+                                throw new TypeErrorC('The "time" argument must be an array of 2 numbers');
+                        sec -= prev[0];
+                        ns -= prev[1];
+                        if (ns < 0) {
+                                sec--;
+                                ns += 1e9;
+                        }
+                }
+                return [sec, ns];
+        };
+        hrtime.bigint = function bigint() {
+                return BigInt(floor(performanceNow() * 1e6));
+        };
+        p.hrtime = hrtime;
+        // A fixed shape; heapUsed etc. are not measured in the worker.
+        const memoryUsage = function memoryUsage() {
+                return { rss: 0, heapTotal: 0, heapUsed: 0, external: 0, arrayBuffers: 0 };
+        };
+        memoryUsage.rss = () => 0;
+        p.memoryUsage = memoryUsage;
+        defineProperty(p, Symbol.toStringTag, { value: 'process', configurable: true });
+        return p;
+}
+
+const navigatorObj = {
+        userAgent: 'chidori/' + CHIDORI_VERSION,
+        hardwareConcurrency: 1,
+        language: 'en-US',
+        languages: freeze(['en-US']),
+        platform: 'linux',
+        onLine: true,
+};
+defineProperty(navigatorObj, Symbol.toStringTag, { value: 'Navigator', configurable: true });
+freeze(navigatorObj);
+
 const BUILTIN = create(null);
 BUILTIN['node:fs'] = BUILTIN.fs = () => loadFs().fs;
 BUILTIN['node:fs/promises'] = BUILTIN['fs/promises'] = () => loadFs().promises;
 BUILTIN['node:crypto'] = BUILTIN.crypto = loadCrypto;
+BUILTIN['node:process'] = BUILTIN.process = getProcess;
+for (let i = 0; i < NODE_MODULES.length; i++) {
+        const n = NODE_MODULES[i];
+        BUILTIN['node:' + n] = BUILTIN[n] = () => loadNode().module(n);
+}
 
 // Node's built-in modules, for the message when an agent asks for one the
 // sandbox does not have (cli/agent.c keeps the same list).
@@ -1300,13 +1577,17 @@ function isNodeBuiltin(n) {
         return NODE_BUILTINS[slash < 0 ? n : n.slice(0, slash)] === true;
 }
 
+// The node: modules there are, for the message (cli/agent.c keeps the same).
+const PROVIDED = 'node:assert, node:buffer, node:crypto, node:events, node:fs, node:fs/promises, node:path, ' +
+        'node:process, node:querystring, node:stream, node:string_decoder, node:timers, node:url, node:util';
+
 function require(name) {
         const n = safeString(name);
         if (BUILTIN[n])
                 return BUILTIN[n]();
         const e = new ErrorC(isNodeBuiltin(n)
                 ? "Cannot find module '" + n + "': it is not available in the chidori sandbox (it provides " +
-                        'node:fs, node:fs/promises and node:crypto)'
+                        PROVIDED + ')'
                 : "Cannot find module '" + n + "': chidori agents are one script; bundle dependencies with esbuild");
         define(e, 'code', 'MODULE_NOT_FOUND');
         throw e;
@@ -1450,9 +1731,10 @@ function noEntry() {
         }));
 }
 
-function start(wrapper, input, runId, filename, plen, esm) {
+function start(wrapper, input, runId, filename, plen, esm, env) {
         agentFile = filename;
         prefixLen = plen;
+        runEnv = env === undefined ? null : env;
         try {
                 const module = { exports: {} };
                 const main = apply(wrapper, module.exports, [module, module.exports, require]);
@@ -1504,6 +1786,15 @@ define(G, 'Date', DateShim);
 define(G, 'performance', performance);
 define(G, 'crypto', crypto);
 define(Math, 'random', random);
+define(G, 'setImmediate', setImmediate);
+define(G, 'clearImmediate', clearImmediate);
+define(G, 'navigator', navigatorObj);
+lazyGlobal('process', getProcess);
+for (let i = 0; i < NODE_GLOBALS.length; i++) {
+        const n = NODE_GLOBALS[i];
+        if (!(n in G))
+                lazyGlobal(n, () => loadNode().global(n));
+}
 
 // The completion value of this script: the hooks.
 ({ start, deliver, fireTimer, fail });
