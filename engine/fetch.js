@@ -15,7 +15,10 @@
  *   value {status, statusText, url (final), redirected,
  *          headers: [[name, value], ...] (arrival order), body_base64}
  * host.setTimeout(fn, ms) (optional) backs AbortSignal.timeout(); without it
- * the global setTimeout of the moment is used.
+ * the global setTimeout of the moment is used.  host.surfaceBody(v) and
+ * host.parseForm(bytes, type) (optional, the Node/Web surface's) make
+ * Blob/File/FormData bodies (FormData as multipart/form-data) and
+ * Body#formData().
  *
  * The broker (effects/net/http.c) validates the request again and owns the
  * policy; the checks here only turn obvious misuse into an early TypeError
@@ -24,7 +27,7 @@
  * Deviations from the spec (docs/fetch.md has the list): bodies are
  * buffered bytes, and `body` is a minimal one-chunk ReadableStream stand-in
  * (getReader, async iteration, cancel) rather than a real ReadableStream;
- * no Blob/FormData bodies; no CORS (responses are "basic", a manual
+ * no CORS (responses are "basic", a manual
  * redirect returns the 3xx itself, as undici does); data: URLs are answered
  * here, every other URL goes to the host.
  *
@@ -381,6 +384,9 @@ function toUShort(v) {
  * and the host's functions.
  */
 let host = null, hostCall = null, hostSetTimeout = null;
+// Optional (the prelude's): surfaceBody(v) -> {bytes, type} | null for a
+// Blob or FormData body; parseForm(bytes, contentType) -> FormData.
+let hostSurfaceBody = null, hostParseForm = null;
 let TextEncoderC, TextDecoderC, URLC, URLSearchParamsC, DOMExceptionC, AbortControllerC;
 let uspToString, urlHref, urlProtocol, urlUsername, urlPassword;
 let encoder = null, teEncode, decoder = null, tdDecode;
@@ -872,6 +878,9 @@ function extractBody(v) {
                 const b = bufferSourceBytes(v);
                 if (b !== null)
                         return { bytes: b, type: null };
+                const sb = hostSurfaceBody === null ? null : hostSurfaceBody(v);
+                if (sb !== null)
+                        return sb;
                 const st = streamBody(v);
                 if (st !== null) {
                         if (st.used || locked(st))
@@ -917,6 +926,8 @@ function consume(getBody, self, kind) {
                                 return new G.Blob([copyBytes(bytes)], { type: contentType(self) });
                         throw new TypeErrorC('Body.blob: Blob is not available in chidori');
                 default:
+                        if (hostParseForm !== null)
+                                return hostParseForm(copyBytes(bytes), contentType(self));
                         throw new TypeErrorC('Body.formData: FormData is not available in chidori');
                 }
         });
@@ -1627,6 +1638,8 @@ function installFetch(h) {
         host = h;
         hostCall = h.call;
         hostSetTimeout = typeof h.setTimeout === 'function' ? h.setTimeout : null;
+        hostSurfaceBody = typeof h.surfaceBody === 'function' ? h.surfaceBody : null;
+        hostParseForm = typeof h.parseForm === 'function' ? h.parseForm : null;
         if (typeof G.AbortController !== 'function') {
                 define(G, 'AbortController', OwnAbort.AbortController);
                 define(G, 'AbortSignal', OwnAbort.AbortSignal);

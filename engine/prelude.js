@@ -1238,7 +1238,21 @@ function loadModule(name, global) {
         return install;
 }
 
-const hostApi = freeze({ call: hostCall, callSync: hostCallSync, setTimeout, reportError: (e) => fail(e) });
+// A Blob/File/FormData fetch body: only the surface bundle makes them, so
+// while it is not loaded there is none.
+function surfaceBody(v) {
+        return nodeApi === undefined ? null : nodeApi.fetchBody(v, randomHex);
+}
+function randomHex(n) {
+        let s = '';
+        for (let i = 0; i < n; i++)
+                s += HEX[floor(random() * 16)];
+        return s;
+}
+const hostApi = freeze({
+        call: hostCall, callSync: hostCallSync, setTimeout, reportError: (e) => fail(e), surfaceBody,
+        parseForm: (bytes, type) => loadNode().parseForm(bytes, type),
+});
 
 let fetchLoaded = false;
 function loadFetch() {

@@ -35,7 +35,7 @@ const MODULES = {
         path: () => require('path-browserify'),
         'path/posix': () => require('path-browserify'),
         process: () => host.process(),
-        querystring: () => require('querystring-es3'),
+        querystring: () => require('./querystring'),
         stream: streamModule,
         'stream/promises': () => streamModule().promises,
         'stream/web': () => {
