@@ -178,3 +178,48 @@ JS
   [[ $output == '[["application/x-thing","blob"],[null,"untyped"],true,5,["--'*'","Content-Disposition: form-data; name=\"name\"","","a \"b\""],"a \"b\"\r\nc","f.txt","file body","blob",[0,255]]' ]] ||
     { echo "got: $output"; echo "$stderr"; return 1; }
 }
+
+@test "surface: --env NAME and CHIDORI_ENV pass variables to process.env; the journal keeps them for replay" {
+  agent e.js <<'JS'
+module.exports = () => [process.env, Object.keys(process.env)];
+JS
+  FOO=bar BAZ='a b' OTHER=no chid run --quiet --env FOO --env BAZ --journal "$T/j.jsonl" "$T/e.js"
+  assert_status 0
+  assert_stdout '[{"FOO":"bar","BAZ":"a b"},["FOO","BAZ"]]'
+  # replay hands the agent the recorded values, whatever this environment has
+  FOO=changed chid replay --quiet "$T/j.jsonl"
+  assert_status 0
+  assert_stdout '[{"FOO":"bar","BAZ":"a b"},["FOO","BAZ"]]'
+  FOO=1 BAZ=2 CHIDORI_ENV=FOO,BAZ chid run --quiet "$T/e.js"
+  assert_status 0
+  assert_stdout '[{"FOO":"1","BAZ":"2"},["FOO","BAZ"]]'
+  # a process.env the agent changes is its own
+  agent w.js <<'JS'
+module.exports = () => { process.env.X = '1'; delete process.env.FOO; return process.env; };
+JS
+  FOO=1 chid run --quiet --env FOO "$T/w.js"
+  assert_status 0
+  assert_stdout '{"X":"1"}'
+}
+
+@test "surface: --env and CHIDORI_ENV: a bad name or a variable that is not set is a usage error naming it" {
+  agent e.js <<'JS'
+module.exports = () => process.env;
+JS
+  chid run --quiet --env 1X "$T/e.js"
+  assert_status 2
+  assert_stderr_has "chidori: --env '1X' is not a variable name (expected letters, digits and _, not starting with a digit)"
+  unset NOT_SET_HERE
+  chid run --quiet --env NOT_SET_HERE "$T/e.js"
+  assert_status 2
+  assert_stderr_has "chidori: --env NOT_SET_HERE: the variable is not set in this environment (set it, or do not pass it)"
+  CHIDORI_ENV='HOME,A-B' chid run --quiet "$T/e.js"
+  assert_status 2
+  assert_stderr_has "chidori: CHIDORI_ENV: 'A-B' is not a variable name"
+  CHIDORI_ENV='NOT_SET_HERE' chid run --quiet "$T/e.js"
+  assert_status 2
+  assert_stderr_has "chidori: CHIDORI_ENV: NOT_SET_HERE: the variable is not set in this environment"
+  chid run --help
+  assert_status 0
+  [[ $output == *"--env NAME"*"[CHIDORI_ENV=NAME,NAME...]"* ]]
+}
