@@ -1252,6 +1252,7 @@ function randomHex(n) {
 const hostApi = freeze({
         call: hostCall, callSync: hostCallSync, setTimeout, reportError: (e) => fail(e), surfaceBody,
         parseForm: (bytes, type) => loadNode().parseForm(bytes, type),
+        streams: (load) => (load || nodeApi !== undefined ? loadNode().streams() : null),
 });
 
 let fetchLoaded = false;

@@ -223,3 +223,33 @@ JS
   assert_status 0
   [[ $output == *"--env NAME"*"[CHIDORI_ENV=NAME,NAME...]"* ]]
 }
+
+@test "surface: fetch's Response.body is a ReadableStream read in chunks; a ReadableStream is a body (upload, Response)" {
+  agent s.js <<JS
+module.exports = async () => {
+  const res = await fetch('http://127.0.0.1:$P/bytes?n=200000');
+  const reader = res.body.getReader();
+  const sizes = [];
+  let ok = true, i = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    sizes.push(value.length);
+    for (const b of value) ok = ok && b === (i++ % 251);
+  }
+  const up = new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode('streamed ')); c.enqueue(new TextEncoder().encode('upload')); c.close(); } });
+  const echo = await (await fetch('http://127.0.0.1:$P/echo', { method: 'POST', body: up, duplex: 'half' })).json();
+  const text = await (await fetch('http://127.0.0.1:$P/text?s=h%C3%A9llo')).body.pipeThrough(new TextDecoderStream()).getReader().read();
+  const res2 = await fetch('http://127.0.0.1:$P/text?s=once');
+  const b = res2.body;
+  await b.getReader().read();
+  let again;
+  try { await res2.text(); } catch (e) { again = e.name; }
+  return [sizes, ok, i, res.bodyUsed, atob(echo.body_base64), text.value, res2.bodyUsed, again,
+    Object.prototype.toString.call(b), b instanceof ReadableStream];
+};
+JS
+  chid run --quiet --allow-host "127.0.0.1:$P" "$T/s.js"
+  assert_status 0
+  assert_stdout '[[65536,65536,65536,3392],true,200000,true,"streamed upload","héllo",true,"TypeError","[object ReadableStream]",true]'
+}
