@@ -1241,7 +1241,7 @@ function loadModule(name, global) {
 // A Blob/File/FormData fetch body: only the surface bundle makes them, so
 // while it is not loaded there is none.
 function surfaceBody(v) {
-        return nodeApi === undefined ? null : nodeApi.fetchBody(v, randomHex);
+        return 'blob' in nodeParts ? nodeParts.blob.bodyOf(v, randomHex) : null;
 }
 function randomHex(n) {
         let s = '';
@@ -1251,8 +1251,8 @@ function randomHex(n) {
 }
 const hostApi = freeze({
         call: hostCall, callSync: hostCallSync, setTimeout, reportError: (e) => fail(e), surfaceBody,
-        parseForm: (bytes, type) => loadNode().parseForm(bytes, type),
-        streams: (load) => (load || nodeApi !== undefined ? loadNode().streams() : null),
+        parseForm: (bytes, type) => nodePart('blob').parseForm(bytes, type),
+        streams: (load) => (load || 'streams' in nodeParts ? nodePart('streams') : null),
 });
 
 let fetchLoaded = false;
@@ -1301,28 +1301,75 @@ function loadFs() {
 
 /* ------------------------------------------------------------- the Node/Web surface */
 
-/* engine/node/ bundled with its npm packages (build/gen/node-bundle.js):
- * loaded on the first touch of one of its globals or modules. */
-let nodeApi;
-function loadNode() {
-        if (!nodeApi)
-                nodeApi = loadModule('node', '__chidoriInstallNode')(freeze({
-                        process: getProcess, format, inspect: (v, depth) => inspect(v, depth),
-                        setTimeout, clearTimeout, setInterval, clearInterval, setImmediate, clearImmediate,
-                }));
-        return nodeApi;
+/* engine/node/ and its npm packages, bundled by esbuild into parts
+ * (engine/node/build.mjs): each part is evaluated on first use, given this
+ * require() for the parts it uses (so there is one Buffer class). */
+const nodeParts = create(null);  // part -> its exports, once loaded
+let nodeHost;
+function nodePart(name) {
+        if (name in nodeParts)
+                return nodeParts[name];
+        if (name === 'host') {
+                if (!nodeHost)
+                        nodeHost = freeze({ format, inspect: (v, depth) => inspect(v, depth), setTimeout, clearTimeout,
+                                            setInterval, clearInterval, setImmediate, clearImmediate });
+                return nodeHost;
+        }
+        if (name === 'process')
+                return getProcess();
+        const install = loadModule('node.' + name, '__chidoriNodePart');
+        const module = { exports: {} };
+        nodeParts[name] = module.exports;  // a cycle sees the exports so far, as in Node
+        apply(install, undefined, [nodePart, module, module.exports]);
+        return (nodeParts[name] = module.exports);
 }
-// The globals it provides (engine/node/entry.js's GLOBALS, same names).
-const NODE_GLOBALS = ['Buffer', 'Event', 'EventTarget', 'CustomEvent', 'Blob', 'File', 'FormData',
-        'TextEncoderStream', 'TextDecoderStream', 'ReadableStream', 'ReadableStreamDefaultReader',
-        'ReadableStreamBYOBReader', 'ReadableStreamBYOBRequest', 'ReadableByteStreamController',
-        'ReadableStreamDefaultController', 'WritableStream', 'WritableStreamDefaultWriter',
-        'WritableStreamDefaultController', 'TransformStream', 'TransformStreamDefaultController',
-        'ByteLengthQueuingStrategy', 'CountQueuingStrategy'];
-// Its node: modules (entry.js's MODULES); process is the prelude's own.
-const NODE_MODULES = ['assert', 'assert/strict', 'buffer', 'events', 'path', 'path/posix', 'querystring',
-        'stream', 'stream/promises', 'stream/web', 'string_decoder', 'timers', 'timers/promises', 'url', 'util',
-        'util/types'];
+// The node: modules (and their subpaths) the surface provides.
+const NODE_MODULES = create(null);
+NODE_MODULES.assert = () => nodePart('assert');
+NODE_MODULES['assert/strict'] = () => nodePart('assert').strict;
+NODE_MODULES.buffer = () => {
+        const b = nodePart('buffer'), w = nodePart('blob'), m = {};
+        const keys = O.keys(b);
+        for (let i = 0; i < keys.length; i++)
+                m[keys[i]] = b[keys[i]];
+        m.Blob = w.Blob;
+        m.File = w.File;
+        m.atob = G.atob;
+        m.btoa = G.btoa;
+        return m;
+};
+NODE_MODULES.events = () => nodePart('events');
+NODE_MODULES.path = NODE_MODULES['path/posix'] = () => nodePart('path');
+NODE_MODULES.querystring = () => nodePart('querystring');
+NODE_MODULES.stream = () => nodePart('stream');
+NODE_MODULES['stream/promises'] = () => nodePart('stream').promises;
+NODE_MODULES['stream/web'] = () => nodePart('streams');
+NODE_MODULES.string_decoder = () => nodePart('stringDecoder');
+NODE_MODULES.timers = () => nodePart('timers').timers;
+NODE_MODULES['timers/promises'] = () => nodePart('timers').promises;
+NODE_MODULES.url = () => nodePart('url');
+NODE_MODULES.util = () => nodePart('util');
+NODE_MODULES['util/types'] = () => nodePart('util').types;
+const nodeModuleCache = create(null);
+function nodeModule(n) {
+        if (!(n in nodeModuleCache))
+                nodeModuleCache[n] = NODE_MODULES[n]();
+        return nodeModuleCache[n];
+}
+// The globals the surface provides: name -> [part, export].
+const NODE_GLOBALS = create(null);
+NODE_GLOBALS.Buffer = 'buffer';
+NODE_GLOBALS.Event = NODE_GLOBALS.EventTarget = NODE_GLOBALS.CustomEvent = 'webEvents';
+NODE_GLOBALS.Blob = NODE_GLOBALS.File = NODE_GLOBALS.FormData = 'blob';
+{
+        const names = ['TextEncoderStream', 'TextDecoderStream', 'ReadableStream', 'ReadableStreamDefaultReader',
+                'ReadableStreamBYOBReader', 'ReadableStreamBYOBRequest', 'ReadableByteStreamController',
+                'ReadableStreamDefaultController', 'WritableStream', 'WritableStreamDefaultWriter',
+                'WritableStreamDefaultController', 'TransformStream', 'TransformStreamDefaultController',
+                'ByteLengthQueuingStrategy', 'CountQueuingStrategy'];
+        for (let i = 0; i < names.length; i++)
+                NODE_GLOBALS[names[i]] = 'streams';
+}
 
 // A global that is an accessor until first read, then the value itself.
 function lazyGlobal(name, make) {
@@ -1568,10 +1615,8 @@ BUILTIN['node:fs'] = BUILTIN.fs = () => loadFs().fs;
 BUILTIN['node:fs/promises'] = BUILTIN['fs/promises'] = () => loadFs().promises;
 BUILTIN['node:crypto'] = BUILTIN.crypto = loadCrypto;
 BUILTIN['node:process'] = BUILTIN.process = getProcess;
-for (let i = 0; i < NODE_MODULES.length; i++) {
-        const n = NODE_MODULES[i];
-        BUILTIN['node:' + n] = BUILTIN[n] = () => loadNode().module(n);
-}
+for (const n of O.keys(NODE_MODULES))
+        BUILTIN['node:' + n] = BUILTIN[n] = () => nodeModule(n);
 
 // Node's built-in modules, for the message when an agent asks for one the
 // sandbox does not have (cli/agent.c keeps the same list).
@@ -1805,11 +1850,9 @@ define(G, 'setImmediate', setImmediate);
 define(G, 'clearImmediate', clearImmediate);
 define(G, 'navigator', navigatorObj);
 lazyGlobal('process', getProcess);
-for (let i = 0; i < NODE_GLOBALS.length; i++) {
-        const n = NODE_GLOBALS[i];
+for (const n of O.keys(NODE_GLOBALS))
         if (!(n in G))
-                lazyGlobal(n, () => loadNode().global(n));
-}
+                lazyGlobal(n, () => nodePart(NODE_GLOBALS[n])[n]);
 
 // The completion value of this script: the hooks.
 ({ start, deliver, fireTimer, fail });
