@@ -88,9 +88,11 @@ $(BUILD)/obj/common/dlib.o: common/dlib.c $(BUILD)/dirs.stamp
 # tools/package-lock.json) bundled by esbuild into one script per part
 # (build/gen/node/*.js), embedded by the generated build/gen/node-parts.S.
 NODE_PARTS := $(BUILD)/gen/node-parts.S
-$(NODE_PARTS): $(wildcard engine/node/*.js) engine/node/build.mjs tools/package.json
+$(NODE_PARTS): $(wildcard engine/node/*.js) engine/node/build.mjs tools/package.json tools/package-lock.json
 	@mkdir -p $(dir $@)
-	@[ -x tools/node_modules/.bin/esbuild ] || { echo "$@: tools/node_modules is missing: run 'make deps' (it runs npm ci in tools/)" >&2; exit 1; }
+	@[ -x tools/node_modules/.bin/esbuild ] && [ -f tools/node_modules/.package-lock.json ] && \
+	 [ ! tools/package-lock.json -nt tools/node_modules/.package-lock.json ] || \
+	 { echo "$@: tools/node_modules is missing or older than tools/package-lock.json: run 'make deps' (it runs npm ci in tools/)" >&2; exit 1; }
 	node engine/node/build.mjs $(BUILD)/gen
 
 $(BUILD)/obj/gen/node-parts.o: $(NODE_PARTS)
