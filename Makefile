@@ -99,7 +99,7 @@ $(BUILD)/obj/gen/node-parts.o: $(NODE_PARTS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(filter-out -MMD -MP,$(CFLAGS)) -c $< -o $@
 
-$(BUILD)/obj/engine/embed.o: engine/embed.S engine/web.js engine/prelude.js engine/fetch.js engine/crypto.js engine/fs.js
+$(BUILD)/obj/engine/embed.o: engine/embed.S engine/web.js engine/prelude.js engine/fetch.js engine/crypto.js engine/fs.js engine/process.js
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(filter-out -MMD -MP,$(CFLAGS)) -c $< -o $@
 

@@ -267,8 +267,8 @@ static JSValueRef do_finish(struct engine *e, size_t argc, const JSValueRef argv
 }
 
 /* The engine's own modules, evaluated when the prelude first needs them
- * (fetch, node:crypto, node:fs, the Node/Web surface): a run that uses none
- * pays nothing. */
+ * (fetch, node:crypto, node:fs, process, the Node/Web surface's parts): a run
+ * that uses none pays nothing. */
 _Atomic unsigned engine_modules_loaded;
 
 static JSValueRef do_load(struct engine *e, size_t argc, const JSValueRef argv[], JSValueRef *exception)
@@ -279,6 +279,7 @@ static JSValueRef do_load(struct engine *e, size_t argc, const JSValueRef argv[]
                 { "fetch", chidori_fetch_js, "chidori:fetch.js" },
                 { "crypto", chidori_crypto_js, "chidori:crypto.js" },
                 { "fs", chidori_fs_js, "chidori:fs.js" },
+                { "process", chidori_process_js, "chidori:process.js" },
         };
         char name[32];
         if (argc < 1 || !get_op(e->ctx, argv[0], name, sizeof(name))) {
