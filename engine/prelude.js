@@ -1320,7 +1320,12 @@ function nodePart(name) {
         const install = loadModule('node.' + name, '__chidoriNodePart');
         const module = { exports: {} };
         nodeParts[name] = module.exports;  // a cycle sees the exports so far, as in Node
-        apply(install, undefined, [nodePart, module, module.exports]);
+        try {
+                apply(install, undefined, [nodePart, module, module.exports]);
+        } catch (e) {
+                delete nodeParts[name];  // as Node: a module that threw is not cached
+                throw e;
+        }
         return (nodeParts[name] = module.exports);
 }
 // The node: modules (and their subpaths) the surface provides.
@@ -1356,7 +1361,7 @@ function nodeModule(n) {
                 nodeModuleCache[n] = NODE_MODULES[n]();
         return nodeModuleCache[n];
 }
-// The globals the surface provides: name -> [part, export].
+// The globals the surface provides: name -> the part that exports it.
 const NODE_GLOBALS = create(null);
 NODE_GLOBALS.Buffer = 'buffer';
 NODE_GLOBALS.Event = NODE_GLOBALS.EventTarget = NODE_GLOBALS.CustomEvent = 'webEvents';
