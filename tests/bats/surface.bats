@@ -253,3 +253,18 @@ JS
   assert_status 0
   assert_stdout '[[65536,65536,65536,3392],true,200000,true,"streamed upload","héllo",true,"TypeError","[object ReadableStream]",true]'
 }
+
+@test "surface: --env and CHIDORI_ENV are the top run's: a nested agent (callAgent) gets an empty process.env" {
+  agent callee.js <<'JS'
+module.exports = () => process.env;
+JS
+  agent caller.js <<'JS'
+module.exports = async () => [process.env, await chidori.callAgent('./callee.js', null)];
+JS
+  FOO=1 CHIDORI_ENV=FOO chid run --quiet "$T/caller.js"
+  assert_status 0
+  assert_stdout '[{"FOO":"1"},{}]'
+  FOO=1 chid run --quiet --env FOO "$T/caller.js"
+  assert_status 0
+  assert_stdout '[{"FOO":"1"},{}]'
+}
