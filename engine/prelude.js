@@ -1328,11 +1328,30 @@ function nodePart(name) {
         }
         return (nodeParts[name] = module.exports);
 }
-// The node: modules (and their subpaths) the surface provides.
+// The node: modules (and their subpaths) the surface provides: name -> the
+// part, and the export of it when the module is one member ('.member').
 const NODE_MODULES = create(null);
-NODE_MODULES.assert = () => nodePart('assert');
-NODE_MODULES['assert/strict'] = () => nodePart('assert').strict;
-NODE_MODULES.buffer = () => {
+NODE_MODULES.assert = 'assert';
+NODE_MODULES['assert/strict'] = 'assert.strict';
+NODE_MODULES.buffer = 'buffer';  // with Blob, File, atob, btoa (nodeModule)
+NODE_MODULES.events = 'events';
+NODE_MODULES.path = NODE_MODULES['path/posix'] = 'path';
+NODE_MODULES.querystring = 'querystring';
+NODE_MODULES.stream = 'stream';
+NODE_MODULES['stream/promises'] = 'stream.promises';
+NODE_MODULES['stream/web'] = 'streams';
+NODE_MODULES.string_decoder = 'stringDecoder';
+NODE_MODULES.timers = 'timers.timers';
+NODE_MODULES['timers/promises'] = 'timers.promises';
+NODE_MODULES.url = 'url';
+NODE_MODULES.util = 'util';
+NODE_MODULES['util/types'] = 'util.types';
+function makeNodeModule(n) {
+        const spec = NODE_MODULES[n], dot = spec.indexOf('.');
+        if (dot >= 0)
+                return nodePart(spec.slice(0, dot))[spec.slice(dot + 1)];
+        if (n !== 'buffer')
+                return nodePart(spec);
         const b = nodePart('buffer'), w = nodePart('blob'), m = {};
         const keys = O.keys(b);
         for (let i = 0; i < keys.length; i++)
@@ -1342,23 +1361,11 @@ NODE_MODULES.buffer = () => {
         m.atob = G.atob;
         m.btoa = G.btoa;
         return m;
-};
-NODE_MODULES.events = () => nodePart('events');
-NODE_MODULES.path = NODE_MODULES['path/posix'] = () => nodePart('path');
-NODE_MODULES.querystring = () => nodePart('querystring');
-NODE_MODULES.stream = () => nodePart('stream');
-NODE_MODULES['stream/promises'] = () => nodePart('stream').promises;
-NODE_MODULES['stream/web'] = () => nodePart('streams');
-NODE_MODULES.string_decoder = () => nodePart('stringDecoder');
-NODE_MODULES.timers = () => nodePart('timers').timers;
-NODE_MODULES['timers/promises'] = () => nodePart('timers').promises;
-NODE_MODULES.url = () => nodePart('url');
-NODE_MODULES.util = () => nodePart('util');
-NODE_MODULES['util/types'] = () => nodePart('util').types;
+}
 const nodeModuleCache = create(null);
 function nodeModule(n) {
         if (!(n in nodeModuleCache))
-                nodeModuleCache[n] = NODE_MODULES[n]();
+                nodeModuleCache[n] = makeNodeModule(n);
         return nodeModuleCache[n];
 }
 // The globals the surface provides: name -> the part that exports it.
@@ -1433,8 +1440,6 @@ BUILTIN['node:fs'] = BUILTIN.fs = () => loadFs().fs;
 BUILTIN['node:fs/promises'] = BUILTIN['fs/promises'] = () => loadFs().promises;
 BUILTIN['node:crypto'] = BUILTIN.crypto = loadCrypto;
 BUILTIN['node:process'] = BUILTIN.process = getProcess;
-for (const n of O.keys(NODE_MODULES))
-        BUILTIN['node:' + n] = BUILTIN[n] = () => nodeModule(n);
 
 // Node's built-in modules, for the message when an agent asks for one the
 // sandbox does not have (cli/agent.c keeps the same list).
@@ -1463,6 +1468,9 @@ function require(name) {
         const n = safeString(name);
         if (BUILTIN[n])
                 return BUILTIN[n]();
+        const bare = n.length > 5 && n.slice(0, 5) === 'node:' ? n.slice(5) : n;
+        if (NODE_MODULES[bare] !== undefined)
+                return nodeModule(bare);
         const e = new ErrorC(isNodeBuiltin(n)
                 ? "Cannot find module '" + n + "': it is not available in the chidori sandbox (it provides " +
                         PROVIDED + ')'
