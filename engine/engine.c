@@ -242,6 +242,15 @@ static void start_run(struct engine *e)
         JSValueRef input = get_prop(ctx, init, "input");
         if (JSValueIsUndefined(ctx, input))
                 input = JSValueMakeNull(ctx);
+        /* process.env: the variables the operator passed with --env (an
+         * object of strings; the prelude checks each value). */
+        JSValueRef env = get_prop(ctx, init, "env");
+        if (JSValueIsUndefined(ctx, env) || JSValueIsNull(ctx, env)) {
+                env = JSValueMakeNull(ctx);
+        } else if (!JSValueIsObject(ctx, env) || JSValueIsArray(ctx, env)) {
+                engine_fail_protocol(e, "init frame: \"env\" is not an object");
+                return;
+        }
         double deadline_ms = 0;
         JSValueRef limits = get_prop(ctx, init, "limits");
         if (JSValueIsObject(ctx, limits)) {
@@ -277,9 +286,9 @@ static void start_run(struct engine *e)
         }
         if (!wrapper)
                 return;
-        JSValueRef argv[6] = { wrapper, input, run_id, filename, JSValueMakeNumber(ctx, prefix_len),
-                               JSValueMakeBoolean(ctx, is_esm) };
-        call_hook(e, e->hook_start, 6, argv);
+        JSValueRef argv[7] = { wrapper, input, run_id, filename, JSValueMakeNumber(ctx, prefix_len),
+                               JSValueMakeBoolean(ctx, is_esm), env };
+        call_hook(e, e->hook_start, 7, argv);
 }
 
 bool engine_exit_after_done;
