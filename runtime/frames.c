@@ -87,6 +87,16 @@ static int on_done(struct session *s, cJSON *j)
                 return broker_end_with(b, SESSION_END_DONE_OK, "ok");
         }
         const cJSON *kind = cJSON_GetObjectItemCaseSensitive(j, "kind");
+        if (cJSON_IsString(kind) && strcmp(kind->valuestring, "exit") == 0) {
+                /* process.exit(n): the run ends with exit status n. */
+                const cJSON *code = cJSON_GetObjectItemCaseSensitive(j, "exit");
+                if (!cJSON_IsNumber(code) || code->valuedouble < 1 || code->valuedouble > 255 ||
+                    code->valuedouble != (double)(int)code->valuedouble)
+                        return broker_end_with(b, SESSION_END_PROTOCOL,
+                                        "done frame of kind \"exit\" without an \"exit\" code from 1 to 255");
+                b->out->exit_code = (int)code->valuedouble;
+                return broker_end_with(b, SESSION_END_EXIT, "the agent called process.exit(%d)", b->out->exit_code);
+        }
         cJSON *e = cJSON_DetachItemFromObjectCaseSensitive(j, "error");
         if (!cJSON_IsObject(e)) {
                 cJSON_Delete(e);

@@ -160,6 +160,7 @@ enum session_end {
         SESSION_END_LIMIT,        /* a parent limit that ends the run (the journal's): message says which */
         SESSION_END_PARENT,       /* a failure of the parent itself (message says which) */
         SESSION_END_SPAWN,        /* the box could not start (message; spawn_layer: a layer missing) */
+        SESSION_END_EXIT,         /* the agent called process.exit(n), n from 1 to 255: exit_code */
         SESSION_END_PAUSED,       /* session_pause: the box is gone, the journal resumes it (RESUME) */
         SESSION_END_MAX
 };
@@ -171,6 +172,7 @@ struct session_outcome {
         char *message;           /* human detail for the other ends (owned) */
         bool got_ready;
         int blocked_syscall;     /* syscall nr a seccomp filter stopped, or -1 */
+        int exit_code;           /* EXIT: the code the agent gave process.exit */
         int fatal_signal;        /* the worker reported dying of this signal, or 0 */
         bool cpu_limit_abort;    /* ... and that it happened past its CPU budget */
         bool spawn_layer;        /* SPAWN: a required sandbox layer is unavailable */

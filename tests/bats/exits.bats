@@ -27,6 +27,7 @@ ROWS=$(cat <<'EOF'
 139 | failures.bats: engine crash by SIGSEGV: 139
 152 | failures.bats: the engine CPU limit ends a busy loop: 152 || sandbox.bats: limits: run --cpu-secs 1 ends a busy agent: 152, CPU limit exceeded (1 s) || sandbox.bats: limits: --cpu-secs 1 ends a busy loop: 152, CPU limit exceeded (1 s)
 159 | endings.bats: blocked syscall while the parent writes a large answer: always 159 || launch.bats: --seccomp-errno: the fixed prefix still ends the box and is named (exit 159)
+1-255 | surface.bats: surface: process.exit(n) and process.exitCode: a non-zero code ends the run with that exit status, naming it
 any | exits.bats: launch passes the program's exit status through; a signal that kills it is 128 + N, named
 EOF
 )

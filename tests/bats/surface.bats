@@ -86,15 +86,28 @@ JS
   [[ $stderr != *"must not"* ]] || { echo "$stderr"; return 1; }
 }
 
-@test "surface: process.exit(n) and process.exitCode: a non-zero code fails the run, naming it" {
+@test "surface: process.exit(n) and process.exitCode: a non-zero code ends the run with that exit status, naming it" {
   agent e.js <<'JS'
 module.exports = async () => { await null; process.exitCode = 4; process.exit(); };
 JS
   chid run --quiet "$T/e.js"
-  # The parent does not map {"exit": n} to exit status n yet (docs/api.md):
-  # a non-zero code is an agent error that says which code.
-  assert_status 1
-  assert_stderr_has "agent error: Exit: the agent called process.exit(4)"
+  assert_status 4
+  assert_stdout ""
+  assert_stderr_has "chidori: agent called process.exit(4)"
+  [[ $stderr != *"agent error"* ]] || { echo "$stderr"; return 1; }
+  # --json: the outcome document says so, with the code.
+  chid run --quiet --json "$T/e.js"
+  assert_status 4
+  [[ $output == *'"exit":4'* && $output == *'process.exit(4)'* ]] || { echo "$output"; return 1; }
+  # 255 is the largest; replay ends the same way.
+  agent e255.js <<'JS'
+module.exports = () => process.exit(255);
+JS
+  chid run --quiet --journal "$T/j255" "$T/e255.js"
+  assert_status 255
+  chid replay --quiet "$T/j255"
+  assert_status 255
+  assert_stderr_has "chidori: agent called process.exit(255)"
   agent bad.js <<'JS'
 module.exports = () => process.exit(1.5);
 JS
