@@ -17,25 +17,25 @@
 static const struct {
         int opt;
         const char *flag, *env;
-        size_t field;   /* offset in struct broker_limits */
+        size_t field;   /* offset in struct session_limits */
         bool count;     /* a number of calls, not a size */
         uint64_t min;
 } OPTS[] = {
-        { BOPT_MAX_CALLS, "--max-calls", "CHIDORI_MAX_CALLS", offsetof(struct broker_limits, max_calls), true, 1 },
-        { BOPT_MAX_QUEUE, "--max-queue", "CHIDORI_MAX_QUEUE", offsetof(struct broker_limits, max_queue), false, 1 },
-        { BOPT_MAX_LOG, "--max-log", "CHIDORI_MAX_LOG", offsetof(struct broker_limits, max_log), false, 1 },
-        { BOPT_MAX_JOURNAL, "--max-journal", "CHIDORI_MAX_JOURNAL", offsetof(struct broker_limits, max_journal),
+        { BOPT_MAX_CALLS, "--max-calls", "CHIDORI_MAX_CALLS", offsetof(struct session_limits, max_calls), true, 1 },
+        { BOPT_MAX_QUEUE, "--max-queue", "CHIDORI_MAX_QUEUE", offsetof(struct session_limits, max_queue), false, 1 },
+        { BOPT_MAX_LOG, "--max-log", "CHIDORI_MAX_LOG", offsetof(struct session_limits, max_log), false, 1 },
+        { BOPT_MAX_JOURNAL, "--max-journal", "CHIDORI_MAX_JOURNAL", offsetof(struct session_limits, max_journal),
           false, 1 },
-        { BOPT_MAX_VFS, "--max-vfs", "CHIDORI_MAX_VFS", offsetof(struct broker_limits, max_vfs), false, MIN_VFS },
+        { BOPT_MAX_VFS, "--max-vfs", "CHIDORI_MAX_VFS", offsetof(struct session_limits, max_vfs), false, MIN_VFS },
         { BOPT_MAX_MEMORY_STORE, "--max-memory-store", "CHIDORI_MAX_MEMORY_STORE",
-          offsetof(struct broker_limits, max_memory_store), false, 1 },
+          offsetof(struct session_limits, max_memory_store), false, 1 },
         { BOPT_MAX_WORKSPACE_WRITE, "--max-workspace-write", "CHIDORI_MAX_WORKSPACE_WRITE",
-          offsetof(struct broker_limits, max_workspace_write), false, 1 },
+          offsetof(struct session_limits, max_workspace_write), false, 1 },
 };
 
-void bounds_opts_init(struct broker_limits *o)
+void bounds_opts_init(struct session_limits *o)
 {
-        *o = (struct broker_limits){
+        *o = (struct session_limits){
                 .max_calls = BROKER_DEFAULT_MAX_CALLS,
                 .max_queue = BROKER_DEFAULT_MAX_QUEUE,
                 .max_log = BROKER_DEFAULT_MAX_LOG,
@@ -47,7 +47,7 @@ void bounds_opts_init(struct broker_limits *o)
 }
 
 /* `what` is the flag or the variable, for the message. */
-static int set(struct broker_limits *o, size_t i, const char *what, const char *v)
+static int set(struct session_limits *o, size_t i, const char *what, const char *v)
 {
         uint64_t n = 0;
         if (OPTS[i].count) {
@@ -76,7 +76,7 @@ static int set(struct broker_limits *o, size_t i, const char *what, const char *
         return 0;
 }
 
-int bounds_opts_env(struct broker_limits *o)
+int bounds_opts_env(struct session_limits *o)
 {
         for (size_t i = 0; i < sizeof(OPTS) / sizeof(OPTS[0]); i++) {
                 const char *v = getenv(OPTS[i].env);
@@ -86,7 +86,7 @@ int bounds_opts_env(struct broker_limits *o)
         return 0;
 }
 
-int bounds_opts_parse(struct broker_limits *o, const char *cmd, int c, const char *arg)
+int bounds_opts_parse(struct session_limits *o, const char *cmd, int c, const char *arg)
 {
         for (size_t i = 0; i < sizeof(OPTS) / sizeof(OPTS[0]); i++) {
                 if (OPTS[i].opt != c)

@@ -7,7 +7,7 @@
 
 #include <getopt.h>
 
-#include "runtime/runtime.h"
+#include "runtime/session.h"
 
 enum {
         BOPT_MAX_CALLS = 950, BOPT_MAX_QUEUE, BOPT_MAX_LOG, BOPT_MAX_JOURNAL, BOPT_MAX_VFS, BOPT_MAX_MEMORY_STORE,
@@ -39,10 +39,10 @@ enum {
         "                        [CHIDORI_MAX_WORKSPACE_WRITE]\n"
 
 /* The defaults (BROKER_DEFAULT_*). */
-void bounds_opts_init(struct broker_limits *o);
+void bounds_opts_init(struct session_limits *o);
 /* Read CHIDORI_MAX_*; prints and returns -1 on a malformed value. */
-int bounds_opts_env(struct broker_limits *o);
+int bounds_opts_env(struct session_limits *o);
 /* 1 handled, 0 not ours, -1 bad (printed). */
-int bounds_opts_parse(struct broker_limits *o, const char *cmd, int c, const char *arg);
+int bounds_opts_parse(struct session_limits *o, const char *cmd, int c, const char *arg);
 
 #endif

@@ -10,7 +10,7 @@
 
 #include "common/err.h"
 #include "common/exit.h"
-#include "runtime/runtime.h"
+#include "runtime/session.h"
 #include "sandbox/sandbox.h"
 
 #define CHIDORI_VERSION "0.1.0"
@@ -57,6 +57,28 @@ int worker_finish(struct worker *w, bool kill_first, int *ret_status, struct san
 _Atomic int *worker_stop_flag(struct worker *w);
 /* Find chidori-worker: $CHIDORI_WORKER, next to this binary, libexec. */
 int find_worker(char **ret_path, struct err **err);
+
+/* ---- provider.c: the box provider of `run` and `replay` ---- */
+struct grants;
+struct cli_boxes {
+        struct box_provider provider;
+        struct spawn_opts *spawn;   /* how to start the worker; its banner is filled in */
+        struct grants *grants;      /* told the run's cgroup (nested runs and tools go below it) */
+};
+void cli_boxes_init(struct cli_boxes *o, struct spawn_opts *so, struct grants *grants);
+
+/* ---- sink.c: the CLI's events sink ---- */
+struct cli_sink {
+        struct session_sink sink;
+        bool json;                  /* --json: the value is printed with the outcome, not early */
+        double deadline_at;         /* mono_ms: a question on the terminal ends then (0 = none) */
+        volatile sig_atomic_t *stop;
+        bool printed_value;         /* the value was printed when the outcome was known */
+        void (*running)(void *arg);  /* the box has started (the banner), or NULL */
+        void *running_arg;
+        bool started;
+};
+void cli_sink_init(struct cli_sink *o, bool json, double deadline_at, volatile sig_atomic_t *stop);
 
 /* ---- agent.c ---- */
 struct agent {
@@ -118,9 +140,9 @@ char *sourcemap_join(const char *base, const char *rel);
 
 /* ---- report.c ---- */
 /* Print the outcome (stdout for the value, stderr for failures) and return
- * the exit code.  status: the worker's wait status. */
-int report_outcome(const struct broker_outcome *o, int status, bool json, long js_deadline_ms, long cpu_secs,
-                   const char *run_id);
+ * the exit code (runtime/outcome.c maps it). */
+struct outcome_context;
+int report_outcome(const struct session_outcome *o, bool json, const struct outcome_context *c, const char *run_id);
 /* The agent's result and a newline on stdout: the worker's own JSON text
  * (a raw node) as it is, without a copy. */
 void report_value(const struct cJSON *value);
@@ -130,7 +152,7 @@ int spawn_exit_code(const struct err *e);
  * "process limit too low to start the engine (<source>; at least M
  * needed)", exit 2 (a configuration the user chose).  source: where the
  * limit came from, e.g. "--pids 5" or "CHIDORI_PIDS_MAX=5". */
-int report_pids_too_low(const struct broker_outcome *o, bool json, const char *run_id, const char *source,
+int report_pids_too_low(const struct session_outcome *o, bool json, const char *run_id, const char *source,
                         uint64_t pids);
 
 /* The fewest tasks (pids.max) the engine worker can run with: its main

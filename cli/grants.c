@@ -17,7 +17,7 @@
 #include "effects/proc/tools.h"
 #include "effects/workspace/workspace.h"
 #include "policy/policy.h"
-#include "runtime/runtime.h"
+#include "runtime/session.h"
 #include "sandbox/cgroup/cgroup.h"
 #include "sandbox/sandbox.h"
 
@@ -361,7 +361,7 @@ static int nested_argv(const struct grants_opts *o, const struct nested_src *ns,
                 strv_addf(a, "--tz=%s", sb->tz); /* the callee sees the caller's zone */
         if (ns->lim) {
                 /* The parent's limits: the nested run's launcher is a parent too. */
-                const struct broker_limits *l = ns->lim;
+                const struct session_limits *l = ns->lim;
                 strv_addf(a, "--max-calls=%llu", (unsigned long long)l->max_calls);
                 strv_addf(a, "--max-queue=%llu", (unsigned long long)l->max_queue);
                 strv_addf(a, "--max-log=%llu", (unsigned long long)l->max_log);
@@ -483,7 +483,7 @@ static int children_config(const struct grants_opts *o, const struct nested_src 
 }
 
 /* CHIDORI_POLICY_LAYERS: the profiles callers up the chain asked for. */
-static int policy_layers(struct grants *g, struct broker_config *cfg)
+static int policy_layers(struct grants *g, struct session_config *cfg, struct err **err)
 {
         const char *v = getenv("CHIDORI_POLICY_LAYERS");
         cfg->policy_layers = v;
@@ -496,16 +496,13 @@ static int policy_layers(struct grants *g, struct broker_config *cfg)
         char *copy = strdup(v);
         if (!g->layers || !copy) {
                 free(copy);
-                return -1;
+                return err_set(err, ENOMEM, "CHIDORI_POLICY_LAYERS");
         }
         size_t n = 0;
         for (char *save = NULL, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-                struct err *e = NULL;
-                if (policy_profile(t, "callAgent options.policy", &g->layers[n], &e) < 0) {
-                        fprintf(stderr, "chidori: CHIDORI_POLICY_LAYERS: %s\n", err_msg(e));
-                        err_free(e);
+                if (policy_profile(t, "callAgent options.policy", &g->layers[n], err) < 0) {
                         free(copy);
-                        return -1;
+                        return err_wrap(err, "CHIDORI_POLICY_LAYERS");
                 }
                 n++;
         }
@@ -514,45 +511,46 @@ static int policy_layers(struct grants *g, struct broker_config *cfg)
         return 0;
 }
 
+/* A refusal: the message for "chidori: %s", every one a usage error (exit 2). */
+static int refused(struct grants *g, struct err **err, struct err *e, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+
+static int refused(struct grants *g, struct err **err, struct err *e, const char *fmt, ...)
+{
+        char msg[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        err_free(e);
+        grants_close(g);
+        return err_setc(err, GRANTS_E_USAGE, 0, "%s", msg);
+}
+
 int grants_open(const struct grants_opts *o, const struct nested_src *ns, struct grants *g,
-                struct broker_config *cfg)
+                struct session_config *cfg, struct err **err)
 {
         memset(g, 0, sizeof(*g));
         struct err *e = NULL;
-        if (o->workspace_dir && workspace_open(o->workspace_dir, NULL, &g->ws, &e) < 0) {
-                fprintf(stderr, "chidori: --workspace %s: %s (expected an existing directory)\n", o->workspace_dir,
-                        err_msg(e));
-                err_free(e);
-                return EXIT_USAGE;
-        }
+        if (o->workspace_dir && workspace_open(o->workspace_dir, NULL, &g->ws, &e) < 0)
+                return refused(g, err, e, "--workspace %s: %s (expected an existing directory)", o->workspace_dir,
+                               err_msg(e));
         for (size_t i = 0; i < o->nallow; i++) {
                 int r = g->allow ? ssrf_allow_add(g->allow, o->allow_specs[i], &e)
                                  : ssrf_allow_parse(o->allow_specs[i], &g->allow, &e);
-                if (r < 0) {
-                        fprintf(stderr, "chidori: allowed hosts: %s\n", err_msg(e));
-                        err_free(e);
-                        grants_close(g);
-                        return EXIT_USAGE;
-                }
+                if (r < 0)
+                        return refused(g, err, e, "allowed hosts: %s", err_msg(e));
         }
-        if (o->tools_file && tools_load(o->tools_file, &g->tools, &e) < 0) {
-                fprintf(stderr, "chidori: --tools %s\n", err_msg(e));
-                err_free(e);
-                grants_close(g);
-                return EXIT_USAGE;
-        }
+        if (o->tools_file && tools_load(o->tools_file, &g->tools, &e) < 0)
+                return refused(g, err, e, "--tools %s", err_msg(e));
         /* The model provider: unset is fine (prompt then says so), set but
          * malformed is a configuration error now rather than at a prompt. */
         const char *url = getenv("CHIDORI_LLM_BASE_URL"), *key = getenv("CHIDORI_LLM_API_KEY");
         if ((url && *url) || (key && *key)) {
                 const struct net_api *net = net_api(&e);
                 g->llm = net ? calloc(1, sizeof(*g->llm)) : NULL;
-                if (!g->llm || net->llm_config_from_env(env_get, g->llm, &e) < 0) {
-                        fprintf(stderr, "chidori: %s\n", e ? err_msg(e) : "out of memory");
-                        err_free(e);
-                        grants_close(g);
-                        return EXIT_USAGE;
-                }
+                if (!g->llm || net->llm_config_from_env(env_get, g->llm, &e) < 0)
+                        return refused(g, err, e, "%s", e ? err_msg(e) : "out of memory");
         }
         g->self_exe = realpath("/proc/self/exe", NULL);
         char *ap = ns && ns->agent_path ? realpath(ns->agent_path, NULL) : NULL;
@@ -567,23 +565,15 @@ int grants_open(const struct grants_opts *o, const struct nested_src *ns, struct
         const char *depth = getenv("CHIDORI_AGENT_DEPTH");
         if (depth && *depth) {
                 long d = 0;
-                if (parse_nonneg(depth, &d) < 0 || d > 64) {
-                        fprintf(stderr, "chidori: CHIDORI_AGENT_DEPTH='%s' is not a small integer\n", depth);
-                        grants_close(g);
-                        return EXIT_USAGE;
-                }
+                if (parse_nonneg(depth, &d) < 0 || d > 64)
+                        return refused(g, err, NULL, "CHIDORI_AGENT_DEPTH='%s' is not a small integer", depth);
                 cfg->agent_depth = (int)d;
         }
-        if (policy_layers(g, cfg) < 0)  {
-                grants_close(g);
-                return EXIT_USAGE;
-        }
-        if (g->self_exe && ns && children_config(o, ns, g) < 0) {
-                fprintf(stderr, "chidori: prepare the configuration of nested runs and tools: out of memory, or "
-                                "a relative path and no working directory\n");
-                grants_close(g);
-                return EXIT_USAGE;
-        }
+        if (policy_layers(g, cfg, &e) < 0)
+                return refused(g, err, e, "%s", err_msg(e));
+        if (g->self_exe && ns && children_config(o, ns, g) < 0)
+                return refused(g, err, NULL, "prepare the configuration of nested runs and tools: out of memory, or "
+                                             "a relative path and no working directory");
         cfg->workspace = g->ws;
         cfg->http_allow = g->allow;
         cfg->http_max_response_bytes = (size_t)o->http_max_response;

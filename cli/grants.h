@@ -10,10 +10,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "runtime/runtime.h"
+#include "runtime/session.h"
 
-struct broker_config;
-struct broker_limits;
+struct session_config;
+struct session_limits;
 struct cgroup_run;
 struct workspace;
 struct ssrf_allow;
@@ -70,7 +70,7 @@ struct nested_src {
         long js_deadline_ms;
         const char *state_dir;
         const char *agent_path;        /* the caller's agent: its folder bounds the callees */
-        const struct broker_limits *lim; /* the parent's limits (cli/bounds.h), or NULL */
+        const struct session_limits *lim; /* the parent's limits (cli/bounds.h), or NULL */
 };
 
 enum {
@@ -108,10 +108,12 @@ enum {
 int grants_opts_env(struct grants_opts *o);
 /* 1 handled, 0 not ours, -1 bad (printed). */
 int grants_opts_parse(struct grants_opts *o, const char *cmd, int c, const char *arg);
-/* Open what the options name and point the broker config at it; prints
- * and returns an exit code (2 for a bad value) on failure, 0 on success. */
+/* Open what the options name and point the session config at it.  -1 on
+ * failure, err's code GRANTS_E_USAGE (a bad value: the caller prints
+ * "chidori: <message>" and exits 2). */
+enum { GRANTS_E_USAGE = 1 };
 int grants_open(const struct grants_opts *o, const struct nested_src *ns, struct grants *g,
-                struct broker_config *cfg);
+                struct session_config *cfg, struct err **err);
 /* The run's cgroup node, once the worker has started (NULL before the
  * node goes away): where nested runs and tools are placed. */
 void grants_set_cgroup(struct grants *g, struct cgroup_run *cg);

@@ -6,12 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "cli/cli.h"
 #include "common/text.h"
 #include "common/util.h"
 #include "proto/json.h"
+#include "runtime/outcome.h"
 #include "sandbox/seccomp.h"
 
 void report_value(const cJSON *value)
@@ -78,7 +78,7 @@ static void print_agent_error(const cJSON *e)
 }
 
 static void print_json(bool ok, const cJSON *value, const cJSON *error, const char *message, int code,
-                       const struct broker_outcome *o, const char *run_id)
+                       const struct session_outcome *o, const char *run_id)
 {
         cJSON *j = cJSON_CreateObject();
         cJSON_AddBoolToObject(j, "ok", ok);
@@ -106,10 +106,10 @@ static void print_json(bool ok, const cJSON *value, const cJSON *error, const ch
         cJSON_Delete(j);
 }
 
-static int fail(const struct broker_outcome *o, bool json, const char *run_id, int code, const char *fmt, ...)
+static int fail(const struct session_outcome *o, bool json, const char *run_id, int code, const char *fmt, ...)
         __attribute__((format(printf, 5, 6)));
 
-static int fail(const struct broker_outcome *o, bool json, const char *run_id, int code, const char *fmt, ...)
+static int fail(const struct session_outcome *o, bool json, const char *run_id, int code, const char *fmt, ...)
 {
         char msg[2048];
         va_list ap;
@@ -124,7 +124,7 @@ static int fail(const struct broker_outcome *o, bool json, const char *run_id, i
         return code;
 }
 
-int report_pids_too_low(const struct broker_outcome *o, bool json, const char *run_id, const char *source,
+int report_pids_too_low(const struct session_outcome *o, bool json, const char *run_id, const char *source,
                         uint64_t pids)
 {
         unsigned long long need = pids >= ENGINE_PIDS_MIN ? (unsigned long long)pids + 1 : ENGINE_PIDS_MIN;
@@ -132,94 +132,38 @@ int report_pids_too_low(const struct broker_outcome *o, bool json, const char *r
                     source, need);
 }
 
-int report_outcome(const struct broker_outcome *o, int status, bool json, long js_deadline_ms, long cpu_secs,
-                   const char *run_id)
+int report_outcome(const struct session_outcome *o, bool json, const struct outcome_context *c, const char *run_id)
 {
-        switch (o->end) {
-        case BROKER_END_DONE_OK: {
-                if (json) {
-                        print_json(true, o->value, NULL, NULL, EXIT_OK, o, run_id);
-                } else {
+        struct outcome_exit r;
+        session_outcome_exit(o, c, &r);
+        switch (r.show) {
+        case OUTCOME_SHOW_VALUE:
+                if (json)
+                        print_json(true, o->value, NULL, NULL, r.code, o, run_id);
+                else
                         report_value(o->value);
-                }
                 fflush(stdout);
-                return EXIT_OK;
-        }
-        case BROKER_END_AGENT_ERROR:
+                return r.code;
+        case OUTCOME_SHOW_AGENT_ERROR:
                 print_agent_error(o->error);
                 if (json)
-                        print_json(false, NULL, o->error, o->message, EXIT_AGENT_ERROR, o, run_id);
-                return EXIT_AGENT_ERROR;
-        case BROKER_END_NEVER_SETTLED:
-                return fail(o, json, run_id, EXIT_AGENT_ERROR,
-                            "agent never settled: its promise is still pending and nothing is left to run "
-                            "(no outstanding host call, no timer)");
-        case BROKER_END_CPU_LIMIT:
-                return fail(o, json, run_id, EXIT_CPU,
-                            "CPU limit exceeded (%g s); raise it with --js-deadline MS (0 = none)",
-                            (double)js_deadline_ms / 1000.0);
-        case BROKER_END_DEADLINE:
-                return fail(o, json, run_id, EXIT_DEADLINE, "%s", o->message);
-        case BROKER_END_DIVERGED:
-                return fail(o, json, run_id, EXIT_AGENT_ERROR, "%s", o->message);
-        case BROKER_END_PROTOCOL:
-                return fail(o, json, run_id, EXIT_PROTOCOL, "protocol error: %s", o->message);
-        case BROKER_END_INTERRUPTED: {
-                int sig = (int)launcher_stop_signal;
-                return fail(o, json, run_id, 128 + (sig ? sig : SIGTERM), "interrupted by %s: the run was stopped",
-                            signal_name(sig ? sig : SIGTERM));
-        }
-        case BROKER_END_SECCOMP:
-                return fail(o, json, run_id, EXIT_SECCOMP, "sandbox violation: blocked syscall %s",
-                            seccomp_syscall_name(o->blocked_syscall));
-        case BROKER_END_LIMIT: {
+                        print_json(false, NULL, o->error, o->message, r.code, o, run_id);
+                return r.code;
+        case OUTCOME_SHOW_LIMIT: {
                 /* A parent limit stopped the run (the journal's): the
                  * agent's doing, so exit 1, with the limit's code. */
-                fprintf(stderr, "chidori: %s\n", o->message ? o->message : "limit reached");
+                fprintf(stderr, "chidori: %s\n", r.message);
                 if (json) {
                         cJSON *e = cJSON_CreateObject();
                         cJSON_AddStringToObject(e, "name", "Error");
                         cJSON_AddStringToObject(e, "code", "ELIMIT");
-                        cJSON_AddStringToObject(e, "message", o->message ? o->message : "limit reached");
-                        print_json(false, NULL, e, o->message, EXIT_AGENT_ERROR, o, run_id);
+                        cJSON_AddStringToObject(e, "message", r.message);
+                        print_json(false, NULL, e, o->message, r.code, o, run_id);
                         cJSON_Delete(e);
                 }
-                return EXIT_AGENT_ERROR;
+                return r.code;
         }
-        case BROKER_END_EOF:
-        case BROKER_END_MAX:
-                break;
+        case OUTCOME_SHOW_FAILURE: break;
         }
-        /* The worker went away without `done`: the cgroup and its wait
-         * status say why. */
-        if (o->oom_killed && (WIFSIGNALED(status) || o->end == BROKER_END_EOF))
-                return fail(o, json, run_id, EXIT_OOM, "memory limit exceeded (limit %llu MiB)",
-                            (unsigned long long)(o->memory_limit >> 20));
-        if (WIFSIGNALED(status)) {
-                int sig = WTERMSIG(status);
-                if (sig == SIGKILL && o->pids_limit_hit)
-                        return fail(o, json, run_id, 128 + sig, "process limit reached (the engine could not start a thread)");
-                if (sig == SIGSYS)
-                        return fail(o, json, run_id, EXIT_SECCOMP, "sandbox violation: blocked syscall %s",
-                                    o->blocked_syscall >= 0 ? seccomp_syscall_name(o->blocked_syscall)
-                                                            : "(unknown)");
-                if (sig == SIGXCPU || (sig == SIGKILL && cpu_secs > 0 && o->end == BROKER_END_EOF &&
-                                       o->cpu_ms >= (double)cpu_secs * 950.0))
-                        return fail(o, json, run_id, EXIT_CPU,
-                                    "CPU limit exceeded (%ld s); raise it with --cpu-secs N (0 = none)", cpu_secs);
-                return fail(o, json, run_id, 128 + sig, "engine crashed (signal %s)", signal_name(sig));
-        }
-        if (o->fatal_signal == SIGABRT && o->cpu_limit_abort && js_deadline_ms > 0)
-                return fail(o, json, run_id, EXIT_CPU,
-                            "CPU limit exceeded (%g s); raise it with --js-deadline MS (0 = none)",
-                            (double)js_deadline_ms / 1000.0);
-        if (o->fatal_signal > 0 && o->fatal_signal < 64)
-                return fail(o, json, run_id, 128 + o->fatal_signal, "engine crashed (signal %s)",
-                            signal_name(o->fatal_signal));
-        if (!o->got_ready)
-                return fail(o, json, run_id, EXIT_PROTOCOL,
-                            "protocol error: worker exited before ready (exit status %d)",
-                            WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-        return fail(o, json, run_id, EXIT_PROTOCOL, "protocol error: worker exited before done (exit status %d)",
-                    WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        return fail(o, json, run_id, r.code, "%s", r.message);
 }

@@ -20,10 +20,14 @@
 #include "common/cleanup.h"
 #include "common/text.h"
 #include "common/util.h"
+#include "effects/effects.h"
 #include "effects/memory/memstore.h"
 #include "policy/policy.h"
 #include "proto/json.h"
+#include "runtime/evloop.h"
 #include "runtime/journal.h"
+#include "runtime/outcome.h"
+#include "sandbox/seccomp.h"
 #include "sandbox/tz.h"
 
 struct run_opts {
@@ -39,7 +43,7 @@ struct run_opts {
         bool js_deadline_set;     /* given by --js-deadline or CHIDORI_JS_DEADLINE_MS */
         struct sandbox_opts sb;
         struct grants_opts gr;    /* run only: what the agent is handed */
-        struct broker_limits lim; /* the parent's limits (cli/bounds.h) */
+        struct session_limits lim; /* the parent's limits (cli/bounds.h) */
         double started;           /* mono_ms() at the command's start: --deadline counts from here */
         bool json, quiet, in_process;
         bool untrusted, trusted;  /* --untrusted / --trusted */
@@ -244,39 +248,26 @@ static void journal_header(struct run_ctx *c, const char *tz)
         cJSON_AddStringToObject(h, "values", "exact");
         cJSON_AddItemToObject(h, "input", cJSON_Duplicate(c->input, 1));
         cJSON_AddStringToObject(h, "started", ts);
-        journal_append_final(c->journal, h, NULL);  /* a huge --input may pass --max-journal: then the first call stops */
+        journal_file_ops.header(c->journal, h, NULL);  /* a huge --input may pass --max-journal: then the first call stops */
         cJSON_Delete(h);
 }
 
-static const char *end_name(enum broker_end e)
-{
-        static const char *n[BROKER_END_MAX] = {
-                [BROKER_END_SECCOMP] = "sandbox_violation", [BROKER_END_INTERRUPTED] = "interrupted",
-                [BROKER_END_DONE_OK] = "ok",           [BROKER_END_AGENT_ERROR] = "agent_error",
-                [BROKER_END_NEVER_SETTLED] = "never_settled", [BROKER_END_CPU_LIMIT] = "cpu_limit",
-                [BROKER_END_PROTOCOL] = "protocol_error", [BROKER_END_EOF] = "worker_exited",
-                [BROKER_END_DEADLINE] = "deadline",    [BROKER_END_DIVERGED] = "replay_diverged",
-                [BROKER_END_LIMIT] = "limit",
-        };
-        return (unsigned)e < BROKER_END_MAX ? n[e] : "unknown";
-}
-
-static void journal_end(struct run_ctx *c, const struct broker_outcome *o, int status, int code)
+static void journal_end(struct run_ctx *c, const struct session_outcome *o, int code)
 {
         char ts[40];
         utc_iso8601(ts, sizeof(ts));
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "type", "end");
-        cJSON_AddStringToObject(e, "outcome", end_name(o->end));
+        cJSON_AddStringToObject(e, "outcome", session_end_name(o->end));
         cJSON_AddNumberToObject(e, "exit", code);
         if (o->value)
                 cJSON_AddItemToObject(e, "value", cJSON_Duplicate(o->value, 1));
         if (o->error)
                 cJSON_AddItemToObject(e, "error", cJSON_Duplicate(o->error, 1));
-        if (o->end != BROKER_END_DONE_OK && o->message)
+        if (o->end != SESSION_END_DONE_OK && o->message)
                 cJSON_AddStringToObject(e, "message", o->message);
-        if (o->end == BROKER_END_EOF)
-                cJSON_AddNumberToObject(e, "wait_status", status);
+        if (o->end == SESSION_END_EOF)
+                cJSON_AddNumberToObject(e, "wait_status", o->wait_status);
         cJSON_AddStringToObject(e, "ended", ts);
         cJSON *st = cJSON_AddObjectToObject(e, "stats");
         cJSON_AddItemToObject(st, "wall_ms", json_cjson_number((double)(long)(o->wall_ms * 1000) / 1000.0));
@@ -285,8 +276,7 @@ static void journal_end(struct run_ctx *c, const struct broker_outcome *o, int s
                 cJSON_AddNumberToObject(st, "peak_memory_bytes", (double)o->peak_bytes);
         if (o->memory_limit)
                 cJSON_AddNumberToObject(st, "memory_limit_bytes", (double)o->memory_limit);
-        journal_append_final(c->journal, e, NULL);  /* also when the journal is full */
-        journal_sync(c->journal, NULL);
+        journal_file_ops.end(c->journal, e, NULL);  /* also when the journal is full; synced */
         cJSON_Delete(e);
 }
 
@@ -294,28 +284,50 @@ static void journal_end(struct run_ctx *c, const struct broker_outcome *o, int s
  * long replay load): the same message and exit status as during the run. */
 static int stopped_early(const struct run_opts *o, enum budget_reason why)
 {
-        struct broker_outcome out = { .blocked_syscall = -1 };
+        struct session_outcome out = { .blocked_syscall = -1 };
         if (why == BUDGET_DEADLINE) {
-                out.end = BROKER_END_DEADLINE;
+                out.end = SESSION_END_DEADLINE;
                 if (asprintf(&out.message, "deadline exceeded (%ld ms)", o->sb.deadline_ms) < 0)
                         out.message = NULL;
         } else {
-                out.end = BROKER_END_INTERRUPTED;
+                out.end = SESSION_END_INTERRUPTED;
         }
         out.wall_ms = mono_ms() - o->started;
-        int code = report_outcome(&out, 0, o->json, o->js_deadline_ms, o->sb.cpu_secs, "");
-        broker_outcome_clear(&out);
+        struct outcome_context oc = {
+                .js_deadline_ms = o->js_deadline_ms, .cpu_secs = o->sb.cpu_secs,
+                .stop_signal = (int)launcher_stop_signal, .syscall_name = seccomp_syscall_name,
+        };
+        int code = report_outcome(&out, o->json, &oc, "");
+        session_outcome_clear(&out);
         return code;
 }
 
 /* spawn -> broker -> wait -> report. */
-static int execute(const struct run_opts *o, struct run_ctx *c, const char *surface)
+/* The box started (the session is running): the banner, then --json
+ * prints the run's own outcome. */
+struct started_ctx {
+        const struct run_opts *o;
+        const struct run_ctx *c;
+        const struct spawn_opts *so;
+};
+
+static void on_running(void *arg)
+{
+        const struct started_ctx *k = arg;
+        cli_json_stop();
+        banner(k->o, k->so->banner, k->c->policy);
+        if (k->o->in_process && policy_fallback(k->c->policy) != POLICY_ALLOW && !k->o->quiet)
+                fprintf(stderr, "chidori: note: untrusted code is running without process isolation "
+                                "(--no-isolate): a bug in the engine would land in this process; drop "
+                                "--no-isolate to run it in the sandbox\n");
+}
+
+/* The checks before anything starts: a worker to start, a box for the
+ * limits asked.  0, or the exit code. */
+static int preflight(const struct run_opts *o, char **worker_path)
 {
         struct err *err = NULL;
-        _cleanup_free_ char *worker_path = NULL;
-        if (c->agent.map_warning)
-                fprintf(stderr, "chidori: warning: %s\n", c->agent.map_warning);
-        if (!o->in_process && find_worker(&worker_path, &err) < 0) {
+        if (!o->in_process && find_worker(worker_path, &err) < 0) {
                 fprintf(stderr, "chidori: %s\n", err_msg(err));
                 err_free(err);
                 return EXIT_USAGE;
@@ -337,7 +349,81 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
                                 "the engine in this process: no box to hold it; drop one or the other)\n", boxlimit);
                 return EXIT_LAYER_UNAVAILABLE;
         }
-        struct broker_config cfg = {
+        return 0;
+}
+
+/* Drive the loop until the session has ended; a stop signal cancels it. */
+static int drive(struct evloop *loop, struct session *s, struct err **err)
+{
+        bool cancelled = false;
+        while (session_state(s) != SESSION_ENDED) {
+                /* The handler may run just before the wait (or on another
+                 * thread): never sleep longer than 100 ms unseen. */
+                if (evloop_run_once(loop, 100, err) < 0)
+                        return -1;
+                if (launcher_stop_signal && !cancelled) {
+                        char why[64];
+                        snprintf(why, sizeof(why), "interrupted by signal %d", (int)launcher_stop_signal);
+                        session_cancel(s, why);
+                        cancelled = true;
+                }
+        }
+        return 0;
+}
+
+/* What happened, told to the user (and the journal): the exit code. */
+static int conclude(const struct run_opts *o, struct run_ctx *c, struct session_outcome *out, bool printed)
+{
+        struct err *err = NULL;
+        if (out->end == SESSION_END_SPAWN) {
+                /* Nothing ran: no outcome document, no end line. */
+                if (out->spawn_layer)
+                        fprintf(stderr, "chidori: %s\n", out->message ? out->message : "");
+                else
+                        fprintf(stderr, "chidori: start the engine worker: %s\n", out->message ? out->message : "");
+                return out->spawn_layer ? EXIT_LAYER_UNAVAILABLE : EXIT_PROTOCOL;
+        }
+        /* The engine could not start its threads (the limit was at least
+         * ENGINE_PIDS_MIN, yet this host's engine wanted more). */
+        if (out->end == SESSION_END_EOF && !out->got_ready && out->pids_limit_hit) {
+                char src[64];
+                pids_source(o, src, sizeof(src));
+                int code = report_pids_too_low(out, o->json, c->run_id, src, o->sb.pids_max);
+                if (c->journal)
+                        journal_end(c, out, code);
+                return code;
+        }
+        /* Bundled code: the error's place in the agent's own files. */
+        if (out->error && c->agent.map && sourcemap_map_error(c->agent.map, c->agent.filename, out->error, &err) < 0) {
+                fprintf(stderr, "chidori: warning: %s; error positions point into the bundle\n", err_msg(err));
+                err_free(err);
+        }
+        struct outcome_context oc = {
+                .js_deadline_ms = o->js_deadline_ms,
+                .cpu_secs = sandbox_cpu_secs(&o->sb, !o->in_process),
+                .stop_signal = (int)launcher_stop_signal,
+                .syscall_name = seccomp_syscall_name,
+        };
+        int code = printed ? EXIT_OK : report_outcome(out, o->json, &oc, c->run_id);
+        if (c->journal)
+                journal_end(c, out, code);
+        return code;
+}
+
+/* session -> loop -> outcome.  The CLI is a client of the session engine
+ * (runtime/session.h): its box provider (cli/provider.c) and its sink
+ * (cli/sink.c). */
+static int execute(const struct run_opts *o, struct run_ctx *c)
+{
+        struct err *err = NULL;
+        _cleanup_free_ char *worker_path = NULL;
+        if (c->agent.map_warning)
+                fprintf(stderr, "chidori: warning: %s\n", c->agent.map_warning);
+        int pc = preflight(o, &worker_path);
+        if (pc)
+                return pc;
+        bool tty = isatty(0) == 1;
+        struct session_config cfg = {
                 .script = c->agent.script,
                 .filename = c->agent.filename,
                 .esm = c->agent.esm,
@@ -347,8 +433,10 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
                 .mem = c->mem,
                 .mem_ns = c->ns,
                 .answers = c->answers,
-                .interactive = isatty(0) == 1,
-                .journal = c->journal,
+                .can_input = tty,
+                .can_approve = tty,
+                .journal = { c->journal ? &journal_file_ops : NULL, c->journal },
+                .mode = c->replay ? SESSION_REPLAY : SESSION_LIVE,
                 .replay = c->replay,
                 .deadline_ms = o->sb.deadline_ms,
                 .deadline_from = o->started,
@@ -356,6 +444,7 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
                 .stop = &launcher_stop_signal,
                 .policy = c->policy,
                 .limits = o->lim,
+                .effects = &effects_table,
         };
         if (!c->replay) {
                 struct nested_src ns = {
@@ -364,97 +453,37 @@ static int execute(const struct run_opts *o, struct run_ctx *c, const char *surf
                         .state_dir = o->state_dir, .lim = &o->lim,
                         .agent_path = strcmp(o->agent_path, "-") == 0 ? NULL : o->agent_path,
                 };
-                int gc = grants_open(&o->gr, &ns, &c->grants, &cfg);
-                if (gc)
-                        return gc;
+                if (grants_open(&o->gr, &ns, &c->grants, &cfg, &err) < 0) {
+                        fprintf(stderr, "chidori: %s\n", err_msg(err));
+                        err_free(err);
+                        return EXIT_USAGE;
+                }
         }
         struct spawn_opts so = {
                 .in_process = o->in_process, .worker_path = worker_path,
                 /* the cgroup leaf is "run-<hex>" */
                 .run_id = strncmp(c->run_id, "run-", 4) == 0 ? c->run_id + 4 : c->run_id, .sandbox = &o->sb,
         };
-        struct worker w;
-        if (spawn_worker(&so, &w, &err) < 0) {
-                int code = spawn_exit_code(err);
-                if (code == EXIT_LAYER_UNAVAILABLE)
-                        fprintf(stderr, "chidori: %s\n", err_msg(err));
-                else
-                        fprintf(stderr, "chidori: start the engine worker: %s\n", err_msg(err));
-                err_free(err);
-                return code;
-        }
-        (void)surface;
-        /* Nested runs and tools go below the run's cgroup (one budget). */
-        grants_set_cgroup(&c->grants, w.have_sr ? w.sr.cg : NULL);
-        cli_json_stop(); /* the run has started: from here --json prints its outcome */
-        banner(o, so.banner, c->policy);
-        if (o->in_process && policy_fallback(c->policy) != POLICY_ALLOW && !o->quiet)
-                fprintf(stderr, "chidori: note: untrusted code is running without process isolation "
-                                "(--no-isolate): a bug in the engine would land in this process; drop "
-                                "--no-isolate to run it in the sandbox\n");
-        struct broker_outcome out;
-        int rc = broker_run(&cfg, &(struct broker_peer){ .frame_fd = w.frame_fd,
-                                                          .stderr_fd = w.stderr_fd,
-                                                          .pidfd = w.pidfd,
-                                                          .notify_fd = w.notify_fd,
-                                                          .pid = w.pid,
-                                                          .engine_stop = worker_stop_flag(&w) },
-                            &out, &err);
-        /* The outcome is known: show it before the teardown (reaping, the
-         * cgroup's counters and removal), which the user need not wait for. */
-        bool early = rc == 0 && out.end == BROKER_END_DONE_OK && !o->json;
-        if (early) {
-                report_value(out.value); /* the worker's own text */
-                fflush(stdout);
-        }
-        int status = 0, code_pids;
-        bool kill_first = rc < 0 || out.end != BROKER_END_DONE_OK;
-        struct err *werr = NULL;
-        struct sandbox_usage usage;
-        grants_set_cgroup(&c->grants, NULL); /* worker_finish removes it */
-        if (worker_finish(&w, kill_first, &status, &usage, &out.cpu_ms, &werr) < 0) {
-                fprintf(stderr, "chidori: %s\n", err_msg(werr));
-                err_free(werr);
-        }
-        out.oom_killed = usage.oom_killed;
-        out.pids_limit_hit = usage.pids_limit_hit;
-        /* The engine could not start its threads (the limit was at least
-         * ENGINE_PIDS_MIN, yet this host's engine wanted more). */
-        if (rc == 0 && out.end == BROKER_END_EOF && !out.got_ready && out.pids_limit_hit) {
-                char src[64];
-                pids_source(o, src, sizeof(src));
-                code_pids = report_pids_too_low(&out, o->json, c->run_id, src, o->sb.pids_max);
-                if (c->journal)
-                        journal_end(c, &out, status, code_pids);
-                broker_outcome_clear(&out);
-                return code_pids;
-        }
-        out.peak_bytes = usage.peak_bytes;
-        out.memory_limit = usage.memory_limit;
-        if (rc < 0) {
-                /* A failure of the parent itself: still an end line. */
+        struct cli_boxes boxes;
+        cli_boxes_init(&boxes, &so, &c->grants);
+        struct cli_sink sink;
+        struct started_ctx started = { o, c, &so };
+        cli_sink_init(&sink, o->json, o->sb.deadline_ms > 0 ? o->started + (double)o->sb.deadline_ms : 0,
+                      &launcher_stop_signal);
+        sink.running = on_running;
+        sink.running_arg = &started;
+        struct evloop *loop = NULL;
+        struct session *s = NULL;
+        int code = EXIT_PROTOCOL;
+        if (evloop_new(&loop, &err) < 0 || session_new(loop, &cfg, &sink.sink, &boxes.provider, &s, &err) < 0 ||
+            session_start(s, &err) < 0 || drive(loop, s, &err) < 0) {
                 fprintf(stderr, "chidori: %s\n", err_msg(err));
-                if (c->journal) {
-                        free(out.message);
-                        out.message = strdup(err_msg(err));
-                        out.end = BROKER_END_PROTOCOL;
-                        journal_end(c, &out, status, EXIT_PROTOCOL);
-                }
                 err_free(err);
-                broker_outcome_clear(&out);
-                return EXIT_PROTOCOL;
+        } else {
+                code = conclude(o, c, session_outcome(s), sink.printed_value);
         }
-        /* Bundled code: the error's place in the agent's own files. */
-        if (out.error && c->agent.map && sourcemap_map_error(c->agent.map, c->agent.filename, out.error, &err) < 0) {
-                fprintf(stderr, "chidori: warning: %s; error positions point into the bundle\n", err_msg(err));
-                err_free(err);
-                err = NULL;
-        }
-                int code = early ? EXIT_OK : report_outcome(&out, status, o->json, o->js_deadline_ms,
-                                                  sandbox_cpu_secs(&o->sb, !o->in_process), c->run_id);
-        if (c->journal)
-                journal_end(c, &out, status, code);
-        broker_outcome_clear(&out);
+        session_free(s);
+        evloop_free(loop);
         return code;
 }
 
@@ -617,6 +646,111 @@ static int pids_check(const char *cmd, const struct run_opts *o)
         return -1;
 }
 
+/* --input / --input-file and --answers, checked and kept as written.
+ * -1 (printed) on a bad one. */
+static int load_inputs(const struct run_opts *o, struct run_ctx *c)
+{
+        struct err *err = NULL;
+        _cleanup_free_ char *text = NULL;
+        size_t tlen = 0;
+        if (o->input_file) {
+                if (strcmp(o->input_file, "-") == 0 ? read_fd(STDIN_FILENO, "stdin", 64u << 20, &text, &tlen, &err) < 0
+                                                    : read_file(o->input_file, 64u << 20, &text, &tlen, &err) < 0) {
+                        fprintf(stderr, "chidori: --input-file: %s\n", err_msg(err));
+                        err_free(err);
+                        return -1;
+                }
+                if (parse_json_arg("--input-file", text, tlen, false, &c->input) < 0)
+                        return -1;
+        } else if (o->input_json) {
+                if (parse_json_arg("--input", o->input_json, strlen(o->input_json), false, &c->input) < 0)
+                        return -1;
+        } else {
+                c->input = cJSON_CreateNull();
+        }
+        if (!o->answers_path)
+                return 0;
+        free(text);
+        text = NULL;
+        if (read_file(o->answers_path, 64u << 20, &text, &tlen, &err) < 0) {
+                fprintf(stderr, "chidori: --answers: %s\n", err_msg(err));
+                err_free(err);
+                return -1;
+        }
+        if (parse_json_arg("--answers", text, tlen, true, &c->answers) < 0)
+                return -1;
+        if (!cJSON_IsArray(c->answers) && !cJSON_IsObject(c->answers)) {
+                fprintf(stderr, "chidori: --answers must hold a JSON array or object\n");
+                return -1;
+        }
+        return 0;
+}
+
+/* Load (and bundle) the agent: 0, or the exit code (printed). */
+static int load_run_agent(const struct run_opts *o, struct run_ctx *c, bool agent_stdin)
+{
+        struct err *err = NULL;
+        if ((agent_stdin ? agent_load_stdin(o->agent_name ? o->agent_name : "stdin.js", &c->agent, &err)
+                         : agent_load(o->agent_path, &c->agent, &err)) == 0)
+                return 0;
+        int code = EXIT_USAGE;
+        /* The bundler's text quotes the agent's source and file names:
+         * escaped, each line under the prefix. */
+        if (err_code(err) == AGENT_E_BUNDLE || err_code(err) == AGENT_E_IMPORT) {
+                const char *m = err_msg(err);
+                fprintf(stderr, "chidori: agent error: %s: ",
+                        err_code(err) == AGENT_E_BUNDLE ? "SyntaxError" : "ImportError");
+                const char *nl = strchr(m, '\n');
+                text_fput_lines(stderr, "", m, nl ? (size_t)(nl - m) : strlen(m), true);
+                if (nl && nl[1])
+                        text_fput_lines(stderr, "chidori: agent error: ", nl + 1, strlen(nl + 1), true);
+                code = EXIT_AGENT_ERROR;
+        } else {
+                text_fput_line(stderr, "chidori: ", err_msg(err), strlen(err_msg(err)));
+        }
+        err_free(err);
+        return code;
+}
+
+/* The checks between options once they are all read (printed). */
+static int check_run_opts(const struct run_opts *o, bool agent_stdin)
+{
+        const char *why = NULL;
+        if (o->input_json && o->input_file)
+                why = "give --input or --input-file, not both";
+        else if (agent_stdin && o->input_file && strcmp(o->input_file, "-") == 0)
+                why = "the agent and its input cannot both come from stdin (AGENT '-' and --input-file -): put one "
+                      "of them in a file, or pass the input with --input";
+        if (why) {
+                usage_error("run", "%s", why);
+                return -1;
+        }
+        if (o->agent_name && !agent_stdin) {
+                usage_error("run", "--agent-name names an agent read from stdin (AGENT '-'); the file '%s' has its own "
+                                   "name", o->agent_path);
+                return -1;
+        }
+        if (o->agent_name && !agent_name_ok(o->agent_name)) {
+                char q[320];
+                usage_error("run", "--agent-name '%s' is not a file name (expected a name such as agent.ts: no '/', no "
+                                   "control characters, at most 255 bytes)",
+                            text_quote(o->agent_name, strnlen(o->agent_name, 280), q, sizeof(q)));
+                return -1;
+        }
+        if (pids_check("run", o) < 0)
+                return -1;
+        struct err *tzerr = NULL;
+        if (tz_check(o->sb.tz, &tzerr) < 0) {
+                if (o->tz_flag)
+                        usage_error("run", "--tz %s", err_msg(tzerr));
+                else
+                        fprintf(stderr, "chidori: CHIDORI_TZ=%s\n", err_msg(tzerr));
+                err_free(tzerr);
+                return -1;
+        }
+        return 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
         struct run_opts o = { .started = mono_ms() };
@@ -661,84 +795,18 @@ int cmd_run(int argc, char **argv)
         if (argc - optind > 1)
                 return usage_error("run", "one agent file expected, got also '%s'", argv[optind + 1]);
         o.agent_path = argv[optind];
-        if (o.input_json && o.input_file)
-                return usage_error("run", "give --input or --input-file, not both");
         bool agent_stdin = strcmp(o.agent_path, "-") == 0;
-        if (agent_stdin && o.input_file && strcmp(o.input_file, "-") == 0)
-                return usage_error("run", "the agent and its input cannot both come from stdin (AGENT '-' and "
-                                          "--input-file -): put one of them in a file, or pass the input with --input");
-        if (o.agent_name && !agent_stdin)
-                return usage_error("run", "--agent-name names an agent read from stdin (AGENT '-'); the file "
-                                          "'%s' has its own name", o.agent_path);
-        if (o.agent_name && !agent_name_ok(o.agent_name)) {
-                char q[320];
-                return usage_error("run", "--agent-name '%s' is not a file name (expected a name such as agent.ts: "
-                                          "no '/', no control characters, at most 255 bytes)",
-                                   text_quote(o.agent_name, strnlen(o.agent_name, 280), q, sizeof(q)));
-        }
-        if (pids_check("run", &o) < 0)
+        if (check_run_opts(&o, agent_stdin) < 0)
                 return EXIT_USAGE;
-        {
-                struct err *tzerr = NULL;
-                if (tz_check(o.sb.tz, &tzerr) < 0) {
-                        if (o.tz_flag)
-                                usage_error("run", "--tz %s", err_msg(tzerr));
-                        else
-                                fprintf(stderr, "chidori: CHIDORI_TZ=%s\n", err_msg(tzerr));
-                        err_free(tzerr);
-                        return EXIT_USAGE;
-                }
-        }
 
         struct run_ctx ctx = { 0 };
         int code = EXIT_USAGE;
         struct err *err = NULL;
-        if (o.input_file) {
-                _cleanup_free_ char *text = NULL;
-                size_t tlen = 0;
-                if (strcmp(o.input_file, "-") == 0 ? read_fd(STDIN_FILENO, "stdin", 64u << 20, &text, &tlen, &err) < 0
-                                                   : read_file(o.input_file, 64u << 20, &text, &tlen, &err) < 0) {
-                        fprintf(stderr, "chidori: --input-file: %s\n", err_msg(err));
-                        goto out;
-                }
-                if (parse_json_arg("--input-file", text, tlen, false, &ctx.input) < 0)
-                        goto out;
-        } else if (o.input_json) {
-                if (parse_json_arg("--input", o.input_json, strlen(o.input_json), false, &ctx.input) < 0)
-                        goto out;
-        } else {
-                ctx.input = cJSON_CreateNull();
-        }
-        if (o.answers_path) {
-                _cleanup_free_ char *text = NULL;
-                size_t tlen = 0;
-                if (read_file(o.answers_path, 64u << 20, &text, &tlen, &err) < 0) {
-                        fprintf(stderr, "chidori: --answers: %s\n", err_msg(err));
-                        goto out;
-                }
-                if (parse_json_arg("--answers", text, tlen, true, &ctx.answers) < 0)
-                        goto out;
-                if (!cJSON_IsArray(ctx.answers) && !cJSON_IsObject(ctx.answers)) {
-                        fprintf(stderr, "chidori: --answers must hold a JSON array or object\n");
-                        goto out;
-                }
-        }
-        if ((agent_stdin ? agent_load_stdin(o.agent_name ? o.agent_name : "stdin.js", &ctx.agent, &err)
-                         : agent_load(o.agent_path, &ctx.agent, &err)) < 0) {
-                /* The bundler's text quotes the agent's source and file
-                 * names: escaped, each line under the prefix. */
-                if (err_code(err) == AGENT_E_BUNDLE || err_code(err) == AGENT_E_IMPORT) {
-                        const char *m = err_msg(err);
-                        fprintf(stderr, "chidori: agent error: %s: ",
-                                err_code(err) == AGENT_E_BUNDLE ? "SyntaxError" : "ImportError");
-                        const char *nl = strchr(m, '\n');
-                        text_fput_lines(stderr, "", m, nl ? (size_t)(nl - m) : strlen(m), true);
-                        if (nl && nl[1])
-                                text_fput_lines(stderr, "chidori: agent error: ", nl + 1, strlen(nl + 1), true);
-                        code = EXIT_AGENT_ERROR;
-                } else {
-                        text_fput_line(stderr, "chidori: ", err_msg(err), strlen(err_msg(err)));
-                }
+        if (load_inputs(&o, &ctx) < 0)
+                goto out;
+        int lc = load_run_agent(&o, &ctx, agent_stdin);
+        if (lc) {
+                code = lc;
                 goto out;
         }
         if (select_policy(&o, &ctx.policy) < 0)
@@ -768,7 +836,7 @@ int cmd_run(int argc, char **argv)
                 }
                 journal_header(&ctx, o.sb.tz);
         }
-        code = execute(&o, &ctx, "run");
+        code = execute(&o, &ctx);
 out:
         err_free(err);
         run_ctx_free(&ctx);
@@ -800,6 +868,48 @@ static void replay_help(void)
 }
 
 enum { OPT_AGENT = 400 };
+
+/* The agent the journal names (or --agent), the same bytes as recorded:
+ * 0, or the exit code (printed). */
+static int load_replay_agent(const char *agent_override, struct run_ctx *c)
+{
+        struct err *err = NULL;
+        const cJSON *h = replay_header(c->replay);
+        const cJSON *agent = cJSON_GetObjectItemCaseSensitive(h, "agent");
+        const cJSON *sha = cJSON_GetObjectItemCaseSensitive(h, "agent_sha256");
+        const cJSON *fname = cJSON_GetObjectItemCaseSensitive(h, "filename");
+        const char *path = agent_override ? agent_override : cJSON_IsString(agent) ? agent->valuestring : NULL;
+        if (!path) {
+                fprintf(stderr, "chidori: replay: the journal header names no agent; pass --agent FILE\n");
+                return EXIT_USAGE;
+        }
+        if (!agent_override && strcmp(path, "-") == 0) {
+                fprintf(stderr, "chidori: replay: the journal's agent was read from stdin; give it again with "
+                                "--agent FILE, or --agent - to read it from stdin\n");
+                return EXIT_USAGE;
+        }
+        if (strcmp(path, "-") == 0
+                    ? agent_load_stdin(cJSON_IsString(fname) && agent_name_ok(fname->valuestring) ? fname->valuestring
+                                                                                                 : "stdin.js",
+                                       &c->agent, &err) < 0
+                    : agent_load(path, &c->agent, &err) < 0) {
+                fprintf(stderr, "chidori: replay: %s\n", err_msg(err));
+                err_free(err);
+                return EXIT_USAGE;
+        }
+        if (cJSON_IsString(sha) && strcmp(sha->valuestring, c->agent.sha256) != 0 && agent_override) {
+                fprintf(stderr, "chidori: replay: warning: %s differs from the recorded agent (sha256 %s, journal has "
+                                "%s); replaying it anyway because --agent names it\n",
+                        path, c->agent.sha256, sha->valuestring);
+        } else if (cJSON_IsString(sha) && strcmp(sha->valuestring, c->agent.sha256) != 0) {
+                fprintf(stderr,
+                        "chidori: replay: %s has changed since the journal was recorded (sha256 %s, journal has "
+                        "%s); replay needs the same agent\n",
+                        path, c->agent.sha256, sha->valuestring);
+                return EXIT_AGENT_ERROR;
+        }
+        return 0;
+}
 
 int cmd_replay(int argc, char **argv)
 {
@@ -862,41 +972,13 @@ int cmd_replay(int argc, char **argv)
                         fprintf(stderr, "chidori: replay: %s\n", err_msg(err));
                 goto out;
         }
+        int lc = load_replay_agent(agent_override, &ctx);
+        if (lc) {
+                code = lc;
+                goto out;
+        }
         const cJSON *h = replay_header(ctx.replay);
-        const cJSON *agent = cJSON_GetObjectItemCaseSensitive(h, "agent");
-        const cJSON *sha = cJSON_GetObjectItemCaseSensitive(h, "agent_sha256");
         const cJSON *rid = cJSON_GetObjectItemCaseSensitive(h, "run_id");
-        const cJSON *fname = cJSON_GetObjectItemCaseSensitive(h, "filename");
-        const char *path = agent_override ? agent_override : cJSON_IsString(agent) ? agent->valuestring : NULL;
-        if (!path) {
-                fprintf(stderr, "chidori: replay: the journal header names no agent; pass --agent FILE\n");
-                goto out;
-        }
-        if (!agent_override && strcmp(path, "-") == 0) {
-                fprintf(stderr, "chidori: replay: the journal's agent was read from stdin; give it again with "
-                                "--agent FILE, or --agent - to read it from stdin\n");
-                goto out;
-        }
-        if (strcmp(path, "-") == 0
-                    ? agent_load_stdin(cJSON_IsString(fname) && agent_name_ok(fname->valuestring) ? fname->valuestring
-                                                                                                 : "stdin.js",
-                                       &ctx.agent, &err) < 0
-                    : agent_load(path, &ctx.agent, &err) < 0) {
-                fprintf(stderr, "chidori: replay: %s\n", err_msg(err));
-                goto out;
-        }
-        if (cJSON_IsString(sha) && strcmp(sha->valuestring, ctx.agent.sha256) != 0 && agent_override) {
-                fprintf(stderr, "chidori: replay: warning: %s differs from the recorded agent (sha256 %s, journal has "
-                                "%s); replaying it anyway because --agent names it\n",
-                        path, ctx.agent.sha256, sha->valuestring);
-        } else if (cJSON_IsString(sha) && strcmp(sha->valuestring, ctx.agent.sha256) != 0) {
-                fprintf(stderr,
-                        "chidori: replay: %s has changed since the journal was recorded (sha256 %s, journal has "
-                        "%s); replay needs the same agent\n",
-                        path, ctx.agent.sha256, sha->valuestring);
-                code = EXIT_AGENT_ERROR;
-                goto out;
-        }
         /* The zone the run had (journals from before --tz existed: UTC). */
         const cJSON *tz = cJSON_GetObjectItemCaseSensitive(h, "tz");
         if (tz && !cJSON_IsString(tz)) {
@@ -916,7 +998,7 @@ int cmd_replay(int argc, char **argv)
         if (o.sb.jit < 0 && policy_fallback(ctx.policy) != POLICY_ALLOW)
                 o.sb.jit = 0;
         resolve_cpu_budget(&o, ctx.policy);
-        code = execute(&o, &ctx, "replay");
+        code = execute(&o, &ctx);
 out:
         err_free(err);
         run_ctx_free(&ctx);

@@ -18,6 +18,7 @@
 #include "common/cleanup.h"
 #include "common/text.h"
 #include "common/util.h"
+#include "effects/effects.h"
 #include "effects/net/http.h"
 #include "effects/workspace/workspace.h"
 #include "runtime/journal.h"
@@ -74,8 +75,7 @@ static int do_log(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, 
                         snprintf(tag, sizeof(tag), "[agent] ");
                 else
                         snprintf(tag, sizeof(tag), "[agent:%s] ", text_term(level, strlen(level), lv, sizeof(lv)));
-                text_fput_lines(stderr, tag, msg, len, true);
-                fflush(stderr);
+                broker_sink_log(b, tag, msg, len);
         }
         *ret = cJSON_CreateNull();
         return 0;
@@ -86,7 +86,8 @@ static int do_checkpoint(struct broker *b, int64_t id, const cJSON *args, cJSON 
 {
         (void)id;
         (void)args;
-        if (b->cfg->journal && journal_sync(b->cfg->journal, err) < 0)
+        const struct session_journal *jr = &b->cfg->journal;
+        if (jr->ops && jr->ops->sync(jr->j, err) < 0)
                 return err_wrap(err, "checkpoint");
         *ret = cJSON_CreateNull();
         return 0;
@@ -113,89 +114,17 @@ static int answer_from_file(struct broker *b, const char *prompt, cJSON **ret, s
         return *ret ? 0 : err_set(err, ENOMEM, "input");
 }
 
-/* One line from the terminal, waiting in poll() so that the run's deadline
- * and a stop signal still end it (a read(2) blocked on a terminal would
- * not return).  A canonical-mode terminal makes a line readable at once. */
-static int read_tty_line(int fd, const struct budget *budget, char **ret, struct err **err)
-{
-        size_t len = 0, cap = 256;
-        _cleanup_free_ char *line = malloc(cap);
-        if (!line)
-                return err_set(err, ENOMEM, "input");
-        for (;;) {
-                if (budget_check(budget, "input", err) < 0)
-                        return -1;
-                struct pollfd p = { .fd = fd, .events = POLLIN };
-                int n = poll(&p, 1, 100);
-                if (n < 0 && errno != EINTR)
-                        return err_set(err, errno, "input: wait for the terminal");
-                if (n <= 0)
-                        continue;
-                if (len + 1 >= cap) {
-                        if (cap >= INPUT_LINE_MAX)
-                                return err_set(err, 0, "input: the answer is longer than %d bytes", INPUT_LINE_MAX);
-                        char *nl = realloc(line, cap * 2);
-                        if (!nl)
-                                return err_set(err, ENOMEM, "input");
-                        line = nl;
-                        cap *= 2;
-                }
-                ssize_t r = read(fd, line + len, cap - 1 - len);
-                if (r < 0 && (errno == EINTR || errno == EAGAIN))
-                        continue;
-                if (r < 0)
-                        return err_set(err, errno, "input: read the terminal");
-                if (r == 0) {
-                        if (len == 0)
-                                return 1;  /* end of input */
-                        break;
-                }
-                char *nl = memchr(line + len, '\n', (size_t)r);
-                len += (size_t)r;
-                if (nl) {
-                        len = (size_t)(nl - line);  /* what follows the line is dropped */
-                        break;
-                }
-        }
-        line[len] = '\0';
-        *ret = take_ptr(&line);
-        return 0;
-}
-
-static int answer_from_tty(const char *prompt, const struct budget *budget, cJSON **ret, struct err **err)
-{
-        _cleanup_fclose_ FILE *tty = fopen("/dev/tty", "r+e");
-        if (!tty)
-                return err_set(err, errno, "input: cannot open the terminal");
-        /* The prompt is the agent's text: escaped, each line tagged, so it
-         * cannot pass for a prompt of the system's (a fake password ask). */
-        text_fput_lines(tty, "[agent] ", prompt, strlen(prompt), false);
-        fputc(' ', tty);
-        fflush(tty);
-        _cleanup_free_ char *line = NULL;
-        int r = read_tty_line(fileno(tty), budget, &line, err);
-        if (r < 0)
-                return -1;
-        if (r > 0)
-                return err_set(err, 0, "input: end of input on the terminal while asking \"%s\"", prompt);
-        size_t n = strlen(line);
-        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-                line[--n] = '\0';
-        *ret = json_cjson_string(line, n, 0); /* what was typed, as a string (invalid UTF-8: U+FFFD) */
-        return *ret ? 0 : err_set(err, ENOMEM, "input");
-}
-
-/* input: asks the human running chidori.  Safe: the answer is data. */
+/* input: asks the human running chidori (through the sink: the CLI's
+ * terminal, a server's input route).  Safe: the answer is data. */
 static int do_input(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
 {
-        (void)id;
         const char *prompt = broker_arg_str(args, "prompt");
         if (!prompt)
                 prompt = "";
         if (b->cfg->answers)
                 return answer_from_file(b, prompt, ret, err);
-        if (b->cfg->interactive)
-                return answer_from_tty(prompt, &b->budget, ret, err);
+        if (b->cfg->can_input)
+                return broker_input_wait(b, id, prompt, err) < 0 ? -1 : 1;
         return err_set(err, 0,
                        "input: no answer for \"%s\": pass --answers FILE (a JSON array of answers, or an "
                        "object mapping prompts to answers) or run chidori in a terminal",
@@ -264,36 +193,40 @@ static int do_random_bytes(struct broker *b, int64_t id, const cJSON *args, cJSO
         return 0;
 }
 
-/* Gated rows name their policy target; the loop checks it before the
- * handler runs (shape errors of a denied call are never reached). */
+/* Gated rows name their policy target; the session checks it before the
+ * handler runs (shape errors of a denied call are never reached).
+ * {op, family, gate, target, handler, code_name, intent}. */
 static const struct effect effects[] = {
-        { "log", do_log, GATE_NONE, NULL, NULL },
-        { "memory.get", effect_memory_get, GATE_NONE, NULL, NULL },
-        { "memory.set", effect_memory_set, GATE_NONE, NULL, NULL },
-        { "memory.delete", effect_memory_delete, GATE_NONE, NULL, NULL },
-        { "memory.list", effect_memory_list, GATE_NONE, NULL, NULL },
-        { "template", effect_template, GATE_NONE, NULL, NULL },
-        { "checkpoint", do_checkpoint, GATE_NONE, NULL, NULL },
-        { "input", do_input, GATE_NONE, NULL, NULL },
-        { "clock.now", do_clock_now, GATE_NONE, NULL, NULL },
-        { "random.seed", do_random_seed, GATE_NONE, NULL, NULL },
-        { "random.bytes", do_random_bytes, GATE_NONE, NULL, NULL },
-        { "workspace.list", effect_workspace_list, GATE_FIXED, "workspace:list", workspace_error_name },
-        { "workspace.read", effect_workspace_read, GATE_FIXED, "workspace:read", workspace_error_name },
-        { "workspace.write", effect_workspace_write, GATE_FIXED, "workspace:write", workspace_error_name },
-        { "workspace.delete", effect_workspace_delete, GATE_FIXED, "workspace:delete", workspace_error_name },
-        { "workspace.manifest", effect_workspace_manifest, GATE_FIXED, "workspace:manifest", workspace_error_name },
-        { "http", effect_http, GATE_FIXED, "http", http_error_name },
-        { "tool", effect_tool, GATE_TOOL, NULL, effect_tool_code },
-        { "prompt", effect_prompt, GATE_NONE, NULL, effect_prompt_code },
-        { "agent.call", effect_agent_call, GATE_AGENT, NULL, effect_agent_code },
+        { "log", "core", GATE_NONE, NULL, do_log, NULL, false },
+        { "memory.get", "memory", GATE_NONE, NULL, effect_memory_get, NULL, false },
+        { "memory.set", "memory", GATE_NONE, NULL, effect_memory_set, NULL, false },
+        { "memory.delete", "memory", GATE_NONE, NULL, effect_memory_delete, NULL, false },
+        { "memory.list", "memory", GATE_NONE, NULL, effect_memory_list, NULL, false },
+        { "template", "template", GATE_NONE, NULL, effect_template, NULL, false },
+        { "checkpoint", "core", GATE_NONE, NULL, do_checkpoint, NULL, false },
+        { "input", "core", GATE_NONE, NULL, do_input, NULL, false },
+        { "clock.now", "core", GATE_NONE, NULL, do_clock_now, NULL, false },
+        { "random.seed", "core", GATE_NONE, NULL, do_random_seed, NULL, false },
+        { "random.bytes", "core", GATE_NONE, NULL, do_random_bytes, NULL, false },
+        { "workspace.list", "workspace", GATE_FIXED, "workspace:list", effect_workspace_list, workspace_error_name, false },
+        { "workspace.read", "workspace", GATE_FIXED, "workspace:read", effect_workspace_read, workspace_error_name, false },
+        { "workspace.write", "workspace", GATE_FIXED, "workspace:write", effect_workspace_write, workspace_error_name, true },
+        { "workspace.delete", "workspace", GATE_FIXED, "workspace:delete", effect_workspace_delete, workspace_error_name,
+          true },
+        { "workspace.manifest", "workspace", GATE_FIXED, "workspace:manifest", effect_workspace_manifest,
+          workspace_error_name, false },
+        { "http", "net", GATE_FIXED, "http", effect_http, http_error_name, true },
+        { "tool", "proc", GATE_TOOL, NULL, effect_tool, effect_tool_code, true },
+        { "prompt", "net", GATE_NONE, NULL, effect_prompt, effect_prompt_code, true },
+        { "agent.call", "proc", GATE_AGENT, NULL, effect_agent_call, effect_agent_code, true },
 };
 
 /* node:fs is a family: every "fs.<op>" goes to one handler, which knows
- * the ops (effects/fs/vfs.c) and answers an unknown one with ENOSYS. */
-static const struct effect fs_family = { "fs.*", effect_fs, GATE_NONE, NULL, effect_fs_code };
+ * the ops (effects/fs/vfs.c) and answers an unknown one with ENOSYS.  The
+ * tree lives in the session's memory: nothing outside the box changes. */
+static const struct effect fs_family = { "fs.*", "fs", GATE_NONE, NULL, effect_fs, effect_fs_code, false };
 
-const struct effect *broker_effect_find(const char *op)
+static const struct effect *find(const char *op)
 {
         for (size_t i = 0; i < ARRAY_SIZE(effects); i++)
                 if (strcmp(effects[i].op, op) == 0)
@@ -302,3 +235,14 @@ const struct effect *broker_effect_find(const char *op)
                 return &fs_family;
         return NULL;
 }
+
+/* The families that hold state for a session or wait on fds; the session
+ * calls their hooks without knowing what they are. */
+static const struct effect_family families[] = {
+        { "memory", broker_memory_attach, NULL, NULL, NULL },
+        { "net", NULL, broker_http_fds, broker_http_perform, broker_http_free },
+        { "proc", NULL, broker_procs_fds, broker_procs_perform, broker_procs_free },
+        { "fs", NULL, NULL, NULL, broker_fs_free },
+};
+
+const struct effect_table effects_table = { find, families, ARRAY_SIZE(families) };

@@ -163,29 +163,6 @@ JSValueRef engine_enter(struct engine *e, JSObjectRef fn, size_t argc, const JSV
         return r;
 }
 
-JSValueRef engine_make_error(JSContextRef ctx, const char *name, const char *fmt, ...)
-{
-        va_list ap;
-        va_start(ap, fmt);
-        char *msg = NULL;
-        if (vasprintf(&msg, fmt, ap) < 0)
-                msg = NULL;
-        va_end(ap);
-        JSStringRef ms = JSStringCreateWithUTF8CString(msg ? msg : "out of memory");
-        free(msg);
-        JSValueRef mv = JSValueMakeString(ctx, ms);
-        JSStringRelease(ms);
-        JSObjectRef err = JSObjectMakeError(ctx, 1, &mv, NULL);
-        if (err && strcmp(name, "Error") != 0) {
-                JSStringRef n = JSStringCreateWithUTF8CString("name");
-                JSStringRef nv = JSStringCreateWithUTF8CString(name);
-                JSObjectSetProperty(ctx, err, n, JSValueMakeString(ctx, nv), kJSPropertyAttributeDontEnum, NULL);
-                JSStringRelease(n);
-                JSStringRelease(nv);
-        }
-        return err;
-}
-
 /* op must be a short name of [a-zA-Z.]: it goes into the frame unescaped. */
 static bool get_op(JSContextRef ctx, JSValueRef v, char *buf, size_t size)
 {

@@ -50,30 +50,6 @@ void engine_fail_transport(struct engine *e, struct err *err)
                 e->end = ENGINE_TRANSPORT;
 }
 
-char *engine_js_to_utf8(JSStringRef s, size_t *ret_len)
-{
-        size_t max = JSStringGetMaximumUTF8CStringSize(s);
-        char *buf = malloc(max);
-        if (!buf)
-                return NULL;
-        size_t n = JSStringGetUTF8CString(s, buf, max);  /* counts the NUL */
-        if (n == 0)
-                buf[0] = '\0';
-        if (ret_len)
-                *ret_len = n ? n - 1 : 0;
-        return buf;
-}
-
-char *engine_value_to_utf8(JSContextRef ctx, JSValueRef v, size_t *ret_len)
-{
-        JSStringRef s = JSValueToStringCopy(ctx, v, NULL);
-        if (!s)
-                return NULL;
-        char *r = engine_js_to_utf8(s, ret_len);
-        JSStringRelease(s);
-        return r;
-}
-
 /* Wait until fd is readable (the frame socket is non-blocking). */
 static void wait_readable(int fd)
 {
@@ -84,7 +60,7 @@ static void wait_readable(int fd)
 
 /* Write one frame without ever waiting on the parent while its answers wait
  * on us.  The parent stops reading our frames while it holds too many
- * answers we have not read (its flow control, runtime/loop.c); so when the
+ * answers we have not read (its flow control, runtime/frames.c); so when the
  * socket is full and answers arrive, they are read into the queue the loop
  * delivers from (in arrival order, as if they had come during a synchronous
  * call) until the frame is out.  Only answers are expected here: before

@@ -23,6 +23,7 @@ struct journal {
         uint64_t size;   /* bytes written */
         uint64_t max;    /* 0 = no cap */
         bool full;
+        bool intents;    /* write "start" lines */
 };
 
 /* Every journal starts with the header line journal_header() writes. */
@@ -140,6 +141,67 @@ int journal_sync(struct journal *j, struct err **err)
         return 0;
 }
 
+void journal_set_intents(struct journal *j, bool on)
+{
+        j->intents = on;
+}
+
+/* ---- the file behind struct journal_ops ---- */
+
+static int file_header(void *j, const cJSON *line, struct err **err)
+{
+        /* A huge --input may pass --max-journal: then the first call stops. */
+        return append(j, line, true, err);
+}
+
+static int file_intent(void *jv, int64_t id, const char *op, const char *args_text, struct err **err)
+{
+        struct journal *j = jv;
+        if (!j->intents)
+                return 0;
+        cJSON *line = cJSON_CreateObject();
+        cJSON_AddStringToObject(line, "type", "start");
+        cJSON_AddNumberToObject(line, "id", (double)id);
+        cJSON_AddStringToObject(line, "op", op);
+        cJSON_AddItemToObject(line, "args", json_cjson_raw_ref(args_text ? args_text : "{}"));
+        int r = append(j, line, false, err);
+        cJSON_Delete(line);
+        /* The intent is durable before the effect is performed. */
+        return r < 0 ? r : journal_sync(j, err);
+}
+
+static int file_result(void *j, const cJSON *line, struct err **err)
+{
+        return append(j, line, false, err);
+}
+
+static int file_note(void *j, const cJSON *line, bool final, struct err **err)
+{
+        return append(j, line, final, err);
+}
+
+static int file_end(void *j, const cJSON *line, struct err **err)
+{
+        if (append(j, line, true, err) < 0)  /* also when the journal is full */
+                return -1;
+        return journal_sync(j, err);
+}
+
+static int file_sync(void *j, struct err **err)
+{
+        return journal_sync(j, err);
+}
+
+static void file_set_limit(void *j, uint64_t max)
+{
+        journal_set_limit(j, max);
+}
+
+const struct journal_ops journal_file_ops = {
+        .header = file_header, .intent = file_intent, .result = file_result, .note = file_note,
+        .end = file_end, .sync = file_sync, .set_limit = file_set_limit,
+};
+
 void journal_close(struct journal *j)
 {
         if (!j)
@@ -165,6 +227,8 @@ struct replay {
         size_t n, cap;
         size_t *slots;            /* id hash table: entry index + 1, 0 = empty; nslots a power of two */
         size_t nslots;
+        struct replay_entry *starts;  /* "start" lines (intents), matched with calls after loading */
+        size_t nstarts, starts_cap;
 };
 
 void replay_free(struct replay *r)
@@ -180,6 +244,9 @@ void replay_free(struct replay *r)
                 free((char *)r->entries[i].op);
         free(r->entries);
         free(r->slots);
+        for (size_t i = 0; i < r->nstarts; i++)
+                free((char *)r->starts[i].op);
+        free(r->starts);
         free(r);
 }
 
@@ -218,6 +285,48 @@ struct replay_entry *replay_by_id(struct replay *r, int64_t id)
         return NULL;
 }
 
+static int add_entry(struct replay *r, int64_t cid, const char *opname, off_t off, size_t len, size_t lineno,
+                     bool interrupted, struct err **err);
+
+/* A "start" line: kept aside; one without its call line becomes an
+ * interrupted entry at the end of loading. */
+static int add_start(struct replay *r, const cJSON *line, off_t off, size_t len, size_t lineno, struct err **err)
+{
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(line, "id");
+        const cJSON *op = cJSON_GetObjectItemCaseSensitive(line, "op");
+        if (!cJSON_IsNumber(id) || id->valuedouble != (double)(int64_t)id->valuedouble || !cJSON_IsString(op))
+                return err_setc(err, JOURNAL_E_FORMAT, 0, "line %zu: start line lacks an integer id or op", lineno);
+        if (r->nstarts == r->starts_cap) {
+                size_t cap = r->starts_cap ? r->starts_cap * 2 : 16;
+                struct replay_entry *e = realloc(r->starts, cap * sizeof(*e));
+                if (!e)
+                        return err_set(err, ENOMEM, "journal");
+                r->starts = e;
+                r->starts_cap = cap;
+        }
+        char *opc = strdup(op->valuestring);
+        if (!opc)
+                return err_set(err, ENOMEM, "journal");
+        r->starts[r->nstarts++] = (struct replay_entry){
+                .id = (int64_t)id->valuedouble, .op = opc, .off = off, .len = len, .lineno = lineno,
+        };
+        return 0;
+}
+
+/* Intents without results, in the order they were written, after every
+ * answered call. */
+static int add_interrupted(struct replay *r, struct err **err)
+{
+        for (size_t i = 0; i < r->nstarts; i++) {
+                struct replay_entry *st = &r->starts[i];
+                if (replay_by_id(r, st->id))
+                        continue;
+                if (add_entry(r, st->id, st->op, st->off, st->len, st->lineno, true, err) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
 static int add_call(struct replay *r, const cJSON *line, off_t off, size_t len, size_t lineno, struct err **err)
 {
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(line, "id");
@@ -226,7 +335,12 @@ static int add_call(struct replay *r, const cJSON *line, off_t off, size_t len, 
         if (!cJSON_IsNumber(id) || id->valuedouble != (double)(int64_t)id->valuedouble || !cJSON_IsString(op) ||
             !cJSON_IsBool(ok))
                 return err_setc(err, JOURNAL_E_FORMAT, 0, "line %zu: call line lacks an integer id, op or ok", lineno);
-        int64_t cid = (int64_t)id->valuedouble;
+        return add_entry(r, (int64_t)id->valuedouble, op->valuestring, off, len, lineno, false, err);
+}
+
+static int add_entry(struct replay *r, int64_t cid, const char *opname, off_t off, size_t len, size_t lineno,
+                     bool interrupted, struct err **err)
+{
         if (replay_by_id(r, cid))
                 return err_setc(err, JOURNAL_E_FORMAT, 0, "line %zu: call id %lld appears twice", lineno, (long long)cid);
         if (r->n == r->cap) {
@@ -239,11 +353,12 @@ static int add_call(struct replay *r, const cJSON *line, off_t off, size_t len, 
         }
         if (2 * (r->n + 1) > r->nslots && index_grow(r) < 0)
                 return err_set(err, ENOMEM, "journal");
-        char *opc = strdup(op->valuestring);
+        char *opc = strdup(opname);
         if (!opc)
                 return err_set(err, ENOMEM, "journal");
         r->entries[r->n] = (struct replay_entry){
                 .seq = r->n + 1, .id = cid, .op = opc, .off = off, .len = len, .lineno = lineno,
+                .interrupted = interrupted,
         };
         size_t s = slot_of(cid, r->nslots);
         while (r->slots[s])
@@ -313,6 +428,8 @@ static int load(struct replay *r, FILE *f, const struct budget *budget, struct e
                 } else if (strcmp(type, "end") == 0 && r->header && !r->end) {
                         r->end = line;
                         continue;
+                } else if (strcmp(type, "start") == 0 && r->header && !r->end) {
+                        rc = add_start(r, line, start, n, lineno, err);
                 } else if (strcmp(type, "note") == 0 && r->header) {
                         /* informational (denials, warnings, limits) */
                 } else {
@@ -326,7 +443,7 @@ static int load(struct replay *r, FILE *f, const struct budget *budget, struct e
                 return err_set(err, errno, "read");
         if (!r->header)
                 return err_setc(err, JOURNAL_E_FORMAT, 0, "empty or has no header line");
-        return 0;
+        return add_interrupted(r, err);
 }
 
 int replay_open(const char *path, uint64_t max_bytes, struct replay **ret, struct err **err)

@@ -26,8 +26,45 @@ enum journal_errc {
  * the lines of nested runs copied into notes. */
 #define JOURNAL_DEPTH_MAX (10000u + 64u)
 
+/* ---- the journal as an interface ----
+ * What a session writes, whatever keeps it: today's JSON-lines file (below,
+ * journal_file_ops), a server's database later.  Each line is a JSON object
+ * in the file's format; an implementation may store it as it likes.
+ *
+ * Durability (the server's resume, issue 11): before an effect visible
+ * outside the box is performed (http, workspace writes, tools, prompts,
+ * nested agents, input) the session calls `intent`; its `result` is written
+ * before the worker sees it.  Pure results (clock, random, memory reads,
+ * template) have no intent.  A journal read back with an intent and no
+ * result is a call that was in flight when the writer died: RESUME answers
+ * it "interrupted by server restart" and does not perform it again. */
+struct journal_ops {
+        int (*header)(void *j, const struct cJSON *line, struct err **err);
+        /* {"type":"start","id":N,"op":...,"args":...}; args_text is the
+         * call's args as the worker wrote them. */
+        int (*intent)(void *j, int64_t id, const char *op, const char *args_text, struct err **err);
+        /* A call line; fails with JOURNAL_E_LIMIT when the journal is full. */
+        int (*result)(void *j, const struct cJSON *line, struct err **err);
+        /* A note (denials, approvals, limits); `final`: written even when full. */
+        int (*note)(void *j, const struct cJSON *line, bool final, struct err **err);
+        int (*end)(void *j, const struct cJSON *line, struct err **err);
+        int (*sync)(void *j, struct err **err);
+        void (*set_limit)(void *j, uint64_t max_bytes);
+};
+
+struct session_journal {
+        const struct journal_ops *ops;  /* NULL: nothing is recorded */
+        void *j;
+};
+
 /* ---- recording ---- */
 struct journal;
+
+/* The file journal behind the interface: j is a struct journal *. */
+extern const struct journal_ops journal_file_ops;
+/* Write intents ("start" lines) too (off by default: a CLI journal stays
+ * as it was, one line per answered call). */
+void journal_set_intents(struct journal *j, bool on);
 
 /* May `path` be replaced by a new journal?  Yes (0) when it does not exist,
  * is empty, is not a regular file (a pipe, /dev/null), or is a chidori
@@ -68,6 +105,7 @@ struct replay_entry {
         const char *op;           /* owned by the replay */
         bool called;              /* the worker has asked for it */
         bool delivered;
+        bool interrupted;         /* a "start" line without its call line: the writer died mid-call */
         off_t off;                /* where its line starts in the file */
         size_t len;               /* bytes of the line, without the newline */
         size_t lineno;

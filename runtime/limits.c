@@ -2,7 +2,7 @@
  * and the operator read, and reporting a limit once per run.
  *
  * Every cap on what a worker can make this process hold or do lives in
- * struct broker_limits (docs/sandbox.md, "The parent's limits").  Two are
+ * struct session_limits (docs/sandbox.md, "The parent's limits").  Two are
  * flow control (the frame loop stops reading calls, nothing fails); the
  * others answer the call that would pass them with an Error whose code is
  * "ELIMIT".  Either way the first time in a run prints one "chidori: " line
@@ -47,8 +47,8 @@ static uint64_t or_default(uint64_t v, uint64_t def)
 
 void broker_limits_init(struct broker *b)
 {
-        const struct broker_limits *c = &b->cfg->limits;
-        b->lim = (struct broker_limits){
+        const struct session_limits *c = &b->cfg->limits;
+        b->lim = (struct session_limits){
                 .max_calls = or_default(c->max_calls, BROKER_DEFAULT_MAX_CALLS),
                 .max_queue = or_default(c->max_queue, BROKER_DEFAULT_MAX_QUEUE),
                 .max_log = or_default(c->max_log, BROKER_DEFAULT_MAX_LOG),
@@ -110,8 +110,7 @@ void broker_limit_report(struct broker *b, enum broker_limit k, const char *deta
         /* The journal's limit ends the run, and the launcher's closing
          * message says so: one line, not two. */
         if (k != LIMIT_JOURNAL) {
-                fprintf(stderr, "chidori: %s\n", line);
-                fflush(stderr);
+                broker_sink_note(b, "chidori: ", line);
         }
         broker_journal_note(b, "limit", line);
 }

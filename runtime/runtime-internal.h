@@ -1,13 +1,16 @@
-/* runtime/runtime-internal.h — state shared by the broker's own files only. */
+/* runtime/runtime-internal.h — what the effect families share with the
+ * session engine: `struct broker` (a session as the effects see it), the
+ * dispatch rows, the family hooks, the helpers handlers call. */
 #ifndef CHIDORI_RUNTIME_INTERNAL_H
 #define CHIDORI_RUNTIME_INTERNAL_H
 
 #include <poll.h>
+#include <stdbool.h>
 
 #include "common/budget.h"
 #include "proto/json.h"
 #include "proto/proto.h"
-#include "runtime/runtime.h"
+#include "runtime/session.h"
 
 struct http_engine;
 struct net_api;
@@ -28,16 +31,18 @@ struct pending_call {
 
 #define BROKER_AGENT_DEPTH_MAX 8
 
+struct session;
+
 struct broker {
-        const struct broker_config *cfg;
-        const struct broker_peer *peer;
+        struct session *s;        /* the session this is part of */
+        const struct session_config *cfg;
         struct frame_reader reader;
         int64_t last_id;          /* ids must arrive as 1, 2, 3, ... */
         uint64_t outstanding;     /* calls asked, not yet answered */
         uint64_t seq;             /* answers delivered (journal seq) */
         size_t answer_idx;        /* next --answers entry (array form) */
         size_t replay_next;       /* next journal entry to deliver */
-        struct broker_outcome *out;
+        struct session_outcome *out;
         bool finished;
         char errbuf[64];
 
@@ -45,7 +50,6 @@ struct broker {
         struct http_engine *http; /* created on the first http call */
         struct pending_call *pend;
         size_t npend, pend_cap;
-        struct err *async_err;    /* a parent-side failure inside a completion callback */
         struct vfs *vfs;          /* node:fs, created on the first fs.* call */
         const char *cur_op;       /* op of the call being dispatched (for family rows) */
         struct json_span cur_args; /* its args as the worker wrote them (compact), while it is dispatched */
@@ -60,7 +64,7 @@ struct broker {
         const struct net_api *net; /* libchidori-net.so, loaded by the first http or prompt call */
 
         /* The parent's limits (runtime/limits.c): cfg->limits with the defaults filled in. */
-        struct broker_limits lim;
+        struct session_limits lim;
         unsigned limits_reported;  /* bit per enum broker_limit: stderr line and note written */
         uint64_t log_bytes;        /* log message bytes this run */
         uint64_t ws_written;       /* bytes written to the workspace this run */
@@ -113,22 +117,59 @@ enum effect_gate {
         GATE_AGENT,     /* "agent:" + args.path, as the agent wrote it */
 };
 
+/* One row of the dispatch table: {op, family, gate, target, handler, code_name}. */
 struct effect {
         const char *op;
-        effect_fn fn;
+        const char *family;       /* the folder under effects/ it lives in */
         enum effect_gate gate;
         const char *target;
+        effect_fn fn;
         /* err_code() of a failed handler -> the error's `code` for the agent
          * ("not_found", "ssrf", ...); NULL = no code. */
         const char *(*code_name)(int code);
+        /* Visible outside the box (http, workspace writes, tools, prompts,
+         * nested agents): its intent is journaled before it is performed. */
+        bool intent;
 };
 
-/* Look an op up in the dispatch table (effects/core.c); NULL if unknown. */
-const struct effect *broker_effect_find(const char *op);
+
+/* An effect family's hooks (effects/core.c, effect_families).  A family that
+ * waits on fds (http transfers, tool pipes) gives them to the session
+ * before every wait of the loop (fds: adds up to `max`, returns how many it
+ * wants, lowers *timeout_ms) and is called after it (perform: the same fds
+ * with their revents; may complete calls).  detach frees what the family
+ * holds for the session.  Any hook may be NULL. */
+struct effect_family {
+        const char *name;
+        void (*attach)(struct broker *b);   /* the session starts: set up what the family needs */
+        size_t (*fds)(struct broker *b, struct pollfd *fds, size_t max, int *timeout_ms);
+        int (*perform)(struct broker *b, const struct pollfd *fds, size_t n, struct err **err);
+        void (*detach)(struct broker *b);
+};
+
+/* The dispatch table and the families, handed to the session in its config
+ * (effects/core.c: effects_table): the runtime calls no effect by name, so
+ * effects/ depends on runtime/ and never the reverse. */
+struct effect_table {
+        const struct effect *(*find)(const char *op);  /* NULL if unknown */
+        const struct effect_family *families;
+        size_t nfamilies;
+};
+
+
+/* End the run with `end` (once; later calls do nothing). */
+int broker_end_with(struct broker *b, enum session_end end, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Tell the sink: an agent's log text under `tag`; an operator's line. */
+void broker_sink_log(struct broker *b, const char *tag, const char *msg, size_t len);
+void broker_sink_note(struct broker *b, const char *tag, const char *msg);
+
+/* chidori.input without --answers: ask the sink; the call is answered by
+ * session_input.  The handler returns 1 (pending) after this. */
+int broker_input_wait(struct broker *b, int64_t id, const char *prompt, struct err **err);
 
 /* Answer pending call `id` (from a completion callback): exactly one of
- * value and error (both owned).  A parent-side failure is kept in
- * b->async_err and ends the loop. */
+ * value and error (both owned).  A parent-side failure ends the run. */
 void broker_complete(struct broker *b, int64_t id, struct cJSON *value, struct cJSON *error);
 
 /* The pending call `id`, or NULL. */
@@ -137,15 +178,23 @@ struct pending_call *broker_pending(struct broker *b, int64_t id);
 /* An error object {name, message[, code]} for an answer. */
 struct cJSON *broker_error_obj(const char *name, const char *message, const char *code);
 
-/* The policy gate (runtime/gate.c).  true: go ahead.  false: refused; `msg`
- * holds the text for the agent's Error, already printed and journaled. */
-bool broker_gate(struct broker *b, const char *target, const struct cJSON *args, char *msg, size_t len);
+/* The policy gate (runtime/gate.c): ALLOW (go ahead), DENY (`msg` holds
+ * the text for the agent's Error, already told and journaled), PENDING (an
+ * approval is needed: `reason` says why, `msg` is the error if refused). */
+enum gate_answer { GATE_ANSWER_ALLOW, GATE_ANSWER_DENY, GATE_ANSWER_PENDING };
+enum gate_answer broker_gate(struct broker *b, const char *target, const struct cJSON *args, const char *args_text,
+                             char *msg, size_t len, char *reason, size_t reason_len);
+/* The gate for a check that cannot wait (a redirect inside a transfer):
+ * PENDING is refused, with the text saying approval is needed. */
+bool broker_gate_now(struct broker *b, const char *target, const struct cJSON *args, char *msg, size_t len);
 bool broker_gate_target(const struct effect *e, const struct cJSON *args, char *buf, size_t len);
 /* The argument a GATE_TOOL / GATE_AGENT target is made of ("name", "path"). */
 const char *broker_gate_arg(const struct effect *e);
 
 /* Write a journal note line (denials, warnings); best effort. */
 void broker_journal_note(struct broker *b, const char *kind, const char *message);
+/* Any other non-call line (a nested run's journal); final: even when full. */
+void broker_journal_line(struct broker *b, const struct cJSON *line, bool final);
 
 /* Argument helpers for handlers. */
 const char *broker_arg_str(const struct cJSON *args, const char *name);
@@ -161,6 +210,7 @@ int broker_need_str(const struct cJSON *args, const char *op, const char *name, 
  * table in effects/core.c. */
 
 /* effects/memory/ops.c */
+void broker_memory_attach(struct broker *b);
 int effect_memory_get(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
 int effect_memory_set(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
 int effect_memory_delete(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret,
@@ -193,7 +243,7 @@ int effect_prompt(struct broker *b, int64_t id, const struct cJSON *args, struct
 const char *effect_prompt_code(int code);
 /* libchidori-net.so (b->net), loaded by the first call that needs it. */
 int broker_net_need(struct broker *b, struct err **err);
-/* Both http engines' (fetch, prompts) place in the poll loop (fetch.c). */
+/* Both http engines' (fetch, prompts) fds in the loop (fetch.c): the net family's hooks. */
 size_t broker_http_fds(struct broker *b, struct pollfd *fds, size_t max, int *timeout_ms);
 int broker_http_perform(struct broker *b, const struct pollfd *fds, size_t n, struct err **err);
 void broker_http_free(struct broker *b);
@@ -206,7 +256,7 @@ int effect_agent_call(struct broker *b, int64_t id, const struct cJSON *args, st
 const char *effect_agent_code(int code);
 /* err_code() of a call refused by a per-run cap (answered with code ELIMIT). */
 #define EFFECT_E_LIMIT 1000
-/* The children's (tools, nested agents) place in the poll loop (proc.c). */
+/* The children's (tools, nested agents) fds in the loop (proc.c): the proc family's hooks. */
 size_t broker_procs_fds(struct broker *b, struct pollfd *fds, size_t max, int *timeout_ms);
 int broker_procs_perform(struct broker *b, const struct pollfd *fds, size_t n, struct err **err);
 void broker_procs_free(struct broker *b);

@@ -14,6 +14,13 @@
 #include "proto/json.h"
 #include "runtime/runtime-internal.h"
 
+/* The family's attach hook: the store's cap per namespace (--max-memory-store). */
+void broker_memory_attach(struct broker *b)
+{
+        if (b->cfg->mem)
+                memstore_set_max(b->cfg->mem, b->lim.max_memory_store);
+}
+
 static int need_mem(struct broker *b, const char *op, struct err **err)
 {
         if (!b->cfg->mem)

@@ -1,5 +1,5 @@
 /* effects/net/fetch.c — the `http` effect (fetch in the box): libcurl's
- * multi interface inside the broker's poll loop, behind the SSRF guard
+ * multi interface inside the session's event loop, behind the SSRF guard
  * (effects/net/http.c, effects/net/ssrf.c).
  *
  * The policy gate (`http`) has passed for the first URL when effect_http
@@ -11,7 +11,7 @@
  *
  * This file also holds what the net family shares with `prompt`
  * (effects/net/prompt.c): loading libchidori-net.so on first use, and both
- * http engines' place in the poll loop.
+ * http engines' fds in the session's loop (the net family's hooks).
  */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
@@ -31,8 +31,7 @@ static void on_refuse(void *arg, uint64_t id, const char *url, const char *addr,
         snprintf(msg, sizeof(msg),
                  "http: refused %s for call %llu (%.400s): %s — not public (SSRF guard); allow it with --allow-host",
                  addr, (unsigned long long)id, url, why);
-        text_fput_line(stderr, "chidori: ", msg, strlen(msg)); /* the URL is the agent's */
-        fflush(stderr);
+        broker_sink_note(b, "chidori: ", msg); /* the URL is the agent's: the sink escapes it */
         broker_journal_note(b, "ssrf", msg);
 }
 
@@ -46,7 +45,7 @@ static int on_redirect(void *arg, uint64_t id, const char *url, struct err **err
                 return err_set(err, ENOMEM, "http: redirect");
         }
         char msg[1024];
-        bool ok = broker_gate(b, "http", args, msg, sizeof(msg));
+        bool ok = broker_gate_now(b, "http", args, msg, sizeof(msg));
         cJSON_Delete(args);
         if (!ok)
                 return err_set(err, 0, "%s (redirect to %.400s)", msg, url);

@@ -5,7 +5,7 @@
  * Its own http engine, whose allowlist holds the provider only: a model
  * server on loopback is reachable for prompts without opening loopback to
  * the agent's fetch().  The key is in the request header, never in the
- * args, the value or the journal.  The engine runs in the poll loop beside
+ * args, the value or the journal.  The engine runs in the session's loop beside
  * fetch's (effects/net/fetch.c, broker_http_fds).
  */
 #define _GNU_SOURCE

@@ -36,7 +36,7 @@ static void copy_journal(struct broker *b, int64_t id, const char *path, const c
 {
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
-        if (!b->cfg->journal || read_file(path, (size_t)256 << 20, &text, &len, NULL) < 0)
+        if (!b->cfg->journal.ops || read_file(path, (size_t)256 << 20, &text, &len, NULL) < 0)
                 return;
         /* Each line as the nested run wrote it (its values exactly). */
         cJSON *lines = cJSON_CreateArray();
@@ -56,7 +56,7 @@ static void copy_journal(struct broker *b, int64_t id, const char *path, const c
         cJSON_AddNumberToObject(note, "id", (double)id);
         cJSON_AddStringToObject(note, "agent", callee);
         cJSON_AddItemToObject(note, "journal", lines);
-        journal_append(b->cfg->journal, note, NULL);
+        broker_journal_line(b, note, false);
         cJSON_Delete(note);
 }
 
@@ -81,8 +81,7 @@ static void on_agent_done(void *arg, uint64_t id, const struct subproc_result *r
                  * folder, its text the nested agent's): common/text.h. */
                 char tag[320], name[300];
                 snprintf(tag, sizeof(tag), "[%s] ", text_term(callee, strlen(callee), name, sizeof(name)));
-                text_fput_lines(stderr, tag, (const char *)res->err, res->err_len, true);
-                fflush(stderr);
+                broker_sink_log(b, tag, (const char *)res->err, res->err_len);
         }
         char msg[1024];
         /* Its --json document; "value" carried as the nested run printed it. */

@@ -1,6 +1,6 @@
 /* effects/proc/proc.c — what the effects that run a child process share:
  * `tool` (effects/proc/tool.c) and `agent.call` (effects/proc/agent-call.c).
- * Both run asynchronously in the poll loop (effects/proc/subproc.c) and are
+ * Both run asynchronously in the session's loop (effects/proc/subproc.c) and are
  * answered when the child ends.
  *
  * Every child is described by the run's children configuration
@@ -37,8 +37,7 @@ int proc_limit_refused(struct broker *b, struct err **err, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        fprintf(stderr, "chidori: %s\n", msg);
-        fflush(stderr);
+        broker_sink_note(b, "chidori: ", msg);
         broker_journal_note(b, "limit", msg);
         return err_setc(err, EFFECT_E_LIMIT, 0, "%s", msg);
 }
@@ -67,7 +66,7 @@ void proc_release_place(struct broker *b, int64_t id)
                 ch->release(ch->place_arg, (uint64_t)id);
 }
 
-/* ---- the poll loop ---- */
+/* ---- the family's hooks (effects/core.c, effects_table) ---- */
 
 size_t broker_procs_fds(struct broker *b, struct pollfd *fds, size_t max, int *timeout_ms)
 {

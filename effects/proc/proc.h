@@ -1,7 +1,7 @@
 /* effects/proc/proc.h — what the proc family's effects (tool.c,
  * agent-call.c) share, in effects/proc/proc.c: the subprocess engine, a
  * child's per-call environment and place in the run's cgroup, the per-run
- * caps.  Their place in the poll loop (broker_procs_*) is in
+ * caps.  Their fds in the session's loop (broker_procs_*, the proc family's hooks) are in
  * runtime/runtime-internal.h with the other families'. */
 #ifndef CHIDORI_EFFECTS_PROC_H
 #define CHIDORI_EFFECTS_PROC_H

@@ -81,3 +81,27 @@ asked() { # ANSWER: run the writer on a terminal, answering ANSWER
   grep -q "chidori: deadline exceeded (1500 ms)" "$T/err"
   [[ $(cat "$T/tty") == *'[y/N]'* ]]
 }
+
+@test "ask_before on a terminal: the same call is asked once per run; the answer covers it again" {
+  mkdir -p "$T/ws"
+  agent twice.js <<'JS'
+module.exports = async () => {
+  await chidori.workspace.write("same.txt", "hello");
+  await chidori.workspace.write("same.txt", "hello");
+  return "written twice";
+};
+JS
+  set +e
+  CHIDORI_POLICY_PROFILE=supervised python3 "$TTY" y "$T/out" "$T/err" -- \
+    "$CHIDORI" run --quiet --deadline 20000 --workspace "$T/ws" --journal "$T/j.jsonl" "$T/twice.js" >"$T/tty"
+  status=$?
+  set -e
+  output=$(cat "$T/out")
+  tty=$(cat "$T/tty")
+  assert_status 0
+  assert_stdout '"written twice"'
+  # One question on the terminal, one approval in the journal, two writes.
+  [[ $(grep -o '\[y/N\]' <<<"$tty" | wc -l) == 1 ]] || { echo "$tty"; false; }
+  [[ $(grep -c '"kind":"approved"' "$T/j.jsonl") == 1 ]]
+  [[ $(grep -c '"op":"workspace.write"' "$T/j.jsonl") == 2 ]]
+}

@@ -1,0 +1,173 @@
+/* cli/provider.c — the CLI's box provider (runtime/session.h, struct
+ * box_provider): the worker in a box started by this process
+ * (sandbox_start through spawn_worker), or the in-process engine thread
+ * (--no-isolate).  The supervisor lives here: the deadline (a timer of the
+ * loop), the seccomp notification (a watcher on the listener), the memory
+ * watchdog (inside sandbox_start), kill and reaping; the session learns what
+ * happened from the one `ended` report.  The privilege split of issue 10
+ * adds a provider over the monitor's channel beside this one.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/seccomp.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/grants.h"
+#include "runtime/evloop.h"
+
+struct cli_box {
+        struct cli_boxes *owner;
+        struct evloop *loop;
+        struct box_events ev;
+        struct worker w;
+        struct ev_io *notify_io;
+        struct ev_timer *deadline;
+        bool ended;
+};
+
+static void box_free(struct cli_box *b)
+{
+        evloop_io_del(b->loop, b->notify_io);
+        evloop_timer_del(b->loop, b->deadline);
+        free(b);
+}
+
+/* Reap the worker (kill first if asked), release its box, report. */
+static void reap(struct cli_box *b, bool kill_first, enum box_end_reason reason, int nr)
+{
+        if (b->ended)
+                return;
+        b->ended = true;
+        evloop_io_del(b->loop, b->notify_io);
+        b->notify_io = NULL;
+        evloop_timer_del(b->loop, b->deadline);
+        b->deadline = NULL;
+        struct box_ended e = { .reason = reason, .syscall_nr = nr };
+        struct sandbox_usage usage;
+        struct err *err = NULL;
+        grants_set_cgroup(b->owner->grants, NULL); /* worker_finish removes it */
+        if (worker_finish(&b->w, kill_first, &e.wait_status, &usage, &e.cpu_ms, &err) < 0) {
+                fprintf(stderr, "chidori: %s\n", err_msg(err));
+                err_free(err);
+        }
+        e.oom_killed = usage.oom_killed;
+        e.pids_limit_hit = usage.pids_limit_hit;
+        /* The box's own counters say why it ended when nobody here killed it. */
+        if (e.reason == BOX_EXITED && usage.oom_killed)
+                e.reason = BOX_OOM;
+        else if (e.reason == BOX_EXITED && usage.pids_limit_hit)
+                e.reason = BOX_PIDS;
+        e.peak_bytes = usage.peak_bytes;
+        e.memory_limit = usage.memory_limit;
+        struct box_events ev = b->ev;
+        box_free(b);
+        ev.ended(ev.arg, &e);
+}
+
+static void no_report(void *arg, const struct box_ended *e)
+{
+        (void)arg, (void)e;
+}
+
+static void on_deadline(struct evloop *loop, struct ev_timer *t, void *arg)
+{
+        (void)loop, (void)t;
+        struct cli_box *b = arg;
+        b->deadline = NULL;
+        reap(b, true, BOX_DEADLINE, 0);
+}
+
+/* The stage-1 filter stopped a syscall: the calling thread waits in the
+ * kernel until we answer; we never do — the box dies with it. */
+static void on_notify(struct evloop *loop, struct ev_io *io, int fd, uint32_t rev, void *arg)
+{
+        (void)io;
+        struct cli_box *b = arg;
+        if (rev & EPOLLIN) {
+                struct seccomp_notif req;
+                memset(&req, 0, sizeof(req));
+                if (ioctl(fd, SECCOMP_IOCTL_NOTIF_RECV, &req) == 0) {
+                        reap(b, true, BOX_SECCOMP, req.data.nr);
+                        return;
+                }
+        }
+        if (rev & (EPOLLHUP | EPOLLERR)) {
+                /* The box has exited: stop watching the listener. */
+                evloop_io_del(loop, b->notify_io);
+                b->notify_io = NULL;
+        }
+}
+
+static int spawn(void *arg, struct evloop *loop, const struct box_request *req, const struct box_events *ev,
+                 void **ret_handle, struct err **err)
+{
+        struct cli_boxes *o = arg;
+        struct cli_box *b = calloc(1, sizeof(*b));
+        if (!b)
+                return err_set(err, ENOMEM, "start the worker");
+        b->owner = o;
+        b->loop = loop;
+        b->ev = *ev;
+        struct err *serr = NULL;
+        if (spawn_worker(o->spawn, &b->w, &serr) < 0) {
+                free(b);
+                ev->failed(ev->arg, serr, spawn_exit_code(serr) == EXIT_LAYER_UNAVAILABLE);
+                err_free(serr);
+                *ret_handle = NULL;
+                return 0;
+        }
+        /* Nested runs and tools go below the run's cgroup (one budget). */
+        grants_set_cgroup(o->grants, b->w.have_sr ? b->w.sr.cg : NULL);
+        if ((b->w.notify_fd >= 0 &&
+             evloop_io_add(loop, b->w.notify_fd, EPOLLIN, on_notify, b, &b->notify_io, err) < 0) ||
+            (req->deadline_at > 0 && evloop_timer_add(loop, req->deadline_at, on_deadline, b, &b->deadline, err) < 0)) {
+                b->ev.ended = no_report;
+                reap(b, true, BOX_KILLED, 0);
+                ev->failed(ev->arg, *err, false);
+                err_free(*err);
+                *err = NULL;
+                *ret_handle = NULL;
+                return 0;
+        }
+        /* The session gets its own descriptors (it closes them); ours go
+         * with the worker (worker_finish), so an in-process engine can be
+         * woken by shutdown() whatever the session did. */
+        int ffd = fcntl(b->w.frame_fd, F_DUPFD_CLOEXEC, 3);
+        int efd = b->w.stderr_fd >= 0 ? fcntl(b->w.stderr_fd, F_DUPFD_CLOEXEC, 3) : -1;
+        if (ffd < 0 || (b->w.stderr_fd >= 0 && efd < 0)) {
+                int e = errno;
+                if (ffd >= 0)
+                        close(ffd);
+                b->ev.ended = no_report;
+                reap(b, true, BOX_KILLED, 0);
+                err_set(err, e, "start the worker");
+                ev->failed(ev->arg, *err, false);
+                err_free(*err);
+                *err = NULL;
+                *ret_handle = NULL;
+                return 0;
+        }
+        *ret_handle = b;
+        ev->started(ev->arg, &(struct box_started){ .frame_fd = ffd, .stderr_fd = efd, .banner = o->spawn->banner });
+        return 0;
+}
+
+static void finish(void *arg, void *handle, bool kill_first)
+{
+        (void)arg;
+        reap(handle, kill_first, kill_first ? BOX_KILLED : BOX_EXITED, 0);
+}
+
+void cli_boxes_init(struct cli_boxes *o, struct spawn_opts *so, struct grants *grants)
+{
+        *o = (struct cli_boxes){ .spawn = so, .grants = grants };
+        o->provider = (struct box_provider){ .spawn = spawn, .finish = finish, .arg = o };
+}

@@ -1,0 +1,157 @@
+/* runtime/replay.c — answering calls from a journal: REPLAY (every call,
+ * nothing performed) and RESUME (the journal's calls, then live; a call the
+ * journal started and never answered is answered "interrupted by server
+ * restart" and not performed again).  The worker must ask for the same
+ * calls with the same args, in any order; answers go in the recorded order. */
+#define _GNU_SOURCE
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "proto/json.h"
+#include "runtime/journal.h"
+#include "runtime/session-internal.h"
+
+/* The error of a call that was in flight when the journal's writer died. */
+#define INTERRUPTED_MESSAGE "interrupted by server restart"
+
+/* How much of s[0..len) to show in at most max bytes, not cutting a UTF-8
+ * character. */
+static int shown(const char *s, size_t len, size_t max)
+{
+        if (len <= max)
+                return (int)len;
+        while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
+                max--;
+        return (int)max;
+}
+
+/* "op {args}", the args cut to what a message can show. */
+static void describe(const char *op, const char *args, char *buf, size_t len)
+{
+        size_t n = strlen(args);
+        snprintf(buf, len, "%s %.*s%s", op, shown(args, n, 300), args, n > 300 ? "..." : "");
+}
+
+/* " (args.key: the journal has "k1", the agent sent "k2")". */
+static void what_differs(const char *want, const char *got, char *buf, size_t len)
+{
+        char path[160];
+        struct json_span a, g;
+        buf[0] = '\0';
+        if (json_diff((struct json_span){ want, strlen(want) }, (struct json_span){ got, strlen(got) }, "args", path,
+                      sizeof(path), &a, &g) != 1)
+                return;
+        snprintf(buf, len, " (%s: the journal has %.*s%s, the agent sent %.*s%s)", path,
+                 a.p ? shown(a.p, a.len, 100) : 7, a.p ? a.p : "nothing", a.len > 100 ? "..." : "",
+                 g.p ? shown(g.p, g.len, 100) : 7, g.p ? g.p : "nothing", g.len > 100 ? "..." : "");
+}
+
+/* Journals written before values were carried exactly (no "values":
+ * "exact" in the header) hold args that cJSON printed again: numbers with
+ * 15 significant digits, strings cut at a NUL.  They are compared as the
+ * recording compared them then: both parsed, numbers within cJSON's
+ * epsilon. */
+static bool legacy_args_equal(const char *want, const char *got)
+{
+        cJSON *w = json_to_cjson((struct json_span){ want, strlen(want) }, NULL, false);
+        cJSON *g = json_to_cjson((struct json_span){ got, strlen(got) }, NULL, false);
+        bool eq = w && g && cJSON_Compare(w, g, true);
+        cJSON_Delete(w);
+        cJSON_Delete(g);
+        return eq;
+}
+
+static bool replay_is_exact(struct replay *r)
+{
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(replay_header(r), "values");
+        return cJSON_IsString(v) && strcmp(v->valuestring, "exact") == 0;
+}
+
+int session_replay_pump(struct session *s, struct err **err)
+{
+        struct broker *b = &s->b;
+        struct replay *r = b->cfg->replay;
+        struct replay_entry *e;
+        while ((e = replay_by_seq(r, b->replay_next)) && e->called && !e->delivered) {
+                cJSON *line = NULL;
+                if (replay_entry_line(r, e, &line, err) < 0)
+                        return -1;
+                if (e->interrupted) {
+                        /* Started, never answered: not performed again. */
+                        const cJSON *args = cJSON_GetObjectItemCaseSensitive(line, "args");
+                        e->delivered = true;
+                        b->replay_next++;
+                        int rc = session_answer(s, e->id, e->op, cJSON_IsRaw(args) ? args->valuestring : "{}", NULL,
+                                                broker_error_obj("Error", INTERRUPTED_MESSAGE, "EINTERRUPTED"), err);
+                        cJSON_Delete(line);
+                        if (rc < 0)
+                                return -1;
+                        continue;
+                }
+                /* value, error and args are raw nodes: the recorded text. */
+                const cJSON *ok = cJSON_GetObjectItemCaseSensitive(line, "ok");
+                cJSON *v = cJSON_DetachItemFromObjectCaseSensitive(line, "value");
+                cJSON *er = cJSON_DetachItemFromObjectCaseSensitive(line, "error");
+                cJSON *value = NULL, *error = NULL;
+                if (cJSON_IsTrue(ok))
+                        value = v ? v : cJSON_CreateNull(), v = NULL;
+                else
+                        error = er ? er : broker_error_obj("Error", "recorded failure", NULL), er = NULL;
+                cJSON_Delete(v);
+                cJSON_Delete(er);
+                const cJSON *args = cJSON_GetObjectItemCaseSensitive(line, "args");
+                e->delivered = true;
+                b->replay_next++;
+                int rc = session_answer(s, e->id, e->op, cJSON_IsRaw(args) ? args->valuestring : "{}", value, error, err);
+                cJSON_Delete(line);
+                if (rc < 0)
+                        return -1;
+        }
+        return 0;
+}
+
+/* 1: the call is the journal's (answered from it, or diverged); 0: it is
+ * not (RESUME: past the journal, performed live); -1: failure. */
+int session_replay_call(struct session *s, int64_t id, const char *op, const char *args, struct err **err)
+{
+        struct broker *b = &s->b;
+        struct replay_entry *e = replay_by_id(b->cfg->replay, id);
+        /* RESUME: a call the journal does not have (never asked, or parked
+         * for an approval when the worker stopped) is performed live. */
+        if (!e && b->cfg->mode == SESSION_RESUME)
+                return 0;
+        if (!e) {
+                broker_end_with(b, SESSION_END_DIVERGED,
+                                "replay diverged at call %lld: expected <end of journal>, got %s", (long long)id, op);
+                return 1;
+        }
+        if (strcmp(e->op, op) != 0) {
+                broker_end_with(b, SESSION_END_DIVERGED, "replay diverged at call %lld: expected %s, got %s",
+                                (long long)id, e->op, op);
+                return 1;
+        }
+        cJSON *line = NULL;
+        if (replay_entry_line(b->cfg->replay, e, &line, err) < 0)
+                return -1;
+        /* The args as text: what the worker sends now against what it sent
+         * then (both compact). */
+        const cJSON *wj = cJSON_GetObjectItemCaseSensitive(line, "args");
+        const char *want = cJSON_IsRaw(wj) ? wj->valuestring : "{}";
+        if (strcmp(want, args) != 0 && (replay_is_exact(b->cfg->replay) || !legacy_args_equal(want, args))) {
+                char w[400], g[400], d[400];
+                describe(e->op, want, w, sizeof(w));
+                describe(op, args, g, sizeof(g));
+                what_differs(want, args, d, sizeof(d));
+                cJSON_Delete(line);
+                broker_end_with(b, SESSION_END_DIVERGED, "replay diverged at call %lld: expected %s, got %s%s",
+                                (long long)id, w, g, d);
+                return 1;
+        }
+        cJSON_Delete(line);
+        e->called = true;
+        if (s->sink->call)
+                s->sink->call(s->sink->arg, s, id, op, "replayed");
+        return session_replay_pump(s, err) < 0 ? -1 : 1;
+}
+
