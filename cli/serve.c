@@ -19,14 +19,20 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cli/bounds.h"
 #include "cli/cli.h"
+#include "cli/grants.h"
+#include "cli/options.h"
 #include "cli/suggest.h"
 #include "common/text.h"
 #include "common/util.h"
+#include "effects/effects.h"
+#include "effects/memory/memstore.h"
 #include "policy/policy.h"
 #include "runtime/evloop.h"
 #include "sandbox/cgroup/cgroup.h"
 #include "server/server.h"
+#include "server/store.h"
 
 #define SERVE_DEFAULT_LISTEN "127.0.0.1:8080"
 #define SERVE_DEFAULT_MAX_BODY ((uint64_t)1 << 20)
@@ -42,7 +48,11 @@ struct serve_opts {
         long max_conns;
         long max_running;
         long max_queued;
-        bool trusted, untrusted, quiet;
+        const char *state_dir;
+        long js_deadline_ms;      /* -1: the default for the policy */
+        struct sandbox_opts sb;
+        struct session_limits lim;
+        bool trusted, untrusted, quiet, shared_memory;
 };
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -77,6 +87,15 @@ static void serve_help(void)
                "  --max-connections N   connections at once (default 256)\n"
                "  --max-running N       sessions running at once (default 2 x CPUs)\n"
                "  --max-queued N        sessions waiting for a slot; past it 429 (default 64)\n"
+               "  --state-dir DIR       where the sessions (DIR/serve.db) and agent memory are kept\n"
+               "                        [default $XDG_STATE_HOME/chidori or ~/.local/state/chidori]\n"
+               "  --shared-memory       every session shares the agent's memory namespace (default: each\n"
+               "                        session its own)\n"
+               "  --js-deadline MS      the engine's CPU-time budget per run, in ms (default 10000, 60000\n"
+               "                        under a permissive policy; 0 = none) [CHIDORI_JS_DEADLINE_MS]\n"
+               "  Every run of a session has the options of `chidori run`'s box:\n"
+               BOUNDS_OPTIONS_HELP
+               SANDBOX_OPTIONS_HELP
                "  --trusted             the permissive policy when no CHIDORI_POLICY* is set (the\n"
                "                        default of serve is untrusted: deny by default)\n"
                "  --untrusted           the untrusted policy whatever CHIDORI_POLICY* says\n"
@@ -86,8 +105,44 @@ static void serve_help(void)
 
 enum {
         SVOPT_LISTEN = 1200, SVOPT_TOKEN_FILE, SVOPT_MAX_BODY, SVOPT_CONN_TIMEOUT, SVOPT_MAX_CONNS,
-        SVOPT_MAX_RUNNING, SVOPT_MAX_QUEUED, SVOPT_TRUSTED, SVOPT_UNTRUSTED, SVOPT_QUIET,
+        SVOPT_MAX_RUNNING, SVOPT_MAX_QUEUED, SVOPT_TRUSTED, SVOPT_UNTRUSTED, SVOPT_QUIET, SVOPT_STATE_DIR,
+        SVOPT_SHARED_MEMORY, SVOPT_JS_DEADLINE,
 };
+
+/* ---- the box of a session: the CLI's provider, as `run` uses it ---- */
+
+struct serve_box {
+        struct spawn_opts so;
+        struct cli_boxes boxes;
+        struct grants grants;
+        char run_id[64];
+};
+
+struct serve_boxes {
+        const char *worker_path;
+        const struct sandbox_opts *sb;
+};
+
+static int boxes_new(void *arg, const char *run_id, const struct box_provider **ret, void **ret_handle,
+                     struct err **err)
+{
+        struct serve_boxes *sbx = arg;
+        struct serve_box *b = calloc(1, sizeof(*b));
+        if (!b)
+                return err_set(err, ENOMEM, "a box for session %s", run_id);
+        snprintf(b->run_id, sizeof(b->run_id), "%s", run_id);
+        b->so = (struct spawn_opts){ .worker_path = sbx->worker_path, .run_id = b->run_id, .sandbox = sbx->sb };
+        cli_boxes_init(&b->boxes, &b->so, &b->grants);
+        *ret = &b->boxes.provider;
+        *ret_handle = b;
+        return 0;
+}
+
+static void boxes_free(void *arg, void *handle)
+{
+        (void)arg;
+        free(handle);
+}
 
 static int parse_count(const char *opt, const char *arg, long min, long max, long *ret)
 {
@@ -285,6 +340,11 @@ int cmd_serve(int argc, char **argv)
                 { "trusted", no_argument, NULL, SVOPT_TRUSTED },
                 { "untrusted", no_argument, NULL, SVOPT_UNTRUSTED },
                 { "quiet", no_argument, NULL, SVOPT_QUIET },
+                { "state-dir", required_argument, NULL, SVOPT_STATE_DIR },
+                { "shared-memory", no_argument, NULL, SVOPT_SHARED_MEMORY },
+                { "js-deadline", required_argument, NULL, SVOPT_JS_DEADLINE },
+                SANDBOX_LONGOPTS,
+                BOUNDS_LONGOPTS,
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -296,12 +356,38 @@ int cmd_serve(int argc, char **argv)
                 .max_conns = SERVE_DEFAULT_MAX_CONNS,
                 .max_running = 2 * (ncpu > 0 ? ncpu : 1),
                 .max_queued = 64,
+                .js_deadline_ms = -1,
         };
+        sandbox_opts_init(&o.sb);
+        bounds_opts_init(&o.lim);
+        const char *env_js = getenv("CHIDORI_JS_DEADLINE_MS");
+        if (env_js && *env_js && parse_nonneg(env_js, &o.js_deadline_ms) < 0) {
+                fprintf(stderr, "chidori: CHIDORI_JS_DEADLINE_MS='%s' is not a number of milliseconds (expected an "
+                                "integer >= 0)\n", env_js);
+                return EXIT_USAGE;
+        }
+        if (sandbox_opts_env(&o.sb) < 0 || bounds_opts_env(&o.lim) < 0)
+                return EXIT_USAGE;
         optind = 1;
         opterr = 0;
         int c;
         while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+                if (c == '?' || c == ':')
+                        return cli_bad_option("serve", argc, argv, longopts);
+                int h = sandbox_opts_parse(&o.sb, "serve", c, optarg);
+                if (h == 0)
+                        h = bounds_opts_parse(&o.lim, "serve", c, optarg);
+                if (h < 0)
+                        return EXIT_USAGE;
+                if (h > 0)
+                        continue;
                 switch (c) {
+                case SVOPT_STATE_DIR: o.state_dir = optarg; break;
+                case SVOPT_SHARED_MEMORY: o.shared_memory = true; break;
+                case SVOPT_JS_DEADLINE:
+                        if (parse_count("--js-deadline", optarg, 0, 86400000L, &o.js_deadline_ms) < 0)
+                                return EXIT_USAGE;
+                        break;
                 case SVOPT_LISTEN: o.listen = optarg; break;
                 case SVOPT_TOKEN_FILE: o.token_file = optarg; break;
                 case SVOPT_MAX_BODY: {
@@ -350,6 +436,13 @@ int cmd_serve(int argc, char **argv)
         }
         if (o.trusted && o.untrusted)
                 return usage_error("give --trusted or --untrusted, not both");
+        if (sandbox_opts_check(&o.sb) < 0)
+                return EXIT_USAGE;
+        if (!(o.sb.disable & (1u << LAYER_CGROUP)) && o.sb.pids_max < ENGINE_PIDS_MIN)
+                return usage_error("process limit too low to start the engine (--pids %llu; at least %d needed)",
+                                   (unsigned long long)o.sb.pids_max, ENGINE_PIDS_MIN);
+        if (o.state_dir && state_dir_check(o.state_dir) < 0)
+                return EXIT_USAGE;
         o.agent_path = argv[optind];
         if (strcmp(o.agent_path, "-") == 0)
                 return usage_error("serve runs an agent file; it cannot be read from stdin ('-')");
@@ -364,6 +457,10 @@ int cmd_serve(int argc, char **argv)
         struct ev_io *stop_io = NULL;
         int fd = -1;
         char *unix_path = NULL;
+        char *state_dir = NULL;
+        char *worker_path = NULL;
+        struct store *store = NULL;
+        struct memstore *mem = NULL;
 
         /* Tokens first: the listening decision depends on them. */
         const char *env_token = getenv("CHIDORI_SERVE_TOKEN");
@@ -408,6 +505,31 @@ int cmd_serve(int argc, char **argv)
         if (warning)
                 fprintf(stderr, "chidori: warning: %s\n", warning);
         free(warning);
+        /* As `run`: no JIT and a shorter CPU budget under a policy that is not permissive. */
+        if (o.sb.jit < 0 && policy_fallback(pol) != POLICY_ALLOW)
+                o.sb.jit = 0;
+        if (o.js_deadline_ms < 0)
+                o.js_deadline_ms = policy_fallback(pol) != POLICY_ALLOW ? 10000 : 60000;
+        o.sb.engine_cpu_ms = o.js_deadline_ms;
+        if (find_worker(&worker_path, &err) < 0) {
+                fprintf(stderr, "chidori: serve: %s\n", err_msg(err));
+                goto out;
+        }
+        if (o.state_dir ? !(state_dir = strdup(o.state_dir)) : memstore_default_dir(&state_dir, &err) < 0) {
+                fprintf(stderr, "chidori: serve: %s; choose a place with --state-dir DIR\n", err_msg(err));
+                goto out;
+        }
+        /* The memory store first: it makes the state directory (and its parents, 0700). */
+        if (memstore_open(state_dir, &mem, &err) < 0) {
+                fprintf(stderr, "chidori: serve: open the memory store: %s; choose another place with --state-dir "
+                                "DIR\n", err_msg(err));
+                goto out;
+        }
+        if (store_open(state_dir, &store, &err) < 0) {
+                fprintf(stderr, "chidori: serve: %s\n", err_msg(err));
+                code = EXIT_PROTOCOL;
+                goto out;
+        }
 
         char desc[PATH_MAX + 16];
         bool loopback = true;
@@ -440,6 +562,7 @@ int cmd_serve(int argc, char **argv)
         for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
                 sigaction(sigs[i], &sa, NULL);
 
+        struct serve_boxes sbx = { .worker_path = worker_path, .sb = &o.sb };
         struct server_config cfg = {
                 .listen_fd = fd,
                 .listen_desc = desc,
@@ -450,6 +573,25 @@ int cmd_serve(int argc, char **argv)
                 .agent = o.agent_path,
                 .max_running = (unsigned)o.max_running,
                 .max_queued = (unsigned)o.max_queued,
+                .store = store,
+                .run = {
+                        .version = CHIDORI_VERSION,
+                        .script = agent.script,
+                        .filename = agent.filename,
+                        .agent_abspath = agent.abspath,
+                        .agent_sha256 = agent.sha256,
+                        .esm = agent.esm,
+                        .policy = pol,
+                        .js_deadline_ms = o.js_deadline_ms,
+                        .deadline_ms = o.sb.deadline_ms,
+                        .limits = o.lim,
+                        .effects = &effects_table,
+                        .mem = mem,
+                        .shared_memory = o.shared_memory,
+                        .boxes_new = boxes_new,
+                        .boxes_free = boxes_free,
+                        .boxes_arg = &sbx,
+                },
         };
         fd = -1; /* the server's now, whatever happens */
         if (server_new(loop, &cfg, &st.srv, &err) < 0) {
@@ -493,6 +635,10 @@ out:
                 unlink(unix_path);
                 free(unix_path);
         }
+        store_close(store);
+        memstore_close(mem);
+        free(state_dir);
+        free(worker_path);
         policy_free(pol);
         agent_free(&agent);
         auth_free(auth);

@@ -114,6 +114,35 @@ int http_reply(struct http_req *r, unsigned status, const char *ctype, const cha
         return 0;
 }
 
+void http_suspend(struct http_req *r)
+{
+        MHD_suspend_connection(r->conn);
+        r->suspended = true;
+}
+
+static void on_resumed(struct evloop *loop, void *arg)
+{
+        (void)loop;
+        struct server *srv = arg;
+        srv->run_deferred = false;
+        mhd_drive(srv);
+}
+
+/* MHD without a thread of its own has no wake-up pipe: a resumed
+ * connection is processed by the next MHD_run, which we call at the start
+ * of the next turn. */
+void http_resume(struct http_req *r)
+{
+        if (!r->suspended)
+                return;
+        r->suspended = false;
+        r->resumed = true;
+        MHD_resume_connection(r->conn);
+        struct server *srv = r->srv;
+        if (!srv->run_deferred && evloop_defer(srv->loop, on_resumed, srv, NULL) == 0)
+                srv->run_deferred = true;
+}
+
 static bool body_append(struct http_req *r, const char *data, size_t len, size_t max)
 {
         if (r->too_large || len > max - r->body_len) {
@@ -165,7 +194,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                         if ((errno || *end || n > srv->cfg.max_body)) {
                                 r->too_large = true;
                                 api_handle(srv, r);
-                                return r->answered ? MHD_YES : MHD_NO;
+                                return r->answered || r->suspended ? MHD_YES : MHD_NO;
                         }
                 }
                 return MHD_YES;
@@ -179,7 +208,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (r->answered)
                 return MHD_YES;
         api_handle(srv, r);
-        return r->answered ? MHD_YES : MHD_NO;
+        return r->answered || r->suspended ? MHD_YES : MHD_NO;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
@@ -207,6 +236,8 @@ int server_new(struct evloop *loop, const struct server_config *cfg, struct serv
                 return err_set(err, ENOMEM, "server");
         srv->loop = loop;
         srv->cfg = *cfg;
+        srv->store = cfg->store;
+        srv->run = cfg->run;
         srv->started = mono_ms();
         srv->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
                                     on_request, srv, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)cfg->listen_fd,
@@ -228,6 +259,14 @@ int server_new(struct evloop *loop, const struct server_config *cfg, struct serv
                 server_free(srv);
                 return -1;
         }
+        unsigned requeued = 0, failed = 0;
+        if (srv->store && sessions_recover(srv, &requeued, &failed, err) < 0) {
+                server_free(srv);
+                return -1;
+        }
+        if (requeued || failed)
+                fprintf(stderr, "chidori: serve: from the last run of the server: %u queued session(s) queued again, "
+                                "%u running session(s) failed (interrupted by server restart)\n", requeued, failed);
         *ret = srv;
         return 0;
 }
@@ -236,12 +275,19 @@ void server_free(struct server *srv)
 {
         if (!srv)
                 return;
+        /* Waiting requests are answered (503), sessions cancelled. */
+        waiters_free_all(srv);
+        sessions_free_all(srv);
+        if (srv->mhd)
+                MHD_run(srv->mhd);
+        evloop_defer_cancel(srv->loop, on_resumed, srv);
         evloop_hook_remove(srv->loop, false, on_prepare, srv);
         evloop_io_del(srv->loop, srv->mhd_io);
         if (srv->mhd_timer)
                 evloop_timer_del(srv->loop, srv->mhd_timer);
         if (srv->mhd)
                 MHD_stop_daemon(srv->mhd); /* closes the listening socket too */
+        free(srv->stats.effects);
         free(srv);
 }
 

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "runtime/session.h"
 
 struct evloop;
 struct server;
@@ -77,6 +78,31 @@ unsigned api_code_status(enum api_code c);
 
 /* ---- the server ---- */
 
+struct store;
+struct memstore;
+struct effect_table;
+struct box_provider;
+struct policy;
+
+/* What every session runs: the operator's agent and options (cli/serve.c). */
+struct server_run {
+        const char *version;
+        const char *script, *filename, *agent_abspath, *agent_sha256;
+        bool esm;
+        const struct policy *policy;
+        long js_deadline_ms, deadline_ms;
+        struct session_limits limits;
+        const struct effect_table *effects;
+        struct memstore *mem;
+        bool shared_memory;
+        /* A box provider for one session (the CLI's: the same box as `run`). */
+        int (*boxes_new)(void *arg, const char *run_id, const struct box_provider **ret, void **ret_handle,
+                         struct err **err);
+        void (*boxes_free)(void *arg, void *handle);
+        void *boxes_arg;
+};
+
+
 struct server_config {
         int listen_fd;            /* bound, listening, non-blocking; the server's from now */
         const char *listen_desc;  /* "http://127.0.0.1:8080" or "unix:/path" (messages) */
@@ -87,6 +113,8 @@ struct server_config {
         const char *agent;        /* the agent's path as given (session JSON) */
         unsigned max_running;
         unsigned max_queued;
+        struct store *store;      /* opened by the caller, used (not owned) */
+        struct server_run run;
 };
 
 int server_new(struct evloop *loop, const struct server_config *cfg, struct server **ret, struct err **err);
