@@ -163,6 +163,7 @@ int report_outcome(const struct session_outcome *o, bool json, const struct outc
                 }
                 return r.code;
         }
+        case OUTCOME_SHOW_PAUSED: /* the CLI never pauses */
         case OUTCOME_SHOW_FAILURE: break;
         }
         return fail(o, json, run_id, r.code, "%s", r.message);

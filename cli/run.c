@@ -437,7 +437,7 @@ static int execute(const struct run_opts *o, struct run_ctx *c)
                 .can_approve = tty,
                 .journal = { c->journal ? &journal_file_ops : NULL, c->journal },
                 .mode = c->replay ? SESSION_REPLAY : SESSION_LIVE,
-                .replay = c->replay,
+                .replay = { c->replay ? &replay_file_ops : NULL, c->replay },
                 .deadline_ms = o->sb.deadline_ms,
                 .deadline_from = o->started,
                 .quiet_logs = c->replay != NULL,

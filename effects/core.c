@@ -236,10 +236,14 @@ static const struct effect *find(const char *op)
         return NULL;
 }
 
-/* The families that hold state for a session or wait on fds; the session
- * calls their hooks without knowing what they are. */
+/* The families, each the folder of its rows' handlers; the session calls
+ * their hooks without knowing what they are.  core, workspace and template
+ * hold nothing per session beyond struct broker and wait on no fd. */
 static const struct effect_family families[] = {
+        { "core", NULL, NULL, NULL, NULL },
         { "memory", broker_memory_attach, NULL, NULL, NULL },
+        { "workspace", NULL, NULL, NULL, NULL },
+        { "template", NULL, NULL, NULL, NULL },
         { "net", NULL, broker_http_fds, broker_http_perform, broker_http_free },
         { "proc", NULL, broker_procs_fds, broker_procs_perform, broker_procs_free },
         { "fs", NULL, NULL, NULL, broker_fs_free },

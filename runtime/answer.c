@@ -204,7 +204,7 @@ int session_answer(struct session *s, int64_t id, const char *op, const char *ar
                 b->outstanding--;
         int r = 0;
         const struct session_journal *jr = &b->cfg->journal;
-        if (jr->ops) {
+        if (jr->ops && !s->answer_recorded) {
                 cJSON *line = cJSON_CreateObject();
                 cJSON_AddStringToObject(line, "type", "call");
                 cJSON_AddNumberToObject(line, "seq", (double)b->seq);

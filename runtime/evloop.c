@@ -355,6 +355,9 @@ int evloop_run_once(struct evloop *l, int max_wait_ms, struct err **err)
         }
         run_timers(l);
         run_hooks(l, &l->check);
+        /* What the callbacks deferred runs in this turn too: the caller
+         * sees its effect (a session that ended) before waiting again. */
+        run_deferred(l);
         l->dispatching = false;
         free_dead(l);
         return 0;

@@ -72,7 +72,7 @@ void evloop_spin(struct evloop *loop, double ms);
 
 /* One turn: deferred calls, prepare hooks, wait (at most max_wait_ms, -1 =
  * until something happens; 0 when deferred calls are queued), the ready
- * watchers' and due timers' callbacks, check hooks.  Returns 0, or -1 when
+ * watchers' and due timers' callbacks, check hooks, the calls they deferred.  Returns 0, or -1 when
  * epoll fails (EINTR is not a failure: the turn ends early). */
 int evloop_run_once(struct evloop *loop, int max_wait_ms, struct err **err);
 

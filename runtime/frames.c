@@ -75,7 +75,7 @@ static int on_done(struct session *s, cJSON *j)
         if (!cJSON_IsBool(ok))
                 return broker_end_with(b, SESSION_END_PROTOCOL, "done frame without a boolean \"ok\"");
         if (b->cfg->mode != SESSION_LIVE && cJSON_IsTrue(ok)) {
-                struct replay_entry *e = replay_by_seq(b->cfg->replay, b->replay_next);
+                struct replay_entry *e = b->cfg->replay.ops->by_seq(b->cfg->replay.r, b->replay_next);
                 if (e && !e->called)
                         return broker_end_with(b, SESSION_END_DIVERGED,
                                         "replay diverged at call %lld: expected %s, got <end of run>",
@@ -159,6 +159,8 @@ bool session_reading(struct session *s)
         struct broker *b = &s->b;
         if (s->peer_gone)
                 return true;
+        if (s->pausing)
+                return false;
         if (session_outq_held(&s->q) >= b->lim.max_queue) {
                 broker_limit_report(b, LIMIT_QUEUE, NULL);
                 return false;

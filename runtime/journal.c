@@ -567,3 +567,29 @@ struct replay_entry *replay_by_seq(struct replay *r, size_t idx)
 {
         return idx < r->n ? &r->entries[idx] : NULL;
 }
+
+/* ---- the file behind struct replay_ops ---- */
+
+static const cJSON *file_replay_header(void *r)
+{
+        return replay_header(r);
+}
+
+static struct replay_entry *file_by_seq(void *r, size_t idx)
+{
+        return replay_by_seq(r, idx);
+}
+
+static struct replay_entry *file_by_id(void *r, int64_t id)
+{
+        return replay_by_id(r, id);
+}
+
+static int file_entry_line(void *r, const struct replay_entry *e, cJSON **ret, struct err **err)
+{
+        return replay_entry_line(r, e, ret, err);
+}
+
+const struct replay_ops replay_file_ops = {
+        .header = file_replay_header, .by_seq = file_by_seq, .by_id = file_by_id, .entry_line = file_entry_line,
+};

@@ -111,6 +111,25 @@ struct replay_entry {
         size_t lineno;
 };
 
+/* The replay source as an interface (the session reads through it; the
+ * server's database will be another implementation): the header, the
+ * answered calls in delivery order (seq, 0-based) and by id, and one
+ * call's line read back.  replay_file_ops: the file below (r is a struct
+ * replay *). */
+struct replay_ops {
+        const struct cJSON *(*header)(void *r);
+        struct replay_entry *(*by_seq)(void *r, size_t idx);
+        struct replay_entry *(*by_id)(void *r, int64_t id);
+        int (*entry_line)(void *r, const struct replay_entry *e, struct cJSON **ret, struct err **err);
+};
+
+struct session_replay {
+        const struct replay_ops *ops;   /* NULL: no replay source */
+        void *r;
+};
+
+extern const struct replay_ops replay_file_ops;
+
 /* Read a whole journal.  A file of more than max_bytes (0 = no limit) is
  * refused before it is read (JOURNAL_E_LIMIT).  Errors name the line. */
 int replay_open(const char *path, uint64_t max_bytes, struct replay **ret, struct err **err);

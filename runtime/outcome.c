@@ -101,6 +101,7 @@ void session_outcome_exit(const struct session_outcome *o, const struct outcome_
                 if (o->spawn_layer)
                         return set(r, EXIT_LAYER_UNAVAILABLE, OUTCOME_SHOW_FAILURE, "%s", m);
                 return set(r, EXIT_PROTOCOL, OUTCOME_SHOW_FAILURE, "start the engine worker: %s", m);
+        case SESSION_END_PAUSED: return set(r, EXIT_OK, OUTCOME_SHOW_PAUSED, "%s", m);
         case SESSION_END_EOF:
         case SESSION_END_MAX: break;
         }
@@ -116,7 +117,7 @@ const char *session_end_name(enum session_end e)
                 [SESSION_END_PROTOCOL] = "protocol_error",    [SESSION_END_EOF] = "worker_exited",
                 [SESSION_END_DEADLINE] = "deadline",          [SESSION_END_DIVERGED] = "replay_diverged",
                 [SESSION_END_LIMIT] = "limit",                [SESSION_END_PARENT] = "protocol_error",
-                [SESSION_END_SPAWN] = "spawn_failed",
+                [SESSION_END_SPAWN] = "spawn_failed",        [SESSION_END_PAUSED] = "paused",
         };
         return (unsigned)e < SESSION_END_MAX ? n[e] : "unknown";
 }

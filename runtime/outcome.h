@@ -13,6 +13,7 @@ enum outcome_show {
         OUTCOME_SHOW_AGENT_ERROR,  /* the agent's error object (o->error) */
         OUTCOME_SHOW_LIMIT,        /* message, as an Error with code ELIMIT (the agent's doing: exit 1) */
         OUTCOME_SHOW_FAILURE,      /* message: one line, it may quote the worker (escape it) */
+        OUTCOME_SHOW_PAUSED,       /* not an ending: the run waits to be resumed (no CLI path pauses) */
 };
 
 struct outcome_context {

@@ -62,20 +62,20 @@ static bool legacy_args_equal(const char *want, const char *got)
         return eq;
 }
 
-static bool replay_is_exact(struct replay *r)
+static bool replay_is_exact(const struct session_replay *src)
 {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(replay_header(r), "values");
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(src->ops->header(src->r), "values");
         return cJSON_IsString(v) && strcmp(v->valuestring, "exact") == 0;
 }
 
 int session_replay_pump(struct session *s, struct err **err)
 {
         struct broker *b = &s->b;
-        struct replay *r = b->cfg->replay;
+        const struct session_replay *src = &b->cfg->replay;
         struct replay_entry *e;
-        while ((e = replay_by_seq(r, b->replay_next)) && e->called && !e->delivered) {
+        while ((e = src->ops->by_seq(src->r, b->replay_next)) && e->called && !e->delivered) {
                 cJSON *line = NULL;
-                if (replay_entry_line(r, e, &line, err) < 0)
+                if (src->ops->entry_line(src->r, e, &line, err) < 0)
                         return -1;
                 if (e->interrupted) {
                         /* Started, never answered: not performed again. */
@@ -103,7 +103,11 @@ int session_replay_pump(struct session *s, struct err **err)
                 const cJSON *args = cJSON_GetObjectItemCaseSensitive(line, "args");
                 e->delivered = true;
                 b->replay_next++;
+                /* RESUME continues the journal it reads: its answers are in
+                 * it already (a REPLAY records them again, if asked to). */
+                s->answer_recorded = b->cfg->mode == SESSION_RESUME;
                 int rc = session_answer(s, e->id, e->op, cJSON_IsRaw(args) ? args->valuestring : "{}", value, error, err);
+                s->answer_recorded = false;
                 cJSON_Delete(line);
                 if (rc < 0)
                         return -1;
@@ -116,7 +120,8 @@ int session_replay_pump(struct session *s, struct err **err)
 int session_replay_call(struct session *s, int64_t id, const char *op, const char *args, struct err **err)
 {
         struct broker *b = &s->b;
-        struct replay_entry *e = replay_by_id(b->cfg->replay, id);
+        const struct session_replay *src = &b->cfg->replay;
+        struct replay_entry *e = src->ops->by_id(src->r, id);
         /* RESUME: a call the journal does not have (never asked, or parked
          * for an approval when the worker stopped) is performed live. */
         if (!e && b->cfg->mode == SESSION_RESUME)
@@ -132,13 +137,13 @@ int session_replay_call(struct session *s, int64_t id, const char *op, const cha
                 return 1;
         }
         cJSON *line = NULL;
-        if (replay_entry_line(b->cfg->replay, e, &line, err) < 0)
+        if (src->ops->entry_line(src->r, e, &line, err) < 0)
                 return -1;
         /* The args as text: what the worker sends now against what it sent
          * then (both compact). */
         const cJSON *wj = cJSON_GetObjectItemCaseSensitive(line, "args");
         const char *want = cJSON_IsRaw(wj) ? wj->valuestring : "{}";
-        if (strcmp(want, args) != 0 && (replay_is_exact(b->cfg->replay) || !legacy_args_equal(want, args))) {
+        if (strcmp(want, args) != 0 && (replay_is_exact(src) || !legacy_args_equal(want, args))) {
                 char w[400], g[400], d[400];
                 describe(e->op, want, w, sizeof(w));
                 describe(op, args, g, sizeof(g));

@@ -89,6 +89,8 @@ struct session {
         double start;
         double deadline_at;          /* mono_ms, 0 = none */
         volatile sig_atomic_t cancelled;  /* the budget's stop flag when cfg->stop is NULL */
+        bool pausing;                /* session_pause: ends PAUSED once nothing is in flight */
+        bool answer_recorded;        /* RESUME: the answer being sent is the journal's already */
 
         int frame_fd, stderr_fd;
         struct ev_io *frame_io, *err_io;

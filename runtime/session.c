@@ -155,12 +155,23 @@ static void prepare(struct evloop *loop, void *arg)
         }
 }
 
+/* Pausing: the effects in flight (not the parked calls, not the input
+ * waits, which are b->pend entries too) have all been answered. */
+static void check_pause(struct session *s)
+{
+        if (!s->pausing || s->b.finished || s->b.npend > s->ninputs)
+                return;
+        broker_end_with(&s->b, SESSION_END_PAUSED, "paused: %s",
+                        s->asking ? "an approval is waiting" : s->ninputs ? "an input is waiting" : "by request");
+}
+
 static void check(struct evloop *loop, void *arg)
 {
         (void)loop;
         struct session *s = arg;
         if (s->frame_io && !s->b.finished)
                 session_families_check(s);
+        check_pause(s);
 }
 
 /* ---- the box ---- */
@@ -354,6 +365,15 @@ void session_cancel(struct session *s, const char *reason)
 {
         s->cancelled = 1;
         broker_end_with(&s->b, SESSION_END_INTERRUPTED, "%s", reason);
+}
+
+int session_pause(struct session *s, struct err **err)
+{
+        if (s->b.finished)
+                return err_set(err, 0, "the session has already ended");
+        s->pausing = true;
+        check_pause(s);
+        return 0;
 }
 
 enum session_state session_state(const struct session *s)

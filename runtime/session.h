@@ -31,7 +31,6 @@
 struct cJSON;
 struct evloop;
 struct memstore;
-struct replay;
 struct policy;
 struct workspace;
 struct ssrf_allow;
@@ -91,7 +90,9 @@ struct broker_children {
 /* How a session runs: live (perform every effect), replay (answer every
  * call from a journal, perform nothing), or resume (answer the journal's
  * calls from it, then perform live; a call the journal started and never
- * answered gets the error "interrupted by server restart"). */
+ * answered gets the error "interrupted by server restart").  A resumed
+ * session continues the journal it reads: cfg.journal gets the new lines
+ * only (the interrupted calls' answers and what is performed live). */
 enum session_mode {
         SESSION_LIVE,
         SESSION_REPLAY,
@@ -112,7 +113,7 @@ struct session_config {
         bool can_approve;         /* the sink can answer approvals (session_approve); else ask_before refuses */
         struct session_journal journal; /* record here (ops NULL: nothing recorded) */
         enum session_mode mode;
-        struct replay *replay;    /* REPLAY, RESUME: the journal read back */
+        struct session_replay replay; /* REPLAY, RESUME: the journal read back (runtime/journal.h) */
         long deadline_ms;         /* parent wall-clock deadline, 0 = none */
         double deadline_from;     /* mono_ms() it counts from (the command's start), 0 = session_start's */
         bool quiet_logs;          /* replay: agent logs are effects, not performed */
@@ -158,6 +159,7 @@ enum session_end {
         SESSION_END_LIMIT,        /* a parent limit that ends the run (the journal's): message says which */
         SESSION_END_PARENT,       /* a failure of the parent itself (message says which) */
         SESSION_END_SPAWN,        /* the box could not start (message; spawn_layer: a layer missing) */
+        SESSION_END_PAUSED,       /* session_pause: the box is gone, the journal resumes it (RESUME) */
         SESSION_END_MAX
 };
 
@@ -303,6 +305,12 @@ int session_input(struct session *s, const char *json, size_t len, struct err **
 int session_input_fail(struct session *s, const char *message, struct err **err);
 /* End the run now (SESSION_END_INTERRUPTED, `reason` the message); the box is killed. */
 void session_cancel(struct session *s, const char *reason);
+/* Pause (the server's "pause is the worker exiting"): read no further call;
+ * once the effects in flight have finished and are journaled (parked calls
+ * and input waits are not in flight), end with SESSION_END_PAUSED and kill
+ * the box.  session_pending_approval still names what was being asked; a
+ * new session in RESUME mode over the journal continues the run. */
+int session_pause(struct session *s, struct err **err);
 enum session_state session_state(const struct session *s);
 /* The outcome (final once the state is SESSION_ENDED). */
 struct session_outcome *session_outcome(struct session *s);

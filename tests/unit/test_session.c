@@ -28,6 +28,7 @@
 #include "runtime/evloop.h"
 #include "runtime/journal.h"
 #include "runtime/outcome.h"
+#include "runtime/runtime-internal.h"
 #include "runtime/session.h"
 
 /* ---- the fake provider: a socketpair, the test holds the worker's end ---- */
@@ -70,9 +71,8 @@ static void fake_finish(void *arg, void *handle, bool kill_first)
         assert_ptr_equal(handle, f);
         f->finished = true;
         f->killed = kill_first;
-        if (f->worker_fd >= 0)
-                close(f->worker_fd);
-        f->worker_fd = -1;
+        /* The worker's end stays open: what was sent before is still read
+         * by the test (t_free closes it). */
         f->ev.ended(f->ev.arg, &(struct box_ended){ .reason = kill_first ? BOX_KILLED : BOX_EXITED });
 }
 
@@ -460,7 +460,7 @@ static void replay_divergence(void **state)
         struct t t;
         t_init(&t, loop, NULL);
         t.cfg.mode = SESSION_REPLAY;
-        t.cfg.replay = r;
+        t.cfg.replay = (struct session_replay){ &replay_file_ops, r };
         t_start(&t);
         w_ready(&t);
         w_send(&t, "{\"type\":\"call\",\"id\":1,\"op\":\"random.seed\",\"args\":{}}");
@@ -497,7 +497,7 @@ static void resume_then_live(void **state)
         struct t t;
         t_init(&t, loop, "{\"rules\":[],\"default\":\"always_allow\"}");
         t.cfg.mode = SESSION_RESUME;
-        t.cfg.replay = r;
+        t.cfg.replay = (struct session_replay){ &replay_file_ops, r };
         t_start(&t);
         w_ready(&t);
         w_send(&t, "{\"type\":\"call\",\"id\":1,\"op\":\"clock.now\",\"args\":{}}");
@@ -583,6 +583,223 @@ static void spawn_failure(void **state)
         assert_string_equal(session_outcome(t.s)->message, "no box today");
         t_free(&t);
         evloop_free(loop);
+}
+
+/* ---- a family of the test's own: "test.slow" answers when the test
+ * writes the call's id (one digit) into a pipe; its fd joins the loop
+ * through the family hooks, as http's and the tools' do ---- */
+
+static int slow_pipe[2] = { -1, -1 };
+static int64_t slow_ids[8];
+static size_t slow_n;
+
+static int do_slow(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
+{
+        (void)b, (void)args, (void)ret, (void)err;
+        slow_ids[slow_n++] = id;
+        return 1;
+}
+
+static size_t slow_fds(struct broker *b, struct pollfd *fds, size_t max, int *timeout_ms)
+{
+        (void)b, (void)timeout_ms;
+        if (!slow_n)
+                return 0;
+        if (max >= 1)
+                fds[0] = (struct pollfd){ .fd = slow_pipe[0], .events = POLLIN };
+        return 1;
+}
+
+static int slow_perform(struct broker *b, const struct pollfd *fds, size_t n, struct err **err)
+{
+        (void)err;
+        char c;
+        if (!n || !(fds[0].revents & POLLIN) || read(slow_pipe[0], &c, 1) != 1)
+                return 0;
+        for (size_t i = 0; i < slow_n; i++)
+                if (slow_ids[i] == c - '0') {
+                        slow_ids[i] = slow_ids[--slow_n];
+                        broker_complete(b, c - '0', cJSON_CreateNumber(c - '0'), NULL);
+                        break;
+                }
+        return 0;
+}
+
+static const struct effect slow_row = { "test.slow", "test", GATE_NONE, NULL, do_slow, NULL, false };
+
+static const struct effect *slow_find(const char *op)
+{
+        return strcmp(op, "test.slow") == 0 ? &slow_row : effects_table.find(op);
+}
+
+static struct effect_family slow_families[16];
+static struct effect_table slow_table;
+
+static void slow_setup(void)
+{
+        assert_int_equal(pipe(slow_pipe), 0);
+        slow_n = 0;
+        assert_true(effects_table.nfamilies < 15);
+        memcpy(slow_families, effects_table.families, effects_table.nfamilies * sizeof(slow_families[0]));
+        slow_families[effects_table.nfamilies] =
+                (struct effect_family){ "test", NULL, slow_fds, slow_perform, NULL };
+        slow_table = (struct effect_table){ slow_find, slow_families, effects_table.nfamilies + 1 };
+}
+
+static void slow_teardown(void)
+{
+        close(slow_pipe[0]);
+        close(slow_pipe[1]);
+}
+
+/* A family's calls complete in the order their effects finish, not the
+ * order they were asked; the journal's seq follows the answers. */
+static void family_completion_order(void **state)
+{
+        (void)state;
+        slow_setup();
+        char dir[] = "/tmp/chidori-test-session.XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        char path[128];
+        snprintf(path, sizeof(path), "%s/j.jsonl", dir);
+        struct journal *jf = NULL;
+        struct err *e = NULL;
+        assert_int_equal(journal_open(path, &jf, &e), 0);
+        struct evloop *loop = NULL;
+        assert_int_equal(evloop_new(&loop, &e), 0);
+        struct t t;
+        t_init(&t, loop, NULL);
+        t.cfg.effects = &slow_table;
+        t.cfg.journal = (struct session_journal){ &journal_file_ops, jf };
+        t_start(&t);
+        w_ready(&t);
+        w_send(&t, "{\"type\":\"call\",\"id\":1,\"op\":\"test.slow\",\"args\":{}}");
+        w_send(&t, "{\"type\":\"call\",\"id\":2,\"op\":\"test.slow\",\"args\":{}}");
+        w_send(&t, "{\"type\":\"call\",\"id\":3,\"op\":\"clock.now\",\"args\":{}}");
+        bool ok;
+        assert_int_equal(w_result(&t, &ok, NULL, 0), 3);
+        assert_int_equal(write(slow_pipe[1], "2", 1), 1);
+        assert_int_equal(w_result(&t, &ok, NULL, 0), 2);
+        assert_int_equal(write(slow_pipe[1], "1", 1), 1);
+        assert_int_equal(w_result(&t, &ok, NULL, 0), 1);
+        w_send(&t, "{\"type\":\"done\",\"ok\":true,\"value\":0}");
+        run_until_ended(&t);
+        assert_int_equal(session_outcome(t.s)->end, SESSION_END_DONE_OK);
+        t_free(&t);
+        evloop_free(loop);
+        journal_close(jf);
+        char *text = NULL;
+        size_t len = 0;
+        assert_int_equal(read_file(path, 1 << 20, &text, &len, &e), 0);
+        const char *a = strstr(text, "\"seq\":1,\"id\":3"), *b = strstr(text, "\"seq\":2,\"id\":2");
+        const char *c = strstr(text, "\"seq\":3,\"id\":1");
+        assert_true(a && b && c && a < b && b < c);
+        free(text);
+        unlink(path);
+        rmdir(dir);
+        slow_teardown();
+}
+
+/* session_pause: no further call is read; the effect in flight finishes and
+ * is journaled first; then the box is killed and the session ends PAUSED,
+ * still naming the approval it waits for.  RESUME over that journal asks
+ * the parked call again, replays the finished one, performs the rest live. */
+static void pause_then_resume(void **state)
+{
+        (void)state;
+        slow_setup();
+        char dir[] = "/tmp/chidori-test-session.XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        char path[128];
+        snprintf(path, sizeof(path), "%s/j.jsonl", dir);
+        struct journal *jf = NULL;
+        struct err *e = NULL;
+        assert_int_equal(journal_open(path, &jf, &e), 0);
+        journal_set_intents(jf, true);
+        cJSON *h = cJSON_Parse("{\"type\":\"header\",\"values\":\"exact\",\"input\":null}");
+        assert_int_equal(journal_file_ops.header(jf, h, &e), 0);
+        cJSON_Delete(h);
+        struct evloop *loop = NULL;
+        assert_int_equal(evloop_new(&loop, &e), 0);
+        struct t t;
+        t_init(&t, loop, ask_ws);
+        t.cfg.effects = &slow_table;
+        t.cfg.journal = (struct session_journal){ &journal_file_ops, jf };
+        t_start(&t);
+        w_ready(&t);
+        w_send(&t, "{\"type\":\"call\",\"id\":1,\"op\":\"workspace.write\",\"args\":{\"path\":\"a\",\"data_base64\":\"eA==\"}}");
+        w_send(&t, "{\"type\":\"call\",\"id\":2,\"op\":\"test.slow\",\"args\":{}}");
+        for (int i = 0; i < 10; i++)
+                pump(loop, 5);
+        assert_int_equal(t.rec.napprovals, 1);
+        assert_int_equal(session_pause(t.s, &e), 0);
+        w_send(&t, "{\"type\":\"call\",\"id\":3,\"op\":\"clock.now\",\"args\":{}}");
+        for (int i = 0; i < 10; i++)
+                pump(loop, 5);
+        assert_int_not_equal(session_state(t.s), SESSION_ENDED); /* call 2 is still in flight */
+        assert_false(t.box.finished);
+        assert_int_equal(write(slow_pipe[1], "2", 1), 1);
+        bool ok;
+        assert_int_equal(w_result(&t, &ok, NULL, 0), 2); /* delivered before the box goes */
+        run_until_ended(&t);
+        assert_int_equal(session_outcome(t.s)->end, SESSION_END_PAUSED);
+        assert_string_equal(session_outcome(t.s)->message, "paused: an approval is waiting");
+        assert_true(t.box.killed);
+        assert_non_null(session_pending_approval(t.s));
+        assert_int_equal(session_pending_approval(t.s)->id, 1);
+        t_free(&t);
+        journal_close(jf);
+        /* The journal: call 2 only (1 parked, 3 never read). */
+        struct replay *r = NULL;
+        assert_int_equal(replay_open(path, 0, &r, &e), 0);
+        assert_int_equal(replay_count(r), 1);
+        assert_int_equal(replay_by_seq(r, 0)->id, 2);
+        /* Resume in a fresh box; it continues the journal (here a second
+         * file, to see what it adds). */
+        char path2[160];
+        snprintf(path2, sizeof(path2), "%s/j2.jsonl", dir);
+        assert_int_equal(journal_open(path2, &jf, &e), 0);
+        t_init(&t, loop, ask_ws);
+        t.cfg.effects = &slow_table;
+        t.cfg.mode = SESSION_RESUME;
+        t.cfg.replay = (struct session_replay){ &replay_file_ops, r };
+        t.cfg.journal = (struct session_journal){ &journal_file_ops, jf };
+        t_start(&t);
+        w_ready(&t);
+        w_send(&t, "{\"type\":\"call\",\"id\":1,\"op\":\"workspace.write\",\"args\":{\"path\":\"a\",\"data_base64\":\"eA==\"}}");
+        w_send(&t, "{\"type\":\"call\",\"id\":2,\"op\":\"test.slow\",\"args\":{}}");
+        cJSON *j = w_recv(&t);
+        assert_int_equal(cJSON_GetObjectItem(j, "id")->valueint, 2);
+        assert_int_equal(cJSON_GetObjectItem(j, "value")->valueint, 2); /* the journal's answer */
+        cJSON_Delete(j);
+        assert_int_equal(slow_n, 0); /* not performed again */
+        run_idle(loop);
+        assert_int_equal(t.rec.napprovals, 1); /* asked again */
+        assert_int_equal(session_approve(t.s, 1, true, "x", &e), 0);
+        char msg[256];
+        assert_int_equal(w_result(&t, &ok, msg, sizeof(msg)), 1);
+        assert_non_null(strstr(msg, "no workspace configured"));
+        w_send(&t, "{\"type\":\"call\",\"id\":3,\"op\":\"clock.now\",\"args\":{}}");
+        assert_int_equal(w_result(&t, &ok, NULL, 0), 3);
+        w_send(&t, "{\"type\":\"done\",\"ok\":true,\"value\":0}");
+        run_until_ended(&t);
+        assert_int_equal(session_outcome(t.s)->end, SESSION_END_DONE_OK);
+        t_free(&t);
+        evloop_free(loop);
+        replay_free(r);
+        journal_close(jf);
+        /* New lines only: calls 1 and 3 (seq 2 and 3, after the journal's 1). */
+        char *text = NULL;
+        size_t len = 0;
+        assert_int_equal(read_file(path2, 1 << 20, &text, &len, &e), 0);
+        assert_null(strstr(text, "\"id\":2,"));
+        assert_non_null(strstr(text, "\"seq\":2,\"id\":1"));
+        assert_non_null(strstr(text, "\"seq\":3,\"id\":3"));
+        free(text);
+        unlink(path2);
+        unlink(path);
+        rmdir(dir);
+        slow_teardown();
 }
 
 /* ---- the event loop on its own ---- */
@@ -689,6 +906,7 @@ int main(void)
                 cmocka_unit_test(input_from_the_sink),   cmocka_unit_test(protocol_errors),
                 cmocka_unit_test(replay_divergence),     cmocka_unit_test(resume_then_live),
                 cmocka_unit_test(two_sessions_one_loop), cmocka_unit_test(spawn_failure),
+                cmocka_unit_test(family_completion_order), cmocka_unit_test(pause_then_resume),
                 cmocka_unit_test(evloop_timers_and_deferred), cmocka_unit_test(evloop_removed_watcher_is_not_called),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
