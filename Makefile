@@ -12,7 +12,7 @@ SAN        ?=
 PKG_CONFIG ?= pkg-config
 
 PKGS_WORKER := javascriptcoregtk-4.1 libcjson
-PKGS_HOST   := libcjson sqlite3 libseccomp libcap libmnl
+PKGS_HOST   := libcjson sqlite3 libseccomp libcap libmnl libmicrohttpd
 PKGS_CLI    := javascriptcoregtk-4.1 $(PKGS_HOST) libcurl
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-format-nonliteral -Werror=implicit-function-declaration -Werror=vla
@@ -42,12 +42,13 @@ SANDBOX_SRC := $(filter-out sandbox/seccomp-gen.c,$(wildcard sandbox/*.c sandbox
 RUNTIME_SRC := $(wildcard runtime/*.c)
 POLICY_SRC  := $(wildcard policy/*.c)
 EFFECTS_SRC := $(wildcard effects/*.c effects/*/*.c)
+SERVER_SRC  := $(wildcard server/*.c)
 ENGINE_SRC  := $(filter-out engine/worker.c,$(wildcard engine/*.c))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(patsubst %.S,$(BUILD)/obj/%.o,$(1)))
 
 ENGINE_OBJ := $(call obj,$(ENGINE_SRC) engine/embed.S) $(BUILD)/obj/gen/node-parts.o
-LIB_OBJ    := $(call obj,$(COMMON_SRC) $(PROTO_SRC) $(CHAN_SRC) $(MONITOR_SRC) $(CLI_SRC) $(SANDBOX_SRC) $(RUNTIME_SRC) $(POLICY_SRC) $(EFFECTS_SRC)) \
+LIB_OBJ    := $(call obj,$(COMMON_SRC) $(PROTO_SRC) $(CHAN_SRC) $(MONITOR_SRC) $(CLI_SRC) $(SANDBOX_SRC) $(RUNTIME_SRC) $(POLICY_SRC) $(EFFECTS_SRC) $(SERVER_SRC)) \
               $(ENGINE_OBJ) \
               $(BUILD)/obj/gen/seccomp_bpf.o
 CLI_LIBS    = $(call libs_of,$(PKGS_CLI)) -lpthread

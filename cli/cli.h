@@ -168,6 +168,7 @@ int cmd_replay(int argc, char **argv);
 int cmd_memory(int argc, char **argv);
 int cmd_launch(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 /* ---- memory.c ---- */
 /* --state-dir DIR: DIR exists, or its parent does (DIR itself is then

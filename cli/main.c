@@ -21,6 +21,7 @@ static void help(FILE *f)
                    "  launch -- PROG   run any program inside the same sandbox\n"
                    "  doctor           report which isolation layers this host can apply\n"
                    "  memory ACTION    list, show, delete or clear an agent's memory (chidori.memory)\n"
+                   "  serve AGENT      serve an agent over HTTP: sessions, approvals, streaming\n"
                    "\n"
                    "  chidori COMMAND --help   shows the options of a command\n"
                    "  chidori --version        prints the version\n",
@@ -97,7 +98,9 @@ int main(int argc, char **argv)
                 return cmd_host_tool(argc - 1, argv + 1);
         if (strcmp(cmd, "memory") == 0)
                 return cmd_memory(argc - 1, argv + 1);
-        static const char *const cmds[] = { "run", "replay", "launch", "doctor", "memory", "help", "version" };
+        if (strcmp(cmd, "serve") == 0)
+                return cmd_serve(argc - 1, argv + 1);
+        static const char *const cmds[] = { "run", "replay", "launch", "doctor", "memory", "serve", "help", "version" };
         const char *near = cli_nearest(cmd, cmds, sizeof(cmds) / sizeof(cmds[0]));
         char q[256];
         text_quote(cmd, strlen(cmd), q, sizeof(q));

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 PKGS=(
   build-essential pkg-config clang libclang-rt-14-dev
   libjavascriptcoregtk-4.1-dev libcjson-dev libsqlite3-dev libcmocka-dev
-  libseccomp-dev libcap-dev libmnl-dev libcurl4-openssl-dev libicu-dev tzdata
+  libseccomp-dev libcap-dev libmnl-dev libmicrohttpd-dev libcurl4-openssl-dev libicu-dev tzdata
   bats bc procps passwd util-linux bubblewrap nodejs npm
   python3 jq curl zsh
 )

@@ -148,10 +148,11 @@ complete_bash() {
   B=$P/bin/chidori
   mkdir -p "$T/w/sub" && touch "$T/w/a.ts" "$T/w/b.js" "$T/w/notes.txt"
   cd "$T/w"
-  [[ $(complete_bash "$C" "$B" "") == $'run\nreplay\nlaunch\ndoctor\nmemory\n--help\n--version' ]]
+  [[ $(complete_bash "$C" "$B" "") == $'run\nreplay\nlaunch\ndoctor\nmemory\nserve\n--help\n--version' ]]
   [[ $(complete_bash "$C" "$B" re) == "replay" ]]
   [[ $(complete_bash "$C" "$B" run --jo) == "--journal" ]]
   [[ $(complete_bash "$C" "$B" run --no-) == $'--no-jit\n--no-isolate' ]]
+  [[ $(complete_bash "$C" "$B" serve --lis) == "--listen" ]]
   [[ $(complete_bash "$C" "$B" launch --ro) == "--ro-bind" ]]
   [[ $(complete_bash "$C" "$B" doctor --) == $'--require\n--seccomp-table' ]]
   [[ $(complete_bash "$C" "$B" memory --y) == "--yes" ]]

@@ -1,0 +1,647 @@
+/* cli/serve.c — `chidori serve AGENT`: options, the listening socket (made
+ * here, handed to the server: the privileged monitor will make it later),
+ * tokens, the banner, and the event loop the server runs on until SIGTERM
+ * (docs/serve.md). */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "cli/bounds.h"
+#include "cli/cli.h"
+#include "cli/grants.h"
+#include "cli/options.h"
+#include "cli/suggest.h"
+#include "common/text.h"
+#include "common/util.h"
+#include "effects/effects.h"
+#include "effects/memory/memstore.h"
+#include "policy/policy.h"
+#include "runtime/evloop.h"
+#include "sandbox/cgroup/cgroup.h"
+#include "server/server.h"
+#include "server/store.h"
+
+#define SERVE_DEFAULT_LISTEN "127.0.0.1:8080"
+#define SERVE_DEFAULT_MAX_BODY ((uint64_t)1 << 20)
+#define SERVE_DEFAULT_CONN_TIMEOUT 30
+#define SERVE_DEFAULT_MAX_CONNS 256
+
+struct serve_opts {
+        const char *agent_path;
+        const char *listen;
+        const char *token_file;
+        uint64_t max_body;
+        long conn_timeout;
+        long max_conns;
+        long max_running;
+        long max_queued;
+        const char *state_dir;
+        long js_deadline_ms;      /* -1: the default for the policy */
+        struct sandbox_opts sb;
+        struct session_limits lim;
+        bool trusted, untrusted, quiet, shared_memory;
+};
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        fprintf(stderr, "chidori: ");
+        vfprintf(stderr, fmt, ap);
+        fprintf(stderr, "\nTry 'chidori serve --help'.\n");
+        va_end(ap);
+        return EXIT_USAGE;
+}
+
+static void serve_help(void)
+{
+        printf("Usage: chidori serve AGENT [OPTIONS]\n"
+               "\n"
+               "Serve one agent over HTTP: every POST /sessions is a run of AGENT in its own box,\n"
+               "recorded and streamed (docs/serve.md has the routes, their JSON and the error codes).\n"
+               "\n"
+               "Options (environment variable in brackets):\n"
+               "  --listen ADDR         HOST:PORT (default " SERVE_DEFAULT_LISTEN "; port 0 picks a free one,\n"
+               "                        printed on the Listening: line) or unix:PATH (mode 0660)\n"
+               "  --token-file FILE     bearer tokens: one token, or lines 'TENANT TOKEN' (the tenant\n"
+               "                        'admin' sees every tenant's sessions); required on every route but\n"
+               "                        /healthz and /readyz [CHIDORI_SERVE_TOKEN holds one token]\n"
+               "                        Without a token the server listens on loopback or a unix socket\n"
+               "                        only (exit 78 otherwise).\n"
+               "  --max-body SIZE       largest request body, e.g. 64K or 1M (default 1M; 413 past it)\n"
+               "  --conn-timeout SECS   close a connection idle this long (default 30; slow clients)\n"
+               "  --max-connections N   connections at once (default 256)\n"
+               "  --max-running N       sessions running at once (default 2 x CPUs)\n"
+               "  --max-queued N        sessions waiting for a slot; past it 429 (default 64)\n"
+               "  --state-dir DIR       where the sessions (DIR/serve.db) and agent memory are kept\n"
+               "                        [default $XDG_STATE_HOME/chidori or ~/.local/state/chidori]\n"
+               "  --shared-memory       every session shares the agent's memory namespace (default: each\n"
+               "                        session its own)\n"
+               "  --js-deadline MS      the engine's CPU-time budget per run, in ms (default 10000, 60000\n"
+               "                        under a permissive policy; 0 = none) [CHIDORI_JS_DEADLINE_MS]\n"
+               "  Every run of a session has the options of `chidori run`'s box:\n"
+               BOUNDS_OPTIONS_HELP
+               SANDBOX_OPTIONS_HELP
+               "  --trusted             the permissive policy when no CHIDORI_POLICY* is set (the\n"
+               "                        default of serve is untrusted: deny by default)\n"
+               "  --untrusted           the untrusted policy whatever CHIDORI_POLICY* says\n"
+               "  --quiet               do not print the banner\n"
+               "  -h, --help            show this help\n");
+}
+
+enum {
+        SVOPT_LISTEN = 1200, SVOPT_TOKEN_FILE, SVOPT_MAX_BODY, SVOPT_CONN_TIMEOUT, SVOPT_MAX_CONNS,
+        SVOPT_MAX_RUNNING, SVOPT_MAX_QUEUED, SVOPT_TRUSTED, SVOPT_UNTRUSTED, SVOPT_QUIET, SVOPT_STATE_DIR,
+        SVOPT_SHARED_MEMORY, SVOPT_JS_DEADLINE,
+};
+
+/* ---- the box of a session: the CLI's provider, as `run` uses it ---- */
+
+struct serve_box {
+        struct spawn_opts so;
+        struct cli_boxes boxes;
+        struct grants grants;
+        char run_id[64];
+};
+
+struct serve_boxes {
+        const char *worker_path;
+        const struct sandbox_opts *sb;
+};
+
+static int boxes_new(void *arg, const char *run_id, const struct box_provider **ret, void **ret_handle,
+                     struct err **err)
+{
+        struct serve_boxes *sbx = arg;
+        struct serve_box *b = calloc(1, sizeof(*b));
+        if (!b)
+                return err_set(err, ENOMEM, "a box for session %s", run_id);
+        snprintf(b->run_id, sizeof(b->run_id), "%s", run_id);
+        b->so = (struct spawn_opts){ .worker_path = sbx->worker_path, .run_id = b->run_id, .sandbox = sbx->sb };
+        cli_boxes_init(&b->boxes, &b->so, &b->grants);
+        *ret = &b->boxes.provider;
+        *ret_handle = b;
+        return 0;
+}
+
+static void boxes_free(void *arg, void *handle)
+{
+        (void)arg;
+        free(handle);
+}
+
+static int parse_count(const char *opt, const char *arg, long min, long max, long *ret)
+{
+        long v;
+        if (parse_nonneg(arg, &v) < 0 || v < min || v > max) {
+                char q[128];
+                usage_error("%s '%s' is not valid (expected an integer from %ld to %ld)", opt,
+                            text_quote(arg, strnlen(arg, 64), q, sizeof(q)), min, max);
+                return -1;
+        }
+        *ret = v;
+        return 0;
+}
+
+/* ---- the listening socket ---- */
+
+static bool addr_is_loopback(const struct sockaddr *sa)
+{
+        if (sa->sa_family == AF_INET)
+                return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+        if (sa->sa_family == AF_INET6) {
+                const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+                if (IN6_IS_ADDR_LOOPBACK(a))
+                        return true;
+                return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
+        }
+        return false;
+}
+
+/* unix:PATH: a stale socket left by a killed server is replaced; a live one
+ * (something answers) is an error. */
+static int listen_unix(const char *path, char *desc, size_t dlen)
+{
+        struct sockaddr_un sun = { .sun_family = AF_UNIX };
+        char q[PATH_MAX];
+        text_quote(path, strlen(path), q, sizeof(q));
+        if (!*path || strlen(path) >= sizeof(sun.sun_path)) {
+                usage_error("--listen unix:%s: a socket path must be 1 to %zu bytes", q, sizeof(sun.sun_path) - 1);
+                return -1;
+        }
+        memcpy(sun.sun_path, path, strlen(path) + 1);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+                fprintf(stderr, "chidori: serve: socket: %s\n", strerror(errno));
+                return -1;
+        }
+        struct stat st;
+        if (lstat(path, &st) == 0) {
+                if (!S_ISSOCK(st.st_mode)) {
+                        fprintf(stderr, "chidori: serve: --listen unix:%s: the path exists and is not a socket; "
+                                        "remove it or choose another path\n", q);
+                        close(fd);
+                        return -1;
+                }
+                int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                if (probe >= 0 && connect(probe, (struct sockaddr *)&sun, sizeof(sun)) == 0) {
+                        close(probe);
+                        fprintf(stderr, "chidori: serve: --listen unix:%s: another server is listening on "
+                                        "this socket; stop it or choose another path\n", q);
+                        close(fd);
+                        return -1;
+                }
+                if (probe >= 0)
+                        close(probe);
+                unlink(path); /* stale: nobody listens */
+        }
+        mode_t old = umask(0117); /* the socket is made 0660, never wider for a moment */
+        int rc = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
+        umask(old);
+        if (rc < 0 || chmod(path, 0660) < 0 || listen(fd, 128) < 0) {
+                fprintf(stderr, "chidori: serve: --listen unix:%s: %s\n", q, strerror(errno));
+                close(fd);
+                return -1;
+        }
+        snprintf(desc, dlen, "unix:%s", q);
+        return fd;
+}
+
+/* HOST:PORT, [V6]:PORT.  *ret_loopback: every address it listens on is loopback. */
+static int listen_tcp(const char *spec, char *desc, size_t dlen, bool *ret_loopback)
+{
+        char q[256];
+        text_quote(spec, strnlen(spec, 200), q, sizeof(q));
+        char host[256];
+        const char *port;
+        if (spec[0] == '[') {
+                const char *close_b = strchr(spec, ']');
+                if (!close_b || close_b[1] != ':' || (size_t)(close_b - spec - 1) >= sizeof(host)) {
+                        usage_error("--listen '%s' is not valid (expected HOST:PORT, [IPV6]:PORT or unix:PATH)", q);
+                        return -1;
+                }
+                memcpy(host, spec + 1, (size_t)(close_b - spec - 1));
+                host[close_b - spec - 1] = '\0';
+                port = close_b + 2;
+        } else {
+                const char *colon = strrchr(spec, ':');
+                if (!colon || colon == spec || (size_t)(colon - spec) >= sizeof(host) || strchr(spec, ':') != colon) {
+                        usage_error("--listen '%s' is not valid (expected HOST:PORT, [IPV6]:PORT or unix:PATH)", q);
+                        return -1;
+                }
+                memcpy(host, spec, (size_t)(colon - spec));
+                host[colon - spec] = '\0';
+                port = colon + 1;
+        }
+        long p;
+        if (parse_nonneg(port, &p) < 0 || p > 65535) {
+                usage_error("--listen '%s': the port is not a number from 0 to 65535", q);
+                return -1;
+        }
+        struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                                  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
+        struct addrinfo *ai = NULL;
+        int g = getaddrinfo(host, port, &hints, &ai);
+        if (g != 0 || !ai) {
+                usage_error("--listen '%s': the host cannot be resolved (%s)", q, gai_strerror(g));
+                return -1;
+        }
+        int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+                fprintf(stderr, "chidori: serve: socket: %s\n", strerror(errno));
+                freeaddrinfo(ai);
+                return -1;
+        }
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        *ret_loopback = addr_is_loopback(ai->ai_addr);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 128) < 0) {
+                fprintf(stderr, "chidori: serve: --listen %s: %s%s\n", q, strerror(errno),
+                        errno == EADDRINUSE ? " (choose another port, or stop what listens there)" : "");
+                close(fd);
+                freeaddrinfo(ai);
+                return -1;
+        }
+        freeaddrinfo(ai);
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        char ip[INET6_ADDRSTRLEN] = "?";
+        unsigned short bound = 0;
+        if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
+                if (ss.ss_family == AF_INET) {
+                        struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+                        inet_ntop(AF_INET, &s4->sin_addr, ip, sizeof(ip));
+                        bound = ntohs(s4->sin_port);
+                } else if (ss.ss_family == AF_INET6) {
+                        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+                        inet_ntop(AF_INET6, &s6->sin6_addr, ip, sizeof(ip));
+                        bound = ntohs(s6->sin6_port);
+                }
+        }
+        snprintf(desc, dlen, ss.ss_family == AF_INET6 ? "http://[%s]:%u" : "http://%s:%u", ip, bound);
+        return fd;
+}
+
+/* ---- signals: SIGTERM/SIGINT/SIGHUP wake the loop through a pipe ---- */
+
+static int stop_pipe[2] = { -1, -1 };
+
+static void on_serve_signal(int sig)
+{
+        int e = errno;
+        launcher_stop_signal = sig;
+        if (stop_pipe[1] >= 0) {
+                char b = (char)sig;
+                ssize_t w = write(stop_pipe[1], &b, 1);
+                (void)w;
+        }
+        errno = e;
+}
+
+struct serve_state {
+        struct server *srv;
+        bool stop;
+};
+
+static void on_stop_pipe(struct evloop *loop, struct ev_io *io, int fd, uint32_t revents, void *arg)
+{
+        (void)loop, (void)io, (void)revents;
+        struct serve_state *st = arg;
+        char buf[16];
+        while (read(fd, buf, sizeof(buf)) > 0)
+                ;
+        st->stop = true;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+        static const struct option longopts[] = {
+                { "listen", required_argument, NULL, SVOPT_LISTEN },
+                { "token-file", required_argument, NULL, SVOPT_TOKEN_FILE },
+                { "max-body", required_argument, NULL, SVOPT_MAX_BODY },
+                { "conn-timeout", required_argument, NULL, SVOPT_CONN_TIMEOUT },
+                { "max-connections", required_argument, NULL, SVOPT_MAX_CONNS },
+                { "max-running", required_argument, NULL, SVOPT_MAX_RUNNING },
+                { "max-queued", required_argument, NULL, SVOPT_MAX_QUEUED },
+                { "trusted", no_argument, NULL, SVOPT_TRUSTED },
+                { "untrusted", no_argument, NULL, SVOPT_UNTRUSTED },
+                { "quiet", no_argument, NULL, SVOPT_QUIET },
+                { "state-dir", required_argument, NULL, SVOPT_STATE_DIR },
+                { "shared-memory", no_argument, NULL, SVOPT_SHARED_MEMORY },
+                { "js-deadline", required_argument, NULL, SVOPT_JS_DEADLINE },
+                SANDBOX_LONGOPTS,
+                BOUNDS_LONGOPTS,
+                { "help", no_argument, NULL, 'h' },
+                { NULL, 0, NULL, 0 },
+        };
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        struct serve_opts o = {
+                .listen = SERVE_DEFAULT_LISTEN,
+                .max_body = SERVE_DEFAULT_MAX_BODY,
+                .conn_timeout = SERVE_DEFAULT_CONN_TIMEOUT,
+                .max_conns = SERVE_DEFAULT_MAX_CONNS,
+                .max_running = 2 * (ncpu > 0 ? ncpu : 1),
+                .max_queued = 64,
+                .js_deadline_ms = -1,
+        };
+        sandbox_opts_init(&o.sb);
+        bounds_opts_init(&o.lim);
+        const char *env_js = getenv("CHIDORI_JS_DEADLINE_MS");
+        if (env_js && *env_js && parse_nonneg(env_js, &o.js_deadline_ms) < 0) {
+                fprintf(stderr, "chidori: CHIDORI_JS_DEADLINE_MS='%s' is not a number of milliseconds (expected an "
+                                "integer >= 0)\n", env_js);
+                return EXIT_USAGE;
+        }
+        if (sandbox_opts_env(&o.sb) < 0 || bounds_opts_env(&o.lim) < 0)
+                return EXIT_USAGE;
+        optind = 1;
+        opterr = 0;
+        int c;
+        while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+                if (c == '?' || c == ':')
+                        return cli_bad_option("serve", argc, argv, longopts);
+                int h = sandbox_opts_parse(&o.sb, "serve", c, optarg);
+                if (h == 0)
+                        h = bounds_opts_parse(&o.lim, "serve", c, optarg);
+                if (h < 0)
+                        return EXIT_USAGE;
+                if (h > 0)
+                        continue;
+                switch (c) {
+                case SVOPT_STATE_DIR: o.state_dir = optarg; break;
+                case SVOPT_SHARED_MEMORY: o.shared_memory = true; break;
+                case SVOPT_JS_DEADLINE:
+                        if (parse_count("--js-deadline", optarg, 0, 86400000L, &o.js_deadline_ms) < 0)
+                                return EXIT_USAGE;
+                        break;
+                case SVOPT_LISTEN: o.listen = optarg; break;
+                case SVOPT_TOKEN_FILE: o.token_file = optarg; break;
+                case SVOPT_MAX_BODY: {
+                        struct err *e = NULL;
+                        if (cgroup_parse_size(optarg, &o.max_body, &e) < 0 || o.max_body == 0 ||
+                            o.max_body > ((uint64_t)1 << 30)) {
+                                char q[128];
+                                usage_error("--max-body '%s' is not valid (expected a size from 1 byte to 1G, e.g. "
+                                            "64K or 1M)%s%s",
+                                            text_quote(optarg, strnlen(optarg, 64), q, sizeof(q)), e ? ": " : "",
+                                            e ? err_msg(e) : "");
+                                err_free(e);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                }
+                case SVOPT_CONN_TIMEOUT:
+                        if (parse_count("--conn-timeout", optarg, 1, 3600, &o.conn_timeout) < 0)
+                                return EXIT_USAGE;
+                        break;
+                case SVOPT_MAX_CONNS:
+                        if (parse_count("--max-connections", optarg, 1, 65536, &o.max_conns) < 0)
+                                return EXIT_USAGE;
+                        break;
+                case SVOPT_MAX_RUNNING:
+                        if (parse_count("--max-running", optarg, 1, 4096, &o.max_running) < 0)
+                                return EXIT_USAGE;
+                        break;
+                case SVOPT_MAX_QUEUED:
+                        if (parse_count("--max-queued", optarg, 0, 1000000, &o.max_queued) < 0)
+                                return EXIT_USAGE;
+                        break;
+                case SVOPT_TRUSTED: o.trusted = true; break;
+                case SVOPT_UNTRUSTED: o.untrusted = true; break;
+                case SVOPT_QUIET: o.quiet = true; break;
+                case 'h': serve_help(); return EXIT_OK;
+                default: return cli_bad_option("serve", argc, argv, longopts);
+                }
+        }
+        if (optind >= argc)
+                return usage_error("no agent file given (chidori serve AGENT [OPTIONS])");
+        if (argc - optind > 1) {
+                char q[256];
+                return usage_error("one agent file expected, got also '%s'",
+                                   text_quote(argv[optind + 1], strnlen(argv[optind + 1], 200), q, sizeof(q)));
+        }
+        if (o.trusted && o.untrusted)
+                return usage_error("give --trusted or --untrusted, not both");
+        if (sandbox_opts_check(&o.sb) < 0)
+                return EXIT_USAGE;
+        if (!(o.sb.disable & (1u << LAYER_CGROUP)) && o.sb.pids_max < ENGINE_PIDS_MIN)
+                return usage_error("process limit too low to start the engine (--pids %llu; at least %d needed)",
+                                   (unsigned long long)o.sb.pids_max, ENGINE_PIDS_MIN);
+        if (o.state_dir && state_dir_check(o.state_dir) < 0)
+                return EXIT_USAGE;
+        o.agent_path = argv[optind];
+        if (strcmp(o.agent_path, "-") == 0)
+                return usage_error("serve runs an agent file; it cannot be read from stdin ('-')");
+
+        int code = EXIT_USAGE;
+        struct err *err = NULL;
+        struct auth *auth = NULL;
+        struct agent agent = { 0 };
+        struct policy *pol = NULL;
+        struct evloop *loop = NULL;
+        struct serve_state st = { 0 };
+        struct ev_io *stop_io = NULL;
+        int fd = -1;
+        char *unix_path = NULL;
+        char *state_dir = NULL;
+        char *worker_path = NULL;
+        struct store *store = NULL;
+        struct memstore *mem = NULL;
+
+        /* Tokens first: the listening decision depends on them. */
+        const char *env_token = getenv("CHIDORI_SERVE_TOKEN");
+        if (o.token_file && env_token && *env_token)
+                return usage_error("give --token-file or CHIDORI_SERVE_TOKEN, not both");
+        if (o.token_file) {
+                if (auth_load_file(o.token_file, &auth, &err) < 0) {
+                        char q[PATH_MAX];
+                        fprintf(stderr, "chidori: serve: --token-file '%s': %s\n",
+                                text_quote(o.token_file, strlen(o.token_file), q, sizeof(q)), err_msg(err));
+                        goto out;
+                }
+        } else if (env_token && *env_token) {
+                if (auth_new_token(env_token, &auth, &err) < 0) {
+                        fprintf(stderr, "chidori: serve: CHIDORI_SERVE_TOKEN: %s\n", err_msg(err));
+                        goto out;
+                }
+        } else if (auth_new_open(&auth, &err) < 0) {
+                fprintf(stderr, "chidori: serve: %s\n", err_msg(err));
+                goto out;
+        }
+
+        if (agent_load(o.agent_path, &agent, &err) < 0) {
+                text_fput_line(stderr, "chidori: serve: ", err_msg(err), strlen(err_msg(err)));
+                code = err_code(err) == AGENT_E_BUNDLE || err_code(err) == AGENT_E_IMPORT ? EXIT_AGENT_ERROR
+                                                                                           : EXIT_USAGE;
+                goto out;
+        }
+        struct policy_sources src = {
+                .surface = POLICY_SURFACE_SERVE,
+                .flag_untrusted = o.untrusted,
+                .flag_trusted = o.trusted,
+                .env_file = getenv("CHIDORI_POLICY_FILE"),
+                .env_inline = getenv("CHIDORI_POLICY"),
+                .env_profile = getenv("CHIDORI_POLICY_PROFILE"),
+        };
+        char *warning = NULL;
+        if (policy_select(&src, &pol, &warning, &err) < 0) {
+                fprintf(stderr, "chidori: %s\n", err_msg(err));
+                goto out;
+        }
+        if (warning)
+                fprintf(stderr, "chidori: warning: %s\n", warning);
+        free(warning);
+        /* As `run`: no JIT and a shorter CPU budget under a policy that is not permissive. */
+        if (o.sb.jit < 0 && policy_fallback(pol) != POLICY_ALLOW)
+                o.sb.jit = 0;
+        if (o.js_deadline_ms < 0)
+                o.js_deadline_ms = policy_fallback(pol) != POLICY_ALLOW ? 10000 : 60000;
+        o.sb.engine_cpu_ms = o.js_deadline_ms;
+        if (find_worker(&worker_path, &err) < 0) {
+                fprintf(stderr, "chidori: serve: %s\n", err_msg(err));
+                goto out;
+        }
+        if (o.state_dir ? !(state_dir = strdup(o.state_dir)) : memstore_default_dir(&state_dir, &err) < 0) {
+                fprintf(stderr, "chidori: serve: %s; choose a place with --state-dir DIR\n", err_msg(err));
+                goto out;
+        }
+        /* The memory store first: it makes the state directory (and its parents, 0700). */
+        if (memstore_open(state_dir, &mem, &err) < 0) {
+                fprintf(stderr, "chidori: serve: open the memory store: %s; choose another place with --state-dir "
+                                "DIR\n", err_msg(err));
+                goto out;
+        }
+        if (store_open(state_dir, &store, &err) < 0) {
+                fprintf(stderr, "chidori: serve: %s\n", err_msg(err));
+                code = EXIT_PROTOCOL;
+                goto out;
+        }
+
+        char desc[PATH_MAX + 16];
+        bool loopback = true;
+        if (strncmp(o.listen, "unix:", 5) == 0) {
+                fd = listen_unix(o.listen + 5, desc, sizeof(desc));
+                if (fd >= 0)
+                        unix_path = strdup(o.listen + 5);
+        } else {
+                fd = listen_tcp(o.listen, desc, sizeof(desc), &loopback);
+        }
+        if (fd < 0)
+                goto out; /* printed; a usage error or a bind failure: 2 */
+        if (!loopback && !auth_required(auth)) {
+                fprintf(stderr, "chidori: serve: refusing to listen on %s without a token: anyone who reaches it "
+                                "could run the agent; set a token (--token-file FILE or CHIDORI_SERVE_TOKEN), or "
+                                "listen on loopback (127.0.0.1) or a unix socket\n", desc);
+                code = EXIT_LAYER_UNAVAILABLE;
+                goto out;
+        }
+
+        if (evloop_new(&loop, &err) < 0 || pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0 ||
+            evloop_io_add(loop, stop_pipe[0], EPOLLIN, on_stop_pipe, &st, &stop_io, &err) < 0) {
+                fprintf(stderr, "chidori: serve: %s\n", err ? err_msg(err) : strerror(errno));
+                code = EXIT_PROTOCOL;
+                goto out;
+        }
+        struct sigaction sa = { .sa_handler = on_serve_signal };
+        sigemptyset(&sa.sa_mask);
+        static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+        for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+                sigaction(sigs[i], &sa, NULL);
+
+        struct serve_boxes sbx = { .worker_path = worker_path, .sb = &o.sb };
+        struct server_config cfg = {
+                .listen_fd = fd,
+                .listen_desc = desc,
+                .max_body = (size_t)o.max_body,
+                .conn_timeout_s = (unsigned)o.conn_timeout,
+                .max_conns = (unsigned)o.max_conns,
+                .auth = auth,
+                .agent = o.agent_path,
+                .max_running = (unsigned)o.max_running,
+                .max_queued = (unsigned)o.max_queued,
+                .store = store,
+                .run = {
+                        .version = CHIDORI_VERSION,
+                        .script = agent.script,
+                        .filename = agent.filename,
+                        .agent_abspath = agent.abspath,
+                        .agent_sha256 = agent.sha256,
+                        .esm = agent.esm,
+                        .policy = pol,
+                        .js_deadline_ms = o.js_deadline_ms,
+                        .deadline_ms = o.sb.deadline_ms,
+                        .limits = o.lim,
+                        .effects = &effects_table,
+                        .mem = mem,
+                        .shared_memory = o.shared_memory,
+                        .boxes_new = boxes_new,
+                        .boxes_free = boxes_free,
+                        .boxes_arg = &sbx,
+                },
+        };
+        fd = -1; /* the server's now, whatever happens */
+        if (server_new(loop, &cfg, &st.srv, &err) < 0) {
+                fprintf(stderr, "chidori: serve: %s\n", err_msg(err));
+                code = EXIT_PROTOCOL;
+                goto out;
+        }
+        if (!o.quiet) {
+                char pdesc[512];
+                policy_describe(pol, pdesc, sizeof(pdesc));
+                fprintf(stderr, "Policy: %s\n", pdesc);
+                fprintf(stderr, "Tokens: %s\n",
+                        !auth_required(auth)                 ? "none (loopback only)"
+                        : auth_tenant_count(auth) == 1 ? "one"
+                                                       : "per tenant");
+        }
+        /* The line a supervisor (and the tests) wait for: printed with --quiet too. */
+        fprintf(stderr, "Listening: %s\n", desc);
+        fflush(stderr);
+        while (!st.stop) {
+                if (evloop_run_once(loop, -1, &err) < 0) {
+                        fprintf(stderr, "chidori: serve: %s\n", err_msg(err));
+                        code = EXIT_PROTOCOL;
+                        goto out;
+                }
+        }
+        code = EXIT_OK;
+out:
+        server_free(st.srv);
+        if (stop_io)
+                evloop_io_del(loop, stop_io);
+        evloop_free(loop);
+        if (stop_pipe[0] >= 0) {
+                close(stop_pipe[0]);
+                close(stop_pipe[1]);
+                stop_pipe[0] = stop_pipe[1] = -1;
+        }
+        if (fd >= 0)
+                close(fd);
+        if (unix_path) {
+                unlink(unix_path);
+                free(unix_path);
+        }
+        store_close(store);
+        memstore_close(mem);
+        free(state_dir);
+        free(worker_path);
+        policy_free(pol);
+        agent_free(&agent);
+        auth_free(auth);
+        err_free(err);
+        return code;
+}

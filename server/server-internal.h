@@ -1,0 +1,162 @@
+/* server/server-internal.h — what http.c and api.c share. */
+#ifndef CHIDORI_SERVER_INTERNAL_H
+#define CHIDORI_SERVER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/session.h"
+#include "server/server.h"
+
+#include <cjson/cJSON.h>
+
+struct policy;
+
+struct MHD_Connection;
+struct MHD_Daemon;
+struct ev_io;
+struct ev_timer;
+
+#define SESSION_ID_LEN 29 /* "s" + 12 hex digits of ms + 16 random hex */
+
+/* One request, from its first byte to its answer. */
+struct http_req {
+        struct server *srv;
+        struct MHD_Connection *conn;
+        const char *method;       /* MHD's, valid until the request completes */
+        const char *url;          /* the path, without the query */
+        char *body;               /* the body as received (at most max_body bytes), NUL-terminated */
+        size_t body_len, body_cap;
+        bool too_large;           /* the body passed --max-body: dropped, 413 at its end */
+        bool answered;            /* a response was queued */
+        bool suspended;           /* waiting (struct waiter); resumed to answer */
+        bool resumed;             /* the wait is over: answer it */
+        unsigned wait_code;       /* the status when the session has settled (201, 200) */
+        bool wait_shutdown;       /* the server stops: 503 */
+        char wait_id[SESSION_ID_LEN + 1];
+        const char *tenant;
+};
+
+/* The session statuses of the contract, in its order. */
+enum sess_status {
+        SESS_QUEUED, SESS_RUNNING, SESS_AWAITING_APPROVAL, SESS_AWAITING_INPUT, SESS_DONE, SESS_FAILED,
+        SESS_CANCELLED, SESS_STATUS_MAX
+};
+const char *sess_status_name(enum sess_status s);
+
+/* How runs ended (the failure table of `chidori run`'s exit codes). */
+enum run_ending {
+        RUN_OK, RUN_AGENT_ERROR, RUN_DEADLINE, RUN_CPU_LIMIT, RUN_MEMORY_LIMIT, RUN_SANDBOX_VIOLATION,
+        RUN_PROTOCOL, RUN_WORKER_EXITED, RUN_CANCELLED, RUN_LIMIT, RUN_SPAWN, RUN_SERVER, RUN_ENDING_MAX
+};
+const char *run_ending_name(enum run_ending e);
+
+#define HIST_BUCKETS 12
+struct histogram {
+        uint64_t count[HIST_BUCKETS + 1]; /* per bucket (not cumulative); the last: +Inf */
+        double sum;
+};
+/* Upper bounds of the buckets, seconds. */
+extern const double hist_bounds[HIST_BUCKETS];
+void histogram_observe(struct histogram *h, double seconds);
+
+struct server_stats {
+        uint64_t requests;        /* answered */
+        uint64_t by_class[6];     /* 1xx..5xx answers (index status/100) */
+        uint64_t runs[RUN_ENDING_MAX];        /* runs (a resume is a run) by ending */
+        uint64_t memory_kills;    /* runs ended by the memory ceiling */
+        struct histogram run_duration, box_start;
+        /* effects by (op, decision): a small table filled as they come */
+        struct effect_count { char op[32]; char decision[12]; uint64_t n; } *effects;
+        size_t n_effects;
+};
+
+/* A session this server runs or queues. */
+struct live {
+        struct live *next;
+        struct server *srv;
+        char id[SESSION_ID_LEN + 1];
+        char *tenant;
+        char *ns;
+        cJSON *input;
+        struct policy *profile;
+        const struct policy *profile_layers[2];
+        struct session_config cfg;
+        struct session_sink sink;
+        const struct box_provider *boxes;
+        void *boxes_handle;
+        struct session *s;
+        int64_t intents[64];      /* calls whose intent is written and result not yet */
+        size_t n_intents;
+        double started;
+        bool queued, ended, deleted, shutting, box_started, store_failed;
+};
+
+/* A request waiting for a session to settle (wait, cancel). */
+struct waiter {
+        struct waiter *next;
+        struct server *srv;
+        struct http_req *r;
+        char id[SESSION_ID_LEN + 1];
+        struct ev_timer *timer;
+};
+
+struct server {
+        struct evloop *loop;
+        struct server_config cfg;
+        struct MHD_Daemon *mhd;
+        struct ev_io *mhd_io;
+        struct ev_timer *mhd_timer;
+        double mhd_timer_at;
+        bool draining;
+        double started;           /* mono_ms() */
+        struct server_stats stats;
+        struct store *store;
+        struct server_run run;
+        struct live *live;        /* queued and running, newest first */
+        struct live *dead;        /* ended, freed at the next turn */
+        bool free_deferred;
+        bool run_deferred;        /* MHD_run is queued for a resumed connection */
+        unsigned running, queued;
+        struct waiter *waiters;
+};
+
+/* ---- http.c ---- */
+/* A header of the request (case-insensitive name), or NULL. */
+const char *http_header(struct http_req *r, const char *name);
+/* A query argument, or NULL. */
+const char *http_query(struct http_req *r, const char *name);
+/* Queue the answer: `headers` is NULL or pairs name, value ending with NULL. */
+int http_reply(struct http_req *r, unsigned status, const char *ctype, const char *body, size_t len,
+               const char *const *headers);
+
+void http_suspend(struct http_req *r);
+void http_resume(struct http_req *r);
+
+/* ---- sessions.c ---- */
+void sessions_make_id(char out[SESSION_ID_LEN + 1]);
+bool sessions_id_ok(const char *id);
+/* Queue (and start when a slot is free) a session already in the store.
+ * Takes input and profile. */
+int sessions_create(struct server *srv, const char *id, const char *tenant, cJSON *input, struct policy *profile,
+                    struct err **err);
+bool sessions_can_queue(const struct server *srv);
+struct live *sessions_find(struct server *srv, const char *id);
+int sessions_cancel(struct server *srv, struct live *l, const char *why);
+int sessions_recover(struct server *srv, unsigned *ret_requeued, unsigned *ret_failed, struct err **err);
+void sessions_free_all(struct server *srv);
+
+/* ---- api.c ---- */
+/* Wake the requests waiting for session id (it settled). */
+void waiters_wake(struct server *srv, const char *id);
+/* Wait (suspended) for session id to settle, at most ms; then answer. */
+int waiters_add(struct server *srv, struct http_req *r, const char *id, long ms, unsigned settled_code);
+void waiters_free_all(struct server *srv);
+
+/* The request is complete (or too large): answer it. */
+void api_handle(struct server *srv, struct http_req *r);
+/* {"error": {"code", "message"}} with the code's status. */
+void api_error(struct http_req *r, enum api_code code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,564 @@
+/* server/sessions.c — the server's sessions: one `struct session`
+ * (runtime/session.h) per running session on the server's one event loop,
+ * a queue bounded by --max-queued in front of --max-running slots, the
+ * sink that records what a session says in the store (server/store.c) and
+ * wakes the requests waiting for it, and the journal over the store. */
+#define _GNU_SOURCE
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/time.h>
+
+#include "common/util.h"
+#include "policy/policy.h"
+#include "proto/json.h"
+#include "runtime/evloop.h"
+#include "runtime/session.h"
+#include "server/server-internal.h"
+#include "server/store.h"
+
+/* ---- the journal over the store ---- */
+
+static int j_line(struct live *l, const cJSON *line, bool batch, struct err **err)
+{
+        if (l->deleted)
+                return 0;
+        char *text = cJSON_PrintUnformatted(line);
+        if (!text)
+                return err_set(err, ENOMEM, "journal");
+        int rc = store_journal_append(l->srv->store, l->id, text, batch, err);
+        free(text);
+        if (rc < 0)
+                l->store_failed = true;
+        return rc;
+}
+
+static int j_header(void *j, const cJSON *line, struct err **err)
+{
+        return j_line(j, line, false, err);
+}
+
+/* Before an effect visible outside the box: committed (with every pure
+ * result before it). */
+static int j_intent(void *j, int64_t id, const char *op, const char *args_text, struct err **err)
+{
+        struct live *l = j;
+        if (l->deleted)
+                return 0;
+        cJSON *line = cJSON_CreateObject();
+        cJSON_AddStringToObject(line, "type", "start");
+        cJSON_AddNumberToObject(line, "id", (double)id);
+        cJSON_AddStringToObject(line, "op", op);
+        cJSON_AddItemToObject(line, "args", json_cjson_raw_ref(args_text && *args_text ? args_text : "{}"));
+        int rc = j_line(l, line, false, err);
+        cJSON_Delete(line);
+        if (rc == 0 && l->n_intents < sizeof(l->intents) / sizeof(l->intents[0]))
+                l->intents[l->n_intents++] = id;
+        return rc;
+}
+
+/* A result: committed before the worker sees it when its call had an
+ * intent; a pure one goes with the next commit. */
+static int j_result(void *j, const cJSON *line, struct err **err)
+{
+        struct live *l = j;
+        const cJSON *idn = cJSON_GetObjectItemCaseSensitive(line, "id");
+        bool had_intent = false;
+        if (cJSON_IsNumber(idn))
+                for (size_t i = 0; i < l->n_intents; i++)
+                        if (l->intents[i] == (int64_t)idn->valuedouble) {
+                                had_intent = true;
+                                l->intents[i] = l->intents[--l->n_intents];
+                                break;
+                        }
+        return j_line(l, line, !had_intent, err);
+}
+
+static int j_note(void *j, const cJSON *line, bool final, struct err **err)
+{
+        (void)final;
+        return j_line(j, line, false, err);
+}
+
+static int j_end(void *j, const cJSON *line, struct err **err)
+{
+        return j_line(j, line, false, err);
+}
+
+static int j_sync(void *j, struct err **err)
+{
+        struct live *l = j;
+        return store_commit(l->srv->store, err);
+}
+
+static void j_set_limit(void *j, uint64_t max)
+{
+        (void)j, (void)max;
+}
+
+static const struct journal_ops store_journal_ops = {
+        .header = j_header, .intent = j_intent, .result = j_result, .note = j_note,
+        .end = j_end,       .sync = j_sync,     .set_limit = j_set_limit,
+};
+
+/* ---- ids ---- */
+
+void sessions_make_id(char out[SESSION_ID_LEN + 1])
+{
+        struct timeval tv;
+        gettimeofday(&tv, NULL);
+        unsigned long long ms = (unsigned long long)tv.tv_sec * 1000ull + (unsigned long long)tv.tv_usec / 1000ull;
+        unsigned char b[8];
+        if (getrandom(b, sizeof(b), 0) != sizeof(b))
+                memset(b, 0, sizeof(b));
+        /* "s" + 12 hex digits of milliseconds + 16 random: sortable by creation. */
+        snprintf(out, SESSION_ID_LEN + 1, "s%012llx%02x%02x%02x%02x%02x%02x%02x%02x", ms & 0xffffffffffffull, b[0],
+                 b[1], b[2], b[3], b[4], b[5], b[6], b[7]);
+}
+
+bool sessions_id_ok(const char *id)
+{
+        if (strlen(id) != SESSION_ID_LEN || id[0] != 's')
+                return false;
+        for (size_t i = 1; i < SESSION_ID_LEN; i++)
+                if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
+                        return false;
+        return true;
+}
+
+/* ---- the ending ---- */
+
+struct ending {
+        enum sess_status status;
+        enum run_ending ending;
+        int exit;
+        const char *name;     /* error name when not the agent's */
+};
+
+static struct ending ending_of(const struct session_outcome *o)
+{
+        switch (o->end) {
+        case SESSION_END_DONE_OK: return (struct ending){ SESS_DONE, RUN_OK, 0, NULL };
+        case SESSION_END_AGENT_ERROR: return (struct ending){ SESS_FAILED, RUN_AGENT_ERROR, 1, NULL };
+        case SESSION_END_NEVER_SETTLED: return (struct ending){ SESS_FAILED, RUN_AGENT_ERROR, 1, "NeverSettled" };
+        case SESSION_END_CPU_LIMIT: return (struct ending){ SESS_FAILED, RUN_CPU_LIMIT, 152, "CpuLimit" };
+        case SESSION_END_DEADLINE: return (struct ending){ SESS_FAILED, RUN_DEADLINE, 124, "Deadline" };
+        case SESSION_END_SECCOMP:
+                return (struct ending){ SESS_FAILED, RUN_SANDBOX_VIOLATION, 159, "SandboxViolation" };
+        case SESSION_END_INTERRUPTED: return (struct ending){ SESS_CANCELLED, RUN_CANCELLED, 130, "Cancelled" };
+        case SESSION_END_LIMIT: return (struct ending){ SESS_FAILED, RUN_LIMIT, 1, "Limit" };
+        case SESSION_END_SPAWN:
+                return (struct ending){ SESS_FAILED, RUN_SPAWN, o->spawn_layer ? 78 : 70, "SpawnFailed" };
+        case SESSION_END_EOF:
+                if (o->oom_killed)
+                        return (struct ending){ SESS_FAILED, RUN_MEMORY_LIMIT, 137, "MemoryLimit" };
+                return (struct ending){ SESS_FAILED, RUN_WORKER_EXITED, 70, "WorkerExited" };
+        case SESSION_END_PROTOCOL:
+        case SESSION_END_DIVERGED:
+        case SESSION_END_PARENT:
+        default: return (struct ending){ SESS_FAILED, RUN_PROTOCOL, 70, "ProtocolError" };
+        }
+}
+
+static char *value_text(const cJSON *v)
+{
+        if (!v)
+                return NULL;
+        if (cJSON_IsRaw(v) && v->valuestring)
+                return strdup(v->valuestring);
+        return cJSON_PrintUnformatted(v);
+}
+
+/* ---- the live sessions ---- */
+
+static void live_unlink(struct server *srv, struct live *l)
+{
+        for (struct live **p = &srv->live; *p; p = &(*p)->next)
+                if (*p == l) {
+                        *p = l->next;
+                        return;
+                }
+}
+
+static void live_free(struct live *l)
+{
+        if (!l)
+                return;
+        session_free(l->s);
+        if (l->boxes_handle)
+                l->srv->run.boxes_free(l->srv->run.boxes_arg, l->boxes_handle);
+        policy_free(l->profile);
+        cJSON_Delete(l->input);
+        free(l->ns);
+        free(l->tenant);
+        free(l);
+}
+
+struct live *sessions_find(struct server *srv, const char *id)
+{
+        for (struct live *l = srv->live; l; l = l->next)
+                if (strcmp(l->id, id) == 0)
+                        return l;
+        return NULL;
+}
+
+static void set_status(struct live *l, enum sess_status st)
+{
+        if (l->deleted)
+                return;
+        struct err *err = NULL;
+        if (store_session_update(l->srv->store, l->id, sess_status_name(st), NULL, NULL, -1, NULL, &err) < 0) {
+                fprintf(stderr, "chidori: serve: session %s: %s\n", l->id, err_msg(err));
+                err_free(err);
+        }
+}
+
+static void start_queued(struct server *srv);
+
+/* Sessions that ended are freed at the next turn (each was still in its
+ * own callback), then the queue moves. */
+static void on_freed(struct evloop *loop, void *arg)
+{
+        (void)loop;
+        struct server *srv = arg;
+        srv->free_deferred = false;
+        while (srv->dead) {
+                struct live *l = srv->dead;
+                srv->dead = l->next;
+                live_free(l);
+        }
+        start_queued(srv);
+}
+
+static void defer_free(struct server *srv, struct live *l)
+{
+        l->next = srv->dead;
+        srv->dead = l;
+        if (!srv->free_deferred && evloop_defer(srv->loop, on_freed, srv, NULL) == 0)
+                srv->free_deferred = true;
+}
+
+static void sink_ended(void *arg, struct session *s)
+{
+        struct live *l = arg;
+        struct server *srv = l->srv;
+        l->ended = true;
+        if (l->shutting)
+                return; /* sessions_free_all frees it */
+        struct session_outcome *o = session_outcome(s);
+        struct ending e = ending_of(o);
+        srv->running--;
+        srv->stats.runs[e.ending]++;
+        if (e.ending == RUN_MEMORY_LIMIT)
+                srv->stats.memory_kills++;
+        histogram_observe(&srv->stats.run_duration, o->wall_ms / 1000.0);
+        if (!l->deleted) {
+                char *result = o->end == SESSION_END_DONE_OK ? value_text(o->value) : NULL;
+                if (o->end == SESSION_END_DONE_OK && !result)
+                        result = strdup("null");
+                char *error = NULL;
+                if (e.status != SESS_DONE) {
+                        cJSON *err = cJSON_CreateObject();
+                        const cJSON *n = o->error ? cJSON_GetObjectItemCaseSensitive(o->error, "name") : NULL;
+                        const cJSON *m = o->error ? cJSON_GetObjectItemCaseSensitive(o->error, "message") : NULL;
+                        cJSON_AddStringToObject(err, "name",
+                                                cJSON_IsString(n) ? n->valuestring : e.name ? e.name : "Error");
+                        cJSON_AddStringToObject(err, "message", cJSON_IsString(m) ? m->valuestring
+                                                                : o->message         ? o->message
+                                                                                     : "the run ended");
+                        error = cJSON_PrintUnformatted(err);
+                        cJSON_Delete(err);
+                }
+                cJSON *stats = cJSON_CreateObject();
+                cJSON_AddNumberToObject(stats, "wall_ms", (double)(long long)(o->wall_ms + 0.5));
+                cJSON_AddNumberToObject(stats, "cpu_ms", (double)(long long)(o->cpu_ms + 0.5));
+                cJSON_AddNumberToObject(stats, "peak_bytes", (double)o->peak_bytes);
+                cJSON_AddNumberToObject(stats, "effects", (double)o->effects);
+                char *stats_text = cJSON_PrintUnformatted(stats);
+                /* The journal's end line, as `run` writes it. */
+                cJSON *end = cJSON_CreateObject();
+                char ts[40];
+                utc_iso8601(ts, sizeof(ts));
+                cJSON_AddStringToObject(end, "type", "end");
+                cJSON_AddStringToObject(end, "outcome", e.status == SESS_DONE ? "ok" : run_ending_name(e.ending));
+                cJSON_AddNumberToObject(end, "exit", e.exit);
+                if (o->value)
+                        cJSON_AddItemToObject(end, "value", cJSON_Duplicate(o->value, 1));
+                if (o->error)
+                        cJSON_AddItemToObject(end, "error", cJSON_Duplicate(o->error, 1));
+                if (o->end != SESSION_END_DONE_OK && o->message)
+                        cJSON_AddStringToObject(end, "message", o->message);
+                cJSON_AddStringToObject(end, "ended", ts);
+                cJSON_AddItemToObject(end, "stats", stats);
+                j_end(l, end, NULL);
+                cJSON_Delete(end);
+                struct err *err = NULL;
+                if (store_session_update(srv->store, l->id, sess_status_name(e.status), result, error, e.exit,
+                                         stats_text, &err) < 0) {
+                        fprintf(stderr, "chidori: serve: session %s: %s\n", l->id, err_msg(err));
+                        err_free(err);
+                }
+                free(result);
+                free(error);
+                free(stats_text);
+        }
+        live_unlink(srv, l);
+        waiters_wake(srv, l->id);
+        defer_free(srv, l);
+}
+
+static void sink_status(void *arg, struct session *s, enum session_state st)
+{
+        (void)s;
+        struct live *l = arg;
+        if (st == SESSION_RUNNING && !l->box_started) {
+                l->box_started = true;
+                histogram_observe(&l->srv->stats.box_start, (mono_ms() - l->started) / 1000.0);
+        }
+}
+
+static void sink_call(void *arg, struct session *s, int64_t id, const char *op, const char *decision)
+{
+        (void)s, (void)id;
+        struct live *l = arg;
+        struct server_stats *st = &l->srv->stats;
+        for (size_t i = 0; i < st->n_effects; i++)
+                if (strcmp(st->effects[i].op, op) == 0 && strcmp(st->effects[i].decision, decision) == 0) {
+                        st->effects[i].n++;
+                        return;
+                }
+        if (st->n_effects >= 256)
+                return;
+        struct effect_count *ne = realloc(st->effects, (st->n_effects + 1) * sizeof(*ne));
+        if (!ne)
+                return;
+        st->effects = ne;
+        struct effect_count *c = &ne[st->n_effects++];
+        snprintf(c->op, sizeof(c->op), "%s", op);
+        snprintf(c->decision, sizeof(c->decision), "%s", decision);
+        c->n = 1;
+}
+
+static int live_start(struct live *l, struct err **err)
+{
+        struct server *srv = l->srv;
+        const struct server_run *run = &srv->run;
+        l->profile_layers[0] = l->profile;
+        l->profile_layers[1] = NULL;
+        l->cfg = (struct session_config){
+                .script = run->script,
+                .filename = run->filename,
+                .esm = run->esm,
+                .input = l->input,
+                .run_id = l->id,
+                .js_deadline_ms = run->js_deadline_ms,
+                .mem = run->mem,
+                .mem_ns = l->ns,
+                .journal = { &store_journal_ops, l },
+                .mode = SESSION_LIVE,
+                .deadline_ms = run->deadline_ms,
+                .limits = run->limits,
+                .effects = run->effects,
+                .policy = run->policy,
+                .layers = l->profile ? l->profile_layers : NULL,
+        };
+        l->sink = (struct session_sink){
+                .call = sink_call, .status = sink_status, .ended = sink_ended, .arg = l,
+        };
+        if (run->boxes_new(run->boxes_arg, l->id, &l->boxes, &l->boxes_handle, err) < 0)
+                return -1;
+        if (session_new(srv->loop, &l->cfg, &l->sink, l->boxes, &l->s, err) < 0)
+                return -1;
+        /* The journal's header: what a replay needs to know. */
+        cJSON *h = cJSON_CreateObject();
+        char ts[40];
+        utc_iso8601(ts, sizeof(ts));
+        cJSON_AddStringToObject(h, "type", "header");
+        cJSON_AddStringToObject(h, "chidori", srv->run.version);
+        cJSON_AddNumberToObject(h, "protocol", 1);
+        cJSON_AddStringToObject(h, "run_id", l->id);
+        cJSON_AddStringToObject(h, "agent", run->agent_abspath);
+        cJSON_AddStringToObject(h, "agent_sha256", run->agent_sha256);
+        cJSON_AddStringToObject(h, "filename", run->filename);
+        cJSON_AddStringToObject(h, "memory_ns", l->ns);
+        cJSON_AddStringToObject(h, "values", "exact");
+        cJSON_AddItemToObject(h, "input", cJSON_Duplicate(l->input, 1));
+        cJSON_AddStringToObject(h, "started", ts);
+        int rc = j_header(l, h, err);
+        cJSON_Delete(h);
+        if (rc < 0)
+                return -1;
+        l->queued = false;
+        srv->running++;
+        l->started = mono_ms();
+        set_status(l, SESS_RUNNING);
+        if (session_start(l->s, err) < 0) {
+                srv->running--;
+                return -1;
+        }
+        return 0;
+}
+
+/* A session that could not start: failed, with why. */
+static void live_fail(struct live *l, const char *why)
+{
+        struct server *srv = l->srv;
+        if (!l->deleted) {
+                cJSON *e = cJSON_CreateObject();
+                cJSON_AddStringToObject(e, "name", "ServerError");
+                cJSON_AddStringToObject(e, "message", why);
+                char *text = cJSON_PrintUnformatted(e);
+                cJSON_Delete(e);
+                store_session_update(srv->store, l->id, "failed", NULL, text, 70, NULL, NULL);
+                free(text);
+        }
+        srv->stats.runs[RUN_SERVER]++;
+        live_unlink(srv, l);
+        waiters_wake(srv, l->id);
+        live_free(l);
+}
+
+static void start_queued(struct server *srv)
+{
+        while (srv->running < srv->cfg.max_running && !srv->draining) {
+                /* The oldest queued: the list is newest first. */
+                struct live *oldest = NULL;
+                for (struct live *l = srv->live; l; l = l->next)
+                        if (l->queued)
+                                oldest = l;
+                if (!oldest)
+                        return;
+                srv->queued--;
+                struct err *err = NULL;
+                if (live_start(oldest, &err) < 0) {
+                        live_fail(oldest, err_msg(err));
+                        err_free(err);
+                }
+        }
+}
+
+int sessions_create(struct server *srv, const char *id, const char *tenant, cJSON *input, struct policy *profile,
+                    struct err **err)
+{
+        struct live *l = calloc(1, sizeof(*l));
+        if (!l) {
+                cJSON_Delete(input);
+                policy_free(profile);
+                return err_set(err, ENOMEM, "session");
+        }
+        l->srv = srv;
+        snprintf(l->id, sizeof(l->id), "%s", id);
+        l->tenant = strdup(tenant);
+        l->input = input;
+        l->profile = profile;
+        /* Each session its own memory namespace unless --shared-memory. */
+        if (srv->run.shared_memory ? asprintf(&l->ns, "%s", srv->run.agent_abspath) < 0
+                                   : asprintf(&l->ns, "%s#%s", srv->run.agent_abspath, id) < 0)
+                l->ns = NULL;
+        if (!l->tenant || !l->ns) {
+                live_free(l);
+                return err_set(err, ENOMEM, "session");
+        }
+        l->queued = true;
+        l->next = srv->live;
+        srv->live = l;
+        srv->queued++;
+        start_queued(srv);
+        return 0;
+}
+
+bool sessions_can_queue(const struct server *srv)
+{
+        return srv->running < srv->cfg.max_running || srv->queued < srv->cfg.max_queued;
+}
+
+int sessions_cancel(struct server *srv, struct live *l, const char *why)
+{
+        if (l->queued) {
+                l->queued = false;
+                srv->queued--;
+                if (!l->deleted)
+                        store_session_update(srv->store, l->id, "cancelled", NULL,
+                                             "{\"name\":\"Cancelled\",\"message\":\"cancelled before it started\"}",
+                                             130, NULL, NULL);
+                srv->stats.runs[RUN_CANCELLED]++;
+                live_unlink(srv, l);
+                waiters_wake(srv, l->id);
+                live_free(l);
+                return 0;
+        }
+        if (l->s && !l->ended)
+                session_cancel(l->s, why);
+        return 0;
+}
+
+/* At start: sessions a previous server left queued are queued again;
+ * sessions it left running cannot be resumed by this build (no resume by
+ * replay yet): they are failed, saying so. */
+struct recover {
+        struct server *srv;
+        unsigned requeued, failed;
+};
+
+static int recover_queued(void *arg, const char *id)
+{
+        struct recover *r = arg;
+        struct store_session s = { 0 };
+        if (store_session_get(r->srv->store, id, &s, NULL) != 0)
+                return 0;
+        cJSON *input = json_cjson_raw((struct json_span){ s.input, strlen(s.input) });
+        struct policy *profile = NULL;
+        if (s.policy_profile && policy_profile(s.policy_profile, "session policy_profile", &profile, NULL) < 0)
+                policy_profile("untrusted", "session policy_profile (the stored name no longer resolves)", &profile,
+                               NULL);
+        if (input && sessions_create(r->srv, id, s.tenant, input, profile, NULL) == 0)
+                r->requeued++;
+        store_session_clear(&s);
+        return 0;
+}
+
+static int recover_running(void *arg, const char *id)
+{
+        struct recover *r = arg;
+        store_session_update(r->srv->store, id, "failed", NULL,
+                             "{\"name\":\"ServerRestart\",\"message\":\"interrupted by server restart: the server "
+                             "stopped while this session ran, and this build cannot resume it by replay yet\"}",
+                             70, NULL, NULL);
+        r->failed++;
+        return 0;
+}
+
+int sessions_recover(struct server *srv, unsigned *ret_requeued, unsigned *ret_failed, struct err **err)
+{
+        struct recover r = { srv, 0, 0 };
+        if (store_session_ids(srv->store, "running", recover_running, &r, err) < 0 ||
+            store_session_ids(srv->store, "queued", recover_queued, &r, err) < 0)
+                return -1;
+        *ret_requeued = r.requeued;
+        *ret_failed = r.failed;
+        return 0;
+}
+
+void sessions_free_all(struct server *srv)
+{
+        evloop_defer_cancel(srv->loop, on_freed, srv);
+        srv->free_deferred = false;
+        while (srv->live) {
+                struct live *l = srv->live;
+                srv->live = l->next;
+                l->shutting = true;
+                if (l->s && !l->ended) {
+                        l->deleted = true; /* nothing more is recorded */
+                        session_cancel(l->s, "the server stopped");
+                }
+                live_free(l);
+        }
+        while (srv->dead) {
+                struct live *l = srv->dead;
+                srv->dead = l->next;
+                live_free(l);
+        }
+}

@@ -1,0 +1,453 @@
+/* server/store.c — SQLite (WAL) state of `chidori serve` (store.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "common/util.h"
+#include "server/store.h"
+
+struct store {
+        sqlite3 *db;
+        char *path;
+        bool in_batch;       /* a transaction holds pure journal lines not yet committed */
+        unsigned batch_lines;
+};
+
+#define BATCH_MAX 256
+
+static int db_err(struct store *st, int rc, struct err **err, const char *what)
+{
+        int code = 0;
+        if (rc == SQLITE_FULL || rc == SQLITE_IOERR_WRITE || (rc & 0xff) == SQLITE_FULL)
+                code = STORE_E_FULL;
+        else if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB)
+                code = STORE_E_CORRUPT;
+        if (code == STORE_E_FULL)
+                return err_setc(err, code, ENOSPC, "%s: %s: the disk is full", st->path, what);
+        return err_setc(err, code, 0, "%s: %s: %s", st->path, what, sqlite3_errmsg(st->db));
+}
+
+static int exec(struct store *st, const char *sql, struct err **err)
+{
+        int rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
+        return rc == SQLITE_OK ? 0 : db_err(st, rc, err, "write");
+}
+
+static const char schema[] =
+        "CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL);"
+        "CREATE TABLE IF NOT EXISTS sessions("
+        " id TEXT PRIMARY KEY, tenant TEXT NOT NULL, agent TEXT NOT NULL, status TEXT NOT NULL,"
+        " policy_profile TEXT, input TEXT NOT NULL, result TEXT, error TEXT, exit INTEGER, stats TEXT,"
+        " created_at TEXT NOT NULL, updated_at TEXT NOT NULL);"
+        "CREATE INDEX IF NOT EXISTS sessions_tenant ON sessions(tenant, id);"
+        "CREATE TABLE IF NOT EXISTS journal(session TEXT NOT NULL, seq INTEGER NOT NULL, line TEXT NOT NULL,"
+        " PRIMARY KEY(session, seq));"
+        "CREATE TABLE IF NOT EXISTS idempotency(tenant TEXT NOT NULL, key TEXT NOT NULL, session TEXT NOT NULL,"
+        " created INTEGER NOT NULL, PRIMARY KEY(tenant, key));";
+
+int store_open(const char *dir, struct store **ret, struct err **err)
+{
+        struct store *st = calloc(1, sizeof(*st));
+        if (!st)
+                return err_set(err, ENOMEM, "state store");
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+                err_set(err, errno, "create the state directory %s", dir);
+                free(st);
+                return -1;
+        }
+        if (asprintf(&st->path, "%s/%s", dir, STORE_DB_NAME) < 0) {
+                free(st);
+                return err_set(err, ENOMEM, "state store");
+        }
+        int rc = sqlite3_open_v2(st->path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                                 NULL);
+        if (rc != SQLITE_OK) {
+                err_set(err, 0, "%s: cannot open the state database: %s", st->path,
+                        st->db ? sqlite3_errmsg(st->db) : "out of memory");
+                store_close(st);
+                return -1;
+        }
+        sqlite3_busy_timeout(st->db, 2000);
+        /* A file that is not a database says so at the first read. */
+        sqlite3_stmt *q = NULL;
+        rc = sqlite3_prepare_v2(st->db, "PRAGMA quick_check", -1, &q, NULL);
+        if (rc == SQLITE_OK)
+                rc = sqlite3_step(q);
+        const char *verdict = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(q, 0) : NULL;
+        if (rc != SQLITE_ROW || !verdict || strcmp(verdict, "ok") != 0) {
+                err_setc(err, STORE_E_CORRUPT, 0,
+                         "the state database %s is damaged or not a database (%s); move it away to start afresh, "
+                         "or restore it from a backup",
+                         st->path, verdict ? verdict : sqlite3_errmsg(st->db));
+                sqlite3_finalize(q);
+                store_close(st);
+                return -1;
+        }
+        sqlite3_finalize(q);
+        if (exec(st, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF;", err) < 0 ||
+            exec(st, schema, err) < 0) {
+                store_close(st);
+                return -1;
+        }
+        int version = 0;
+        rc = sqlite3_prepare_v2(st->db, "SELECT version FROM schema_version", -1, &q, NULL);
+        if (rc == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
+                version = sqlite3_column_int(q, 0);
+        sqlite3_finalize(q);
+        if (version == 0 && exec(st, "INSERT INTO schema_version VALUES (1)", err) < 0) {
+                store_close(st);
+                return -1;
+        }
+        if (version > STORE_SCHEMA_VERSION) {
+                err_setc(err, STORE_E_VERSION, 0,
+                         "the state database %s has schema version %d, written by a newer chidori (this one reads "
+                         "version %d)",
+                         st->path, version, STORE_SCHEMA_VERSION);
+                store_close(st);
+                return -1;
+        }
+        chmod(st->path, 0600);
+        *ret = st;
+        return 0;
+}
+
+void store_close(struct store *st)
+{
+        if (!st)
+                return;
+        if (st->in_batch)
+                store_commit(st, NULL);
+        sqlite3_close(st->db);
+        free(st->path);
+        free(st);
+}
+
+const char *store_path(const struct store *st)
+{
+        return st->path;
+}
+
+int store_commit(struct store *st, struct err **err)
+{
+        if (!st->in_batch)
+                return 0;
+        int rc = sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
+        if (rc != SQLITE_OK) {
+                sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+                st->in_batch = false;
+                return db_err(st, rc, err, "commit");
+        }
+        st->in_batch = false;
+        st->batch_lines = 0;
+        return 0;
+}
+
+static void bind_text(sqlite3_stmt *q, int i, const char *s)
+{
+        if (s)
+                sqlite3_bind_text(q, i, s, -1, SQLITE_TRANSIENT);
+        else
+                sqlite3_bind_null(q, i);
+}
+
+/* One statement, run to its end.  Within the batch when one is open (the
+ * caller commits), else its own transaction. */
+static int run_stmt(struct store *st, sqlite3_stmt *q, struct err **err, const char *what)
+{
+        int rc = sqlite3_step(q);
+        sqlite3_finalize(q);
+        if (rc != SQLITE_DONE)
+                return db_err(st, rc, err, what);
+        return 0;
+}
+
+static void now_iso(char out[40])
+{
+        utc_iso8601(out, 40);
+}
+
+int store_session_insert(struct store *st, const struct store_session *s, const char *idem_key, struct err **err)
+{
+        if (store_commit(st, err) < 0)
+                return -1;
+        if (exec(st, "BEGIN IMMEDIATE", err) < 0)
+                return -1;
+        sqlite3_stmt *q = NULL;
+        int rc = sqlite3_prepare_v2(st->db,
+                                    "INSERT INTO sessions(id, tenant, agent, status, policy_profile, input, created_at, "
+                                    "updated_at, exit) VALUES (?,?,?,?,?,?,?,?,NULL)",
+                                    -1, &q, NULL);
+        if (rc != SQLITE_OK)
+                goto fail;
+        bind_text(q, 1, s->id);
+        bind_text(q, 2, s->tenant);
+        bind_text(q, 3, s->agent);
+        bind_text(q, 4, s->status);
+        bind_text(q, 5, s->policy_profile);
+        bind_text(q, 6, s->input);
+        bind_text(q, 7, s->created_at);
+        bind_text(q, 8, s->updated_at);
+        if (run_stmt(st, q, err, "record the session") < 0)
+                goto rollback;
+        if (idem_key) {
+                rc = sqlite3_prepare_v2(st->db,
+                                        "INSERT OR REPLACE INTO idempotency(tenant, key, session, created) VALUES "
+                                        "(?,?,?,?)",
+                                        -1, &q, NULL);
+                if (rc != SQLITE_OK)
+                        goto fail;
+                bind_text(q, 1, s->tenant);
+                bind_text(q, 2, idem_key);
+                bind_text(q, 3, s->id);
+                sqlite3_bind_int64(q, 4, (sqlite3_int64)time(NULL));
+                if (run_stmt(st, q, err, "record the idempotency key") < 0)
+                        goto rollback;
+        }
+        rc = sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
+        if (rc != SQLITE_OK)
+                goto fail;
+        return 0;
+fail:
+        db_err(st, rc, err, "record the session");
+rollback:
+        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+        return -1;
+}
+
+static char *col(sqlite3_stmt *q, int i)
+{
+        const unsigned char *t = sqlite3_column_text(q, i);
+        return t ? strdup((const char *)t) : NULL;
+}
+
+#define SESSION_COLS "id, tenant, agent, status, policy_profile, input, result, error, stats, created_at, updated_at, exit"
+
+static void row(sqlite3_stmt *q, struct store_session *s)
+{
+        s->id = col(q, 0);
+        s->tenant = col(q, 1);
+        s->agent = col(q, 2);
+        s->status = col(q, 3);
+        s->policy_profile = col(q, 4);
+        s->input = col(q, 5);
+        s->result = col(q, 6);
+        s->error = col(q, 7);
+        s->stats = col(q, 8);
+        s->created_at = col(q, 9);
+        s->updated_at = col(q, 10);
+        s->exit = sqlite3_column_type(q, 11) == SQLITE_NULL ? -1 : sqlite3_column_int(q, 11);
+}
+
+void store_session_clear(struct store_session *s)
+{
+        free(s->id);
+        free(s->tenant);
+        free(s->agent);
+        free(s->status);
+        free(s->policy_profile);
+        free(s->input);
+        free(s->result);
+        free(s->error);
+        free(s->stats);
+        free(s->created_at);
+        free(s->updated_at);
+        memset(s, 0, sizeof(*s));
+}
+
+int store_session_get(struct store *st, const char *id, struct store_session *ret, struct err **err)
+{
+        sqlite3_stmt *q = NULL;
+        int rc = sqlite3_prepare_v2(st->db, "SELECT " SESSION_COLS " FROM sessions WHERE id = ?", -1, &q, NULL);
+        if (rc != SQLITE_OK)
+                return db_err(st, rc, err, "read the session");
+        bind_text(q, 1, id);
+        rc = sqlite3_step(q);
+        if (rc == SQLITE_ROW) {
+                row(q, ret);
+                sqlite3_finalize(q);
+                return 0;
+        }
+        sqlite3_finalize(q);
+        if (rc == SQLITE_DONE)
+                return 1;
+        return db_err(st, rc, err, "read the session");
+}
+
+int store_session_update(struct store *st, const char *id, const char *status, const char *result,
+                         const char *error, int exit, const char *stats, struct err **err)
+{
+        if (store_commit(st, err) < 0)
+                return -1;
+        char ts[40];
+        now_iso(ts);
+        sqlite3_stmt *q = NULL;
+        int rc = sqlite3_prepare_v2(st->db,
+                                    "UPDATE sessions SET status = ?, updated_at = ?, result = COALESCE(?, result), "
+                                    "error = COALESCE(?, error), exit = COALESCE(?, exit), stats = COALESCE(?, stats) "
+                                    "WHERE id = ?",
+                                    -1, &q, NULL);
+        if (rc != SQLITE_OK)
+                return db_err(st, rc, err, "update the session");
+        bind_text(q, 1, status);
+        bind_text(q, 2, ts);
+        bind_text(q, 3, result);
+        bind_text(q, 4, error);
+        if (exit >= 0)
+                sqlite3_bind_int(q, 5, exit);
+        else
+                sqlite3_bind_null(q, 5);
+        bind_text(q, 6, stats);
+        bind_text(q, 7, id);
+        return run_stmt(st, q, err, "update the session");
+}
+
+int store_session_delete(struct store *st, const char *id, struct err **err)
+{
+        if (store_commit(st, err) < 0 || exec(st, "BEGIN IMMEDIATE", err) < 0)
+                return -1;
+        static const char *const sqls[] = {
+                "DELETE FROM journal WHERE session = ?",
+                "DELETE FROM idempotency WHERE session = ?",
+                "DELETE FROM sessions WHERE id = ?",
+        };
+        for (size_t i = 0; i < 3; i++) {
+                sqlite3_stmt *q = NULL;
+                int rc = sqlite3_prepare_v2(st->db, sqls[i], -1, &q, NULL);
+                if (rc != SQLITE_OK) {
+                        db_err(st, rc, err, "delete the session");
+                        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+                        return -1;
+                }
+                bind_text(q, 1, id);
+                if (run_stmt(st, q, err, "delete the session") < 0) {
+                        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+                        return -1;
+                }
+        }
+        return exec(st, "COMMIT", err);
+}
+
+int store_session_list(struct store *st, const char *tenant, const char *status, const char *after, unsigned limit,
+                       int (*fn)(void *arg, const struct store_session *s), void *arg, struct err **err)
+{
+        sqlite3_stmt *q = NULL;
+        int rc = sqlite3_prepare_v2(st->db,
+                                    "SELECT " SESSION_COLS " FROM sessions WHERE (?1 IS NULL OR tenant = ?1) AND "
+                                    "(?2 IS NULL OR status = ?2) AND (?3 IS NULL OR id < ?3) ORDER BY id DESC LIMIT ?4",
+                                    -1, &q, NULL);
+        if (rc != SQLITE_OK)
+                return db_err(st, rc, err, "list the sessions");
+        bind_text(q, 1, tenant);
+        bind_text(q, 2, status);
+        bind_text(q, 3, after);
+        sqlite3_bind_int64(q, 4, (sqlite3_int64)limit + 1);
+        while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+                struct store_session s = { 0 };
+                row(q, &s);
+                int stop = fn(arg, &s);
+                store_session_clear(&s);
+                if (stop)
+                        break;
+        }
+        sqlite3_finalize(q);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+                return db_err(st, rc, err, "list the sessions");
+        return 0;
+}
+
+int store_session_ids(struct store *st, const char *status, int (*fn)(void *arg, const char *id), void *arg,
+                      struct err **err)
+{
+        sqlite3_stmt *q = NULL;
+        int rc = sqlite3_prepare_v2(st->db, "SELECT id FROM sessions WHERE status = ? ORDER BY id", -1, &q, NULL);
+        if (rc != SQLITE_OK)
+                return db_err(st, rc, err, "list the sessions");
+        bind_text(q, 1, status);
+        while ((rc = sqlite3_step(q)) == SQLITE_ROW)
+                if (fn(arg, (const char *)sqlite3_column_text(q, 0)))
+                        break;
+        sqlite3_finalize(q);
+        return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_err(st, rc, err, "list the sessions");
+}
+
+int store_idem_get(struct store *st, const char *tenant, const char *key, char **ret_id, struct err **err)
+{
+        sqlite3_stmt *q = NULL;
+        int rc = sqlite3_prepare_v2(st->db,
+                                    "SELECT session FROM idempotency WHERE tenant = ? AND key = ? AND created > ?", -1,
+                                    &q, NULL);
+        if (rc != SQLITE_OK)
+                return db_err(st, rc, err, "read the idempotency key");
+        bind_text(q, 1, tenant);
+        bind_text(q, 2, key);
+        sqlite3_bind_int64(q, 3, (sqlite3_int64)time(NULL) - 24 * 3600);
+        rc = sqlite3_step(q);
+        if (rc == SQLITE_ROW) {
+                *ret_id = col(q, 0);
+                sqlite3_finalize(q);
+                return *ret_id ? 0 : err_set(err, ENOMEM, "idempotency key");
+        }
+        sqlite3_finalize(q);
+        return rc == SQLITE_DONE ? 1 : db_err(st, rc, err, "read the idempotency key");
+}
+
+int store_journal_append(struct store *st, const char *id, const char *line, bool batch, struct err **err)
+{
+        if (!st->in_batch) {
+                if (exec(st, "BEGIN IMMEDIATE", err) < 0)
+                        return -1;
+                st->in_batch = true;
+        }
+        sqlite3_stmt *q = NULL;
+        int rc = sqlite3_prepare_v2(st->db,
+                                    "INSERT INTO journal(session, seq, line) VALUES (?1, (SELECT COALESCE(MAX(seq), 0) "
+                                    "+ 1 FROM journal WHERE session = ?1), ?2)",
+                                    -1, &q, NULL);
+        if (rc != SQLITE_OK) {
+                db_err(st, rc, err, "write the journal");
+                return -1;
+        }
+        bind_text(q, 1, id);
+        bind_text(q, 2, line);
+        if (run_stmt(st, q, err, "write the journal") < 0)
+                return -1;
+        st->batch_lines++;
+        if (!batch || st->batch_lines >= BATCH_MAX)
+                return store_commit(st, err);
+        return 0;
+}
+
+int store_journal_each(struct store *st, const char *id, int (*fn)(void *arg, const char *line, size_t len), void *arg,
+                       struct err **err)
+{
+        if (store_commit(st, err) < 0)
+                return -1;
+        sqlite3_stmt *q = NULL;
+        int rc = sqlite3_prepare_v2(st->db, "SELECT line FROM journal WHERE session = ? ORDER BY seq", -1, &q, NULL);
+        if (rc != SQLITE_OK)
+                return db_err(st, rc, err, "read the journal");
+        bind_text(q, 1, id);
+        while ((rc = sqlite3_step(q)) == SQLITE_ROW)
+                if (fn(arg, (const char *)sqlite3_column_text(q, 0), (size_t)sqlite3_column_bytes(q, 0)))
+                        break;
+        sqlite3_finalize(q);
+        return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_err(st, rc, err, "read the journal");
+}
+
+int store_status_counts(struct store *st, void (*fn)(void *arg, const char *status, uint64_t n), void *arg,
+                        struct err **err)
+{
+        sqlite3_stmt *q = NULL;
+        int rc = sqlite3_prepare_v2(st->db, "SELECT status, COUNT(*) FROM sessions GROUP BY status", -1, &q, NULL);
+        if (rc != SQLITE_OK)
+                return db_err(st, rc, err, "count the sessions");
+        while ((rc = sqlite3_step(q)) == SQLITE_ROW)
+                fn(arg, (const char *)sqlite3_column_text(q, 0), (uint64_t)sqlite3_column_int64(q, 1));
+        sqlite3_finalize(q);
+        return rc == SQLITE_DONE ? 0 : db_err(st, rc, err, "count the sessions");
+}
