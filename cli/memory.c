@@ -135,7 +135,82 @@ static int usage(const char *fmt, ...)
         return EXIT_USAGE;
 }
 
-int cmd_memory(int argc, char **argv)
+enum memory_action { ACT_LIST, ACT_GET, ACT_DELETE, ACT_CLEAR };
+
+struct memory_cmd {
+        const char *state_dir, *ns_opt, *prefix;
+        bool yes;
+        enum memory_action act;
+        const char *action;
+        char *ns;                 /* the namespace (malloc'd) */
+        const char *key;          /* get, delete */
+        char qk[4096], qn[4096];  /* key and namespace, quoted for messages */
+};
+
+/* The action word: 0, or the exit code (printed). */
+static int parse_action(struct memory_cmd *m, const char *action)
+{
+        static const char *const actions[] = { "list", "get", "delete", "clear" };
+        m->action = action;
+        for (int i = 0; i < 4; i++)
+                if (strcmp(action, actions[i]) == 0) {
+                        m->act = (enum memory_action)i;
+                        return 0;
+                }
+        const char *near = cli_nearest(action, actions, 4);
+        char q[256];
+        fprintf(stderr, "chidori: memory: unknown action '%s'%s%s%s (expected list, get, delete or clear)\n",
+                text_quote(action, strlen(action), q, sizeof(q)), near ? "; did you mean '" : "", near ? near : "",
+                near ? "'?" : "");
+        fprintf(stderr, "Try 'chidori memory --help'.\n");
+        return EXIT_USAGE;
+}
+
+/* The operands after the action: [AGENT] [KEY].  0, or the exit code (printed). */
+static int parse_operands(struct memory_cmd *m, int argc, char **argv, int i)
+{
+        bool needs_key = m->act == ACT_GET || m->act == ACT_DELETE;
+        int want = (m->ns_opt ? 0 : 1) + (needs_key ? 1 : 0);
+        int have = argc - i;
+        char q[512];
+        if (have < want) {
+                if (!m->ns_opt && have == 0)
+                        return usage("name the agent (its path) or the namespace (--ns NAMESPACE)");
+                return usage("%s: which key? (chidori memory %s AGENT KEY, or --ns NAMESPACE KEY)", m->action,
+                             m->action);
+        }
+        if (have > want)
+                return usage("unexpected argument '%s'%s",
+                             text_quote(argv[i + want], strlen(argv[i + want]), q, sizeof(q)),
+                             m->ns_opt ? " (--ns names the namespace: give no AGENT)" : "");
+        if (m->prefix && m->act != ACT_LIST)
+                return usage("--prefix is for list, not %s", m->action);
+        if (m->act == ACT_CLEAR && !m->yes)
+                return usage("clear removes every key of the namespace: add --yes to do it");
+        if (m->ns_opt) {
+                m->ns = strdup(m->ns_opt);
+        } else {
+                m->ns = realpath(argv[i], NULL);
+                if (!m->ns) {
+                        int e = errno;
+                        fprintf(stderr, "chidori: memory: agent file '%s': %s (the namespace is the agent's absolute "
+                                        "path; use --ns NAMESPACE for one without a file)\n",
+                                text_quote(argv[i], strlen(argv[i]), q, sizeof(q)), strerror(e));
+                        return EXIT_USAGE;
+                }
+                i++;
+        }
+        if (!m->ns)
+                return EXIT_USAGE;
+        m->key = needs_key ? argv[i] : NULL;
+        if (m->key)
+                text_quote(m->key, strlen(m->key), m->qk, sizeof(m->qk));
+        text_quote(m->ns, strlen(m->ns), m->qn, sizeof(m->qn));
+        return 0;
+}
+
+/* Options, action and operands: 0, EXIT_OK after --help (*done), or the exit code (printed). */
+static int parse_memory(struct memory_cmd *m, int argc, char **argv, bool *done)
 {
         static const struct option longopts[] = {
                 { "state-dir", required_argument, NULL, MOPT_STATE_DIR },
@@ -146,145 +221,85 @@ int cmd_memory(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
-        const char *state_dir = NULL, *ns_opt = NULL, *prefix = NULL;
-        bool yes = false;
         optind = 1;
         opterr = 0;
         int c;
         while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
                 switch (c) {
-                case MOPT_STATE_DIR: state_dir = optarg; break;
-                case MOPT_NS: ns_opt = optarg; break;
-                case MOPT_PREFIX: prefix = optarg; break;
-                case MOPT_YES: yes = true; break;
-                case 'h': memory_help(); return EXIT_OK;
+                case MOPT_STATE_DIR: m->state_dir = optarg; break;
+                case MOPT_NS: m->ns_opt = optarg; break;
+                case MOPT_PREFIX: m->prefix = optarg; break;
+                case MOPT_YES: m->yes = true; break;
+                case 'h': memory_help(); *done = true; return EXIT_OK;
                 default: return cli_bad_option("memory", argc, argv, longopts);
                 }
         }
         if (optind >= argc)
                 return usage("no action given (list, get, delete or clear)");
-        const char *action = argv[optind++];
-        static const char *const actions[] = { "list", "get", "delete", "clear" };
-        int act = -1;
-        for (int i = 0; i < 4; i++)
-                if (strcmp(action, actions[i]) == 0)
-                        act = i;
-        if (act < 0) {
-                const char *near = cli_nearest(action, actions, 4);
-                char q[256];
-                fprintf(stderr, "chidori: memory: unknown action '%s'%s%s%s (expected list, get, delete or clear)\n",
-                        text_quote(action, strlen(action), q, sizeof(q)), near ? "; did you mean '" : "",
-                        near ? near : "", near ? "'?" : "");
-                fprintf(stderr, "Try 'chidori memory --help'.\n");
-                return EXIT_USAGE;
-        }
-        bool needs_key = act == 1 || act == 2;
-        int want = (ns_opt ? 0 : 1) + (needs_key ? 1 : 0);
-        int have = argc - optind;
-        char q[512];
-        if (have < want) {
-                if (!ns_opt && have == 0)
-                        return usage("name the agent (its path) or the namespace (--ns NAMESPACE)");
-                return usage("%s: which key? (chidori memory %s AGENT KEY, or --ns NAMESPACE KEY)", action, action);
-        }
-        if (have > want)
-                return usage("unexpected argument '%s'%s",
-                             text_quote(argv[optind + want], strlen(argv[optind + want]), q, sizeof(q)),
-                             ns_opt ? " (--ns names the namespace: give no AGENT)" : "");
-        if (prefix && act != 0)
-                return usage("--prefix is for list, not %s", action);
-        if (act == 3 && !yes)
-                return usage("clear removes every key of the namespace: add --yes to do it");
-        _cleanup_free_ char *ns = NULL;
-        if (ns_opt) {
-                ns = strdup(ns_opt);
-        } else {
-                ns = realpath(argv[optind], NULL);
-                if (!ns) {
-                        int e = errno;
-                        fprintf(stderr, "chidori: memory: agent file '%s': %s (the namespace is the agent's absolute "
-                                        "path; use --ns NAMESPACE for one without a file)\n",
-                                text_quote(argv[optind], strlen(argv[optind]), q, sizeof(q)), strerror(e));
-                        return EXIT_USAGE;
-                }
-                optind++;
-        }
-        const char *key = needs_key ? argv[optind] : NULL;
-        if (!ns)
-                return EXIT_USAGE;
+        int r = parse_action(m, argv[optind++]);
+        return r ? r : parse_operands(m, argc, argv, optind);
+}
 
+/* The store's folder: --state-dir or the default.  0, or the exit code (printed). */
+static int memory_dir(const struct memory_cmd *m, char **ret)
+{
         struct err *err = NULL;
-        _cleanup_free_ char *dir = NULL;
-        if (state_dir) {
-                if (state_dir_check(state_dir) < 0)
+        if (m->state_dir) {
+                if (state_dir_check(m->state_dir) < 0)
                         return EXIT_USAGE;
-                dir = strdup(state_dir);
-        } else if (memstore_default_dir(&dir, &err) < 0) {
+                *ret = strdup(m->state_dir);
+        } else if (memstore_default_dir(ret, &err) < 0) {
                 fprintf(stderr, "chidori: %s\n", err_msg(err));
                 err_free(err);
                 return EXIT_USAGE;
         }
-        _cleanup_free_ char *db = NULL;
-        if (!dir || asprintf(&db, "%s/%s", dir, MEMSTORE_DB_NAME) < 0)
-                return EXIT_USAGE;
-        char qk[4096], qn[4096];
-        if (key)
-                text_quote(key, strlen(key), qk, sizeof(qk));
-        text_quote(ns, strlen(ns), qn, sizeof(qn));
-        if (access(db, F_OK) < 0 && errno == ENOENT) {
-                /* Nothing stored yet: do not create a store to say so. */
-                if (act == 1 || act == 2) {
-                        fprintf(stderr, "chidori: memory: no key '%s' in namespace '%s'\n", qk, qn);
-                        return EXIT_AGENT_ERROR;
-                }
-                if (act == 3)
-                        fprintf(stderr, "chidori: memory: cleared 0 keys from '%s'\n", qn);
-                return EXIT_OK;
-        }
-        struct memstore *m = NULL;
-        if (memstore_open(dir, &m, &err) < 0) {
-                fprintf(stderr, "chidori: open the memory store: %s\n", err_msg(err));
-                err_free(err);
-                return EXIT_USAGE;
-        }
+        return *ret ? 0 : EXIT_USAGE;
+}
+
+static int no_key(const struct memory_cmd *m)
+{
+        fprintf(stderr, "chidori: memory: no key '%s' in namespace '%s'\n", m->qk, m->qn);
+        return EXIT_AGENT_ERROR;
+}
+
+/* The action on an open store: the exit code (printed). */
+static int perform(const struct memory_cmd *m, struct memstore *st)
+{
+        struct err *err = NULL;
         int code = EXIT_OK;
-        switch (act) {
-        case 0: {
+        switch (m->act) {
+        case ACT_LIST: {
                 char **keys = NULL;
-                if (memstore_list(m, ns, prefix, &keys, NULL, &err) < 0)
+                if (memstore_list(st, m->ns, m->prefix, &keys, NULL, &err) < 0)
                         break;
                 for (char **k = keys; *k; k++)
                         print_key(*k);
                 memstore_keys_free(keys);
                 break;
         }
-        case 1: {
+        case ACT_GET: {
                 _cleanup_free_ char *json = NULL;
-                if (memstore_get(m, ns, key, &json, &err) < 0)
+                if (memstore_get(st, m->ns, m->key, &json, &err) < 0)
                         break;
-                if (!json) {
-                        fprintf(stderr, "chidori: memory: no key '%s' in namespace '%s'\n", qk, qn);
-                        code = EXIT_AGENT_ERROR;
-                } else {
+                if (!json)
+                        code = no_key(m);
+                else
                         print_json_text(json);
-                }
                 break;
         }
-        case 2: {
+        case ACT_DELETE: {
                 bool existed = false;
-                if (memstore_delete(m, ns, key, &existed, &err) < 0)
+                if (memstore_delete(st, m->ns, m->key, &existed, &err) < 0)
                         break;
-                if (!existed) {
-                        fprintf(stderr, "chidori: memory: no key '%s' in namespace '%s'\n", qk, qn);
-                        code = EXIT_AGENT_ERROR;
-                }
+                if (!existed)
+                        code = no_key(m);
                 break;
         }
-        case 3: {
+        case ACT_CLEAR: {
                 size_t n = 0;
-                if (memstore_clear(m, ns, &n, &err) < 0)
+                if (memstore_clear(st, m->ns, &n, &err) < 0)
                         break;
-                fprintf(stderr, "chidori: memory: cleared %zu key%s from '%s'\n", n, n == 1 ? "" : "s", qn);
+                fprintf(stderr, "chidori: memory: cleared %zu key%s from '%s'\n", n, n == 1 ? "" : "s", m->qn);
                 break;
         }
         }
@@ -293,7 +308,38 @@ int cmd_memory(int argc, char **argv)
                 err_free(err);
                 code = EXIT_USAGE;
         }
-        memstore_close(m);
+        return code;
+}
+
+int cmd_memory(int argc, char **argv)
+{
+        struct memory_cmd m = { 0 };
+        bool done = false;
+        int code = parse_memory(&m, argc, argv, &done);
+        _cleanup_free_ char *ns = m.ns, *dir = NULL, *db = NULL;
+        if (code || done)
+                return code;
+        if ((code = memory_dir(&m, &dir)) != 0)
+                return code;
+        if (asprintf(&db, "%s/%s", dir, MEMSTORE_DB_NAME) < 0)
+                return EXIT_USAGE;
+        if (access(db, F_OK) < 0 && errno == ENOENT) {
+                /* Nothing stored yet: do not create a store to say so. */
+                if (m.act == ACT_GET || m.act == ACT_DELETE)
+                        return no_key(&m);
+                if (m.act == ACT_CLEAR)
+                        fprintf(stderr, "chidori: memory: cleared 0 keys from '%s'\n", m.qn);
+                return EXIT_OK;
+        }
+        struct memstore *st = NULL;
+        struct err *err = NULL;
+        if (memstore_open(dir, &st, &err) < 0) {
+                fprintf(stderr, "chidori: open the memory store: %s\n", err_msg(err));
+                err_free(err);
+                return EXIT_USAGE;
+        }
+        code = perform(&m, st);
+        memstore_close(st);
         fflush(stdout);
         return code;
 }
