@@ -188,6 +188,37 @@ static int v_literal(struct vstate *v, const char *word)
         return 0;
 }
 
+/* A member name and its ':' (at v->i, whitespace skipped), then the
+ * whitespace before its value.  `expected` names what may stand there. */
+static int v_member(struct vstate *v, const char *expected)
+{
+        if (v->i >= v->len || v->s[v->i] != '"')
+                return unexpected(v, expected);
+        if (v_string(v) < 0)
+                return -1;
+        skip_ws(v);
+        if (v->i >= v->len || v->s[v->i] != ':')
+                return unexpected(v, "':' after a member name");
+        v->i++;
+        skip_ws(v);
+        return 0;
+}
+
+/* A string, number or literal at v->i (c is its first byte). */
+static int v_scalar(struct vstate *v, unsigned char c)
+{
+        if (c == '"')
+                return v_string(v);
+        if (c == '-' || is_digit(c))
+                return v_number(v);
+        if (c == 't' || c == 'f' || c == 'n')
+                return v_literal(v, c == 't' ? "true" : c == 'f' ? "false" : "null");
+        return unexpected(v, "a value");
+}
+
+/* Iterative (an explicit stack of one bit per open container), so a deep
+ * document cannot exhaust the C stack; one loop keeps the state machine in
+ * one place. */
 int json_validate(const char *text, size_t len, const struct json_limits *lim, struct json_error *ret_err,
                   size_t *ret_values)
 {
@@ -232,34 +263,13 @@ int json_validate(const char *text, size_t len, const struct json_limits *lim, s
                                 v.i++;
                                 depth--;
                         } else if (c == '{') {
-                                if (v.i >= len || v.s[v.i] != '"') {
-                                        unexpected(&v, "a member name in quotes or '}'");
+                                if (v_member(&v, "a member name in quotes or '}'") < 0)
                                         goto out;
-                                }
-                                if (v_string(&v) < 0)
-                                        goto out;
-                                skip_ws(&v);
-                                if (v.i >= len || v.s[v.i] != ':') {
-                                        unexpected(&v, "':' after a member name");
-                                        goto out;
-                                }
-                                v.i++;
-                                skip_ws(&v);
                                 continue;
                         } else {
                                 continue;
                         }
-                } else if (c == '"') {
-                        if (v_string(&v) < 0)
-                                goto out;
-                } else if (c == '-' || is_digit(c)) {
-                        if (v_number(&v) < 0)
-                                goto out;
-                } else if (c == 't' || c == 'f' || c == 'n') {
-                        if (v_literal(&v, c == 't' ? "true" : c == 'f' ? "false" : "null") < 0)
-                                goto out;
-                } else {
-                        unexpected(&v, "a value");
+                } else if (v_scalar(&v, c) < 0) {
                         goto out;
                 }
                 /* After a value: close containers, or go on to the next one. */
@@ -285,21 +295,8 @@ int json_validate(const char *text, size_t len, const struct json_limits *lim, s
                         }
                         v.i++;
                         skip_ws(&v);
-                        if (obj) {
-                                if (v.i >= len || v.s[v.i] != '"') {
-                                        unexpected(&v, "a member name in quotes");
-                                        goto out;
-                                }
-                                if (v_string(&v) < 0)
-                                        goto out;
-                                skip_ws(&v);
-                                if (v.i >= len || v.s[v.i] != ':') {
-                                        unexpected(&v, "':' after a member name");
-                                        goto out;
-                                }
-                                v.i++;
-                                skip_ws(&v);
-                        }
+                        if (obj && v_member(&v, "a member name in quotes") < 0)
+                                goto out;
                         break;
                 }
         }
