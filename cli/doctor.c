@@ -149,54 +149,8 @@ static void probe_ns(struct probe *p, const char *name, int flag, bool core)
                  "user.max_user_namespaces=%s)", strerror(e), sysctl[0] ? sysctl : "n/a", maxns[0] ? maxns : "n/a");
 }
 
-int cmd_doctor(int argc, char **argv)
+static void probe_seccomp(struct probe *s)
 {
-        bool require = false;
-        static const struct option longopts[] = {
-                { "require", no_argument, NULL, 'r' },
-                { "seccomp-table", no_argument, NULL, 's' },
-                { "help", no_argument, NULL, 'h' },
-                { NULL, 0, NULL, 0 },
-        };
-        optind = 1;
-        opterr = 0;
-        int c;
-        while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-                if (c == 'r')
-                        require = true;
-                else if (c == 's')
-                        return print_tables();
-                else if (c == 'h') {
-                        printf("Usage: chidori doctor [--require] [--seccomp-table]\n\n"
-                               "Report which isolation layers this host can apply, one line per layer, and why\n"
-                               "a layer is unavailable.  --require exits 78 when a core layer (user, pid, mount\n"
-                               "or net namespace, seccomp, Landlock on kernels that have it) is missing.\n"
-                               "--seccomp-table prints the seccomp allowlists with the reason for each syscall.\n"
-                               "It also says where the worker, the engine and network libraries and esbuild\n"
-                               "were found (esbuild bundles ES-module and TypeScript agents).\n"
-                               "Environment: CHIDORI_CGROUP_PARENT (where run cgroups go), CHIDORI_WORKER,\n"
-                               "CHIDORI_ENGINE_LIB, CHIDORI_NET_LIB, CHIDORI_ESBUILD (override those paths).\n");
-                        return EXIT_OK;
-                } else {
-                        return cli_bad_option("doctor", argc, argv, longopts);
-                }
-        }
-        struct utsname u;
-        uname(&u);
-        printf("chidori %s doctor — kernel %s %s, running as uid %d\n", CHIDORI_VERSION, u.release, u.machine,
-               (int)getuid());
-
-        struct probe pr[16];
-        int n = 0;
-        probe_ns(&pr[n++], "user namespace", 0, true);
-        probe_ns(&pr[n++], "pid namespace", CLONE_NEWPID, true);
-        probe_ns(&pr[n++], "mount namespace", CLONE_NEWNS, true);
-        probe_ns(&pr[n++], "net namespace", CLONE_NEWNET, true);
-        probe_ns(&pr[n++], "ipc namespace", CLONE_NEWIPC, false);
-        probe_ns(&pr[n++], "uts namespace", CLONE_NEWUTS, false);
-        probe_ns(&pr[n++], "cgroup namespace", CLONE_NEWCGROUP, false);
-
-        struct probe *s = &pr[n++];
         s->layer = "seccomp";
         s->core = true;
         char actions[256] = "";
@@ -208,8 +162,10 @@ int cmd_doctor(int argc, char **argv)
                  s->ok ? (notif ? "; blocked syscalls are named through user notification"
                                 : "; no user notification: blocked syscalls kill without a name")
                        : "");
+}
 
-        struct probe *l = &pr[n++];
+static void probe_landlock(struct probe *l)
+{
         l->layer = "landlock";
         char why[128] = "";
         int abi = landlock_abi(why, sizeof(why));
@@ -223,8 +179,10 @@ int cmd_doctor(int argc, char **argv)
                 /* A kernel without Landlock built in is not a failure of --require. */
                 l->core = strstr(why, "not built") == NULL && strstr(why, "ENOSYS") == NULL;
         }
+}
 
-        struct probe *cg = &pr[n++];
+static void probe_cgroup(struct probe *cg)
+{
         cg->layer = "cgroup (memory ceiling)";
         cg->core = true; /* --require-sandbox refuses to run without it */
         struct cgroup_host *h = NULL;
@@ -250,6 +208,63 @@ int cmd_doctor(int argc, char **argv)
                                               info.delegated ? "yes" : "no", info.detail);
                 cgroup_host_free(h);
         }
+}
+
+static void doctor_help(void)
+{
+        printf("Usage: chidori doctor [--require] [--seccomp-table]\n\n"
+               "Report which isolation layers this host can apply, one line per layer, and why\n"
+               "a layer is unavailable.  --require exits 78 when a core layer (user, pid, mount\n"
+               "or net namespace, seccomp, Landlock on kernels that have it) is missing.\n"
+               "--seccomp-table prints the seccomp allowlists with the reason for each syscall.\n"
+               "It also says where the worker, the engine and network libraries and esbuild\n"
+               "were found (esbuild bundles ES-module and TypeScript agents).\n"
+               "Environment: CHIDORI_CGROUP_PARENT (where run cgroups go), CHIDORI_WORKER,\n"
+               "CHIDORI_ENGINE_LIB, CHIDORI_NET_LIB, CHIDORI_ESBUILD (override those paths).\n");
+}
+
+int cmd_doctor(int argc, char **argv)
+{
+        bool require = false;
+        static const struct option longopts[] = {
+                { "require", no_argument, NULL, 'r' },
+                { "seccomp-table", no_argument, NULL, 's' },
+                { "help", no_argument, NULL, 'h' },
+                { NULL, 0, NULL, 0 },
+        };
+        optind = 1;
+        opterr = 0;
+        int c;
+        while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+                if (c == 'r')
+                        require = true;
+                else if (c == 's')
+                        return print_tables();
+                else if (c == 'h') {
+                        doctor_help();
+                        return EXIT_OK;
+                } else {
+                        return cli_bad_option("doctor", argc, argv, longopts);
+                }
+        }
+        struct utsname u;
+        uname(&u);
+        printf("chidori %s doctor — kernel %s %s, running as uid %d\n", CHIDORI_VERSION, u.release, u.machine,
+               (int)getuid());
+
+        struct probe pr[16];
+        int n = 0;
+        probe_ns(&pr[n++], "user namespace", 0, true);
+        probe_ns(&pr[n++], "pid namespace", CLONE_NEWPID, true);
+        probe_ns(&pr[n++], "mount namespace", CLONE_NEWNS, true);
+        probe_ns(&pr[n++], "net namespace", CLONE_NEWNET, true);
+        probe_ns(&pr[n++], "ipc namespace", CLONE_NEWIPC, false);
+        probe_ns(&pr[n++], "uts namespace", CLONE_NEWUTS, false);
+        probe_ns(&pr[n++], "cgroup namespace", CLONE_NEWCGROUP, false);
+
+        probe_seccomp(&pr[n++]);
+        probe_landlock(&pr[n++]);
+        probe_cgroup(&pr[n++]);
 
         int missing = 0;
         for (int i = 0; i < n; i++) {
