@@ -109,6 +109,34 @@ static bool env_name_ok(const char *n)
         return true;
 }
 
+/* The box's environment: fixed, plus what --setenv names (a name given
+ * there replaces a fixed one; unset names are left out).  env gets
+ * LAUNCH_FIXED_ENV + n + 1 entries at most; the strings malloc'd for it are
+ * in owned (their count returned). */
+#define LAUNCH_FIXED_ENV 3
+static size_t launch_env(const char *const *names, size_t n, char **env, char **owned)
+{
+        static const char *const fixed[LAUNCH_FIXED_ENV] = { "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/",
+                                                             "LANG=C.UTF-8" };
+        size_t nenv = 0, nowned = 0;
+        for (size_t i = 0; i < ARRAY_SIZE(fixed); i++) {
+                bool replaced = false;
+                for (size_t k = 0; k < n; k++)
+                        replaced |= strncmp(fixed[i], names[k], strlen(names[k])) == 0 &&
+                                    fixed[i][strlen(names[k])] == '=';
+                if (!replaced)
+                        env[nenv++] = (char *)fixed[i];
+        }
+        for (size_t k = 0; k < n; k++) {
+                const char *v = getenv(names[k]);
+                char *kv = NULL;
+                if (v && asprintf(&kv, "%s=%s", names[k], v) >= 0)
+                        env[nenv++] = owned[nowned++] = kv;
+        }
+        env[nenv] = NULL;
+        return nowned;
+}
+
 int cmd_launch(int argc, char **argv)
 {
         struct sandbox_opts so;
@@ -178,27 +206,9 @@ int cmd_launch(int argc, char **argv)
                 fprintf(stderr, "chidori: launch: program '%s' not found\n", argv[optind]);
                 return 127;
         }
-        /* The box's environment: fixed, plus what --setenv names (a name
-         * given there replaces a fixed one; unset names are left out). */
-        static const char *const fixed[] = { "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/", "LANG=C.UTF-8" };
-        char *env[ARRAY_SIZE(fixed) + LAUNCH_ENV_MAX + 1];
+        char *env[LAUNCH_FIXED_ENV + LAUNCH_ENV_MAX + 1];
         char *owned[LAUNCH_ENV_MAX];
-        size_t nenv = 0, nowned = 0;
-        for (size_t i = 0; i < ARRAY_SIZE(fixed); i++) {
-                bool replaced = false;
-                for (size_t k = 0; k < nsetenv; k++)
-                        replaced |= strncmp(fixed[i], setenv_names[k], strlen(setenv_names[k])) == 0 &&
-                                    fixed[i][strlen(setenv_names[k])] == '=';
-                if (!replaced)
-                        env[nenv++] = (char *)fixed[i];
-        }
-        for (size_t k = 0; k < nsetenv; k++) {
-                const char *v = getenv(setenv_names[k]);
-                char *kv = NULL;
-                if (v && asprintf(&kv, "%s=%s", setenv_names[k], v) >= 0)
-                        env[nenv++] = owned[nowned++] = kv;
-        }
-        env[nenv] = NULL;
+        size_t nowned = launch_env(setenv_names, nsetenv, env, owned);
         struct sandbox_run sr;
         struct err *err = NULL;
         struct box_opts bo = {
