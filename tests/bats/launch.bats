@@ -134,3 +134,16 @@ SH
   assert_status 70
   assert_stderr_has "chidori: box setup, step 'root filesystem': mkdir /usr/lib/chidori-nowhere: Read-only file system"
 }
+
+@test "launch --setenv: the box's environment is fixed, plus the variables named (one may replace a fixed one; an unset one is left out)" {
+  FOO=bar chid launch --quiet --setenv FOO --setenv HOME --setenv UNSET_HERE_X -- /usr/bin/env
+  assert_status 0
+  [[ $output == *"FOO=bar"* && $output == *"HOME=$HOME"* && $output == *"PATH=/usr/local/bin:/usr/bin:/bin"* ]] || { echo "$output"; return 1; }
+  [[ $output != *"HOME=/"$'\n'* && $output != *UNSET_HERE_X* ]] || { echo "$output"; return 1; }
+  # Nothing else of the caller's environment reaches the box.
+  SECRET_TOKEN=s3 chid launch --quiet -- /usr/bin/env
+  [[ $output != *SECRET_TOKEN* ]] || { echo "$output"; return 1; }
+  chid launch --quiet --setenv 1BAD -- /usr/bin/env
+  assert_status 2
+  assert_stderr_has "--setenv '1BAD': expected a variable name"
+}
