@@ -193,28 +193,111 @@ void cg_hier_clear(struct hier *hi)
         hi->launcher_fd = -1;
 }
 
+/* The cgroup2 mount where our own cgroup `own` is visible, or NULL
+ * (h->v2_note says why when there is a cgroup2 at all). */
+static const struct cg_mount *v2_mount(struct cgroup_host *h, struct scan *s, const char *own)
+{
+        for (size_t i = 0; i < s->nm; i++) {
+                _cleanup_free_ char *p = NULL;
+                if (s->m[i].v2 && cg_resolve(s->m[i].mount, s->m[i].root, own, &p) == 0 && is_dir(p))
+                        return &s->m[i];
+        }
+        for (size_t i = 0; i < s->nm; i++)
+                if (s->m[i].v2) {
+                        h->v2_note = xasprintf("our cgroup2 path %s is not visible under %s", own, s->m[i].mount);
+                        return NULL;
+                }
+        return NULL;
+}
+
+/* The controllers offered in the parent's cgroup.controllers (bits). */
+static unsigned v2_available(const struct hier *hi, char **ret_ctls)
+{
+        _cleanup_close_ int fd = open(hi->parent_fs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd >= 0)
+                (void)cg_read_at(fd, "cgroup.controllers", ret_ctls);
+        chomp(*ret_ctls);
+        unsigned avail = 0;
+        for (int c = 0; c < CGROUP_CTL_MAX; c++)
+                if (*ret_ctls && cg_has_word(*ret_ctls, cgroup_ctl_name(c), ' '))
+                        avail |= CTL_BIT(c);
+        return avail;
+}
+
+/* Can we create run cgroups below the parent and move processes there?
+ * true, or false with h->v2_note saying why. */
+static bool v2_delegated(struct cgroup_host *h, struct scan *s, const struct cg_mount *m, const struct hier *hi,
+                         const char *own)
+{
+        static const char *const need[] = { "cgroup.procs", "cgroup.subtree_control", NULL };
+        char *what = NULL;
+        if (!writable(hi->parent_fs, need, &what)) {
+                h->v2_note = xasprintf("no cgroup delegation (uid %d): %s", (int)geteuid(), what ? what : "");
+                free(what);
+                s->deleg_fail = true;
+                return false;
+        }
+        /* clone3/attach move a process from our cgroup to the leaf: the
+         * kernel wants write access to cgroup.procs of their common ancestor. */
+        h->parent_is_own = strcmp(hi->parent_cg, own) == 0;
+        if (h->parent_is_own)
+                return true;
+        _cleanup_free_ char *anc_cg = common_ancestor(own, hi->parent_cg), *anc = NULL;
+        if (anc_cg && cg_resolve(m->mount, m->root, anc_cg, &anc) == 0) {
+                static const char *const procs[] = { "cgroup.procs", NULL };
+                if (!writable(anc, procs, &what)) {
+                        h->v2_note = xasprintf("no cgroup delegation (uid %d) to move processes from %s: %s",
+                                               (int)geteuid(), own, what ? what : "");
+                        free(what);
+                        s->deleg_fail = true;
+                        return false;
+                }
+        }
+        return true;
+}
+
+/* No-internal-processes: enabling controllers below a non-root cgroup
+ * needs it empty.  Only this launcher there: it moves itself (at prepare
+ * time).  Anyone else: we cannot.  true, or false with h->v2_note. */
+static bool v2_no_internal(struct cgroup_host *h, struct scan *s, const struct hier *hi, unsigned avail)
+{
+        _cleanup_close_ int pfd = open(hi->parent_fs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        /* the root cgroup (exempt from the rule) is the one without cgroup.type */
+        h->parent_is_root = pfd >= 0 && faccessat(pfd, "cgroup.type", F_OK, 0) < 0 && errno == ENOENT;
+        _cleanup_free_ char *sub = NULL, *procs = NULL;
+        unsigned want = avail & (CTL_BIT(CGROUP_CTL_MEMORY) | CTL_BIT(CGROUP_CTL_PIDS));
+        bool missing = false;
+        if (pfd >= 0 && cg_read_at(pfd, "cgroup.subtree_control", &sub) == 0) {
+                chomp(sub);
+                for (int c = 0; c < CGROUP_CTL_MAX; c++)
+                        if ((want & CTL_BIT(c)) && !cg_has_word(sub, cgroup_ctl_name(c), ' '))
+                                missing = true;
+        }
+        if (!missing || h->parent_is_root || pfd < 0 || cg_read_at(pfd, "cgroup.procs", &procs) != 0 || !procs[0])
+                return true;
+        char self[32];
+        snprintf(self, sizeof(self), "%d\n", (int)getpid());
+        if (h->parent_is_own && strcmp(procs, self) == 0) {
+                h->launcher_move = true;
+                return true;
+        }
+        h->v2_note = xasprintf("%s holds other processes, so controllers cannot be enabled below it; start chidori "
+                               "in a cgroup of its own (systemd-run --scope -p Delegate=yes ...) or pass "
+                               "--cgroup-parent",
+                               hi->parent_fs);
+        s->busy = true;
+        return false;
+}
+
 /* 1 chosen, 0 not (h->v2_note says why, NULL when there is no cgroup2), <0 -errno */
 static int try_v2(struct cgroup_host *h, struct scan *s, int force)
 {
         _cleanup_free_ char *own = NULL;
         if (cg_proc_cgroup_path(s->self, NULL, &own, NULL) < 0)
                 return 0;
-        const struct cg_mount *m = NULL;
-        for (size_t i = 0; i < s->nm && !m; i++) {
-                _cleanup_free_ char *p = NULL;
-                if (s->m[i].v2 && cg_resolve(s->m[i].mount, s->m[i].root, own, &p) == 0 &&
-                    is_dir(p))
-                        m = &s->m[i];
-        }
-        if (!m) {
-                for (size_t i = 0; i < s->nm; i++)
-                        if (s->m[i].v2) {
-                                h->v2_note = xasprintf("our cgroup2 path %s is not visible "
-                                                       "under %s", own, s->m[i].mount);
-                                return 0;
-                        }
+        const struct cg_mount *m = v2_mount(h, s, own);
+        if (!m)
                 return 0;
-        }
         if (!(h->v2_mount = strdup(m->mount)))
                 return -ENOMEM;
         /* Already moved into <P>/chidori-launcher (by an earlier host of this
@@ -237,16 +320,7 @@ static int try_v2(struct cgroup_host *h, struct scan *s, int force)
                 return r < 0 ? r : 0;
         }
         _cleanup_free_ char *ctls = NULL;
-        {
-                _cleanup_close_ int fd = open(hi.parent_fs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (fd >= 0)
-                        (void)cg_read_at(fd, "cgroup.controllers", &ctls);
-        }
-        chomp(ctls);
-        unsigned avail = 0;
-        for (int c = 0; c < CGROUP_CTL_MAX; c++)
-                if (ctls && cg_has_word(ctls, cgroup_ctl_name(c), ' '))
-                        avail |= CTL_BIT(c);
+        unsigned avail = v2_available(&hi, &ctls);
         if (!(avail & CTL_BIT(CGROUP_CTL_MEMORY)) && force != 2) {
                 const char *v1mem = NULL;
                 for (size_t i = 0; i < s->nm; i++)
@@ -260,66 +334,9 @@ static int try_v2(struct cgroup_host *h, struct scan *s, int force)
                 cg_hier_clear(&hi);
                 return 0;
         }
-        static const char *const need[] = { "cgroup.procs", "cgroup.subtree_control", NULL };
-        char *what = NULL;
-        if (!writable(hi.parent_fs, need, &what)) {
-                h->v2_note = xasprintf("no cgroup delegation (uid %d): %s", (int)geteuid(),
-                                       what ? what : "");
-                free(what);
-                s->deleg_fail = true;
+        if (!v2_delegated(h, s, m, &hi, own) || !v2_no_internal(h, s, &hi, avail)) {
                 cg_hier_clear(&hi);
                 return 0;
-        }
-        /* clone3/attach move a process from our cgroup to the leaf: the
-         * kernel wants write access to cgroup.procs of their common ancestor. */
-        h->parent_is_own = strcmp(hi.parent_cg, own) == 0;
-        if (!h->parent_is_own) {
-                _cleanup_free_ char *anc_cg = common_ancestor(own, hi.parent_cg), *anc = NULL;
-                if (anc_cg && cg_resolve(m->mount, m->root, anc_cg, &anc) == 0) {
-                        static const char *const procs[] = { "cgroup.procs", NULL };
-                        if (!writable(anc, procs, &what)) {
-                                h->v2_note = xasprintf("no cgroup delegation (uid %d) to move "
-                                                       "processes from %s: %s",
-                                                       (int)geteuid(), own, what ? what : "");
-                                free(what);
-                                s->deleg_fail = true;
-                                cg_hier_clear(&hi);
-                                return 0;
-                        }
-                }
-        }
-        /* No-internal-processes: enabling controllers below a non-root
-         * cgroup needs it empty.  Only this launcher there: it moves itself
-         * (at prepare time).  Anyone else: we cannot. */
-        _cleanup_close_ int pfd = open(hi.parent_fs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        /* the root cgroup (exempt from the rule) is the one without cgroup.type */
-        h->parent_is_root = pfd >= 0 && faccessat(pfd, "cgroup.type", F_OK, 0) < 0 &&
-                            errno == ENOENT;
-        _cleanup_free_ char *sub = NULL, *procs = NULL;
-        unsigned want = avail & (CTL_BIT(CGROUP_CTL_MEMORY) | CTL_BIT(CGROUP_CTL_PIDS));
-        bool missing = false;
-        if (pfd >= 0 && cg_read_at(pfd, "cgroup.subtree_control", &sub) == 0) {
-                chomp(sub);
-                for (int c = 0; c < CGROUP_CTL_MAX; c++)
-                        if ((want & CTL_BIT(c)) && !cg_has_word(sub, cgroup_ctl_name(c), ' '))
-                                missing = true;
-        }
-        if (missing && !h->parent_is_root && pfd >= 0 &&
-            cg_read_at(pfd, "cgroup.procs", &procs) == 0 && procs[0]) {
-                char self[32];
-                snprintf(self, sizeof(self), "%d\n", (int)getpid());
-                if (h->parent_is_own && strcmp(procs, self) == 0) {
-                        h->launcher_move = true;
-                } else {
-                        h->v2_note = xasprintf(
-                                "%s holds other processes, so controllers cannot be enabled "
-                                "below it; start chidori in a cgroup of its own (systemd-run "
-                                "--scope -p Delegate=yes ...) or pass --cgroup-parent",
-                                hi.parent_fs);
-                        s->busy = true;
-                        cg_hier_clear(&hi);
-                        return 0;
-                }
         }
         hi.ctls = avail;
         h->hier[0] = hi;
