@@ -37,6 +37,8 @@ COMMON_SRC  := $(wildcard common/*.c)
 PROTO_SRC   := $(wildcard proto/*.c)
 CHAN_SRC    := $(wildcard chan/*.c)
 MONITOR_SRC := $(wildcard monitor/*.c)
+# The broker's pieces the tests link (libchidori.a); its main is chidori-broker's.
+BROKER_LIB_SRC := broker/provider.c
 CLI_SRC     := $(filter-out cli/main.c,$(wildcard cli/*.c))
 SANDBOX_SRC := $(filter-out sandbox/seccomp-gen.c,$(wildcard sandbox/*.c sandbox/*/*.c))
 RUNTIME_SRC := $(wildcard runtime/*.c)
@@ -47,7 +49,7 @@ ENGINE_SRC  := $(filter-out engine/worker.c,$(wildcard engine/*.c))
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(patsubst %.S,$(BUILD)/obj/%.o,$(1)))
 
 ENGINE_OBJ := $(call obj,$(ENGINE_SRC) engine/embed.S)
-LIB_OBJ    := $(call obj,$(COMMON_SRC) $(PROTO_SRC) $(CHAN_SRC) $(MONITOR_SRC) $(CLI_SRC) $(SANDBOX_SRC) $(RUNTIME_SRC) $(POLICY_SRC) $(EFFECTS_SRC)) \
+LIB_OBJ    := $(call obj,$(COMMON_SRC) $(PROTO_SRC) $(CHAN_SRC) $(MONITOR_SRC) $(BROKER_LIB_SRC) $(CLI_SRC) $(SANDBOX_SRC) $(RUNTIME_SRC) $(POLICY_SRC) $(EFFECTS_SRC)) \
               $(ENGINE_OBJ) \
               $(BUILD)/obj/gen/seccomp_bpf.o
 CLI_LIBS    = $(call libs_of,$(PKGS_CLI)) -lpthread
