@@ -44,6 +44,8 @@ struct fbox {
         struct fake *f;
         struct box_events ev;
         int exit_r, exit_w;       /* the test writes exit_w: the box "exits" */
+        struct evloop *loop;
+        struct ev_timer *deadline;
 };
 
 struct fake {
@@ -53,10 +55,26 @@ struct fake {
         _Atomic int exit_w;       /* the last box's exit trigger */
 };
 
+/* The deadline as the monitor's supervisor meets it: the box is killed
+ * (its socket ends at once), the report follows a moment later. */
+static void fake_deadline(struct evloop *loop, struct ev_timer *t, void *arg)
+{
+        (void)loop, (void)t;
+        struct fbox *b = arg;
+        int wfd = b->f->worker_fd;
+        b->f->worker_fd = -1;
+        close(wfd);
+        usleep(200 * 1000);
+        struct box_events ev = b->ev;
+        int xr = b->exit_r;
+        free(b);
+        ev.ended(ev.arg, &(struct box_ended){ .reason = BOX_DEADLINE, .wait_status = SIGKILL });
+        close(xr);
+}
+
 static int fake_spawn(void *arg, struct evloop *loop, const struct box_request *req, const struct box_events *ev,
                       void **ret, struct err **err)
 {
-        (void)loop, (void)req;
         struct fake *f = arg;
         f->spawns++;
         if (f->fail_layer) {
@@ -75,6 +93,9 @@ static int fake_spawn(void *arg, struct evloop *loop, const struct box_request *
         b->ev = *ev;
         b->exit_r = p[0];
         b->exit_w = p[1];
+        b->loop = loop;
+        if (req->deadline_at > 0 && evloop_timer_add(loop, req->deadline_at, fake_deadline, b, &b->deadline, err) < 0)
+                return -1;
         f->worker_fd = sv[1];
         f->exit_w = p[1];
         *ret = b;
@@ -89,6 +110,7 @@ static void fake_finish(void *arg, void *handle, bool kill_first)
         f->finished++;
         if (kill_first)
                 f->killed++;
+        evloop_timer_del(b->loop, b->deadline);
         struct box_events ev = b->ev;
         close(b->exit_r);
         free(b); /* exit_w and the worker's end stay the test's */
@@ -518,7 +540,7 @@ static void s_broken(void *arg, const char *why)
         snprintf(t->broken, sizeof(t->broken), "%s", why);
 }
 
-static void s_start(struct sess *t)
+static void s_start(struct sess *t, long deadline_ms)
 {
         memset(t, 0, sizeof(*t));
         mon_start(&t->m);
@@ -534,7 +556,7 @@ static void s_start(struct sess *t)
         t->cb.on_broken = s_broken;
         t->cb.cb_arg = t;
         t->cfg = (struct session_config){ .script = "", .filename = "agent.js", .run_id = "run-test",
-                                          .effects = &effects_table };
+                                          .effects = &effects_table, .deadline_ms = deadline_ms };
         t->sink = (struct session_sink){ .arg = t };
         assert_int_equal(session_new(t->loop, &t->cfg, &t->sink, &t->cb.provider, &t->s, &e), 0);
         assert_int_equal(session_start(t->s, &e), 0);
@@ -588,7 +610,7 @@ static void provider_session_done(void **state)
 {
         (void)state;
         struct sess t;
-        s_start(&t);
+        s_start(&t, 0);
         s_pump_until(&t, worker_there);
         assert_string_equal(t.cb.banner, "fake box");
         int wfd = t.m.fake.worker_fd;
@@ -621,7 +643,7 @@ static void provider_session_stop(void **state)
 {
         (void)state;
         struct sess t;
-        s_start(&t);
+        s_start(&t, 0);
         s_pump_until(&t, worker_there);
         t.m.stop = SIGINT;
         s_pump_until(&t, ended);
@@ -634,13 +656,29 @@ static void provider_session_stop(void **state)
         s_free(&t);
 }
 
+/* The deadline: the monitor kills the box, whose socket ends before
+ * BOX_ENDED {DEADLINE} arrives: the run still ends DEADLINE, not as a
+ * crash (EOF). */
+static void provider_session_deadline(void **state)
+{
+        (void)state;
+        struct sess t;
+        s_start(&t, 300);
+        s_pump_until(&t, ended);
+        assert_int_equal(session_outcome(t.s)->end, SESSION_END_DEADLINE);
+        struct err *e = NULL;
+        assert_int_equal(chan_boxes_result(t.m.broker, 124, &e), 0);
+        assert_int_equal(mon_join(&t.m), 124);
+        s_free(&t);
+}
+
 /* The monitor goes away mid-run: the provider ends the box (KILLED) and
  * says why; the session ends. */
 static void provider_monitor_gone(void **state)
 {
         (void)state;
         struct sess t;
-        s_start(&t);
+        s_start(&t, 0);
         s_pump_until(&t, worker_there);
         /* The monitor ends (a RESULT from elsewhere), closing its end. */
         struct err *e = NULL;
@@ -667,6 +705,7 @@ int main(void)
                 cmocka_unit_test(serve_broker_dies),     cmocka_unit_test(serve_stop),
                 cmocka_unit_test(serve_open_agent_file), cmocka_unit_test(provider_session_done),
                 cmocka_unit_test(provider_session_stop), cmocka_unit_test(provider_monitor_gone),
+                cmocka_unit_test(provider_session_deadline),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,259 @@
+/* broker/config.c — the run the monitor hands the broker (config.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "broker/config.h"
+#include "broker/provider.h"
+#include "chan/chan.h"
+#include "cli/cli.h"
+#include "common/exit.h"
+#include "common/util.h"
+#include "effects/effects.h"
+#include "policy/policy.h"
+#include "runtime/evloop.h"
+#include "runtime/outcome.h"
+#include "runtime/session.h"
+#include "sandbox/seccomp.h"
+
+#define AGENT_MAX (16u << 20)
+
+static int num(const char *k, const char *v, long *ret, struct err **err)
+{
+        char *end = NULL;
+        errno = 0;
+        long n = strtol(v, &end, 10);
+        if (errno || end == v || *end || n < 0)
+                return err_set(err, 0, "config: %s=%s is not a number", k, v);
+        *ret = n;
+        return 0;
+}
+
+static int flag(const char *k, const char *v, bool *ret, struct err **err)
+{
+        if (strcmp(v, "0") && strcmp(v, "1"))
+                return err_set(err, 0, "config: %s=%s (expected 0 or 1)", k, v);
+        *ret = v[0] == '1';
+        return 0;
+}
+
+int broker_config_parse(const char *const *strs, size_t n, struct broker_config *c, struct err **err)
+{
+        *c = (struct broker_config){ .run_id = "run-0" };
+        for (size_t i = 0; i < n; i++) {
+                const char *eq = strchr(strs[i], '=');
+                if (!eq)
+                        return err_set(err, 0, "config: '%s' is not key=value", strs[i]);
+                size_t kl = (size_t)(eq - strs[i]);
+                const char *v = eq + 1;
+                char k[32];
+                if (kl >= sizeof(k))
+                        return err_set(err, 0, "config: unknown key in '%s'", strs[i]);
+                memcpy(k, strs[i], kl);
+                k[kl] = '\0';
+                int r = 0;
+                if (!strcmp(k, "agent"))
+                        c->agent = v;
+                else if (!strcmp(k, "agent_dir"))
+                        c->agent_dir = v;
+                else if (!strcmp(k, "run_id"))
+                        c->run_id = v;
+                else if (!strcmp(k, "deadline_ms"))
+                        r = num(k, v, &c->deadline_ms, err);
+                else if (!strcmp(k, "js_deadline_ms"))
+                        r = num(k, v, &c->js_deadline_ms, err);
+                else if (!strcmp(k, "cpu_secs"))
+                        r = num(k, v, &c->cpu_secs, err);
+                else if (!strcmp(k, "json"))
+                        r = flag(k, v, &c->json, err);
+                else if (!strcmp(k, "quiet"))
+                        r = flag(k, v, &c->quiet, err);
+                else if (!strcmp(k, "untrusted"))
+                        r = flag(k, v, &c->untrusted, err);
+                else if (!strcmp(k, "trusted"))
+                        r = flag(k, v, &c->trusted, err);
+                else if (!strcmp(k, "policy_profile"))
+                        c->policy_profile = v;
+                else if (!strcmp(k, "policy_inline"))
+                        c->policy_inline = v;
+                else
+                        return err_set(err, 0, "config: unknown key '%s'", k);
+                if (r < 0)
+                        return -1;
+        }
+        if (!c->agent || !c->agent[0] || c->agent[0] == '/')
+                return err_set(err, 0, "config: no agent (a path relative to the agent folder)");
+        if (!c->agent_dir || c->agent_dir[0] != '/')
+                return err_set(err, 0, "config: no agent_dir (an absolute path)");
+        return 0;
+}
+
+/* The blob at fd: its string count from its header (chan_blob_map checks
+ * the rest: seals, size, strings). */
+static int map_config(int fd, struct chan_blob *b, struct err **err)
+{
+        struct chan_blob_hdr h;
+        if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
+                return err_set(err, errno, "config: read its header");
+        if (h.nstrings > CHAN_BLOB_STRINGS)
+                return err_set(err, 0, "config: %u strings", h.nstrings);
+        return chan_blob_map(fd, h.nstrings, b, err);
+}
+
+struct run {
+        struct session *s;
+        volatile sig_atomic_t stop;
+        const struct broker_config *c;
+        struct policy *policy;
+        struct chan_boxes *cb;
+};
+
+static void on_stop(void *arg, int sig)
+{
+        struct run *r = arg;
+        if (r->stop)
+                return;
+        r->stop = sig;
+        char why[64];
+        snprintf(why, sizeof(why), "interrupted by signal %d", sig);
+        session_cancel(r->s, why);
+}
+
+static void on_broken(void *arg, const char *why)
+{
+        (void)arg;
+        fprintf(stderr, "chidori: the monitor's channel broke: %s\n", why);
+}
+
+static void on_running(void *arg)
+{
+        struct run *r = arg;
+        if (r->c->quiet)
+                return;
+        char desc[512];
+        policy_describe(r->policy, desc, sizeof(desc));
+        fprintf(stderr, "Isolation: %s\n", r->cb->banner);
+        fprintf(stderr, "Policy: %s\n", desc);
+}
+
+static int load_agent(int chan, const struct broker_config *c, char **ret, struct err **err)
+{
+        int fd = chan_boxes_open(chan, c->agent, err);
+        if (fd < 0)
+                return -1;
+        size_t len = 0;
+        int r = read_fd(fd, c->agent, AGENT_MAX, ret, &len, err);
+        close(fd);
+        return r;
+}
+
+static int run_session(int chan, const struct broker_config *c, struct run *r, char *script, int *ret_code,
+                       struct err **err)
+{
+        struct evloop *loop = NULL;
+        struct chan_boxes cb;
+        if (evloop_new(&loop, err) < 0)
+                return -1;
+        if (chan_boxes_init(&cb, chan, loop, err) < 0) {
+                evloop_free(loop);
+                return -1;
+        }
+        r->cb = &cb;
+        cb.on_stop = on_stop;
+        cb.on_broken = on_broken;
+        cb.cb_arg = r;
+        const char *slash = strrchr(c->agent, '/');
+        struct session_config cfg = {
+                .script = script,
+                .filename = slash ? slash + 1 : c->agent,
+                .run_id = c->run_id,
+                .js_deadline_ms = c->js_deadline_ms,
+                .deadline_ms = c->deadline_ms,
+                .stop = &r->stop,
+                .policy = r->policy,
+                .effects = &effects_table,
+        };
+        struct cli_sink sink;
+        cli_sink_init(&sink, c->json, c->deadline_ms > 0 ? mono_ms() + (double)c->deadline_ms : 0, &r->stop);
+        sink.running = on_running;
+        sink.running_arg = r;
+        int rc = -1;
+        if (session_new(loop, &cfg, &sink.sink, &cb.provider, &r->s, err) == 0 && session_start(r->s, err) == 0) {
+                rc = 0;
+                while (session_state(r->s) != SESSION_ENDED)
+                        if (evloop_run_once(loop, -1, err) < 0) {
+                                rc = -1;
+                                break;
+                        }
+        }
+        if (rc == 0) {
+                struct outcome_context oc = {
+                        .js_deadline_ms = c->js_deadline_ms,
+                        .cpu_secs = c->cpu_secs,
+                        .stop_signal = (int)r->stop,
+                        .syscall_name = seccomp_syscall_name,
+                };
+                struct session_outcome *o = session_outcome(r->s);
+                if (o->end == SESSION_END_SPAWN) {
+                        fprintf(stderr, "chidori: %s%s\n", o->spawn_layer ? "" : "start the engine worker: ",
+                                o->message ? o->message : "");
+                        *ret_code = o->spawn_layer ? EXIT_LAYER_UNAVAILABLE : EXIT_PROTOCOL;
+                } else {
+                        *ret_code = sink.printed_value ? EXIT_OK : report_outcome(o, c->json, &oc, c->run_id);
+                }
+        }
+        session_free(r->s);
+        chan_boxes_free(&cb);
+        evloop_free(loop);
+        return rc;
+}
+
+int broker_run(int chan, int config_fd)
+{
+        struct err *e = NULL;
+        struct chan_blob blob = { 0 };
+        struct broker_config c;
+        struct run r = { .c = &c };
+        char *script = NULL, *warning = NULL;
+        int code = EXIT_PROTOCOL;
+        unsigned welcome = 0;
+        if (map_config(config_fd, &blob, &e) < 0 || broker_config_parse(blob.strs, blob.nstrings, &c, &e) < 0 ||
+            chan_boxes_hello(chan, &welcome, &e) < 0)
+                goto fail;
+        /* The operator's configuration is parsed: commit to what may be
+         * spawned before reading anything of the agent's. */
+        struct policy_sources src = {
+                .surface = POLICY_SURFACE_RUN, .flag_untrusted = c.untrusted, .flag_trusted = c.trusted,
+                .env_inline = c.policy_inline, .env_profile = c.policy_profile,
+        };
+        if (policy_select(&src, &r.policy, &warning, &e) < 0)
+                goto fail;
+        if (warning)
+                fprintf(stderr, "chidori: warning: %s\n", warning);
+        if (chan_boxes_commit(chan, 0, c.agent_dir, NULL, 0, NULL, 0, NULL, 0, &e) < 0 ||
+            load_agent(chan, &c, &script, &e) < 0 || run_session(chan, &c, &r, script, &code, &e) < 0)
+                goto fail;
+        goto out;
+fail:
+        fprintf(stderr, "chidori: %s\n", err_msg(e));
+        err_free(e);
+        e = NULL;
+        code = EXIT_PROTOCOL;
+out:
+        fflush(stdout);
+        fflush(stderr);
+        if (chan_boxes_result(chan, code, &e) < 0)
+                err_free(e);
+        free(script);
+        free(warning);
+        policy_free(r.policy);
+        chan_blob_unmap(&blob);
+        return code;
+}
