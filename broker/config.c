@@ -17,6 +17,7 @@
 #include "common/exit.h"
 #include "common/util.h"
 #include "effects/effects.h"
+#include "effects/memory/memstore.h"
 #include "policy/policy.h"
 #include "runtime/evloop.h"
 #include "runtime/outcome.h"
@@ -83,6 +84,12 @@ int broker_config_parse(const char *const *strs, size_t n, struct broker_config 
                         c->policy_profile = v;
                 else if (!strcmp(k, "policy_inline"))
                         c->policy_inline = v;
+                else if (!strcmp(k, "state_dir"))
+                        c->state_dir = v;
+                else if (!strcmp(k, "mem_ns"))
+                        c->mem_ns = v;
+                else if (!strcmp(k, "input"))
+                        c->input = v;
                 else
                         return err_set(err, 0, "config: unknown key '%s'", k);
                 if (r < 0)
@@ -92,6 +99,8 @@ int broker_config_parse(const char *const *strs, size_t n, struct broker_config 
                 return err_set(err, 0, "config: no agent (a path relative to the agent folder)");
         if (!c->agent_dir || c->agent_dir[0] != '/')
                 return err_set(err, 0, "config: no agent_dir (an absolute path)");
+        if (c->state_dir && c->state_dir[0] != '/')
+                return err_set(err, 0, "config: state_dir=%s is not an absolute path", c->state_dir);
         return 0;
 }
 
@@ -109,6 +118,9 @@ static int map_config(int fd, struct chan_blob *b, struct err **err)
 
 struct run {
         struct session *s;
+        struct memstore *mem;
+        cJSON *input;
+        char *ns;
         volatile sig_atomic_t stop;
         const struct broker_config *c;
         struct policy *policy;
@@ -179,6 +191,9 @@ static int run_session(int chan, const struct broker_config *c, struct run *r, c
                 .stop = &r->stop,
                 .policy = r->policy,
                 .effects = &effects_table,
+                .input = r->input,
+                .mem = r->mem,
+                .mem_ns = r->ns,
         };
         struct cli_sink sink;
         cli_sink_init(&sink, c->json, c->deadline_ms > 0 ? mono_ms() + (double)c->deadline_ms : 0, &r->stop);
@@ -237,6 +252,23 @@ int broker_run(int chan, int config_fd)
                 goto fail;
         if (warning)
                 fprintf(stderr, "chidori: warning: %s\n", warning);
+        r.input = c.input ? cJSON_Parse(c.input) : cJSON_CreateNull();
+        if (!r.input) {
+                err_set(&e, 0, "config: input is not JSON");
+                goto fail;
+        }
+        if (c.mem_ns)
+                r.ns = strdup(c.mem_ns);
+        else if (asprintf(&r.ns, "%s/%s", c.agent_dir, c.agent) < 0)
+                r.ns = NULL;
+        if (!r.ns) {
+                err_set(&e, ENOMEM, "config");
+                goto fail;
+        }
+        if (c.state_dir && memstore_open(c.state_dir, &r.mem, &e) < 0) {
+                err_wrap(&e, "open the memory store");
+                goto fail;
+        }
         if (chan_boxes_commit(chan, 0, c.agent_dir, NULL, 0, NULL, 0, NULL, 0, &e) < 0 ||
             load_agent(chan, &c, &script, &e) < 0 || run_session(chan, &c, &r, script, &code, &e) < 0)
                 goto fail;
@@ -254,6 +286,9 @@ out:
         free(script);
         free(warning);
         policy_free(r.policy);
+        memstore_close(r.mem);
+        cJSON_Delete(r.input);
+        free(r.ns);
         chan_blob_unmap(&blob);
         return code;
 }

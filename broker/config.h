@@ -13,6 +13,9 @@
  *   json=0|1             --json
  *   quiet=0|1            --quiet
  *   untrusted=0|1, trusted=0|1, policy_profile=NAME, policy_inline=JSON
+ *   state_dir=/ABS       the memory store's folder (attached by the monitor)
+ *   mem_ns=TEXT          the memory namespace (default: agent_dir/agent)
+ *   input=JSON           the run's input (default null)
  */
 #ifndef CHIDORI_BROKER_CONFIG_H
 #define CHIDORI_BROKER_CONFIG_H
@@ -26,6 +29,7 @@ struct broker_config {
         long deadline_ms, js_deadline_ms, cpu_secs;
         bool json, quiet, untrusted, trusted;
         const char *policy_profile, *policy_inline;
+        const char *state_dir, *mem_ns, *input;
 };
 
 /* Parse the strings of a config blob (pointers into it kept). */

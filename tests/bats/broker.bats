@@ -375,3 +375,20 @@ JS
   [[ $st =~ NSpid:[[:space:]]+$b[[:space:]]+1 ]]
   if is_root; then [[ $st =~ Uid:[[:space:]]+65533[[:space:]] ]]; fi
 }
+
+@test "broker: run: the memory store in the state dir: kept between runs; the file the broker creates is the caller's on disk" {
+  cat >"$T/agent/a.js" <<'JS'
+async function main(input) {
+  const prev = await chidori.memory.get("count");
+  await chidori.memory.set("count", (prev || 0) + input.add);
+  return [prev, (prev || 0) + input.add];
+}
+JS
+  srun state_dir="$T/state" 'input={"add":5}'
+  [[ $status -eq 0 && $output == '[null,5]' ]]
+  srun state_dir="$T/state" 'input={"add":2}'
+  [[ $status -eq 0 && $output == '[5,7]' ]]
+  ls -ln "$T/state"
+  # root: the broker ran as 65533, the id-mapped state dir made it 0 on disk.
+  [[ $(stat -c %u "$T/state/memory.sqlite3") -eq $(id -u) ]]
+}
