@@ -18,6 +18,8 @@
 #include "common/util.h"
 #include "effects/effects.h"
 #include "effects/memory/memstore.h"
+#include "proto/json.h"
+#include "runtime/journal.h"
 #include "policy/policy.h"
 #include "runtime/evloop.h"
 #include "runtime/outcome.h"
@@ -47,7 +49,7 @@ static int flag(const char *k, const char *v, bool *ret, struct err **err)
 
 int broker_config_parse(const char *const *strs, size_t n, struct broker_config *c, struct err **err)
 {
-        *c = (struct broker_config){ .run_id = "run-0" };
+        *c = (struct broker_config){ .run_id = "run-0", .journal_fd = -1 };
         for (size_t i = 0; i < n; i++) {
                 const char *eq = strchr(strs[i], '=');
                 if (!eq)
@@ -90,6 +92,8 @@ int broker_config_parse(const char *const *strs, size_t n, struct broker_config 
                         c->mem_ns = v;
                 else if (!strcmp(k, "input"))
                         c->input = v;
+                else if (!strcmp(k, "journal_fd"))
+                        r = num(k, v, &c->journal_fd, err);
                 else
                         return err_set(err, 0, "config: unknown key '%s'", k);
                 if (r < 0)
@@ -99,6 +103,9 @@ int broker_config_parse(const char *const *strs, size_t n, struct broker_config 
                 return err_set(err, 0, "config: no agent (a path relative to the agent folder)");
         if (!c->agent_dir || c->agent_dir[0] != '/')
                 return err_set(err, 0, "config: no agent_dir (an absolute path)");
+        if (c->journal_fd >= 0 && c->journal_fd < 5)
+                return err_set(err, 0, "config: journal_fd=%ld is not one of the descriptors passed (5 and up)",
+                               c->journal_fd);
         if (c->state_dir && c->state_dir[0] != '/')
                 return err_set(err, 0, "config: state_dir=%s is not an absolute path", c->state_dir);
         return 0;
@@ -118,6 +125,8 @@ static int map_config(int fd, struct chan_blob *b, struct err **err)
 
 struct run {
         struct session *s;
+        struct journal *journal;
+        char sha256[65];
         struct memstore *mem;
         cJSON *input;
         char *ns;
@@ -153,6 +162,56 @@ static void on_running(void *arg)
         policy_describe(r->policy, desc, sizeof(desc));
         fprintf(stderr, "Isolation: %s\n", r->cb->banner);
         fprintf(stderr, "Policy: %s\n", desc);
+}
+
+/* The journal's first and last lines, as `chidori run` writes them. */
+static void journal_header(struct run *r, const char *script)
+{
+        const struct broker_config *c = r->c;
+        char ts[40], agent[4200];
+        utc_iso8601(ts, sizeof(ts));
+        sha256_hex(script, strlen(script), r->sha256);
+        snprintf(agent, sizeof(agent), "%s/%s", c->agent_dir, c->agent);
+        const char *slash = strrchr(c->agent, '/');
+        cJSON *h = cJSON_CreateObject();
+        cJSON_AddStringToObject(h, "type", "header");
+        cJSON_AddStringToObject(h, "chidori", CHIDORI_VERSION);
+        cJSON_AddNumberToObject(h, "protocol", 1);
+        cJSON_AddStringToObject(h, "run_id", c->run_id);
+        cJSON_AddStringToObject(h, "agent", agent);
+        cJSON_AddStringToObject(h, "agent_sha256", r->sha256);
+        cJSON_AddStringToObject(h, "filename", slash ? slash + 1 : c->agent);
+        cJSON_AddStringToObject(h, "memory_ns", r->ns);
+        cJSON_AddStringToObject(h, "tz", "UTC");
+        cJSON_AddStringToObject(h, "values", "exact");
+        cJSON_AddItemToObject(h, "input", cJSON_Duplicate(r->input, 1));
+        cJSON_AddStringToObject(h, "started", ts);
+        journal_file_ops.header(r->journal, h, NULL);
+        cJSON_Delete(h);
+}
+
+static void journal_end(struct run *r, const struct session_outcome *o, int code)
+{
+        char ts[40];
+        utc_iso8601(ts, sizeof(ts));
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "type", "end");
+        cJSON_AddStringToObject(e, "outcome", session_end_name(o->end));
+        cJSON_AddNumberToObject(e, "exit", code);
+        if (o->value)
+                cJSON_AddItemToObject(e, "value", cJSON_Duplicate(o->value, 1));
+        if (o->error)
+                cJSON_AddItemToObject(e, "error", cJSON_Duplicate(o->error, 1));
+        if (o->end != SESSION_END_DONE_OK && o->message)
+                cJSON_AddStringToObject(e, "message", o->message);
+        if (o->end == SESSION_END_EOF)
+                cJSON_AddNumberToObject(e, "wait_status", o->wait_status);
+        cJSON_AddStringToObject(e, "ended", ts);
+        cJSON *st = cJSON_AddObjectToObject(e, "stats");
+        cJSON_AddItemToObject(st, "wall_ms", json_cjson_number((double)(long)(o->wall_ms * 1000) / 1000.0));
+        cJSON_AddNumberToObject(st, "effects", (double)o->effects);
+        journal_file_ops.end(r->journal, e, NULL);
+        cJSON_Delete(e);
 }
 
 static int load_agent(int chan, const struct broker_config *c, char **ret, struct err **err)
@@ -194,6 +253,7 @@ static int run_session(int chan, const struct broker_config *c, struct run *r, c
                 .input = r->input,
                 .mem = r->mem,
                 .mem_ns = r->ns,
+                .journal = { r->journal ? &journal_file_ops : NULL, r->journal },
         };
         struct cli_sink sink;
         cli_sink_init(&sink, c->json, c->deadline_ms > 0 ? mono_ms() + (double)c->deadline_ms : 0, &r->stop);
@@ -222,6 +282,8 @@ static int run_session(int chan, const struct broker_config *c, struct run *r, c
                         *ret_code = o->spawn_layer ? EXIT_LAYER_UNAVAILABLE : EXIT_PROTOCOL;
                 } else {
                         *ret_code = sink.printed_value ? EXIT_OK : report_outcome(o, c->json, &oc, c->run_id);
+                        if (r->journal)
+                                journal_end(r, o, *ret_code);
                 }
         }
         session_free(r->s);
@@ -269,8 +331,14 @@ int broker_run(int chan, int config_fd)
                 err_wrap(&e, "open the memory store");
                 goto fail;
         }
+        if (c.journal_fd >= 0 && journal_open_fd((int)c.journal_fd, "the journal", &r.journal, &e) < 0)
+                goto fail;
         if (chan_boxes_commit(chan, 0, c.agent_dir, NULL, 0, NULL, 0, NULL, 0, &e) < 0 ||
-            load_agent(chan, &c, &script, &e) < 0 || run_session(chan, &c, &r, script, &code, &e) < 0)
+            load_agent(chan, &c, &script, &e) < 0)
+                goto fail;
+        if (r.journal)
+                journal_header(&r, script);
+        if (run_session(chan, &c, &r, script, &code, &e) < 0)
                 goto fail;
         goto out;
 fail:
@@ -287,6 +355,7 @@ out:
         free(warning);
         policy_free(r.policy);
         memstore_close(r.mem);
+        journal_close(r.journal);
         cJSON_Delete(r.input);
         free(r.ns);
         chan_blob_unmap(&blob);

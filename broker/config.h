@@ -16,6 +16,8 @@
  *   state_dir=/ABS       the memory store's folder (attached by the monitor)
  *   mem_ns=TEXT          the memory namespace (default: agent_dir/agent)
  *   input=JSON           the run's input (default null)
+ *   journal_fd=N         the journal to write: a descriptor the monitor opened
+ *                        (the operator's path, which the broker cannot open)
  */
 #ifndef CHIDORI_BROKER_CONFIG_H
 #define CHIDORI_BROKER_CONFIG_H
@@ -30,6 +32,7 @@ struct broker_config {
         bool json, quiet, untrusted, trusted;
         const char *policy_profile, *policy_inline;
         const char *state_dir, *mem_ns, *input;
+        long journal_fd;                   /* -1: none */
 };
 
 /* Parse the strings of a config blob (pointers into it kept). */

@@ -69,6 +69,19 @@ int journal_open(const char *path, struct journal **ret, struct err **err)
         return 0;
 }
 
+int journal_open_fd(int fd, const char *name, struct journal **ret, struct err **err)
+{
+        struct journal *j = calloc(1, sizeof(*j));
+        if (!j || !(j->path = strdup(name))) {
+                free(j);
+                close(fd);
+                return err_set(err, ENOMEM, "journal");
+        }
+        j->fd = fd;
+        *ret = j;
+        return 0;
+}
+
 void journal_set_limit(struct journal *j, uint64_t max)
 {
         j->max = max;

@@ -76,6 +76,9 @@ int journal_check_replaceable(const char *path, struct err **err);
 
 /* Create/truncate path (mode 0600). */
 int journal_open(const char *path, struct journal **ret, struct err **err);
+/* A journal on a descriptor opened elsewhere (the monitor opens the
+ * operator's path for the broker); `name` is for messages.  Takes fd. */
+int journal_open_fd(int fd, const char *name, struct journal **ret, struct err **err);
 /* Cap the file at `max` bytes (0 = no cap).  A line that would pass it is
  * not written: journal_append fails with JOURNAL_E_LIMIT and the journal
  * is full from then on (every later journal_append fails the same way). */

@@ -392,3 +392,20 @@ JS
   # root: the broker ran as 65533, the id-mapped state dir made it 0 on disk.
   [[ $(stat -c %u "$T/state/memory.sqlite3") -eq $(id -u) ]]
 }
+
+@test "broker: run: the journal is a descriptor the monitor opened, in a folder the broker cannot reach; chidori replay replays it" {
+  mkdir -m 0700 "$T/private"
+  echo 'async function main() { return await chidori.template("{{a}}-{{b}}", { a: 1, b: "x" }); }' >"$T/agent/a.js"
+  set +e
+  CHIDORI_BROKER="$BUILD_DIR/chidori-broker" "$SB" --serve --agent "$T/agent" --journal "$T/private/j.jsonl" \
+    --config "agent=a.js,agent_dir=$T/agent,journal_fd=5" -- >"$T/.out" 2>"$T/.err" </dev/null
+  status=$?
+  set -e
+  cat "$T/.err" "$T/private/j.jsonl"
+  [[ $status -eq 0 && $(<"$T/.out") == '"1-x"' ]]
+  [[ $(head -1 "$T/private/j.jsonl") == '{"type":"header",'* ]]
+  grep -q '"op":"template"' "$T/private/j.jsonl"
+  [[ $(tail -1 "$T/private/j.jsonl") == '{"type":"end","outcome":"ok","exit":0,'* ]]
+  run "$CHIDORI" replay --quiet "$T/private/j.jsonl"
+  [[ $status -eq 0 && $output == '"1-x"' ]]
+}

@@ -22,6 +22,8 @@
  * provider (cli/provider.c: chidori-worker in a box with the default
  * sandbox options) and the agent folder: a run as chidori-broker does it
  * (config keys in broker/config.h); exits with its RESULT.
+ * --journal PATH: the monitor opens PATH for writing (0600, truncated) and
+ * passes it as the broker's fd 5 (config: journal_fd=5).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -197,7 +199,7 @@ static int serve_run(struct broker *b, int agent_dir)
 int main(int argc, char **argv)
 {
         struct broker_spawn s = { .fd0 = 0, .fd1 = 1, .fd2 = 2, .config_fd = -1 };
-        const char *user = NULL, *config = NULL;
+        const char *user = NULL, *config = NULL, *journal = NULL;
         bool box = false, show_outside = false, close_after_welcome = false, serve_flag = false;
         int i = 1;
         for (; i < argc && strcmp(argv[i], "--"); i++) {
@@ -221,6 +223,8 @@ int main(int argc, char **argv)
                         s.agent_dir = argv[++i];
                 else if (i + 1 < argc && strcmp(argv[i], "--user") == 0)
                         user = argv[++i];
+                else if (i + 1 < argc && strcmp(argv[i], "--journal") == 0)
+                        journal = argv[++i];
                 else if (i + 1 < argc && strcmp(argv[i], "--config") == 0)
                         config = argv[++i];
                 else {
@@ -261,9 +265,21 @@ int main(int argc, char **argv)
                 free(dup);
         }
         int agent_dir = s.agent_dir ? open(s.agent_dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+        int jfd = -1;
+        if (journal) {
+                jfd = open(journal, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+                if (jfd < 0) {
+                        fprintf(stderr, "start-broker: open %s: %s\n", journal, strerror(errno));
+                        return 2;
+                }
+                s.extra_fds = &jfd;
+                s.n_extra = 1;
+        }
         struct broker b;
         if (monitor_start_broker(&s, &b, &e) < 0)
                 die("start the broker", e);
+        if (jfd >= 0)
+                close(jfd);
         fprintf(stderr, "start-broker: mode %s, uid %u%s%s\n",
                 s.test_no_lockdown ? "control (no lockdown)" : b.mode == BROKER_ROOT ? "root"
                 : b.mode == BROKER_ROOTLESS                  ? "rootless"
