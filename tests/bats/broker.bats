@@ -409,3 +409,27 @@ JS
   run "$CHIDORI" replay --quiet "$T/private/j.jsonl"
   [[ $status -eq 0 && $output == '"1-x"' ]]
 }
+
+@test "broker: run: the uid-0 fallback (a state dir on ramfs) runs an agent and its memory store (SQLite's fchown as uid 0 is allowed)" {
+  is_root || skip "the id-mapped folders are made as root only"
+  command -v unshare >/dev/null || skip "unshare (util-linux) is not installed"
+  mkdir "$T/ram"
+  cat >"$T/agent/a.js" <<'JS'
+async function main() {
+  const prev = await chidori.memory.get("n");
+  await chidori.memory.set("n", (prev || 0) + 1);
+  return [prev, (prev || 0) + 1];
+}
+JS
+  # Two runs on one ramfs, in a private mount namespace of this test only.
+  set +e
+  CHIDORI_BROKER="$BUILD_DIR/chidori-broker" unshare -m sh -c \
+    'mount -t ramfs none "$1" && "$2" --serve --agent "$3" --state "$1" --config "$4" -- && "$2" --serve --agent "$3" --state "$1" --config "$4" --' \
+    sh "$T/ram" "$SB" "$T/agent" "agent=a.js,agent_dir=$T/agent,state_dir=$T/ram" >"$T/.out" 2>"$T/.err" </dev/null
+  status=$?
+  set -e
+  output=$(<"$T/.out") stderr=$(<"$T/.err")
+  echo "$output"; echo "$stderr"
+  [[ $stderr == *"start-broker: mode uid0, uid 0"* ]]
+  [[ $status -eq 0 && $output == '[null,1]'$'\n''[1,2]' ]]
+}
