@@ -49,7 +49,7 @@ static int flag(const char *k, const char *v, bool *ret, struct err **err)
 
 int broker_config_parse(const char *const *strs, size_t n, struct broker_config *c, struct err **err)
 {
-        *c = (struct broker_config){ .run_id = "run-0", .journal_fd = -1 };
+        *c = (struct broker_config){ .run_id = "run-0", .journal_fd = -1, .replay_fd = -1 };
         for (size_t i = 0; i < n; i++) {
                 const char *eq = strchr(strs[i], '=');
                 if (!eq)
@@ -94,6 +94,8 @@ int broker_config_parse(const char *const *strs, size_t n, struct broker_config 
                         c->input = v;
                 else if (!strcmp(k, "journal_fd"))
                         r = num(k, v, &c->journal_fd, err);
+                else if (!strcmp(k, "replay_fd"))
+                        r = num(k, v, &c->replay_fd, err);
                 else
                         return err_set(err, 0, "config: unknown key '%s'", k);
                 if (r < 0)
@@ -103,9 +105,10 @@ int broker_config_parse(const char *const *strs, size_t n, struct broker_config 
                 return err_set(err, 0, "config: no agent (a path relative to the agent folder)");
         if (!c->agent_dir || c->agent_dir[0] != '/')
                 return err_set(err, 0, "config: no agent_dir (an absolute path)");
-        if (c->journal_fd >= 0 && c->journal_fd < 5)
-                return err_set(err, 0, "config: journal_fd=%ld is not one of the descriptors passed (5 and up)",
-                               c->journal_fd);
+        if ((c->journal_fd >= 0 && c->journal_fd < 5) || (c->replay_fd >= 0 && c->replay_fd < 5))
+                return err_set(err, 0, "config: journal_fd and replay_fd are descriptors passed at 5 and up");
+        if (c->journal_fd >= 0 && c->replay_fd >= 0)
+                return err_set(err, 0, "config: journal_fd and replay_fd together (a replay writes no journal)");
         if (c->state_dir && c->state_dir[0] != '/')
                 return err_set(err, 0, "config: state_dir=%s is not an absolute path", c->state_dir);
         return 0;
@@ -126,6 +129,7 @@ static int map_config(int fd, struct chan_blob *b, struct err **err)
 struct run {
         struct session *s;
         struct journal *journal;
+        struct replay *replay;
         char sha256[65];
         struct memstore *mem;
         cJSON *input;
@@ -254,6 +258,9 @@ static int run_session(int chan, const struct broker_config *c, struct run *r, c
                 .mem = r->mem,
                 .mem_ns = r->ns,
                 .journal = { r->journal ? &journal_file_ops : NULL, r->journal },
+                .mode = r->replay ? SESSION_REPLAY : SESSION_LIVE,
+                .replay = { r->replay ? &replay_file_ops : NULL, r->replay },
+                .quiet_logs = r->replay != NULL,
         };
         struct cli_sink sink;
         cli_sink_init(&sink, c->json, c->deadline_ms > 0 ? mono_ms() + (double)c->deadline_ms : 0, &r->stop);
@@ -314,7 +321,20 @@ int broker_run(int chan, int config_fd)
                 goto fail;
         if (warning)
                 fprintf(stderr, "chidori: warning: %s\n", warning);
-        r.input = c.input ? cJSON_Parse(c.input) : cJSON_CreateNull();
+        if (c.replay_fd >= 0 && replay_open_fd((int)c.replay_fd, "the journal", 0, NULL, &r.replay, &e) < 0) {
+                err_wrap(&e, "replay");
+                code = EXIT_USAGE;
+                goto fail_code;
+        }
+        const cJSON *h = r.replay ? replay_header(r.replay) : NULL;
+        const cJSON *hin = h ? cJSON_GetObjectItemCaseSensitive(h, "input") : NULL;
+        const cJSON *hid = h ? cJSON_GetObjectItemCaseSensitive(h, "run_id") : NULL;
+        if (cJSON_IsString(hid))
+                c.run_id = hid->valuestring;
+        if (h)
+                r.input = hin ? cJSON_Duplicate(hin, 1) : cJSON_CreateNull();
+        else
+                r.input = c.input ? cJSON_Parse(c.input) : cJSON_CreateNull();
         if (!r.input) {
                 err_set(&e, 0, "config: input is not JSON");
                 goto fail;
@@ -327,7 +347,7 @@ int broker_run(int chan, int config_fd)
                 err_set(&e, ENOMEM, "config");
                 goto fail;
         }
-        if (c.state_dir && memstore_open(c.state_dir, &r.mem, &e) < 0) {
+        if (c.state_dir && !r.replay && memstore_open(c.state_dir, &r.mem, &e) < 0) {
                 err_wrap(&e, "open the memory store");
                 goto fail;
         }
@@ -338,14 +358,26 @@ int broker_run(int chan, int config_fd)
                 goto fail;
         if (r.journal)
                 journal_header(&r, script);
+        if (r.replay) {
+                const cJSON *sha = cJSON_GetObjectItemCaseSensitive(h, "agent_sha256");
+                char now[65];
+                sha256_hex(script, strlen(script), now);
+                if (cJSON_IsString(sha) && strcmp(sha->valuestring, now) != 0) {
+                        err_set(&e, 0, "replay: %s has changed since the journal was recorded (sha256 %s, journal "
+                                       "has %s); replay needs the same agent", c.agent, now, sha->valuestring);
+                        code = EXIT_AGENT_ERROR;
+                        goto fail_code;
+                }
+        }
         if (run_session(chan, &c, &r, script, &code, &e) < 0)
                 goto fail;
         goto out;
 fail:
+        code = EXIT_PROTOCOL;
+fail_code:
         fprintf(stderr, "chidori: %s\n", err_msg(e));
         err_free(e);
         e = NULL;
-        code = EXIT_PROTOCOL;
 out:
         fflush(stdout);
         fflush(stderr);
@@ -356,6 +388,7 @@ out:
         policy_free(r.policy);
         memstore_close(r.mem);
         journal_close(r.journal);
+        replay_free(r.replay);
         cJSON_Delete(r.input);
         free(r.ns);
         chan_blob_unmap(&blob);

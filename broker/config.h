@@ -18,6 +18,9 @@
  *   input=JSON           the run's input (default null)
  *   journal_fd=N         the journal to write: a descriptor the monitor opened
  *                        (the operator's path, which the broker cannot open)
+ *   replay_fd=N          replay this journal (a descriptor the monitor opened for
+ *                        reading): the agent must be the recorded one, the input
+ *                        and run id are the journal's, no call is performed
  */
 #ifndef CHIDORI_BROKER_CONFIG_H
 #define CHIDORI_BROKER_CONFIG_H
@@ -33,6 +36,7 @@ struct broker_config {
         const char *policy_profile, *policy_inline;
         const char *state_dir, *mem_ns, *input;
         long journal_fd;                   /* -1: none */
+        long replay_fd;                    /* -1: none */
 };
 
 /* Parse the strings of a config blob (pointers into it kept). */

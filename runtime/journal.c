@@ -470,6 +470,12 @@ int replay_open_until(const char *path, uint64_t max_bytes, const struct budget 
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return err_set(err, errno, "open journal '%s'", path);
+        return replay_open_fd(fd, path, max_bytes, budget, ret, err);
+}
+
+int replay_open_fd(int fd, const char *path, uint64_t max_bytes, const struct budget *budget, struct replay **ret,
+                   struct err **err)
+{
         struct stat st;
         if (fstat(fd, &st) < 0) {
                 int e = errno;

@@ -140,6 +140,10 @@ int replay_open(const char *path, uint64_t max_bytes, struct replay **ret, struc
  * checked at every line: the error's errnum is ETIMEDOUT or EINTR. */
 struct budget;
 int replay_open_until(const char *path, uint64_t max_bytes, const struct budget *budget, struct replay **ret, struct err **err);
+/* The same on a descriptor opened elsewhere (the monitor opens the
+ * operator's journal for the broker); `path` names it in messages.  Takes fd. */
+int replay_open_fd(int fd, const char *path, uint64_t max_bytes, const struct budget *budget, struct replay **ret,
+                   struct err **err);
 void replay_free(struct replay *r);
 const struct cJSON *replay_header(const struct replay *r);
 const struct cJSON *replay_end(const struct replay *r);  /* NULL if the run never ended */

@@ -433,3 +433,37 @@ JS
   [[ $stderr == *"start-broker: mode uid0, uid 0"* ]]
   [[ $status -eq 0 && $output == '[null,1]'$'\n''[1,2]' ]]
 }
+
+@test "broker: run: replay through the broker: a journal the monitor opened gives the recorded input and answers; a changed agent is refused" {
+  mkdir -m 0700 "$T/private"
+  cat >"$T/agent/a.js" <<'JS'
+async function main(input) {
+  console.log("calling");
+  const t = await chidori.template("{{x}}+{{y}}", { x: input.x, y: Date.now() > 0 });
+  return t;
+}
+JS
+  set +e
+  CHIDORI_BROKER="$BUILD_DIR/chidori-broker" "$SB" --serve --agent "$T/agent" --journal "$T/private/j.jsonl" \
+    --config 'agent=a.js,agent_dir='"$T/agent"',journal_fd=5,input={"x":3}' -- >"$T/.out" 2>"$T/.err" </dev/null
+  status=$?
+  set -e
+  cat "$T/.err"
+  [[ $status -eq 0 && $(<"$T/.out") == '"3+true"' ]]
+  set +e
+  CHIDORI_BROKER="$BUILD_DIR/chidori-broker" "$SB" --serve --agent "$T/agent" --replay "$T/private/j.jsonl" \
+    --config "agent=a.js,agent_dir=$T/agent,replay_fd=5" -- >"$T/.out" 2>"$T/.err" </dev/null
+  status=$?
+  set -e
+  cat "$T/.err"
+  # The recorded input and answers; the agent's log is quiet on replay, as in chidori replay.
+  [[ $status -eq 0 && $(<"$T/.out") == '"3+true"' && $(<"$T/.err") != *"[agent] calling"* ]]
+  echo 'async function main() { return 2; }' >"$T/agent/a.js"
+  set +e
+  CHIDORI_BROKER="$BUILD_DIR/chidori-broker" "$SB" --serve --agent "$T/agent" --replay "$T/private/j.jsonl" \
+    --config "agent=a.js,agent_dir=$T/agent,replay_fd=5" -- >"$T/.out" 2>"$T/.err" </dev/null
+  status=$?
+  set -e
+  cat "$T/.err"
+  [[ $status -eq 1 && $(<"$T/.err") == *"chidori: replay: a.js has changed since the journal was recorded"* ]]
+}

@@ -23,7 +23,8 @@
  * sandbox options) and the agent folder: a run as chidori-broker does it
  * (config keys in broker/config.h); exits with its RESULT.
  * --journal PATH: the monitor opens PATH for writing (0600, truncated) and
- * passes it as the broker's fd 5 (config: journal_fd=5).
+ * passes it as the broker's fd 5 (config: journal_fd=5).  --replay PATH: the
+ * monitor opens PATH for reading and passes it next (config: replay_fd=5 alone).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -199,7 +200,7 @@ static int serve_run(struct broker *b, int agent_dir)
 int main(int argc, char **argv)
 {
         struct broker_spawn s = { .fd0 = 0, .fd1 = 1, .fd2 = 2, .config_fd = -1 };
-        const char *user = NULL, *config = NULL, *journal = NULL;
+        const char *user = NULL, *config = NULL, *journal = NULL, *replay = NULL;
         bool box = false, show_outside = false, close_after_welcome = false, serve_flag = false;
         int i = 1;
         for (; i < argc && strcmp(argv[i], "--"); i++) {
@@ -225,6 +226,8 @@ int main(int argc, char **argv)
                         user = argv[++i];
                 else if (i + 1 < argc && strcmp(argv[i], "--journal") == 0)
                         journal = argv[++i];
+                else if (i + 1 < argc && strcmp(argv[i], "--replay") == 0)
+                        replay = argv[++i];
                 else if (i + 1 < argc && strcmp(argv[i], "--config") == 0)
                         config = argv[++i];
                 else {
@@ -265,21 +268,30 @@ int main(int argc, char **argv)
                 free(dup);
         }
         int agent_dir = s.agent_dir ? open(s.agent_dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
-        int jfd = -1;
+        int extra[2], nextra = 0;
         if (journal) {
-                jfd = open(journal, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+                int jfd = open(journal, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
                 if (jfd < 0) {
                         fprintf(stderr, "start-broker: open %s: %s\n", journal, strerror(errno));
                         return 2;
                 }
-                s.extra_fds = &jfd;
-                s.n_extra = 1;
+                extra[nextra++] = jfd;
         }
+        if (replay) {
+                int rfd = open(replay, O_RDONLY | O_CLOEXEC);
+                if (rfd < 0) {
+                        fprintf(stderr, "start-broker: open %s: %s\n", replay, strerror(errno));
+                        return 2;
+                }
+                extra[nextra++] = rfd;
+        }
+        s.extra_fds = extra;
+        s.n_extra = (size_t)nextra;
         struct broker b;
         if (monitor_start_broker(&s, &b, &e) < 0)
                 die("start the broker", e);
-        if (jfd >= 0)
-                close(jfd);
+        for (int k = 0; k < nextra; k++)
+                close(extra[k]);
         fprintf(stderr, "start-broker: mode %s, uid %u%s%s\n",
                 s.test_no_lockdown ? "control (no lockdown)" : b.mode == BROKER_ROOT ? "root"
                 : b.mode == BROKER_ROOTLESS                  ? "rootless"
