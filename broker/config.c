@@ -299,6 +299,52 @@ static int run_session(int chan, const struct broker_config *c, struct run *r, c
         return rc;
 }
 
+/* What the run reads besides the agent (after COMMIT: a journal and the
+ * memory store hold what agents wrote): the replay source, the input, the
+ * memory namespace and store, the journal.  *code is set for a failure
+ * that is not EXIT_PROTOCOL. */
+static int open_inputs(struct broker_config *c, struct run *r, int *code, struct err **err)
+{
+        if (c->replay_fd >= 0 && replay_open_fd((int)c->replay_fd, "the journal", 0, NULL, &r->replay, err) < 0) {
+                *code = EXIT_USAGE;
+                return err_wrap(err, "replay");
+        }
+        const cJSON *h = r->replay ? replay_header(r->replay) : NULL;
+        const cJSON *hin = h ? cJSON_GetObjectItemCaseSensitive(h, "input") : NULL;
+        const cJSON *hid = h ? cJSON_GetObjectItemCaseSensitive(h, "run_id") : NULL;
+        if (cJSON_IsString(hid))
+                c->run_id = hid->valuestring;
+        if (h)
+                r->input = hin ? cJSON_Duplicate(hin, 1) : cJSON_CreateNull();
+        else
+                r->input = c->input ? cJSON_Parse(c->input) : cJSON_CreateNull();
+        if (!r->input)
+                return err_set(err, 0, "config: input is not JSON");
+        if (c->mem_ns)
+                r->ns = strdup(c->mem_ns);
+        else if (asprintf(&r->ns, "%s/%s", c->agent_dir, c->agent) < 0)
+                r->ns = NULL;
+        if (!r->ns)
+                return err_set(err, ENOMEM, "config");
+        if (c->state_dir && !r->replay && memstore_open(c->state_dir, &r->mem, err) < 0)
+                return err_wrap(err, "open the memory store");
+        if (c->journal_fd >= 0 && journal_open_fd((int)c->journal_fd, "the journal", &r->journal, err) < 0)
+                return -1;
+        return 0;
+}
+
+/* Replay needs the agent that was recorded. */
+static int replay_same_agent(const struct run *r, const char *script, struct err **err)
+{
+        const cJSON *sha = cJSON_GetObjectItemCaseSensitive(replay_header(r->replay), "agent_sha256");
+        char now[65];
+        sha256_hex(script, strlen(script), now);
+        if (cJSON_IsString(sha) && strcmp(sha->valuestring, now) != 0)
+                return err_set(err, 0, "replay: %s has changed since the journal was recorded (sha256 %s, journal "
+                                       "has %s); replay needs the same agent", r->c->agent, now, sha->valuestring);
+        return 0;
+}
+
 int broker_run(int chan, int config_fd)
 {
         struct err *e = NULL;
@@ -311,8 +357,6 @@ int broker_run(int chan, int config_fd)
         if (map_config(config_fd, &blob, &e) < 0 || broker_config_parse(blob.strs, blob.nstrings, &c, &e) < 0 ||
             chan_boxes_hello(chan, &welcome, &e) < 0)
                 goto fail;
-        /* The operator's configuration is parsed: commit to what may be
-         * spawned before reading anything of the agent's. */
         struct policy_sources src = {
                 .surface = POLICY_SURFACE_RUN, .flag_untrusted = c.untrusted, .flag_trusted = c.trusted,
                 .env_inline = c.policy_inline, .env_profile = c.policy_profile,
@@ -321,54 +365,20 @@ int broker_run(int chan, int config_fd)
                 goto fail;
         if (warning)
                 fprintf(stderr, "chidori: warning: %s\n", warning);
-        if (c.replay_fd >= 0 && replay_open_fd((int)c.replay_fd, "the journal", 0, NULL, &r.replay, &e) < 0) {
-                err_wrap(&e, "replay");
-                code = EXIT_USAGE;
+        /* The operator's configuration is parsed: commit to what may be
+         * spawned before reading anything an agent wrote. */
+        if (chan_boxes_commit(chan, 0, c.agent_dir, NULL, 0, NULL, 0, NULL, 0, &e) < 0)
+                goto fail;
+        if (open_inputs(&c, &r, &code, &e) < 0)
+                goto fail_code;
+        if (load_agent(chan, &c, &script, &e) < 0)
+                goto fail;
+        if (r.replay && replay_same_agent(&r, script, &e) < 0) {
+                code = EXIT_AGENT_ERROR;
                 goto fail_code;
         }
-        const cJSON *h = r.replay ? replay_header(r.replay) : NULL;
-        const cJSON *hin = h ? cJSON_GetObjectItemCaseSensitive(h, "input") : NULL;
-        const cJSON *hid = h ? cJSON_GetObjectItemCaseSensitive(h, "run_id") : NULL;
-        if (cJSON_IsString(hid))
-                c.run_id = hid->valuestring;
-        if (h)
-                r.input = hin ? cJSON_Duplicate(hin, 1) : cJSON_CreateNull();
-        else
-                r.input = c.input ? cJSON_Parse(c.input) : cJSON_CreateNull();
-        if (!r.input) {
-                err_set(&e, 0, "config: input is not JSON");
-                goto fail;
-        }
-        if (c.mem_ns)
-                r.ns = strdup(c.mem_ns);
-        else if (asprintf(&r.ns, "%s/%s", c.agent_dir, c.agent) < 0)
-                r.ns = NULL;
-        if (!r.ns) {
-                err_set(&e, ENOMEM, "config");
-                goto fail;
-        }
-        if (c.state_dir && !r.replay && memstore_open(c.state_dir, &r.mem, &e) < 0) {
-                err_wrap(&e, "open the memory store");
-                goto fail;
-        }
-        if (c.journal_fd >= 0 && journal_open_fd((int)c.journal_fd, "the journal", &r.journal, &e) < 0)
-                goto fail;
-        if (chan_boxes_commit(chan, 0, c.agent_dir, NULL, 0, NULL, 0, NULL, 0, &e) < 0 ||
-            load_agent(chan, &c, &script, &e) < 0)
-                goto fail;
         if (r.journal)
                 journal_header(&r, script);
-        if (r.replay) {
-                const cJSON *sha = cJSON_GetObjectItemCaseSensitive(h, "agent_sha256");
-                char now[65];
-                sha256_hex(script, strlen(script), now);
-                if (cJSON_IsString(sha) && strcmp(sha->valuestring, now) != 0) {
-                        err_set(&e, 0, "replay: %s has changed since the journal was recorded (sha256 %s, journal "
-                                       "has %s); replay needs the same agent", c.agent, now, sha->valuestring);
-                        code = EXIT_AGENT_ERROR;
-                        goto fail_code;
-                }
-        }
         if (run_session(chan, &c, &r, script, &code, &e) < 0)
                 goto fail;
         goto out;

@@ -26,6 +26,7 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
+#include "broker/config.h"
 #include "broker/provider.h"
 #include "chan/chan.h"
 #include "common/err.h"
@@ -696,6 +697,39 @@ static void provider_monitor_gone(void **state)
         s_free(&t);
 }
 
+/* The broker's config: every key known, every value checked. */
+static void config_parse(void **state)
+{
+        (void)state;
+        struct broker_config c;
+        struct err *e = NULL;
+        const char *ok[] = { "agent=a.js", "agent_dir=/srv/a", "deadline_ms=1500", "json=1", "state_dir=/var/s",
+                             "journal_fd=5", "input={\"x\":1}" };
+        assert_int_equal(broker_config_parse(ok, 7, &c, &e), 0);
+        assert_string_equal(c.agent, "a.js");
+        assert_int_equal(c.deadline_ms, 1500);
+        assert_true(c.json);
+        assert_int_equal(c.journal_fd, 5);
+        assert_int_equal(c.replay_fd, -1);
+        static const char *const bad[][3] = {
+                { "agent=a.js", "agent_dir=/a", "colour=red" },     /* unknown key */
+                { "agent=a.js", "agent_dir=/a", "deadline_ms=10x" }, /* not a number */
+                { "agent=a.js", "agent_dir=/a", "json=yes" },        /* not 0 or 1 */
+                { "agent=/etc/passwd", "agent_dir=/a", "json=0" },   /* absolute agent */
+                { "agent=a.js", "agent_dir=rel", "json=0" },         /* relative folder */
+                { "agent=a.js", "agent_dir=/a", "journal_fd=3" },    /* the channel's descriptor */
+                { "agent=a.js", "agent_dir=/a", "state_dir=s" },     /* relative state dir */
+                { "agent=a.js", "agent_dir=/a", "noequals" },
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                assert_int_equal(broker_config_parse(bad[i], 3, &c, &e), -1);
+                assert_non_null(strstr(err_msg(e), "config: "));
+        }
+        const char *both[] = { "agent=a.js", "agent_dir=/a", "journal_fd=5", "replay_fd=6" };
+        assert_int_equal(broker_config_parse(both, 4, &c, &e), -1);
+        err_free(e);
+}
+
 int main(void)
 {
         signal(SIGPIPE, SIG_IGN);
@@ -705,7 +739,7 @@ int main(void)
                 cmocka_unit_test(serve_broker_dies),     cmocka_unit_test(serve_stop),
                 cmocka_unit_test(serve_open_agent_file), cmocka_unit_test(provider_session_done),
                 cmocka_unit_test(provider_session_stop), cmocka_unit_test(provider_monitor_gone),
-                cmocka_unit_test(provider_session_deadline),
+                cmocka_unit_test(provider_session_deadline), cmocka_unit_test(config_parse),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
