@@ -37,6 +37,8 @@ COMMON_SRC  := $(wildcard common/*.c)
 PROTO_SRC   := $(wildcard proto/*.c)
 CHAN_SRC    := $(wildcard chan/*.c)
 MONITOR_SRC := $(wildcard monitor/*.c)
+# The broker's pieces the tests link (libchidori.a); its main is chidori-broker's.
+BROKER_LIB_SRC := broker/provider.c broker/config.c
 CLI_SRC     := $(filter-out cli/main.c,$(wildcard cli/*.c))
 SANDBOX_SRC := $(filter-out sandbox/seccomp-gen.c,$(wildcard sandbox/*.c sandbox/*/*.c))
 RUNTIME_SRC := $(wildcard runtime/*.c)
@@ -48,7 +50,7 @@ ENGINE_SRC  := $(filter-out engine/worker.c,$(wildcard engine/*.c))
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(patsubst %.S,$(BUILD)/obj/%.o,$(1)))
 
 ENGINE_OBJ := $(call obj,$(ENGINE_SRC) engine/embed.S) $(BUILD)/obj/gen/node-parts.o
-LIB_OBJ    := $(call obj,$(COMMON_SRC) $(PROTO_SRC) $(CHAN_SRC) $(MONITOR_SRC) $(CLI_SRC) $(SANDBOX_SRC) $(RUNTIME_SRC) $(POLICY_SRC) $(EFFECTS_SRC) $(SERVER_SRC)) \
+LIB_OBJ    := $(call obj,$(COMMON_SRC) $(PROTO_SRC) $(CHAN_SRC) $(MONITOR_SRC) $(BROKER_LIB_SRC) $(CLI_SRC) $(SANDBOX_SRC) $(RUNTIME_SRC) $(POLICY_SRC) $(EFFECTS_SRC) $(SERVER_SRC)) \
               $(ENGINE_OBJ) \
               $(BUILD)/obj/gen/seccomp_bpf.o
 CLI_LIBS    = $(call libs_of,$(PKGS_CLI)) -lpthread
@@ -143,14 +145,19 @@ $(BUILD)/libchidori-net.so: $(NET_OBJ) $(call obj,effects/net/http-errors.c effe
 $(BUILD)/chidori-worker: $(BUILD)/obj/engine/worker.o $(ENGINE_OBJ) $(call obj,common/err.c $(PROTO_SRC))
 	$(CC) $(LDFLAGS) -o $@ $^ $(WORKER_LIBS)
 
-# The broker (docs/architecture.md): no JavaScriptCore, no cJSON yet (part 1
-# of issue 10 is its skeleton); its stage-2 filter is linked in.
-BROKER_OBJ := $(call obj,broker/main.c broker/lockdown.c $(CHAN_SRC) common/err.c) $(BUILD)/obj/gen/seccomp_bpf.o
+# The broker (docs/architecture.md): the session engine, the policy, the
+# effects (libcurl through libchidori-net.so, dlopened), cJSON and SQLite;
+# no JavaScriptCore.  Its stage-2 filter is linked in.
+BROKER_CORE_OBJ := $(call obj,broker/lockdown.c $(CHAN_SRC) common/err.c) $(BUILD)/obj/gen/seccomp_bpf.o
+BROKER_OBJ := $(BROKER_CORE_OBJ) \
+              $(call obj,broker/main.c $(BROKER_LIB_SRC) $(filter-out common/err.c,$(COMMON_SRC)) $(PROTO_SRC) \
+                $(RUNTIME_SRC) $(POLICY_SRC) $(filter-out $(NET_SRC),$(EFFECTS_SRC)) cli/report.c cli/sink.c sandbox/seccomp.c)
+BROKER_LIBS = $(call libs_of,libcjson sqlite3 libseccomp) -lpthread -ldl -lm
 $(BUILD)/chidori-broker: $(BROKER_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^
+	$(CC) $(LDFLAGS) -o $@ $^ $(BROKER_LIBS)
 
 # The broker probe plays chidori-broker (its lockdown, HELLO) in the posture tests.
-$(BUILD)/probes/broker_probe: tests/probes/broker_probe.c $(filter-out $(BUILD)/obj/broker/main.o,$(BROKER_OBJ))
+$(BUILD)/probes/broker_probe: tests/probes/broker_probe.c $(BROKER_CORE_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(filter-out -MMD -MP,$(CFLAGS)) $^ -o $@ $(LDFLAGS)
 

@@ -66,6 +66,9 @@ struct cli_boxes {
         struct grants *grants;      /* told the run's cgroup (nested runs and tools go below it) */
 };
 void cli_boxes_init(struct cli_boxes *o, struct spawn_opts *so, struct grants *grants);
+/* The box's pidfd (readable once the worker has exited), -1 in-process: the
+ * monitor's channel server watches it (monitor/serve.h).  grants may be NULL. */
+int cli_boxes_exit_fd(void *arg, void *handle);
 
 /* ---- sink.c: the CLI's events sink ---- */
 struct cli_sink {

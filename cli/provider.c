@@ -53,7 +53,8 @@ static void reap(struct cli_box *b, bool kill_first, enum box_end_reason reason,
         struct box_ended e = { .reason = reason, .syscall_nr = nr };
         struct sandbox_usage usage;
         struct err *err = NULL;
-        grants_set_cgroup(b->owner->grants, NULL); /* worker_finish removes it */
+        if (b->owner->grants)
+                grants_set_cgroup(b->owner->grants, NULL); /* worker_finish removes it */
         if (worker_finish(&b->w, kill_first, &e.wait_status, &usage, &e.cpu_ms, &err) < 0) {
                 fprintf(stderr, "chidori: %s\n", err_msg(err));
                 err_free(err);
@@ -125,7 +126,8 @@ static int spawn(void *arg, struct evloop *loop, const struct box_request *req, 
                 return 0;
         }
         /* Nested runs and tools go below the run's cgroup (one budget). */
-        grants_set_cgroup(o->grants, b->w.have_sr ? b->w.sr.cg : NULL);
+        if (o->grants)
+                grants_set_cgroup(o->grants, b->w.have_sr ? b->w.sr.cg : NULL);
         if ((b->w.notify_fd >= 0 &&
              evloop_io_add(loop, b->w.notify_fd, EPOLLIN, on_notify, b, &b->notify_io, err) < 0) ||
             (req->deadline_at > 0 && evloop_timer_add(loop, req->deadline_at, on_deadline, b, &b->deadline, err) < 0)) {
@@ -170,4 +172,11 @@ void cli_boxes_init(struct cli_boxes *o, struct spawn_opts *so, struct grants *g
 {
         *o = (struct cli_boxes){ .spawn = so, .grants = grants };
         o->provider = (struct box_provider){ .spawn = spawn, .finish = finish, .arg = o };
+}
+
+int cli_boxes_exit_fd(void *arg, void *handle)
+{
+        (void)arg;
+        struct cli_box *b = handle;
+        return b->w.in_process ? -1 : b->w.pidfd;
 }

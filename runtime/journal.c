@@ -69,6 +69,19 @@ int journal_open(const char *path, struct journal **ret, struct err **err)
         return 0;
 }
 
+int journal_open_fd(int fd, const char *name, struct journal **ret, struct err **err)
+{
+        struct journal *j = calloc(1, sizeof(*j));
+        if (!j || !(j->path = strdup(name))) {
+                free(j);
+                close(fd);
+                return err_set(err, ENOMEM, "journal");
+        }
+        j->fd = fd;
+        *ret = j;
+        return 0;
+}
+
 void journal_set_limit(struct journal *j, uint64_t max)
 {
         j->max = max;
@@ -457,6 +470,12 @@ int replay_open_until(const char *path, uint64_t max_bytes, const struct budget 
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return err_set(err, errno, "open journal '%s'", path);
+        return replay_open_fd(fd, path, max_bytes, budget, ret, err);
+}
+
+int replay_open_fd(int fd, const char *path, uint64_t max_bytes, const struct budget *budget, struct replay **ret,
+                   struct err **err)
+{
         struct stat st;
         if (fstat(fd, &st) < 0) {
                 int e = errno;

@@ -76,6 +76,9 @@ int journal_check_replaceable(const char *path, struct err **err);
 
 /* Create/truncate path (mode 0600). */
 int journal_open(const char *path, struct journal **ret, struct err **err);
+/* A journal on a descriptor opened elsewhere (the monitor opens the
+ * operator's path for the broker); `name` is for messages.  Takes fd. */
+int journal_open_fd(int fd, const char *name, struct journal **ret, struct err **err);
 /* Cap the file at `max` bytes (0 = no cap).  A line that would pass it is
  * not written: journal_append fails with JOURNAL_E_LIMIT and the journal
  * is full from then on (every later journal_append fails the same way). */
@@ -137,6 +140,10 @@ int replay_open(const char *path, uint64_t max_bytes, struct replay **ret, struc
  * checked at every line: the error's errnum is ETIMEDOUT or EINTR. */
 struct budget;
 int replay_open_until(const char *path, uint64_t max_bytes, const struct budget *budget, struct replay **ret, struct err **err);
+/* The same on a descriptor opened elsewhere (the monitor opens the
+ * operator's journal for the broker); `path` names it in messages.  Takes fd. */
+int replay_open_fd(int fd, const char *path, uint64_t max_bytes, const struct budget *budget, struct replay **ret,
+                   struct err **err);
 void replay_free(struct replay *r);
 const struct cJSON *replay_header(const struct replay *r);
 const struct cJSON *replay_end(const struct replay *r);  /* NULL if the run never ended */

@@ -229,6 +229,15 @@ static void box_ended(void *arg, const struct box_ended *be)
         o->pids_limit_hit = be->pids_limit_hit;
         o->peak_bytes = be->peak_bytes;
         o->memory_limit = be->memory_limit;
+        /* A provider across a channel (broker/provider.c) reports the box's
+         * end after its frame socket has closed: an EOF read first is the
+         * kill's effect, and the report says why. */
+        if (s->b.finished && o->end == SESSION_END_EOF &&
+            (be->reason == BOX_DEADLINE || be->reason == BOX_SECCOMP)) {
+                s->b.finished = false;
+                free(o->message);
+                o->message = NULL;
+        }
         if (be->reason == BOX_DEADLINE) {
                 broker_end_with(&s->b, SESSION_END_DEADLINE, "deadline exceeded (%ld ms)", s->cfg->deadline_ms);
         } else if (be->reason == BOX_SECCOMP) {

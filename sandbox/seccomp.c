@@ -174,6 +174,8 @@ static const struct rule rules[] = {
         { "chmod", L | B, "own files under --bind" },
         { "fchmod", L | B, "own files under --bind" },
         { "fchmodat", L | B, "own files under --bind" },
+        { "fchown", B, "SQLite as uid 0 (the broker's uid-0 fallback) gives a journal its database's owner; "
+                       "without CAP_CHOWN only a no-op on its own files" },
         { "umask", L | B, "ordinary programs" },
         { "utimensat", L | B, "ordinary programs" },
         { "flock", L | B, "ordinary programs" },

@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.." || exit 1
 BUILD=${BUILD:-build}
 TEST_USER=${CHIDORI_TEST_USER:-chidori-test}
 # Which tests run unprivileged: all of rootless.bats, and these groups of sandbox.bats.
-FILTER='^(rootless|fs:|read:|proc:|worker:|tty:|user:|engine posture|broker:)'
+FILTER=${CHIDORI_ROOTLESS_FILTER:-'^(rootless|fs:|read:|proc:|worker:|tty:|user:|engine posture|broker:)'}
 
 skip_all() {
   echo "1..1"
@@ -51,7 +51,7 @@ stage=$(mktemp -d /tmp/chidori-rootless.XXXXXX) || skip_all "cannot create a sta
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/build/probes" "$stage/tests/bats" "$stage/examples" "$stage/home"
 cp "$BUILD/chidori" "$BUILD/chidori-worker" "$BUILD/chidori-broker" "$BUILD/start-broker" "$stage/build/"
-cp "$BUILD/probes/probe" "$BUILD/probes/cg_forkbomb" "$BUILD/probes/broker_probe" "$stage/build/probes/"
+cp "$BUILD/probes/probe" "$BUILD/probes/cg_forkbomb" "$BUILD/probes/broker_probe" "$BUILD/probes/bad_worker" "$stage/build/probes/"
 cp tests/bats/helpers.bash tests/bats/rootless.bats tests/bats/sandbox.bats tests/bats/broker.bats "$stage/tests/bats/"
 cp examples/* "$stage/examples/"
 # esbuild (ES-module and TypeScript agents) is found next to the binary.

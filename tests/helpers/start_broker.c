@@ -18,6 +18,13 @@
  * namespaces differ from ours, as seen from outside.  --close: close the
  * channel after WELCOME (the end of a run, for chidori-broker itself).
  * --config: a sealed blob of those strings becomes the broker's fd 4.
+ * --serve: the monitor's channel loop (monitor/serve.c) with the real box
+ * provider (cli/provider.c: chidori-worker in a box with the default
+ * sandbox options) and the agent folder: a run as chidori-broker does it
+ * (config keys in broker/config.h); exits with its RESULT.
+ * --journal PATH: the monitor opens PATH for writing (0600, truncated) and
+ * passes it as the broker's fd 5 (config: journal_fd=5).  --replay PATH: the
+ * monitor opens PATH for reading and passes it next (config: replay_fd=5 alone).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -33,7 +40,9 @@
 #include <unistd.h>
 
 #include "chan/chan.h"
+#include "cli/cli.h"
 #include "monitor/broker.h"
+#include "monitor/serve.h"
 #include "sandbox/box.h"
 #include "sandbox/seccomp.h"
 
@@ -147,11 +156,52 @@ static void serve(struct broker *b, int agent_dir, bool show_outside, pid_t box,
         }
 }
 
+static volatile sig_atomic_t stop_sig;
+
+static void on_signal(int sig)
+{
+        if (!stop_sig)
+                stop_sig = sig;
+}
+
+/* --serve: monitor_serve with a real worker; its exit code. */
+static int serve_run(struct broker *b, int agent_dir)
+{
+        struct err *e = NULL;
+        char *worker = NULL;
+        if (find_worker(&worker, &e) < 0)
+                die("find the worker", e);
+        struct sandbox_opts sb;
+        sandbox_opts_init(&sb);
+        char run_id[32];
+        snprintf(run_id, sizeof(run_id), "%08x", (unsigned)getpid());
+        struct spawn_opts so = { .worker_path = worker, .run_id = run_id, .sandbox = &sb };
+        struct cli_boxes boxes;
+        cli_boxes_init(&boxes, &so, NULL);
+        struct sigaction sa = { .sa_handler = on_signal };
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+        struct monitor_serve ms = {
+                .chan = b->chan, .boxes = &boxes.provider, .exit_fd = cli_boxes_exit_fd, .agent_dirfd = agent_dir,
+                .broker_pidfd = b->pidfd, .stop = &stop_sig,
+                .welcome_flags = (b->mode == BROKER_ROOTLESS ? CHAN_WELCOME_ROOTLESS : 0) |
+                                 (b->mode == BROKER_UID0 ? CHAN_WELCOME_UID0 : 0),
+        };
+        int code = monitor_serve(&ms, &e);
+        if (e)
+                fprintf(stderr, "chidori: %s\n", err_msg(e));
+        err_free(e);
+        free(worker);
+        monitor_broker_close(b);
+        return code;
+}
+
 int main(int argc, char **argv)
 {
         struct broker_spawn s = { .fd0 = 0, .fd1 = 1, .fd2 = 2, .config_fd = -1 };
-        const char *user = NULL, *config = NULL;
-        bool box = false, show_outside = false, close_after_welcome = false;
+        const char *user = NULL, *config = NULL, *journal = NULL, *replay = NULL;
+        bool box = false, show_outside = false, close_after_welcome = false, serve_flag = false;
         int i = 1;
         for (; i < argc && strcmp(argv[i], "--"); i++) {
                 if (strcmp(argv[i], "--control") == 0)
@@ -162,6 +212,8 @@ int main(int argc, char **argv)
                         box = true;
                 else if (strcmp(argv[i], "--close") == 0)
                         close_after_welcome = true;
+                else if (strcmp(argv[i], "--serve") == 0)
+                        serve_flag = true;
                 else if (strcmp(argv[i], "--outside") == 0)
                         show_outside = true;
                 else if (i + 1 < argc && strcmp(argv[i], "--state") == 0)
@@ -172,6 +224,10 @@ int main(int argc, char **argv)
                         s.agent_dir = argv[++i];
                 else if (i + 1 < argc && strcmp(argv[i], "--user") == 0)
                         user = argv[++i];
+                else if (i + 1 < argc && strcmp(argv[i], "--journal") == 0)
+                        journal = argv[++i];
+                else if (i + 1 < argc && strcmp(argv[i], "--replay") == 0)
+                        replay = argv[++i];
                 else if (i + 1 < argc && strcmp(argv[i], "--config") == 0)
                         config = argv[++i];
                 else {
@@ -212,15 +268,38 @@ int main(int argc, char **argv)
                 free(dup);
         }
         int agent_dir = s.agent_dir ? open(s.agent_dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+        int extra[2], nextra = 0;
+        if (journal) {
+                int jfd = open(journal, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+                if (jfd < 0) {
+                        fprintf(stderr, "start-broker: open %s: %s\n", journal, strerror(errno));
+                        return 2;
+                }
+                extra[nextra++] = jfd;
+        }
+        if (replay) {
+                int rfd = open(replay, O_RDONLY | O_CLOEXEC);
+                if (rfd < 0) {
+                        fprintf(stderr, "start-broker: open %s: %s\n", replay, strerror(errno));
+                        return 2;
+                }
+                extra[nextra++] = rfd;
+        }
+        s.extra_fds = extra;
+        s.n_extra = (size_t)nextra;
         struct broker b;
         if (monitor_start_broker(&s, &b, &e) < 0)
                 die("start the broker", e);
+        for (int k = 0; k < nextra; k++)
+                close(extra[k]);
         fprintf(stderr, "start-broker: mode %s, uid %u%s%s\n",
                 s.test_no_lockdown ? "control (no lockdown)" : b.mode == BROKER_ROOT ? "root"
                 : b.mode == BROKER_ROOTLESS                  ? "rootless"
                                                              : "uid0",
                 (unsigned)b.uid,
                 b.notes[0] ? "; " : "", b.notes);
+        if (serve_flag)
+                return serve_run(&b, agent_dir);
         serve(&b, agent_dir, show_outside, box_pid, close_after_welcome);
         close(b.chan), b.chan = -1;
         int st = 0;

@@ -1,0 +1,66 @@
+/* broker/provider.h — the broker's box provider (runtime/session.h, struct
+ * box_provider) over the monitor's channel (chan/chan.h): the session asks
+ * for a box, the monitor starts it.
+ *
+ *   spawn   -> SPAWN {kind worker, deadline ms left} + spec blob
+ *   started <- SPAWNED {box, banner} + frame socket, stderr
+ *   failed  <- SPAWN_FAILED {errno, code, message}
+ *   ended   <- BOX_ENDED {box, wait status, reason, ...}
+ *   finish  -> KILL {box} when the box is to be killed; otherwise the
+ *              monitor reaps it when it exits and BOX_ENDED follows
+ *
+ * The channel is one watcher on the session's loop.  STOP from the monitor
+ * calls on_stop; a channel that breaks (EOF, protocol error) calls
+ * on_broken, and every box not ended yet fails or ends (KILLED).  The
+ * handshake (HELLO/WELCOME), COMMIT, OPEN_AGENT_FILE and RESULT are
+ * synchronous calls for the broker's main, before and after the loop.
+ */
+#ifndef CHIDORI_BROKER_PROVIDER_H
+#define CHIDORI_BROKER_PROVIDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "runtime/session.h"
+
+struct evloop;
+struct ev_io;
+struct chan_box;
+
+struct chan_boxes {
+        struct box_provider provider;      /* give this to session_new */
+        int chan;                          /* the broker's end (not owned) */
+        struct evloop *loop;
+        struct ev_io *io;
+        uint64_t next_req;
+        struct chan_box *boxes;
+        void (*on_stop)(void *arg, int sig);                  /* may be NULL */
+        void (*on_broken)(void *arg, const char *why);        /* may be NULL */
+        void *cb_arg;
+        bool broken;
+        char why[512];                     /* when broken */
+        char banner[1024];                 /* the last SPAWNED's banner (the Isolation: text) */
+};
+
+/* Watch `chan` on `loop` and fill o->provider.  Set on_stop/on_broken/cb_arg after. */
+int chan_boxes_init(struct chan_boxes *o, int chan, struct evloop *loop, struct err **err);
+/* Stop watching; boxes not ended are forgotten (their events never come). */
+void chan_boxes_free(struct chan_boxes *o);
+
+/* HELLO, then WELCOME (its flags in *ret_flags).  Blocking; before the loop. */
+int chan_boxes_hello(int chan, unsigned *ret_flags, struct err **err);
+/* COMMIT the spawn allowlist: the agent folder, the tools' commands, their
+ * read-only binds, the env names; `flags` CHAN_COMMIT_*.  No answer. */
+int chan_boxes_commit(int chan, unsigned flags, const char *agent_dir, const char *const *commands,
+                      size_t n_commands, const char *const *ro_binds, size_t n_ro_binds,
+                      const char *const *env_names, size_t n_env_names, struct err **err);
+/* OPEN_AGENT_FILE `rel` and wait for OPENED: the fd, or -1 with err
+ * carrying the monitor's errno.  Blocking; before the loop watches the
+ * channel (chan_boxes_init). */
+int chan_boxes_open(int chan, const char *rel, struct err **err);
+/* RESULT {exit code}: the last message; the monitor exits with it. */
+int chan_boxes_result(int chan, int code, struct err **err);
+
+#endif

@@ -1,0 +1,58 @@
+/* monitor/serve.h — the monitor's side of the channel (chan/chan.h): it
+ * reads what the broker asks, with chan_recv() only, and answers it.
+ *
+ *   HELLO            -> WELCOME (first message; once)
+ *   COMMIT           -> the spawn allowlist (monitor/commit.c); refused: broken broker
+ *   SPAWN worker     -> a box from `boxes` (the monitor's own posture: the
+ *                       worker it found, the operator's sandbox options),
+ *                       the deadline the broker asks for only within the
+ *                       operator's -> SPAWNED + fds, or SPAWN_FAILED
+ *   SPAWN tool/bundle-> SPAWN_FAILED (ENOSYS: not served yet, issue 10 part 2)
+ *   OPEN_AGENT_FILE  -> OPENED (+ fd) beneath agent_dirfd (monitor/agentfile.c)
+ *   KILL {box}       -> the box killed; its BOX_ENDED follows
+ *   RESULT {code}    -> every box still running killed and reaped, the broker
+ *                       reaped; monitor_serve returns the code
+ * and, unasked: BOX_ENDED when a box ends (on its own: its exit fd became
+ * readable; deadline, seccomp notification, memory watchdog: the box
+ * provider's supervisor), STOP {signal} when *stop is set (SIGINT, SIGTERM,
+ * SIGHUP): the broker cancels its session and answers RESULT; one that does
+ * not within grace_ms is killed.
+ *
+ * A broker that breaks the protocol, closes the channel or dies without a
+ * RESULT: every box is killed and reaped, the broker killed and reaped, and
+ * monitor_serve returns EXIT_PROTOCOL (70) with err naming what it did.
+ */
+#ifndef CHIDORI_MONITOR_SERVE_H
+#define CHIDORI_MONITOR_SERVE_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "runtime/session.h"
+
+struct monitor_serve {
+        int chan;                          /* the monitor's end (not closed here) */
+        /* How boxes start and end: the CLI's provider (cli/provider.c:
+         * sandbox_start, its supervisor) in chidori, a fake in the tests.
+         * Its `started` must give a stderr fd or -1 (then an empty pipe goes). */
+        const struct box_provider *boxes;
+        /* A descriptor readable once the box has exited on its own (the
+         * worker's pidfd), -1 if none: the monitor then finishes the box
+         * without killing it.  May be NULL. */
+        int (*exit_fd)(void *provider_arg, void *handle);
+        int agent_dirfd;                   /* OPEN_AGENT_FILE beneath it; -1: refused (EACCES) */
+        long deadline_ms;                  /* the operator's ceiling per box (0 = none) */
+        unsigned welcome_flags;            /* CHAN_WELCOME_* */
+        int broker_pidfd;                  /* the broker (killed and reaped at the end); -1: none (tests) */
+        const volatile sig_atomic_t *stop; /* the signal that asked the monitor to stop, or 0; may be NULL */
+        long grace_ms;                     /* after STOP, before the broker is killed (0: 2000) */
+};
+
+/* Serve the broker until the run ends (above).  Returns the exit code:
+ * RESULT's; 128 + signal when the broker did not answer STOP in time;
+ * EXIT_PROTOCOL with *err set when the broker broke the protocol, closed
+ * the channel or died without a RESULT. */
+int monitor_serve(const struct monitor_serve *m, struct err **err);
+
+#endif

@@ -1,0 +1,745 @@
+/* tests/unit/test_monitor_serve.c — the monitor's channel loop
+ * (monitor/serve.c) against a scripted broker on a socketpair, with a fake
+ * box provider behind it; and the broker's channel provider
+ * (broker/provider.c) driving a real session (runtime/) through
+ * monitor_serve to a scripted fake worker. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "broker/config.h"
+#include "broker/provider.h"
+#include "chan/chan.h"
+#include "common/err.h"
+#include "common/exit.h"
+#include "common/util.h"
+#include "effects/effects.h"
+#include "monitor/serve.h"
+#include "proto/proto.h"
+#include "runtime/evloop.h"
+#include "runtime/session.h"
+#include "sandbox/box.h"
+
+/* ---- the fake box provider (runs on the monitor's thread) ---- */
+
+struct fbox {
+        struct fake *f;
+        struct box_events ev;
+        int exit_r, exit_w;       /* the test writes exit_w: the box "exits" */
+        struct evloop *loop;
+        struct ev_timer *deadline;
+};
+
+struct fake {
+        bool fail_layer;
+        _Atomic int spawns, finished, killed;
+        _Atomic int worker_fd;    /* the worker's end of the last box's frame socket */
+        _Atomic int exit_w;       /* the last box's exit trigger */
+};
+
+/* The deadline as the monitor's supervisor meets it: the box is killed
+ * (its socket ends at once), the report follows a moment later. */
+static void fake_deadline(struct evloop *loop, struct ev_timer *t, void *arg)
+{
+        (void)loop, (void)t;
+        struct fbox *b = arg;
+        int wfd = b->f->worker_fd;
+        b->f->worker_fd = -1;
+        close(wfd);
+        usleep(200 * 1000);
+        struct box_events ev = b->ev;
+        int xr = b->exit_r;
+        free(b);
+        ev.ended(ev.arg, &(struct box_ended){ .reason = BOX_DEADLINE, .wait_status = SIGKILL });
+        close(xr);
+}
+
+static int fake_spawn(void *arg, struct evloop *loop, const struct box_request *req, const struct box_events *ev,
+                      void **ret, struct err **err)
+{
+        struct fake *f = arg;
+        f->spawns++;
+        if (f->fail_layer) {
+                struct err *e = NULL;
+                err_setc(&e, BOX_E_LAYER, 0, "sandbox layer unavailable: fake");
+                ev->failed(ev->arg, e, true);
+                err_free(e);
+                *ret = NULL;
+                return 0;
+        }
+        struct fbox *b = calloc(1, sizeof(*b));
+        int sv[2], p[2];
+        if (!b || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 || pipe2(p, O_CLOEXEC) < 0)
+                return err_set(err, errno, "fake spawn");
+        b->f = f;
+        b->ev = *ev;
+        b->exit_r = p[0];
+        b->exit_w = p[1];
+        b->loop = loop;
+        if (req->deadline_at > 0 && evloop_timer_add(loop, req->deadline_at, fake_deadline, b, &b->deadline, err) < 0)
+                return -1;
+        f->worker_fd = sv[1];
+        f->exit_w = p[1];
+        *ret = b;
+        ev->started(ev->arg, &(struct box_started){ .frame_fd = sv[0], .stderr_fd = -1, .banner = "fake box" });
+        return 0;
+}
+
+static void fake_finish(void *arg, void *handle, bool kill_first)
+{
+        struct fake *f = arg;
+        struct fbox *b = handle;
+        f->finished++;
+        if (kill_first)
+                f->killed++;
+        evloop_timer_del(b->loop, b->deadline);
+        struct box_events ev = b->ev;
+        close(b->exit_r);
+        free(b); /* exit_w and the worker's end stay the test's */
+        ev.ended(ev.arg, &(struct box_ended){ .reason = kill_first ? BOX_KILLED : BOX_EXITED,
+                                              .wait_status = kill_first ? SIGKILL : 0, .cpu_ms = 12 });
+}
+
+static int fake_exit_fd(void *arg, void *handle)
+{
+        (void)arg;
+        return ((struct fbox *)handle)->exit_r;
+}
+
+/* ---- the monitor on a thread ---- */
+
+struct mon {
+        struct fake fake;
+        struct box_provider prov;
+        struct monitor_serve ms;
+        volatile sig_atomic_t stop;
+        pthread_t th;
+        int broker;               /* the test's end: the scripted broker */
+        int code;
+        char msg[1024];
+        bool joined;
+};
+
+static void *mon_thread(void *arg)
+{
+        struct mon *m = arg;
+        struct err *e = NULL;
+        m->code = monitor_serve(&m->ms, &e);
+        snprintf(m->msg, sizeof(m->msg), "%s", err_msg(e));
+        err_free(e);
+        return NULL;
+}
+
+static void mon_start(struct mon *m)
+{
+        memset(m, 0, sizeof(*m));
+        m->fake.worker_fd = -1;
+        m->fake.exit_w = -1;
+        m->prov = (struct box_provider){ .spawn = fake_spawn, .finish = fake_finish, .arg = &m->fake };
+        int sv[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+        m->broker = sv[1];
+        m->ms = (struct monitor_serve){ .chan = sv[0], .boxes = &m->prov, .exit_fd = fake_exit_fd,
+                                        .agent_dirfd = -1, .broker_pidfd = -1, .stop = &m->stop,
+                                        .welcome_flags = CHAN_WELCOME_ROOTLESS, .grace_ms = 300 };
+}
+
+static void mon_run(struct mon *m)
+{
+        assert_int_equal(pthread_create(&m->th, NULL, mon_thread, m), 0);
+}
+
+/* Wait for monitor_serve to return; its exit code. */
+static int mon_join(struct mon *m)
+{
+        if (!m->joined) {
+                pthread_join(m->th, NULL);
+                m->joined = true;
+                close(m->ms.chan);
+        }
+        return m->code;
+}
+
+static void mon_free(struct mon *m)
+{
+        mon_join(m);
+        if (m->broker >= 0)
+                close(m->broker);
+}
+
+/* ---- the scripted broker ---- */
+
+static void b_send(struct mon *m, union chan_msg *msg, const int *fds, size_t n)
+{
+        struct err *e = NULL;
+        if (chan_send(m->broker, msg, fds, n, &e) < 0)
+                fail_msg("send %s: %s", chan_type_name(msg->h.type), err_msg(e));
+}
+
+/* The next message from the monitor, of `type`, within 5 s. */
+static void b_expect(struct mon *m, uint32_t type, union chan_msg *msg, int *fds, size_t *nfds)
+{
+        struct pollfd p = { .fd = m->broker, .events = POLLIN };
+        assert_int_equal(poll(&p, 1, 5000), 1);
+        int tmp[CHAN_MAX_FDS];
+        size_t n = 0;
+        struct err *e = NULL;
+        if (chan_recv(m->broker, CHAN_FROM_MONITOR, msg, fds ? fds : tmp, &n, &e) < 0)
+                fail_msg("recv: %s", err_msg(e));
+        if (msg->h.type != type)
+                fail_msg("got %s, expected %s", chan_type_name(msg->h.type), chan_type_name(type));
+        if (nfds)
+                *nfds = n;
+        else
+                for (size_t i = 0; i < n; i++)
+                        close(tmp[i]);
+}
+
+static void b_hello(struct mon *m)
+{
+        union chan_msg msg;
+        chan_init(&msg, CHAN_HELLO, 1);
+        msg.hello.version = CHAN_VERSION;
+        b_send(m, &msg, NULL, 0);
+        b_expect(m, CHAN_WELCOME, &msg, NULL, NULL);
+        assert_int_equal(msg.welcome.flags, CHAN_WELCOME_ROOTLESS);
+}
+
+static void b_commit(struct mon *m)
+{
+        const char *cmds[] = { "/usr/bin/jq" };
+        struct err *e = NULL;
+        assert_int_equal(chan_boxes_commit(m->broker, 0, "/tmp", cmds, 1, NULL, 0, NULL, 0, &e), 0);
+}
+
+static void b_spawn(struct mon *m, uint32_t kind, const char *program, uint64_t id)
+{
+        const char *spec[] = { program, program };
+        int blob = -1;
+        struct err *e = NULL;
+        assert_int_equal(chan_blob_create("spec", spec, 2, &blob, &e), 0);
+        union chan_msg msg;
+        chan_init(&msg, CHAN_SPAWN, id);
+        msg.spawn.kind = kind;
+        msg.spawn.n_argv = 1;
+        b_send(m, &msg, &blob, 1);
+        close(blob);
+}
+
+/* SPAWN a worker and take SPAWNED: its box number; frame fd in *ffd. */
+static uint64_t b_spawn_worker(struct mon *m, uint64_t id, int *ffd)
+{
+        b_spawn(m, CHAN_BOX_WORKER, "/usr/lib/chidori/chidori-worker", id);
+        union chan_msg msg;
+        int fds[CHAN_MAX_FDS];
+        size_t n = 0;
+        b_expect(m, CHAN_SPAWNED, &msg, fds, &n);
+        assert_int_equal(n, 2);
+        assert_int_equal(msg.h.id, id);
+        assert_string_equal(msg.spawned.banner, "fake box");
+        if (ffd)
+                *ffd = fds[0];
+        else
+                close(fds[0]);
+        close(fds[1]);
+        return msg.spawned.box;
+}
+
+static void b_result(struct mon *m, int code)
+{
+        struct err *e = NULL;
+        assert_int_equal(chan_boxes_result(m->broker, code, &e), 0);
+}
+
+/* ---- the monitor's loop ---- */
+
+/* The whole conversation: the descriptors handed over are the box's, a box
+ * that exits on its own is reaped (not killed), KILL kills, RESULT's code
+ * is the monitor's. */
+static void serve_happy_path(void **state)
+{
+        (void)state;
+        struct mon m;
+        mon_start(&m);
+        mon_run(&m);
+        b_hello(&m);
+        b_commit(&m);
+        int ffd = -1;
+        assert_int_equal(b_spawn_worker(&m, 7, &ffd), 1);
+        /* The frame socket SPAWNED carried is the box's. */
+        assert_int_equal(write(ffd, "ping", 4), 4);
+        char buf[8] = { 0 };
+        assert_int_equal(read(m.fake.worker_fd, buf, sizeof(buf)), 4);
+        assert_string_equal(buf, "ping");
+        close(ffd);
+        close(m.fake.worker_fd);
+        /* The box exits on its own. */
+        assert_int_equal(write(m.fake.exit_w, "x", 1), 1);
+        union chan_msg msg;
+        b_expect(&m, CHAN_BOX_ENDED, &msg, NULL, NULL);
+        assert_int_equal(msg.box_ended.box, 1);
+        assert_int_equal(msg.box_ended.reason, CHAN_END_EXITED);
+        assert_int_equal(msg.box_ended.cpu_ms, 12);
+        assert_int_equal(m.fake.killed, 0);
+        close(m.fake.exit_w);
+        /* A second box, killed. */
+        assert_int_equal(b_spawn_worker(&m, 8, NULL), 2);
+        close(m.fake.worker_fd);
+        chan_init(&msg, CHAN_KILL, 0);
+        msg.kill.box = 2;
+        b_send(&m, &msg, NULL, 0);
+        b_expect(&m, CHAN_BOX_ENDED, &msg, NULL, NULL);
+        assert_int_equal(msg.box_ended.box, 2);
+        assert_int_equal(msg.box_ended.reason, CHAN_END_KILLED);
+        assert_int_equal(msg.box_ended.wait_status, SIGKILL);
+        assert_int_equal(m.fake.killed, 1);
+        close(m.fake.exit_w);
+        b_result(&m, 3);
+        assert_int_equal(mon_join(&m), 3);
+        assert_string_equal(m.msg, "");
+        assert_int_equal(m.fake.spawns, 2);
+        mon_free(&m);
+}
+
+/* A SPAWN before COMMIT, or of a tool the COMMIT did not name, is refused
+ * (SPAWN_FAILED, code 100) and nothing starts; tool boxes are not served yet. */
+static void serve_spawn_refused(void **state)
+{
+        (void)state;
+        struct mon m;
+        mon_start(&m);
+        mon_run(&m);
+        b_hello(&m);
+        union chan_msg msg;
+        b_spawn(&m, CHAN_BOX_WORKER, "/w", 1);
+        b_expect(&m, CHAN_SPAWN_FAILED, &msg, NULL, NULL);
+        assert_int_equal(msg.spawn_failed.code, CHAN_SPAWN_E_REFUSED);
+        assert_non_null(strstr(msg.spawn_failed.message, "COMMIT"));
+        b_commit(&m);
+        b_spawn(&m, CHAN_BOX_TOOL, "/bin/sh", 2);
+        b_expect(&m, CHAN_SPAWN_FAILED, &msg, NULL, NULL);
+        assert_int_equal(msg.h.id, 2);
+        assert_int_equal(msg.spawn_failed.code, CHAN_SPAWN_E_REFUSED);
+        b_spawn(&m, CHAN_BOX_TOOL, "/usr/bin/jq", 3);
+        b_expect(&m, CHAN_SPAWN_FAILED, &msg, NULL, NULL);
+        assert_int_equal(msg.spawn_failed.errnum, ENOSYS);
+        assert_int_equal(m.fake.spawns, 0);
+        /* A box that cannot start: the provider's failure, layer code kept. */
+        m.fake.fail_layer = true;
+        b_spawn(&m, CHAN_BOX_WORKER, "/w", 4);
+        b_expect(&m, CHAN_SPAWN_FAILED, &msg, NULL, NULL);
+        assert_int_equal(msg.spawn_failed.code, BOX_E_LAYER);
+        assert_non_null(strstr(msg.spawn_failed.message, "sandbox layer unavailable"));
+        b_result(&m, 0);
+        assert_int_equal(mon_join(&m), 0);
+        mon_free(&m);
+}
+
+/* A broker that breaks the protocol: every box is killed, exit 70 naming it. */
+static void serve_protocol_break(void **state)
+{
+        (void)state;
+        struct mon m;
+        mon_start(&m);
+        mon_run(&m);
+        b_hello(&m);
+        b_commit(&m);
+        b_spawn_worker(&m, 1, NULL);
+        close(m.fake.worker_fd);
+        struct chan_hdr bad = { .type = CHAN_KILL, .len = 5, .id = 0 };
+        assert_int_equal(send(m.broker, &bad, sizeof(bad), 0), (ssize_t)sizeof(bad));
+        assert_int_equal(mon_join(&m), EXIT_PROTOCOL);
+        assert_non_null(strstr(m.msg, "the broker (chidori-broker) broke the protocol"));
+        assert_non_null(strstr(m.msg, "every box was killed"));
+        assert_int_equal(m.fake.killed, 1);
+        close(m.fake.exit_w);
+        mon_free(&m);
+}
+
+/* Out of order: a message before HELLO, a KILL of a box never given. */
+static void serve_out_of_order(void **state)
+{
+        (void)state;
+        struct mon m;
+        mon_start(&m);
+        mon_run(&m);
+        b_commit(&m);
+        assert_int_equal(mon_join(&m), EXIT_PROTOCOL);
+        assert_non_null(strstr(m.msg, "sent COMMIT before HELLO"));
+        mon_free(&m);
+
+        mon_start(&m);
+        mon_run(&m);
+        b_hello(&m);
+        union chan_msg msg;
+        chan_init(&msg, CHAN_KILL, 0);
+        msg.kill.box = 9;
+        b_send(&m, &msg, NULL, 0);
+        assert_int_equal(mon_join(&m), EXIT_PROTOCOL);
+        assert_non_null(strstr(m.msg, "KILL box 9, which it was never given"));
+        mon_free(&m);
+}
+
+/* The broker closes the channel (or dies) without a RESULT: 70, its own
+ * end named, boxes killed. */
+static void serve_broker_dies(void **state)
+{
+        (void)state;
+        struct mon m;
+        mon_start(&m);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0)
+                _exit(3);
+        int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        assert_true(pidfd >= 0);
+        m.ms.broker_pidfd = pidfd;
+        mon_run(&m);
+        b_hello(&m);
+        b_commit(&m);
+        b_spawn_worker(&m, 1, NULL);
+        close(m.fake.worker_fd);
+        close(m.broker);
+        m.broker = -1;
+        assert_int_equal(mon_join(&m), EXIT_PROTOCOL);
+        assert_non_null(strstr(m.msg, "closed the channel without a result (it exited with status 3)"));
+        assert_int_equal(m.fake.killed, 1);
+        /* Reaped by the monitor. */
+        assert_int_equal(waitpid(pid, NULL, WNOHANG), -1);
+        assert_int_equal(errno, ECHILD);
+        close(pidfd);
+        close(m.fake.exit_w);
+        mon_free(&m);
+}
+
+/* SIGTERM: STOP goes to the broker, whose RESULT is the exit code; a
+ * broker that does not answer is killed after the grace period (128+sig). */
+static void serve_stop(void **state)
+{
+        (void)state;
+        struct mon m;
+        mon_start(&m);
+        mon_run(&m);
+        b_hello(&m);
+        m.stop = SIGTERM;
+        union chan_msg msg;
+        b_expect(&m, CHAN_STOP, &msg, NULL, NULL);
+        assert_int_equal(msg.stop.signal, SIGTERM);
+        b_result(&m, 143);
+        assert_int_equal(mon_join(&m), 143);
+        assert_string_equal(m.msg, "");
+        mon_free(&m);
+
+        mon_start(&m);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                pause();
+                _exit(0);
+        }
+        int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        m.ms.broker_pidfd = pidfd;
+        mon_run(&m);
+        b_hello(&m);
+        b_commit(&m);
+        b_spawn_worker(&m, 1, NULL);
+        close(m.fake.worker_fd);
+        m.stop = SIGINT;
+        b_expect(&m, CHAN_STOP, &msg, NULL, NULL);
+        assert_int_equal(mon_join(&m), 128 + SIGINT);
+        assert_non_null(strstr(m.msg, "did not end the run within 300 ms"));
+        assert_int_equal(m.fake.killed, 1);
+        int st = 0;
+        assert_int_equal(waitpid(pid, &st, WNOHANG), -1); /* killed and reaped */
+        close(pidfd);
+        close(m.fake.exit_w);
+        mon_free(&m);
+}
+
+/* OPEN_AGENT_FILE: a file beneath the agent folder, nothing outside it. */
+static void serve_open_agent_file(void **state)
+{
+        (void)state;
+        char dir[] = "/tmp/chidori-test-serve.XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        char path[128];
+        snprintf(path, sizeof(path), "%s/a.js", dir);
+        FILE *f = fopen(path, "w");
+        fputs("hi", f);
+        fclose(f);
+        snprintf(path, sizeof(path), "%s/sub", dir);
+        assert_int_equal(mkdir(path, 0700), 0);
+        struct mon m;
+        mon_start(&m);
+        m.ms.agent_dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        mon_run(&m);
+        b_hello(&m);
+        struct err *e = NULL;
+        int fd = chan_boxes_open(m.broker, "a.js", &e);
+        assert_true(fd >= 0);
+        char buf[8] = { 0 };
+        assert_int_equal(read(fd, buf, sizeof(buf)), 2);
+        assert_string_equal(buf, "hi");
+        close(fd);
+        assert_int_equal(chan_boxes_open(m.broker, "../../etc/passwd", &e), -1);
+        assert_int_equal(e->errnum, EXDEV);
+        assert_int_equal(chan_boxes_open(m.broker, "sub", &e), -1);
+        assert_int_equal(e->errnum, EINVAL);
+        err_free(e);
+        b_result(&m, 0);
+        assert_int_equal(mon_join(&m), 0);
+        close(m.ms.agent_dirfd);
+        mon_free(&m);
+        rmdir(path);
+        snprintf(path, sizeof(path), "%s/a.js", dir);
+        unlink(path);
+        rmdir(dir);
+}
+
+/* ---- the broker's provider: a session through the channel ---- */
+
+struct sess {
+        struct mon m;
+        struct evloop *loop;
+        struct chan_boxes cb;
+        struct session_config cfg;
+        struct session_sink sink;
+        struct session *s;
+        int stopped;
+        char broken[256];
+};
+
+static void s_stop(void *arg, int sig)
+{
+        struct sess *t = arg;
+        t->stopped = sig;
+        session_cancel(t->s, "interrupted");
+}
+
+static void s_broken(void *arg, const char *why)
+{
+        struct sess *t = arg;
+        snprintf(t->broken, sizeof(t->broken), "%s", why);
+}
+
+static void s_start(struct sess *t, long deadline_ms)
+{
+        memset(t, 0, sizeof(*t));
+        mon_start(&t->m);
+        mon_run(&t->m);
+        struct err *e = NULL;
+        unsigned flags = 0;
+        assert_int_equal(chan_boxes_hello(t->m.broker, &flags, &e), 0);
+        assert_int_equal(flags, CHAN_WELCOME_ROOTLESS);
+        assert_int_equal(chan_boxes_commit(t->m.broker, 0, "/tmp", NULL, 0, NULL, 0, NULL, 0, &e), 0);
+        assert_int_equal(evloop_new(&t->loop, &e), 0);
+        assert_int_equal(chan_boxes_init(&t->cb, t->m.broker, t->loop, &e), 0);
+        t->cb.on_stop = s_stop;
+        t->cb.on_broken = s_broken;
+        t->cb.cb_arg = t;
+        t->cfg = (struct session_config){ .script = "", .filename = "agent.js", .run_id = "run-test",
+                                          .effects = &effects_table, .deadline_ms = deadline_ms };
+        t->sink = (struct session_sink){ .arg = t };
+        assert_int_equal(session_new(t->loop, &t->cfg, &t->sink, &t->cb.provider, &t->s, &e), 0);
+        assert_int_equal(session_start(t->s, &e), 0);
+}
+
+static void s_pump_until(struct sess *t, bool (*cond)(struct sess *))
+{
+        double until = mono_ms() + 5000;
+        struct err *e = NULL;
+        while (!cond(t) && mono_ms() < until)
+                assert_int_equal(evloop_run_once(t->loop, 10, &e), 0);
+        assert_true(cond(t));
+}
+
+static bool worker_there(struct sess *t)
+{
+        return t->m.fake.worker_fd >= 0 && session_state(t->s) == SESSION_RUNNING;
+}
+
+static bool ended(struct sess *t)
+{
+        return session_state(t->s) == SESSION_ENDED;
+}
+
+static bool broken_seen(struct sess *t)
+{
+        return t->broken[0] != '\0';
+}
+
+static void w_send(int fd, const char *json)
+{
+        struct err *e = NULL;
+        assert_int_equal(frame_write_raw(fd, json, strlen(json), &e), 0);
+}
+
+static void s_free(struct sess *t)
+{
+        session_free(t->s);
+        chan_boxes_free(&t->cb);
+        evloop_free(t->loop);
+        if (t->m.fake.worker_fd >= 0)
+                close(t->m.fake.worker_fd);
+        if (t->m.fake.exit_w >= 0)
+                close(t->m.fake.exit_w);
+        mon_free(&t->m);
+}
+
+/* A run: the session's box comes through SPAWN/SPAWNED, its value through
+ * the frames, its end through BOX_ENDED after the worker exits; RESULT. */
+static void provider_session_done(void **state)
+{
+        (void)state;
+        struct sess t;
+        s_start(&t, 0);
+        s_pump_until(&t, worker_there);
+        assert_string_equal(t.cb.banner, "fake box");
+        int wfd = t.m.fake.worker_fd;
+        w_send(wfd, "{\"type\":\"ready\",\"protocol\":1}");
+        w_send(wfd, "{\"type\":\"done\",\"ok\":true,\"value\":42}");
+        /* Not killed: the box ends when the worker exits. */
+        double until = mono_ms() + 300;
+        struct err *e = NULL;
+        while (mono_ms() < until)
+                assert_int_equal(evloop_run_once(t.loop, 10, &e), 0);
+        assert_int_not_equal(session_state(t.s), SESSION_ENDED);
+        assert_int_equal(t.m.fake.finished, 0);
+        assert_int_equal(write(t.m.fake.exit_w, "x", 1), 1);
+        s_pump_until(&t, ended);
+        struct session_outcome *o = session_outcome(t.s);
+        assert_int_equal(o->end, SESSION_END_DONE_OK);
+        char *v = cJSON_PrintUnformatted(o->value);
+        assert_string_equal(v, "42");
+        free(v);
+        assert_true(o->cpu_ms == 12);
+        assert_int_equal(t.m.fake.killed, 0);
+        assert_int_equal(chan_boxes_result(t.m.broker, 0, &e), 0);
+        assert_int_equal(mon_join(&t.m), 0);
+        s_free(&t);
+}
+
+/* STOP from the monitor cancels the session: the box is killed through
+ * KILL, BOX_ENDED ends the session, RESULT goes back. */
+static void provider_session_stop(void **state)
+{
+        (void)state;
+        struct sess t;
+        s_start(&t, 0);
+        s_pump_until(&t, worker_there);
+        t.m.stop = SIGINT;
+        s_pump_until(&t, ended);
+        assert_int_equal(t.stopped, SIGINT);
+        assert_int_equal(session_outcome(t.s)->end, SESSION_END_INTERRUPTED);
+        assert_int_equal(t.m.fake.killed, 1);
+        struct err *e = NULL;
+        assert_int_equal(chan_boxes_result(t.m.broker, 130, &e), 0);
+        assert_int_equal(mon_join(&t.m), 130);
+        s_free(&t);
+}
+
+/* The deadline: the monitor kills the box, whose socket ends before
+ * BOX_ENDED {DEADLINE} arrives: the run still ends DEADLINE, not as a
+ * crash (EOF). */
+static void provider_session_deadline(void **state)
+{
+        (void)state;
+        struct sess t;
+        s_start(&t, 300);
+        s_pump_until(&t, ended);
+        assert_int_equal(session_outcome(t.s)->end, SESSION_END_DEADLINE);
+        struct err *e = NULL;
+        assert_int_equal(chan_boxes_result(t.m.broker, 124, &e), 0);
+        assert_int_equal(mon_join(&t.m), 124);
+        s_free(&t);
+}
+
+/* The monitor goes away mid-run: the provider ends the box (KILLED) and
+ * says why; the session ends. */
+static void provider_monitor_gone(void **state)
+{
+        (void)state;
+        struct sess t;
+        s_start(&t, 0);
+        s_pump_until(&t, worker_there);
+        /* The monitor ends (a RESULT from elsewhere), closing its end. */
+        struct err *e = NULL;
+        union chan_msg msg;
+        chan_init(&msg, CHAN_RESULT, 0);
+        assert_int_equal(chan_send(t.m.broker, &msg, NULL, 0, &e), 0);
+        assert_int_equal(mon_join(&t.m), 0);
+        /* A killed worker's socket ends: the fake's does when it is closed. */
+        close(t.m.fake.worker_fd);
+        t.m.fake.worker_fd = -1;
+        s_pump_until(&t, ended);
+        s_pump_until(&t, broken_seen);
+        assert_string_equal(t.broken, "the monitor closed the channel");
+        assert_int_not_equal(session_outcome(t.s)->end, SESSION_END_DONE_OK);
+        s_free(&t);
+}
+
+/* The broker's config: every key known, every value checked. */
+static void config_parse(void **state)
+{
+        (void)state;
+        struct broker_config c;
+        struct err *e = NULL;
+        const char *ok[] = { "agent=a.js", "agent_dir=/srv/a", "deadline_ms=1500", "json=1", "state_dir=/var/s",
+                             "journal_fd=5", "input={\"x\":1}" };
+        assert_int_equal(broker_config_parse(ok, 7, &c, &e), 0);
+        assert_string_equal(c.agent, "a.js");
+        assert_int_equal(c.deadline_ms, 1500);
+        assert_true(c.json);
+        assert_int_equal(c.journal_fd, 5);
+        assert_int_equal(c.replay_fd, -1);
+        static const char *const bad[][3] = {
+                { "agent=a.js", "agent_dir=/a", "colour=red" },     /* unknown key */
+                { "agent=a.js", "agent_dir=/a", "deadline_ms=10x" }, /* not a number */
+                { "agent=a.js", "agent_dir=/a", "json=yes" },        /* not 0 or 1 */
+                { "agent=/etc/passwd", "agent_dir=/a", "json=0" },   /* absolute agent */
+                { "agent=a.js", "agent_dir=rel", "json=0" },         /* relative folder */
+                { "agent=a.js", "agent_dir=/a", "journal_fd=3" },    /* the channel's descriptor */
+                { "agent=a.js", "agent_dir=/a", "state_dir=s" },     /* relative state dir */
+                { "agent=a.js", "agent_dir=/a", "noequals" },
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                assert_int_equal(broker_config_parse(bad[i], 3, &c, &e), -1);
+                assert_non_null(strstr(err_msg(e), "config: "));
+        }
+        const char *both[] = { "agent=a.js", "agent_dir=/a", "journal_fd=5", "replay_fd=6" };
+        assert_int_equal(broker_config_parse(both, 4, &c, &e), -1);
+        err_free(e);
+}
+
+int main(void)
+{
+        signal(SIGPIPE, SIG_IGN);
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(serve_happy_path),      cmocka_unit_test(serve_spawn_refused),
+                cmocka_unit_test(serve_protocol_break),  cmocka_unit_test(serve_out_of_order),
+                cmocka_unit_test(serve_broker_dies),     cmocka_unit_test(serve_stop),
+                cmocka_unit_test(serve_open_agent_file), cmocka_unit_test(provider_session_done),
+                cmocka_unit_test(provider_session_stop), cmocka_unit_test(provider_monitor_gone),
+                cmocka_unit_test(provider_session_deadline), cmocka_unit_test(config_parse),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
