@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,11 @@
 #include "common/exit.h"
 #include "common/util.h"
 #include "effects/effects.h"
+#include "common/cleanup.h"
 #include "effects/memory/memstore.h"
+#include "effects/net/ssrf.h"
+#include "effects/proc/tools.h"
+#include "effects/workspace/workspace.h"
 #include "proto/json.h"
 #include "runtime/journal.h"
 #include "policy/policy.h"
@@ -47,71 +52,118 @@ static int flag(const char *k, const char *v, bool *ret, struct err **err)
         return 0;
 }
 
-int broker_config_parse(const char *const *strs, size_t n, struct broker_config *c, struct err **err)
+enum key_kind { K_STR, K_NUM, K_FLAG, K_FD };
+
+#define KEY(name, kind, field) { name, kind, offsetof(struct broker_config, field) }
+static const struct key {
+        const char *name;
+        enum key_kind kind;
+        size_t off;
+} keys[] = {
+        KEY("agent", K_STR, agent), KEY("agent_dir", K_STR, agent_dir), KEY("run_id", K_STR, run_id),
+        KEY("deadline_ms", K_NUM, deadline_ms), KEY("js_deadline_ms", K_NUM, js_deadline_ms),
+        KEY("cpu_secs", K_NUM, cpu_secs), KEY("json", K_FLAG, json), KEY("quiet", K_FLAG, quiet),
+        KEY("untrusted", K_FLAG, untrusted), KEY("trusted", K_FLAG, trusted),
+        KEY("policy_profile", K_STR, policy_profile), KEY("policy_inline", K_STR, policy_inline),
+        KEY("state_dir", K_STR, state_dir), KEY("mem_ns", K_STR, mem_ns), KEY("input", K_STR, input),
+        KEY("journal_fd", K_FD, journal_fd), KEY("replay_fd", K_FD, replay_fd),
+        KEY("replay_agent_given", K_FLAG, replay_agent_given),
+        KEY("answers_file", K_STR, answers_file), KEY("answers_fd", K_FD, answers_fd),
+        KEY("policy_file", K_STR, policy_file), KEY("policy_fd", K_FD, policy_fd),
+        KEY("policy_errno", K_NUM, policy_errno), KEY("tools_file", K_STR, tools_file),
+        KEY("tools_fd", K_FD, tools_fd), KEY("tools_errno", K_NUM, tools_errno), KEY("tty_fd", K_FD, tty_fd),
+        KEY("workspace", K_STR, workspace), KEY("tz", K_STR, tz),
+        KEY("max_calls", K_NUM, max_calls), KEY("max_queue", K_NUM, max_queue), KEY("max_log", K_NUM, max_log),
+        KEY("max_journal", K_NUM, max_journal), KEY("max_vfs", K_NUM, max_vfs),
+        KEY("max_memory_store", K_NUM, max_memory_store), KEY("max_workspace_write", K_NUM, max_workspace_write),
+        KEY("http_max_response", K_NUM, http_max_response), KEY("http_timeout_ms", K_NUM, http_timeout_ms),
+        KEY("auto_approve", K_FLAG, auto_approve),
+};
+
+/* One "key=value": into its field, or a repeatable key's list. */
+static int config_one(const char *kv, struct broker_config *c, struct err **err)
 {
-        *c = (struct broker_config){ .run_id = "run-0", .journal_fd = -1, .replay_fd = -1 };
-        for (size_t i = 0; i < n; i++) {
-                const char *eq = strchr(strs[i], '=');
-                if (!eq)
-                        return err_set(err, 0, "config: '%s' is not key=value", strs[i]);
-                size_t kl = (size_t)(eq - strs[i]);
-                const char *v = eq + 1;
-                char k[32];
-                if (kl >= sizeof(k))
-                        return err_set(err, 0, "config: unknown key in '%s'", strs[i]);
-                memcpy(k, strs[i], kl);
-                k[kl] = '\0';
-                int r = 0;
-                if (!strcmp(k, "agent"))
-                        c->agent = v;
-                else if (!strcmp(k, "agent_dir"))
-                        c->agent_dir = v;
-                else if (!strcmp(k, "run_id"))
-                        c->run_id = v;
-                else if (!strcmp(k, "deadline_ms"))
-                        r = num(k, v, &c->deadline_ms, err);
-                else if (!strcmp(k, "js_deadline_ms"))
-                        r = num(k, v, &c->js_deadline_ms, err);
-                else if (!strcmp(k, "cpu_secs"))
-                        r = num(k, v, &c->cpu_secs, err);
-                else if (!strcmp(k, "json"))
-                        r = flag(k, v, &c->json, err);
-                else if (!strcmp(k, "quiet"))
-                        r = flag(k, v, &c->quiet, err);
-                else if (!strcmp(k, "untrusted"))
-                        r = flag(k, v, &c->untrusted, err);
-                else if (!strcmp(k, "trusted"))
-                        r = flag(k, v, &c->trusted, err);
-                else if (!strcmp(k, "policy_profile"))
-                        c->policy_profile = v;
-                else if (!strcmp(k, "policy_inline"))
-                        c->policy_inline = v;
-                else if (!strcmp(k, "state_dir"))
-                        c->state_dir = v;
-                else if (!strcmp(k, "mem_ns"))
-                        c->mem_ns = v;
-                else if (!strcmp(k, "input"))
-                        c->input = v;
-                else if (!strcmp(k, "journal_fd"))
-                        r = num(k, v, &c->journal_fd, err);
-                else if (!strcmp(k, "replay_fd"))
-                        r = num(k, v, &c->replay_fd, err);
-                else
-                        return err_set(err, 0, "config: unknown key '%s'", k);
-                if (r < 0)
-                        return -1;
+        const char *eq = strchr(kv, '=');
+        if (!eq)
+                return err_set(err, 0, "config: '%s' is not key=value", kv);
+        size_t kl = (size_t)(eq - kv);
+        const char *v = eq + 1;
+        char k[32];
+        if (kl >= sizeof(k))
+                return err_set(err, 0, "config: unknown key in '%s'", kv);
+        memcpy(k, kv, kl);
+        k[kl] = '\0';
+        if (!strcmp(k, "env")) {
+                const char *e2 = strchr(v, '=');
+                if (!e2 || e2 == v || c->n_env == BROKER_CONFIG_ENV_MAX)
+                        return err_set(err, 0, "config: env=%s (expected NAME=VALUE, at most %d)", v,
+                                       BROKER_CONFIG_ENV_MAX);
+                c->env[c->n_env++] = v;
+                return 0;
         }
+        if (!strcmp(k, "allow_host")) {
+                if (c->n_allow == BROKER_CONFIG_ALLOW_MAX)
+                        return err_set(err, 0, "config: more than %d allow_host", BROKER_CONFIG_ALLOW_MAX);
+                c->allow_host[c->n_allow++] = v;
+                return 0;
+        }
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+                if (strcmp(k, keys[i].name))
+                        continue;
+                void *f = (char *)c + keys[i].off;
+                switch (keys[i].kind) {
+                case K_STR: *(const char **)f = v; return 0;
+                case K_FLAG: return flag(k, v, f, err);
+                case K_NUM: return num(k, v, f, err);
+                case K_FD:
+                        if (num(k, v, f, err) < 0)
+                                return -1;
+                        if (*(long *)f < 5 || *(long *)f > 1023)
+                                return err_set(err, 0, "config: %s=%s (descriptors are passed at 5 and up)", k, v);
+                        return 0;
+                }
+        }
+        return err_set(err, 0, "config: unknown key '%s'", k);
+}
+
+/* The checks between keys. */
+static int config_check(const struct broker_config *c, struct err **err)
+{
         if (!c->agent || !c->agent[0] || c->agent[0] == '/')
                 return err_set(err, 0, "config: no agent (a path relative to the agent folder)");
         if (!c->agent_dir || c->agent_dir[0] != '/')
                 return err_set(err, 0, "config: no agent_dir (an absolute path)");
-        if ((c->journal_fd >= 0 && c->journal_fd < 5) || (c->replay_fd >= 0 && c->replay_fd < 5))
-                return err_set(err, 0, "config: journal_fd and replay_fd are descriptors passed at 5 and up");
         if (c->journal_fd >= 0 && c->replay_fd >= 0)
                 return err_set(err, 0, "config: journal_fd and replay_fd together (a replay writes no journal)");
         if (c->state_dir && c->state_dir[0] != '/')
                 return err_set(err, 0, "config: state_dir=%s is not an absolute path", c->state_dir);
+        if (c->workspace && c->workspace[0] != '/')
+                return err_set(err, 0, "config: workspace=%s is not an absolute path", c->workspace);
+        if ((c->answers_fd >= 0) != (c->answers_file != NULL))
+                return err_set(err, 0, "config: answers_fd and answers_file go together");
+        if ((c->policy_fd >= 0 || c->policy_errno) && !c->policy_file)
+                return err_set(err, 0, "config: policy_fd or policy_errno without policy_file");
+        if ((c->tools_fd >= 0 || c->tools_errno) && !c->tools_file)
+                return err_set(err, 0, "config: tools_fd or tools_errno without tools_file");
+        if ((c->policy_file && (c->policy_fd >= 0) == (c->policy_errno != 0)) ||
+            (c->tools_file && (c->tools_fd >= 0) == (c->tools_errno != 0)))
+                return err_set(err, 0, "config: a file needs its descriptor or the errno of its open, one of them");
+        const long fds[] = { c->journal_fd, c->replay_fd, c->answers_fd, c->policy_fd, c->tools_fd, c->tty_fd };
+        for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+                for (size_t j = i + 1; j < sizeof(fds) / sizeof(fds[0]); j++)
+                        if (fds[i] >= 0 && fds[i] == fds[j])
+                                return err_set(err, 0, "config: descriptor %ld named twice", fds[i]);
         return 0;
+}
+
+int broker_config_parse(const char *const *strs, size_t n, struct broker_config *c, struct err **err)
+{
+        *c = (struct broker_config){ .run_id = "run-0", .journal_fd = -1, .replay_fd = -1, .answers_fd = -1,
+                                     .policy_fd = -1, .tools_fd = -1, .tty_fd = -1 };
+        for (size_t i = 0; i < n; i++)
+                if (config_one(strs[i], c, err) < 0)
+                        return -1;
+        return config_check(c, err);
 }
 
 /* The blob at fd: its string count from its header (chan_blob_map checks
@@ -138,6 +190,10 @@ struct run {
         const struct broker_config *c;
         struct policy *policy;
         struct chan_boxes *cb;
+        cJSON *answers, *env;
+        struct tools_registry *tools;
+        struct workspace *ws;
+        struct ssrf_allow *allow;
 };
 
 static void on_stop(void *arg, int sig)
@@ -186,9 +242,11 @@ static void journal_header(struct run *r, const char *script)
         cJSON_AddStringToObject(h, "agent_sha256", r->sha256);
         cJSON_AddStringToObject(h, "filename", slash ? slash + 1 : c->agent);
         cJSON_AddStringToObject(h, "memory_ns", r->ns);
-        cJSON_AddStringToObject(h, "tz", "UTC");
+        cJSON_AddStringToObject(h, "tz", c->tz && c->tz[0] ? c->tz : "UTC"); /* replay runs in the same zone */
         cJSON_AddStringToObject(h, "values", "exact");
         cJSON_AddItemToObject(h, "input", cJSON_Duplicate(r->input, 1));
+        if (r->env) /* process.env: replay hands the agent the same values */
+                cJSON_AddItemToObject(h, "env", cJSON_Duplicate(r->env, 1));
         cJSON_AddStringToObject(h, "started", ts);
         journal_file_ops.header(r->journal, h, NULL);
         cJSON_Delete(h);
@@ -261,11 +319,28 @@ static int run_session(int chan, const struct broker_config *c, struct run *r, c
                 .mode = r->replay ? SESSION_REPLAY : SESSION_LIVE,
                 .replay = { r->replay ? &replay_file_ops : NULL, r->replay },
                 .quiet_logs = r->replay != NULL,
+                .answers = r->answers,
+                .env = r->env,
+                .can_input = c->tty_fd >= 0,
+                .can_approve = c->tty_fd >= 0,
+                .limits = {
+                        .max_calls = (uint64_t)c->max_calls, .max_queue = (uint64_t)c->max_queue,
+                        .max_log = (uint64_t)c->max_log, .max_journal = (uint64_t)c->max_journal,
+                        .max_vfs = (uint64_t)c->max_vfs, .max_memory_store = (uint64_t)c->max_memory_store,
+                        .max_workspace_write = (uint64_t)c->max_workspace_write,
+                },
+                .auto_approve = c->auto_approve,
+                .workspace = r->ws,
+                .http_allow = r->allow,
+                .http_max_response_bytes = (size_t)c->http_max_response,
+                .http_timeout_ms = c->http_timeout_ms,
+                .tools = r->tools,
         };
         struct cli_sink sink;
         cli_sink_init(&sink, c->json, c->deadline_ms > 0 ? mono_ms() + (double)c->deadline_ms : 0, &r->stop);
         sink.running = on_running;
         sink.running_arg = r;
+        sink.tty_fd = (int)c->tty_fd;
         int rc = -1;
         if (session_new(loop, &cfg, &sink.sink, &cb.provider, &r->s, err) == 0 && session_start(r->s, err) == 0) {
                 rc = 0;
@@ -297,6 +372,90 @@ static int run_session(int chan, const struct broker_config *c, struct run *r, c
         chan_boxes_free(&cb);
         evloop_free(loop);
         return rc;
+}
+
+/* --answers, as the monitor opened it: a JSON array or object, kept as
+ * written (the agent gets exactly these values). */
+static int load_answers(const struct broker_config *c, struct run *r, struct err **err)
+{
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        if (read_fd((int)c->answers_fd, c->answers_file, 64u << 20, &text, &len, err) < 0)
+                return err_wrap(err, "--answers");
+        struct json_error je;
+        if (json_validate(text, len, NULL, &je, NULL) < 0) {
+                size_t l, col;
+                json_line_col(text, len, je.offset, &l, &col);
+                return err_set(err, 0, "--answers is not valid JSON (line %zu, column %zu): %s; quote strings, e.g. "
+                                       "'\"text\"'", l, col, je.what);
+        }
+        r->answers = json_to_cjson((struct json_span){ text, len }, NULL, true);
+        if (!r->answers)
+                return err_set(err, ENOMEM, "--answers");
+        if (!cJSON_IsArray(r->answers) && !cJSON_IsObject(r->answers))
+                return err_set(err, 0, "--answers must hold a JSON array or object");
+        return 0;
+}
+
+/* process.env from the env=NAME=VALUE entries, in order (a later one of a
+ * name replaces it). */
+static int make_env(const struct broker_config *c, struct run *r, struct err **err)
+{
+        if (c->n_env == 0)
+                return 0;
+        r->env = cJSON_CreateObject();
+        for (size_t i = 0; r->env && i < c->n_env; i++) {
+                const char *eq = strchr(c->env[i], '=');
+                char name[256];
+                size_t nl = (size_t)(eq - c->env[i]);
+                if (nl >= sizeof(name))
+                        return err_set(err, 0, "config: env name longer than 255 bytes");
+                memcpy(name, c->env[i], nl);
+                name[nl] = '\0';
+                cJSON_DeleteItemFromObjectCaseSensitive(r->env, name);
+                if (!cJSON_AddStringToObject(r->env, name, eq + 1))
+                        return err_set(err, ENOMEM, "config: env");
+        }
+        return r->env ? 0 : err_set(err, ENOMEM, "config: env");
+}
+
+/* The operator's files and grants, before COMMIT: the answers, the tools
+ * file, the workspace, the allowed hosts, process.env.  A bad one is a
+ * usage error (exit 2), as `chidori run` reports it. */
+static int open_operator(const struct broker_config *c, struct run *r, struct err **err)
+{
+        struct err *e = NULL;
+        if (c->answers_fd >= 0 && load_answers(c, r, err) < 0)
+                return -1;
+        if (c->tools_file && tools_load_opened(c->tools_file, (int)c->tools_fd, (int)c->tools_errno, &r->tools, &e) < 0) {
+                err_set(err, 0, "--tools %s", err_msg(e));
+                err_free(e);
+                return -1;
+        }
+        if (c->workspace && workspace_open(c->workspace, NULL, &r->ws, &e) < 0) {
+                err_set(err, 0, "--workspace %s: %s (expected an existing directory)", c->workspace, err_msg(e));
+                err_free(e);
+                return -1;
+        }
+        for (size_t i = 0; i < c->n_allow; i++) {
+                int rc = r->allow ? ssrf_allow_add(r->allow, c->allow_host[i], &e)
+                                  : ssrf_allow_parse(c->allow_host[i], &r->allow, &e);
+                if (rc < 0) {
+                        err_set(err, 0, "allowed hosts: %s", err_msg(e));
+                        err_free(e);
+                        return -1;
+                }
+        }
+        return make_env(c, r, err);
+}
+
+/* The descriptors of files already read. */
+static void close_read_fds(const struct broker_config *c)
+{
+        const long fds[] = { c->answers_fd, c->policy_fd, c->tools_fd };
+        for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+                if (fds[i] >= 0)
+                        close((int)fds[i]);
 }
 
 /* What the run reads besides the agent (after COMMIT: a journal and the
@@ -339,6 +498,12 @@ static int replay_same_agent(const struct run *r, const char *script, struct err
         const cJSON *sha = cJSON_GetObjectItemCaseSensitive(replay_header(r->replay), "agent_sha256");
         char now[65];
         sha256_hex(script, strlen(script), now);
+        if (cJSON_IsString(sha) && strcmp(sha->valuestring, now) != 0 && r->c->replay_agent_given) {
+                fprintf(stderr, "chidori: replay: warning: %s/%s differs from the recorded agent (sha256 %s, journal "
+                                "has %s); replaying it anyway because --agent names it\n",
+                        r->c->agent_dir, r->c->agent, now, sha->valuestring);
+                return 0;
+        }
         if (cJSON_IsString(sha) && strcmp(sha->valuestring, now) != 0)
                 return err_set(err, 0, "replay: %s has changed since the journal was recorded (sha256 %s, journal "
                                        "has %s); replay needs the same agent", r->c->agent, now, sha->valuestring);
@@ -360,11 +525,18 @@ int broker_run(int chan, int config_fd)
         struct policy_sources src = {
                 .surface = POLICY_SURFACE_RUN, .flag_untrusted = c.untrusted, .flag_trusted = c.trusted,
                 .env_inline = c.policy_inline, .env_profile = c.policy_profile,
+                .env_file = c.policy_file, .env_file_fd = c.policy_fd > 0 ? (int)c.policy_fd : 0,
+                .env_file_errno = (int)c.policy_errno,
         };
         if (policy_select(&src, &r.policy, &warning, &e) < 0)
                 goto fail;
         if (warning)
                 fprintf(stderr, "chidori: warning: %s\n", warning);
+        if (open_operator(&c, &r, &e) < 0) {
+                code = EXIT_USAGE;
+                goto fail_code;
+        }
+        close_read_fds(&c);
         /* The operator's configuration is parsed: commit to what may be
          * spawned before reading anything an agent wrote. */
         if (chan_boxes_commit(chan, 0, c.agent_dir, NULL, 0, NULL, 0, NULL, 0, &e) < 0)
@@ -400,6 +572,11 @@ out:
         journal_close(r.journal);
         replay_free(r.replay);
         cJSON_Delete(r.input);
+        cJSON_Delete(r.answers);
+        cJSON_Delete(r.env);
+        tools_free(r.tools);
+        workspace_close(r.ws);
+        ssrf_allow_free(r.allow);
         free(r.ns);
         chan_blob_unmap(&blob);
         return code;

@@ -21,6 +21,24 @@
  *   replay_fd=N          replay this journal (a descriptor the monitor opened for
  *                        reading): the agent must be the recorded one, the input
  *                        and run id are the journal's, no call is performed
+ *   replay_agent_given=0|1  replay's --agent named the agent: a changed one is
+ *                        replayed with a warning instead of refused
+ *   answers_file=PATH, answers_fd=N   --answers: its path (for messages) and
+ *                        the descriptor the monitor opened
+ *   policy_file=PATH, policy_fd=N | policy_errno=E   CHIDORI_POLICY_FILE: its
+ *                        path, and the descriptor the monitor opened or the
+ *                        errno of its failed open (fails closed, as before)
+ *   tools_file=PATH, tools_fd=N | tools_errno=E      --tools, the same way
+ *   workspace=/ABS       --workspace (attached at its path by the monitor)
+ *   max_calls=N, max_queue=N, max_log=N, max_journal=N, max_vfs=N,
+ *   max_memory_store=N, max_workspace_write=N   the parent's limits (0: default)
+ *   tz=ZONE              --tz, for the journal's header ("" or absent: UTC)
+ *   env=NAME=VALUE       one entry of process.env (--env); repeatable
+ *   allow_host=SPEC      --allow-host; repeatable
+ *   http_max_response=N, http_timeout_ms=N, auto_approve=0|1
+ *   tty_fd=N             the terminal (opened by the monitor when stdin is one):
+ *                        ask_before and chidori.input() ask there
+ * Every descriptor is at 5 or above and named once.
  */
 #ifndef CHIDORI_BROKER_CONFIG_H
 #define CHIDORI_BROKER_CONFIG_H
@@ -29,14 +47,27 @@
 
 #include "common/err.h"
 
+#define BROKER_CONFIG_ENV_MAX 128
+#define BROKER_CONFIG_ALLOW_MAX 64
+
 struct broker_config {
         const char *agent, *agent_dir, *run_id;
         long deadline_ms, js_deadline_ms, cpu_secs;
-        bool json, quiet, untrusted, trusted;
+        bool json, quiet, untrusted, trusted, replay_agent_given, auto_approve;
         const char *policy_profile, *policy_inline;
         const char *state_dir, *mem_ns, *input;
         long journal_fd;                   /* -1: none */
         long replay_fd;                    /* -1: none */
+        const char *answers_file, *policy_file, *tools_file;
+        long answers_fd, policy_fd, tools_fd, tty_fd; /* -1: none */
+        long policy_errno, tools_errno;
+        const char *workspace, *tz;
+        long max_calls, max_queue, max_log, max_journal, max_vfs, max_memory_store, max_workspace_write;
+        long http_max_response, http_timeout_ms;
+        const char *env[BROKER_CONFIG_ENV_MAX];       /* "NAME=VALUE" */
+        size_t n_env;
+        const char *allow_host[BROKER_CONFIG_ALLOW_MAX];
+        size_t n_allow;
 };
 
 /* Parse the strings of a config blob (pointers into it kept). */

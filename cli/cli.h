@@ -80,6 +80,7 @@ struct cli_sink {
         void (*running)(void *arg);  /* the box has started (the banner), or NULL */
         void *running_arg;
         bool started;
+        int tty_fd;                 /* the terminal to ask on (the broker's, from the monitor); -1: /dev/tty */
 };
 void cli_sink_init(struct cli_sink *o, bool json, double deadline_at, volatile sig_atomic_t *stop);
 

@@ -73,9 +73,22 @@ static int read_tty_line(int fd, const struct budget *budget, char **ret, struct
         return 0;
 }
 
-static int answer_from_tty(const char *prompt, const struct budget *budget, cJSON **ret, struct err **err)
+/* The terminal: the one handed over (a copy, closed by the caller), or
+ * /dev/tty. */
+static int open_tty(const struct cli_sink *o)
 {
-        _cleanup_fclose_ FILE *tty = fopen("/dev/tty", "r+e");
+        if (o->tty_fd >= 0)
+                return fcntl(o->tty_fd, F_DUPFD_CLOEXEC, 0);
+        return open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+}
+
+static int answer_from_tty(const struct cli_sink *o, const char *prompt, const struct budget *budget, cJSON **ret,
+                           struct err **err)
+{
+        int tfd = open_tty(o);
+        _cleanup_fclose_ FILE *tty = tfd >= 0 ? fdopen(tfd, "r+") : NULL;
+        if (tfd >= 0 && !tty)
+                close(tfd);
         if (!tty)
                 return err_set(err, errno, "input: cannot open the terminal");
         /* The prompt is the agent's text: escaped, each line tagged, so it
@@ -102,7 +115,7 @@ static int answer_from_tty(const char *prompt, const struct budget *budget, cJSO
  * refusal).  True only for y or yes. */
 static bool ask_terminal(const struct cli_sink *o, const char *target, const char *args)
 {
-        _cleanup_close_ int fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+        _cleanup_close_ int fd = open_tty(o);
         if (fd < 0)
                 return false;
         char t[256], a[320];
@@ -183,7 +196,7 @@ static void on_input(void *arg, struct session *s, uint64_t id, const char *prom
         cJSON *v = NULL;
         struct err *err = NULL;
         int r;
-        if (answer_from_tty(prompt, &budget, &v, &err) < 0) {
+        if (answer_from_tty(o, prompt, &budget, &v, &err) < 0) {
                 if (budget_over(&budget) != BUDGET_OK) {
                         err_free(err); /* the run is ending: the loop says why */
                         return;
@@ -218,7 +231,7 @@ static void on_status(void *arg, struct session *s, enum session_state st)
 
 void cli_sink_init(struct cli_sink *o, bool json, double deadline_at, volatile sig_atomic_t *stop)
 {
-        *o = (struct cli_sink){ .json = json, .deadline_at = deadline_at, .stop = stop };
+        *o = (struct cli_sink){ .json = json, .deadline_at = deadline_at, .stop = stop, .tty_fd = -1 };
         o->sink = (struct session_sink){
                 .log = on_log, .note = on_note, .approval = on_approval, .input_request = on_input,
                 .status = on_status, .arg = o,

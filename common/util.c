@@ -24,6 +24,15 @@ int read_file(const char *path, size_t max, char **ret, size_t *ret_len, struct 
         return read_fd(fd, path, max, ret, ret_len, err);
 }
 
+int read_opened(const char *path, int fd, int errnum, size_t max, char **ret, size_t *ret_len, struct err **err)
+{
+        if (fd > 0)
+                return read_fd(fd, path, max, ret, ret_len, err);
+        if (errnum)
+                return err_set(err, errnum, "open '%s'", path);
+        return read_file(path, max, ret, ret_len, err);
+}
+
 int read_fd(int fd, const char *path, size_t max, char **ret, size_t *ret_len, struct err **err)
 {
         struct stat st;

@@ -12,6 +12,10 @@ int read_file(const char *path, size_t max, char **ret, size_t *ret_len, struct 
 /* The same from an open fd (not closed) until end of file; `path` names it
  * in messages ("stdin"). */
 int read_fd(int fd, const char *path, size_t max, char **ret, size_t *ret_len, struct err **err);
+/* A file another process may have opened for us (the monitor, for the
+ * broker): fd > 0 reads it (read_fd, not closed); else errnum != 0 is the
+ * error of that open, reported as read_file would; else read_file(path). */
+int read_opened(const char *path, int fd, int errnum, size_t max, char **ret, size_t *ret_len, struct err **err);
 
 /* Standard base64 with padding; malloc'd, NULL on OOM. */
 char *base64_encode(const unsigned char *buf, size_t len);

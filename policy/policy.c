@@ -594,12 +594,12 @@ int policy_parse(const char *json, size_t len, const char *origin, struct policy
 }
 
 /* Read and parse; messages without the file name (the caller adds it). */
-static int load_file(const char *path, const char *origin, struct policy **ret, struct err **err)
+static int load_file(const char *path, int fd, int errnum, const char *origin, struct policy **ret, struct err **err)
 {
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
         struct err *rerr = NULL;
-        if (read_file(path, POLICY_FILE_MAX, &text, &len, &rerr) < 0) {
+        if (read_opened(path, fd, errnum, POLICY_FILE_MAX, &text, &len, &rerr) < 0) {
                 int e = rerr ? rerr->errnum : EIO;
                 err_free(rerr);
                 if (e == EFBIG)
@@ -611,7 +611,7 @@ static int load_file(const char *path, const char *origin, struct policy **ret, 
 
 int policy_load_file(const char *path, struct policy **ret, struct err **err)
 {
-        if (load_file(path, path, ret, err) < 0)
+        if (load_file(path, 0, 0, path, ret, err) < 0)
                 return err_wrap(err, "policy file '%s'", path);
         return 0;
 }
@@ -664,7 +664,7 @@ int policy_select(const struct policy_sources *src, struct policy **ret, char **
                 char clean[400];
                 text_sanitize(file, 300, '`', clean, sizeof(clean));
                 snprintf(source, sizeof(source), "CHIDORI_POLICY_FILE=%s", clean);
-                r = load_file(file, source, &p, &perr_);
+                r = load_file(file, src->env_file_fd, src->env_file_errno, source, &p, &perr_);
                 consulted = 1;
         } else if (inl) {
                 snprintf(source, sizeof(source), "CHIDORI_POLICY");

@@ -83,6 +83,8 @@ struct policy_sources {
         bool flag_untrusted;     /* --untrusted */
         bool flag_trusted;       /* --trusted */
         const char *env_file;    /* CHIDORI_POLICY_FILE */
+        int env_file_fd;         /* > 0: env_file as opened by the monitor (the broker reads it) */
+        int env_file_errno;      /* != 0: the monitor's open of env_file failed so */
         const char *env_inline;  /* CHIDORI_POLICY */
         const char *env_profile; /* CHIDORI_POLICY_PROFILE */
 };

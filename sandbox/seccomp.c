@@ -116,6 +116,7 @@ static const struct rule rules[] = {
         { "close_range", L | B, "ordinary programs" },
         { "openat", W | L | B, "loader, /proc/self/maps, /dev/urandom (Landlock: read-only)" },
         { "open", L | B, "ordinary programs" },
+        { "openat2", B, "the workspace: RESOLVE_BENEATH walks below its root (Landlock still decides)" },
         { "creat", L | B, "ordinary programs (Landlock decides)" },
         { "fstat", W | L | B, "glibc, loader" },
         { "newfstatat", W | L | B, "glibc, loader" },

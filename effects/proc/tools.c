@@ -439,10 +439,15 @@ int tools_parse(const char *json, size_t len, const char *origin, struct tools_r
 
 int tools_load(const char *path, struct tools_registry **ret, struct err **err)
 {
+        return tools_load_opened(path, 0, 0, ret, err);
+}
+
+int tools_load_opened(const char *path, int fd, int errnum, struct tools_registry **ret, struct err **err)
+{
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
         struct err *rerr = NULL;
-        if (read_file(path, TOOLS_FILE_MAX, &text, &len, &rerr) < 0) {
+        if (read_opened(path, fd, errnum, TOOLS_FILE_MAX, &text, &len, &rerr) < 0) {
                 int e = rerr ? rerr->errnum : EIO;
                 err_free(rerr);
                 if (e == EFBIG)

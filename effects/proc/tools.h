@@ -92,6 +92,9 @@ int tools_parse(const char *json, size_t len, const char *origin, struct tools_r
 /* Read (at most TOOLS_FILE_MAX bytes) and parse `path`; messages start with
  * the path as given. */
 int tools_load(const char *path, struct tools_registry **ret, struct err **err);
+/* The same from a descriptor the monitor opened (read_opened: fd > 0, or
+ * the errno of its failed open); messages name `path`. */
+int tools_load_opened(const char *path, int fd, int errnum, struct tools_registry **ret, struct err **err);
 
 void tools_free(struct tools_registry *reg);
 

@@ -467,3 +467,107 @@ JS
   cat "$T/.err"
   [[ $status -eq 1 && $(<"$T/.err") == *"chidori: replay: a.js has changed since the journal was recorded"* ]]
 }
+
+# ---- the rest of what `chidori run` takes, handed over in the config (h-wire2) ----
+# The operator's files are opened by the monitor (start-broker --fd/--tty:
+# the next descriptor from 5, in order) in a folder the broker cannot reach
+# ($T/private, 0700 root's: the broker runs as 65533); the broker reads them.
+
+# srunf START-BROKER-ARGS... -- CONFIG...: srun with more start-broker options
+srunf() {
+  local -a extra=()
+  while [[ $1 != -- ]]; do extra+=("$1"); shift; done
+  shift
+  local cfg="agent=${AGENT:-a.js},agent_dir=$T/agent"
+  for c in "$@"; do cfg+=",$c"; done
+  set +e
+  CHIDORI_BROKER="$BUILD_DIR/chidori-broker" "$SB" --serve --agent "$T/agent" --state "$T/state" "${extra[@]}" \
+    --config "$cfg" -- >"$T/.out" 2>"$T/.err" </dev/null
+  status=$?
+  set -e
+  output=$(<"$T/.out")
+  stderr=$(<"$T/.err")
+  echo "status $status"; echo "stdout: $output"; echo "stderr: $stderr"
+}
+
+@test "broker: config: --answers, CHIDORI_POLICY_FILE and process.env: files the monitor opened, read by the broker" {
+  mkdir -m 0700 "$T/private"
+  cat >"$T/agent/a.js" <<'JS'
+async function main() {
+  const a = await chidori.input("first?"), b = await chidori.input("second?");
+  let h; try { await fetch("http://127.0.0.1:9/"); h = "fetched"; } catch (e) { h = "refused"; }
+  return [a, b, process.env.GREET, h];
+}
+JS
+  echo '["ada", {"n": 1}]' >"$T/private/answers.json"
+  echo '{"rules": [{"target": "http", "decision": "never_allow"}], "default": "always_allow"}' >"$T/private/pol.json"
+  srunf --fd "$T/private/answers.json" --fd "$T/private/pol.json" -- answers_file="$T/private/answers.json" \
+    answers_fd=5 policy_file="$T/private/pol.json" policy_fd=6 'env=GREET=a=b'
+  [[ $status -eq 0 && $output == '["ada",{"n":1},"a=b","refused"]' && $stderr == *"chidori: policy: \`http\` denied"* ]]
+  [[ $stderr == *"Policy: custom from CHIDORI_POLICY_FILE=$T/private/pol.json (1 rule, default always_allow)"* ]]
+  # A policy file the monitor could not open fails closed, as chidori run's does.
+  srunf -- policy_file=/nonexistent/p.json policy_errno=2
+  [[ $status -eq 1 && $stderr == *"chidori: warning: CHIDORI_POLICY_FILE=/nonexistent/p.json: cannot be read: No such file or directory; using the untrusted profile"* ]]
+  # Bad answers and a bad tools file are usage errors (exit 2) with chidori run's messages.
+  echo '[1,' >"$T/private/bad.json"
+  srunf --fd "$T/private/bad.json" -- answers_file=bad.json answers_fd=5
+  [[ $status -eq 2 && $stderr == *"chidori: --answers is not valid JSON (line 2, column 1)"* ]]
+  echo '{"tools": 5}' >"$T/private/tools.json"
+  srunf --fd "$T/private/tools.json" -- tools_file=t.json tools_fd=5
+  [[ $status -eq 2 && $stderr == *"chidori: --tools t.json: tools: must be an object, got a number"* ]]
+}
+
+@test "broker: config: the workspace (written by the broker as 65533, root's on disk), the journal's tz and env" {
+  mkdir -m 0700 "$T/private"
+  cat >"$T/agent/a.js" <<'JS'
+async function main() {
+  await chidori.workspace.write("out.txt", "hello " + process.env.GREET);
+  return await chidori.workspace.read("out.txt");
+}
+JS
+  srunf --workspace "$T/ws" --journal "$T/private/j.jsonl" -- workspace="$T/ws" journal_fd=5 tz=Europe/Paris \
+    env=GREET=you
+  [[ $status -eq 0 && $output == '"hello you"' ]]
+  [[ $(<"$T/ws/out.txt") == "hello you" && $(stat -c %u "$T/ws/out.txt") -eq $(id -u) ]]
+  head -1 "$T/private/j.jsonl" | grep -q '"tz":"Europe/Paris",.*"env":{"GREET":"you"}'
+  srunf -- workspace=/nonexistent/ws
+  [[ $status -eq 2 && $stderr == *"chidori: --workspace /nonexistent/ws: "*"(expected an existing directory)"* ]]
+}
+
+@test "broker: config: the parent's limits reach the broker's session (max_log)" {
+  cat >"$T/agent/a.js" <<'JS'
+async function main() {
+  const s = "x".repeat(100000);
+  try { for (let i = 0; i < 40; i++) await chidori.log(s); return "no limit"; }
+  catch (e) { return e.code; }
+}
+JS
+  srunf -- max_log=1048576 quiet=1
+  [[ $status -eq 0 && $output == '"ELIMIT"' ]]
+  [[ $stderr == *"chidori: log limit reached (1 MiB per run; raise it with --max-log)"* ]]
+}
+
+@test "broker: config: a terminal the monitor opened: chidori.input() asks there, escaped" {
+  command -v script >/dev/null || skip "script (util-linux) is not installed"
+  echo 'async function main() { return await chidori.input("name?\x1b[2J"); }' >"$T/agent/a.js"
+  printf 'Ada\n' | CHIDORI_BROKER="$BUILD_DIR/chidori-broker" script -qec \
+    "'$SB' --serve --agent '$T/agent' --tty --config agent=a.js,agent_dir=$T/agent,tty_fd=5,quiet=1 --" \
+    /dev/null >"$T/tty" 2>&1
+  tr -d '\r' <"$T/tty" >"$T/tty.txt"
+  cat -A "$T/tty.txt"
+  grep -qF '[agent] name?\x1b[2J "Ada"' "$T/tty.txt"
+  # Without the terminal the same agent is told to pass --answers.
+  srun quiet=1
+  [[ $status -eq 1 && $stderr == *'input: no answer for "name?\x1b[2J": pass --answers FILE'* ]]
+}
+
+@test "broker: config: replay's --agent: a changed agent is replayed with a warning" {
+  mkdir -m 0700 "$T/private"
+  echo 'async function main() { return await chidori.template("{{a}}", { a: 1 }); }' >"$T/agent/a.js"
+  srunf --journal "$T/private/j.jsonl" -- journal_fd=5
+  [[ $status -eq 0 && $output == '"1"' ]]
+  echo 'async function main() { return "x" + await chidori.template("{{a}}", { a: 1 }); }' >"$T/agent/a.js"
+  srunf --replay "$T/private/j.jsonl" -- replay_fd=5 replay_agent_given=1
+  [[ $status -eq 0 && $output == '"x1"' ]]
+  [[ $stderr == *"chidori: replay: warning: $T/agent/a.js differs from the recorded agent"*"replaying it anyway because --agent names it"* ]]
+}

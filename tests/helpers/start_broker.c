@@ -23,8 +23,10 @@
  * sandbox options) and the agent folder: a run as chidori-broker does it
  * (config keys in broker/config.h); exits with its RESULT.
  * --journal PATH: the monitor opens PATH for writing (0600, truncated) and
- * passes it as the broker's fd 5 (config: journal_fd=5).  --replay PATH: the
- * monitor opens PATH for reading and passes it next (config: replay_fd=5 alone).
+ * passes it as the broker's next descriptor from 5 (config: journal_fd=5).
+ * --replay PATH and --fd PATH: the monitor opens PATH for reading and passes
+ * it next (config: replay_fd=N, answers_fd=N, ...); --tty: /dev/tty, read
+ * and write, next (config: tty_fd=N).  Descriptors go in the order given.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -200,7 +202,8 @@ static int serve_run(struct broker *b, int agent_dir)
 int main(int argc, char **argv)
 {
         struct broker_spawn s = { .fd0 = 0, .fd1 = 1, .fd2 = 2, .config_fd = -1 };
-        const char *user = NULL, *config = NULL, *journal = NULL, *replay = NULL;
+        const char *user = NULL, *config = NULL, *files[8];
+        int file_flags[8], nfiles = 0;
         bool box = false, show_outside = false, close_after_welcome = false, serve_flag = false;
         int i = 1;
         for (; i < argc && strcmp(argv[i], "--"); i++) {
@@ -224,10 +227,16 @@ int main(int argc, char **argv)
                         s.agent_dir = argv[++i];
                 else if (i + 1 < argc && strcmp(argv[i], "--user") == 0)
                         user = argv[++i];
-                else if (i + 1 < argc && strcmp(argv[i], "--journal") == 0)
-                        journal = argv[++i];
-                else if (i + 1 < argc && strcmp(argv[i], "--replay") == 0)
-                        replay = argv[++i];
+                else if (nfiles < 8 && i + 1 < argc && strcmp(argv[i], "--journal") == 0) {
+                        file_flags[nfiles] = O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC;
+                        files[nfiles++] = argv[++i];
+                } else if (nfiles < 8 && i + 1 < argc && (!strcmp(argv[i], "--replay") || !strcmp(argv[i], "--fd"))) {
+                        file_flags[nfiles] = O_RDONLY | O_CLOEXEC;
+                        files[nfiles++] = argv[++i];
+                } else if (nfiles < 8 && strcmp(argv[i], "--tty") == 0) {
+                        file_flags[nfiles] = O_RDWR | O_NOCTTY | O_CLOEXEC;
+                        files[nfiles++] = "/dev/tty";
+                }
                 else if (i + 1 < argc && strcmp(argv[i], "--config") == 0)
                         config = argv[++i];
                 else {
@@ -258,32 +267,24 @@ int main(int argc, char **argv)
         s.argv = bargv;
         if (config) {
                 /* A comma-separated list becomes the config blob on fd 4. */
-                const char *strs[16];
+                const char *strs[64];
                 size_t ns = 0;
                 char *dup = strdup(config);
-                for (char *save = NULL, *w = strtok_r(dup, ",", &save); w && ns < 16; w = strtok_r(NULL, ",", &save))
+                for (char *save = NULL, *w = strtok_r(dup, ",", &save); w && ns < 64; w = strtok_r(NULL, ",", &save))
                         strs[ns++] = w;
                 if (chan_blob_create("config", strs, ns, &s.config_fd, &e) < 0)
                         die("config blob", e);
                 free(dup);
         }
         int agent_dir = s.agent_dir ? open(s.agent_dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
-        int extra[2], nextra = 0;
-        if (journal) {
-                int jfd = open(journal, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
-                if (jfd < 0) {
-                        fprintf(stderr, "start-broker: open %s: %s\n", journal, strerror(errno));
+        int extra[8], nextra = 0;
+        for (int k = 0; k < nfiles; k++) {
+                int fd = open(files[k], file_flags[k], 0600);
+                if (fd < 0) {
+                        fprintf(stderr, "start-broker: open %s: %s\n", files[k], strerror(errno));
                         return 2;
                 }
-                extra[nextra++] = jfd;
-        }
-        if (replay) {
-                int rfd = open(replay, O_RDONLY | O_CLOEXEC);
-                if (rfd < 0) {
-                        fprintf(stderr, "start-broker: open %s: %s\n", replay, strerror(errno));
-                        return 2;
-                }
-                extra[nextra++] = rfd;
+                extra[nextra++] = fd;
         }
         s.extra_fds = extra;
         s.n_extra = (size_t)nextra;

@@ -728,6 +728,37 @@ static void config_parse(void **state)
         const char *both[] = { "agent=a.js", "agent_dir=/a", "journal_fd=5", "replay_fd=6" };
         assert_int_equal(broker_config_parse(both, 4, &c, &e), -1);
         err_free(e);
+        /* The rest of what `chidori run` takes (h-wire2). */
+        const char *more[] = { "agent=a.js", "agent_dir=/a", "answers_file=ans.json", "answers_fd=5",
+                               "policy_file=/p.json", "policy_errno=2", "tools_file=t.json", "tools_fd=6",
+                               "tty_fd=7", "workspace=/w", "max_log=1048576", "tz=Europe/Paris",
+                               "env=A=1=2", "env=B=", "allow_host=127.0.0.1:8080", "auto_approve=1" };
+        assert_int_equal(broker_config_parse(more, 16, &c, &e), 0);
+        assert_int_equal(c.answers_fd, 5);
+        assert_int_equal(c.policy_fd, -1);
+        assert_int_equal(c.policy_errno, 2);
+        assert_int_equal(c.tools_fd, 6);
+        assert_int_equal(c.tty_fd, 7);
+        assert_int_equal(c.max_log, 1048576);
+        assert_int_equal(c.n_env, 2);
+        assert_string_equal(c.env[0], "A=1=2");
+        assert_int_equal(c.n_allow, 1);
+        assert_true(c.auto_approve);
+        static const char *const bad2[][4] = {
+                { "agent=a.js", "agent_dir=/a", "answers_fd=5", "json=0" },            /* no answers_file */
+                { "agent=a.js", "agent_dir=/a", "policy_file=/p", "json=0" },          /* neither fd nor errno */
+                { "agent=a.js", "agent_dir=/a", "tools_file=t", "tools_fd=4" },        /* fd below 5 */
+                { "agent=a.js", "agent_dir=/a", "tty_fd=6", "journal_fd=6" },          /* one fd named twice */
+                { "agent=a.js", "agent_dir=/a", "workspace=rel", "json=0" },           /* relative workspace */
+                { "agent=a.js", "agent_dir=/a", "env=NOVALUE", "json=0" },             /* env without = */
+                { "agent=a.js", "agent_dir=/a", "max_calls=-1", "json=0" },            /* negative */
+        };
+        for (size_t i = 0; i < sizeof(bad2) / sizeof(bad2[0]); i++) {
+                e = NULL;
+                assert_int_equal(broker_config_parse(bad2[i], 4, &c, &e), -1);
+                assert_non_null(strstr(err_msg(e), "config: "));
+                err_free(e);
+        }
 }
 
 int main(void)
