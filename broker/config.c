@@ -101,6 +101,12 @@ static int config_one(const char *kv, struct broker_config *c, struct err **err)
                 c->env[c->n_env++] = v;
                 return 0;
         }
+        if (!strcmp(k, "jit")) {
+                if (strcmp(v, "auto") && strcmp(v, "0") && strcmp(v, "1"))
+                        return err_set(err, 0, "config: jit=%s (expected auto, 0 or 1)", v);
+                c->jit = v[0] == 'a' ? -1 : v[0] - '0';
+                return 0;
+        }
         if (!strcmp(k, "allow_host")) {
                 if (c->n_allow == BROKER_CONFIG_ALLOW_MAX)
                         return err_set(err, 0, "config: more than %d allow_host", BROKER_CONFIG_ALLOW_MAX);
@@ -158,7 +164,7 @@ static int config_check(const struct broker_config *c, struct err **err)
 
 int broker_config_parse(const char *const *strs, size_t n, struct broker_config *c, struct err **err)
 {
-        *c = (struct broker_config){ .run_id = "run-0", .journal_fd = -1, .replay_fd = -1, .answers_fd = -1,
+        *c = (struct broker_config){ .run_id = "run-0", .js_deadline_ms = -1, .jit = -1, .journal_fd = -1, .replay_fd = -1, .answers_fd = -1,
                                      .policy_fd = -1, .tools_fd = -1, .tty_fd = -1 };
         for (size_t i = 0; i < n; i++)
                 if (config_one(strs[i], c, err) < 0)
@@ -194,6 +200,7 @@ struct run {
         struct tools_registry *tools;
         struct workspace *ws;
         struct ssrf_allow *allow;
+        bool no_jit;
 };
 
 static void on_stop(void *arg, int sig)
@@ -299,6 +306,8 @@ static int run_session(int chan, const struct broker_config *c, struct run *r, c
                 return -1;
         }
         r->cb = &cb;
+        cb.no_jit = r->no_jit;
+        cb.cpu_budget_ms = c->js_deadline_ms;
         cb.on_stop = on_stop;
         cb.on_broken = on_broken;
         cb.cb_arg = r;
@@ -532,6 +541,12 @@ int broker_run(int chan, int config_fd)
                 goto fail;
         if (warning)
                 fprintf(stderr, "chidori: warning: %s\n", warning);
+        /* What depends on the policy, as chidori run resolves it: the
+         * engine's CPU budget and the JIT (docs/sandbox.md, "JIT and W^X"). */
+        bool strict = policy_fallback(r.policy) != POLICY_ALLOW;
+        if (c.js_deadline_ms < 0)
+                c.js_deadline_ms = strict ? CLI_JS_BUDGET_UNTRUSTED_MS : CLI_JS_BUDGET_DEFAULT_MS;
+        r.no_jit = c.jit == 0 || (c.jit < 0 && strict);
         if (open_operator(&c, &r, &e) < 0) {
                 code = EXIT_USAGE;
                 goto fail_code;

@@ -8,7 +8,10 @@
  *   agent_dir=/ABS       the agent folder (the COMMIT names it)
  *   run_id=run-HEX       the run's id
  *   deadline_ms=N        the run's deadline (0: none)
- *   js_deadline_ms=N     the engine's CPU budget (0: none)
+ *   js_deadline_ms=N     the engine's CPU budget (0: none; absent: 60000, or
+ *                        10000 under a policy that is not permissive, as run's)
+ *   jit=auto|0|1         --jit / --no-jit; auto: off under a policy that is not
+ *                        permissive (the SPAWN asks the monitor for it off)
  *   cpu_secs=N           the box's CPU-seconds limit, for the outcome's message
  *   json=0|1             --json
  *   quiet=0|1            --quiet
@@ -53,6 +56,7 @@
 struct broker_config {
         const char *agent, *agent_dir, *run_id;
         long deadline_ms, js_deadline_ms, cpu_secs;
+        long jit;                          /* -1 auto, 0, 1 */
         bool json, quiet, untrusted, trusted, replay_agent_given, auto_approve;
         const char *policy_profile, *policy_inline;
         const char *state_dir, *mem_ns, *input;

@@ -203,6 +203,8 @@ static int spawn(void *arg, struct evloop *loop, const struct box_request *req, 
         chan_init(&m, CHAN_SPAWN, ++o->next_req);
         m.spawn.kind = CHAN_BOX_WORKER;
         m.spawn.n_argv = 1;
+        m.spawn.jit = o->no_jit ? 0 : 1;
+        m.spawn.cpu_budget_ms = o->cpu_budget_ms > 0 ? (uint64_t)o->cpu_budget_ms : 0;
         if (req->deadline_at > 0) {
                 double left = ceil(req->deadline_at - mono_ms());
                 m.spawn.deadline_ms = left < 1 ? 1 : left > (double)UINT32_MAX ? UINT32_MAX : (uint32_t)left;

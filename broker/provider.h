@@ -42,6 +42,10 @@ struct chan_boxes {
         bool broken;
         char why[512];                     /* when broken */
         char banner[1024];                 /* the last SPAWNED's banner (the Isolation: text) */
+        /* What every SPAWN asks beyond the deadline (the monitor takes it
+         * only when it narrows the operator's posture): */
+        bool no_jit;                       /* the JIT off */
+        long cpu_budget_ms;                /* the engine's CPU budget; 0: the monitor's */
 };
 
 /* Watch `chan` on `loop` and fill o->provider.  Set on_stop/on_broken/cb_arg after. */

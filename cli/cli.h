@@ -36,6 +36,11 @@ struct worker {
         bool have_sr;
 };
 
+/* The engine's CPU budget by default, and under a policy that is not
+ * permissive (cli/run.c resolve_cpu_budget; the broker's config.c the same). */
+#define CLI_JS_BUDGET_DEFAULT_MS 60000L
+#define CLI_JS_BUDGET_UNTRUSTED_MS 10000L
+
 struct spawn_opts {
         bool in_process;
         const char *worker_path; /* resolved path of chidori-worker */

@@ -118,7 +118,17 @@ static int spawn(void *arg, struct evloop *loop, const struct box_request *req, 
         b->loop = loop;
         b->ev = *ev;
         struct err *serr = NULL;
-        if (spawn_worker(o->spawn, &b->w, &serr) < 0) {
+        /* A request narrows the operator's posture, never widens it. */
+        struct spawn_opts so = *o->spawn;
+        struct sandbox_opts sb = *so.sandbox;
+        if (req->no_jit)
+                sb.jit = 0;
+        if (req->cpu_budget_ms > 0 && (sb.engine_cpu_ms <= 0 || req->cpu_budget_ms < sb.engine_cpu_ms))
+                sb.engine_cpu_ms = req->cpu_budget_ms;
+        so.sandbox = &sb;
+        int sr = spawn_worker(&so, &b->w, &serr);
+        memcpy(o->spawn->banner, so.banner, sizeof(so.banner));
+        if (sr < 0) {
                 free(b);
                 ev->failed(ev->arg, serr, spawn_exit_code(serr) == EXIT_LAYER_UNAVAILABLE);
                 err_free(serr);

@@ -169,8 +169,8 @@ static void banner(const struct run_opts *o, const char *isolation, const struct
  * that is not permissive (--untrusted) gets less: it has no reason to compute
  * for long, and a shorter bound limits what a hostile agent burns.  There is
  * no default wall-clock deadline: waiting on a slow tool is not a runaway. */
-#define JS_BUDGET_DEFAULT_MS 60000L
-#define JS_BUDGET_UNTRUSTED_MS 10000L
+#define JS_BUDGET_DEFAULT_MS CLI_JS_BUDGET_DEFAULT_MS
+#define JS_BUDGET_UNTRUSTED_MS CLI_JS_BUDGET_UNTRUSTED_MS
 
 static void resolve_cpu_budget(struct run_opts *o, const struct policy *pol)
 {

@@ -2,6 +2,7 @@
  * the channel, each box's exit descriptor and the STOP grace timer. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -212,7 +213,7 @@ static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
         }
         /* The monitor's posture: its own worker and the operator's sandbox
          * options (the provider's); of the broker's limits only a shorter
-         * deadline is taken. */
+         * deadline, a shorter CPU budget and the JIT off are taken. */
         long d = s->m->deadline_ms;
         if (sp->deadline_ms > 0 && (d <= 0 || (long)sp->deadline_ms < d))
                 d = (long)sp->deadline_ms;
@@ -224,7 +225,11 @@ static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
         *b = (struct mbox){ .srv = s, .id = s->next_box++, .req = sp->h.id, .in_spawn = true };
         b->next = s->boxes;
         s->boxes = b;
-        struct box_request req = { .kind = BOX_WORKER, .deadline_at = d > 0 ? mono_ms() + (double)d : 0 };
+        struct box_request req = {
+                .kind = BOX_WORKER, .deadline_at = d > 0 ? mono_ms() + (double)d : 0,
+                .no_jit = sp->jit == 0,
+                .cpu_budget_ms = sp->cpu_budget_ms > (uint64_t)LONG_MAX ? 0 : (long)sp->cpu_budget_ms,
+        };
         struct box_events ev = { .started = ev_started, .failed = ev_failed, .ended = ev_ended, .arg = b };
         const struct box_provider *p = s->m->boxes;
         if (p->spawn(p->arg, s->loop, &req, &ev, &b->handle, &e) < 0) {

@@ -200,6 +200,10 @@ struct box_request {
         enum box_kind kind;
         const char *run_id;
         double deadline_at;       /* mono_ms(): the provider kills the box then (reason DEADLINE); 0 = none */
+        /* Less than the provider's own posture, asked for over the channel
+         * (monitor/serve.c; a request can only narrow): */
+        bool no_jit;              /* the JIT off (the broker's policy is not permissive) */
+        long cpu_budget_ms;       /* the engine's CPU budget, if shorter than the provider's; 0 = its own */
 };
 
 enum box_end_reason {

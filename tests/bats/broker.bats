@@ -571,3 +571,19 @@ JS
   [[ $status -eq 0 && $output == '"x1"' ]]
   [[ $stderr == *"chidori: replay: warning: $T/agent/a.js differs from the recorded agent"*"replaying it anyway because --agent names it"* ]]
 }
+
+@test "broker: config: the policy's defaults reach the box through SPAWN: untrusted gets the JIT off and a 10 s CPU budget; jit=1 keeps it on" {
+  echo 'function main() { return 1; }' >"$T/agent/a.js"
+  srun
+  [[ $status -eq 0 && $stderr == *"jit on; cpu budget 60 s)"* ]]
+  srun untrusted=1
+  [[ $status -eq 0 && $stderr == *"jit off, no executable memory; cpu budget 10 s)"* ]]
+  srun untrusted=1 jit=1
+  [[ $status -eq 0 && $stderr == *"jit on; cpu budget 10 s)"* ]]
+  srun jit=0 js_deadline_ms=2500
+  [[ $status -eq 0 && $stderr == *"jit off, no executable memory; cpu budget 2.5 s)"* ]]
+  # The budget is the engine's: a busy loop ends with chidori run's CPU-limit exit.
+  echo 'function main() { for (;;) {} }' >"$T/agent/a.js"
+  srun js_deadline_ms=300 deadline_ms=30000
+  [[ $status -eq 152 ]]
+}

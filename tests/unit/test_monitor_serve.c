@@ -732,8 +732,9 @@ static void config_parse(void **state)
         const char *more[] = { "agent=a.js", "agent_dir=/a", "answers_file=ans.json", "answers_fd=5",
                                "policy_file=/p.json", "policy_errno=2", "tools_file=t.json", "tools_fd=6",
                                "tty_fd=7", "workspace=/w", "max_log=1048576", "tz=Europe/Paris",
-                               "env=A=1=2", "env=B=", "allow_host=127.0.0.1:8080", "auto_approve=1" };
-        assert_int_equal(broker_config_parse(more, 16, &c, &e), 0);
+                               "env=A=1=2", "env=B=", "allow_host=127.0.0.1:8080", "auto_approve=1", "jit=0" };
+        assert_int_equal(broker_config_parse(more, 17, &c, &e), 0);
+        assert_int_equal(c.jit, 0);
         assert_int_equal(c.answers_fd, 5);
         assert_int_equal(c.policy_fd, -1);
         assert_int_equal(c.policy_errno, 2);
@@ -752,6 +753,7 @@ static void config_parse(void **state)
                 { "agent=a.js", "agent_dir=/a", "workspace=rel", "json=0" },           /* relative workspace */
                 { "agent=a.js", "agent_dir=/a", "env=NOVALUE", "json=0" },             /* env without = */
                 { "agent=a.js", "agent_dir=/a", "max_calls=-1", "json=0" },            /* negative */
+                { "agent=a.js", "agent_dir=/a", "jit=yes", "json=0" },                 /* not auto, 0 or 1 */
         };
         for (size_t i = 0; i < sizeof(bad2) / sizeof(bad2[0]); i++) {
                 e = NULL;
