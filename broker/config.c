@@ -16,6 +16,7 @@
 #include "chan/chan.h"
 #include "cli/cli.h"
 #include "common/exit.h"
+#include "common/text.h"
 #include "common/util.h"
 #include "effects/effects.h"
 #include "common/cleanup.h"
@@ -68,6 +69,7 @@ static const struct key {
         KEY("state_dir", K_STR, state_dir), KEY("mem_ns", K_STR, mem_ns), KEY("input", K_STR, input),
         KEY("journal_fd", K_FD, journal_fd), KEY("replay_fd", K_FD, replay_fd),
         KEY("replay_agent_given", K_FLAG, replay_agent_given),
+        KEY("input_file", K_STR, input_file), KEY("input_fd", K_FD, input_fd),
         KEY("answers_file", K_STR, answers_file), KEY("answers_fd", K_FD, answers_fd),
         KEY("policy_file", K_STR, policy_file), KEY("policy_fd", K_FD, policy_fd),
         KEY("policy_errno", K_NUM, policy_errno), KEY("tools_file", K_STR, tools_file),
@@ -145,8 +147,10 @@ static int config_check(const struct broker_config *c, struct err **err)
                 return err_set(err, 0, "config: state_dir=%s is not an absolute path", c->state_dir);
         if (c->workspace && c->workspace[0] != '/')
                 return err_set(err, 0, "config: workspace=%s is not an absolute path", c->workspace);
-        if ((c->answers_fd >= 0) != (c->answers_file != NULL))
-                return err_set(err, 0, "config: answers_fd and answers_file go together");
+        if ((c->answers_fd >= 0) != (c->answers_file != NULL) || (c->input_fd >= 0) != (c->input_file != NULL))
+                return err_set(err, 0, "config: answers_fd and answers_file go together, input_fd and input_file too");
+        if (c->input_fd >= 0 && c->input)
+                return err_set(err, 0, "config: input and input_fd together");
         if ((c->policy_fd >= 0 || c->policy_errno) && !c->policy_file)
                 return err_set(err, 0, "config: policy_fd or policy_errno without policy_file");
         if ((c->tools_fd >= 0 || c->tools_errno) && !c->tools_file)
@@ -154,7 +158,8 @@ static int config_check(const struct broker_config *c, struct err **err)
         if ((c->policy_file && (c->policy_fd >= 0) == (c->policy_errno != 0)) ||
             (c->tools_file && (c->tools_fd >= 0) == (c->tools_errno != 0)))
                 return err_set(err, 0, "config: a file needs its descriptor or the errno of its open, one of them");
-        const long fds[] = { c->journal_fd, c->replay_fd, c->answers_fd, c->policy_fd, c->tools_fd, c->tty_fd };
+        const long fds[] = { c->journal_fd, c->replay_fd, c->answers_fd, c->policy_fd, c->tools_fd, c->tty_fd,
+                             c->input_fd };
         for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
                 for (size_t j = i + 1; j < sizeof(fds) / sizeof(fds[0]); j++)
                         if (fds[i] >= 0 && fds[i] == fds[j])
@@ -164,8 +169,9 @@ static int config_check(const struct broker_config *c, struct err **err)
 
 int broker_config_parse(const char *const *strs, size_t n, struct broker_config *c, struct err **err)
 {
-        *c = (struct broker_config){ .run_id = "run-0", .js_deadline_ms = -1, .jit = -1, .journal_fd = -1, .replay_fd = -1, .answers_fd = -1,
-                                     .policy_fd = -1, .tools_fd = -1, .tty_fd = -1 };
+        *c = (struct broker_config){ .run_id = "run-0", .js_deadline_ms = -1, .jit = -1, .journal_fd = -1,
+                                     .replay_fd = -1, .answers_fd = -1, .input_fd = -1, .policy_fd = -1,
+                                     .tools_fd = -1, .tty_fd = -1 };
         for (size_t i = 0; i < n; i++)
                 if (config_one(strs[i], c, err) < 0)
                         return -1;
@@ -383,27 +389,50 @@ static int run_session(int chan, const struct broker_config *c, struct run *r, c
         return rc;
 }
 
-/* --answers, as the monitor opened it: a JSON array or object, kept as
- * written (the agent gets exactly these values). */
+/* The operator's JSON text, checked (strict) and kept as written: the
+ * agent gets exactly these numbers and strings (cli/run.c parse_json_arg's
+ * messages).  *ret is a raw node, or (raw_children) an array or object
+ * whose entries are. */
+static int json_arg(const char *what, const char *text, size_t len, bool raw_children, cJSON **ret, struct err **err)
+{
+        struct json_error je;
+        if (json_validate(text, len, NULL, &je, NULL) < 0) {
+                size_t l, col;
+                json_line_col(text, len, je.offset, &l, &col);
+                char q[200];
+                return err_set(err, 0, "%s is not valid JSON (line %zu, column %zu): %s; quote strings, e.g. "
+                                       "'\"text\"'", what, l, col, text_term(je.what, strlen(je.what), q, sizeof(q)));
+        }
+        struct json_span all = { text, len };
+        *ret = raw_children ? json_to_cjson(all, NULL, true) : json_cjson_raw(all);
+        return *ret ? 0 : err_set(err, ENOMEM, "%s", what);
+}
+
+/* --answers, as the monitor opened it: a JSON array or object. */
 static int load_answers(const struct broker_config *c, struct run *r, struct err **err)
 {
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
         if (read_fd((int)c->answers_fd, c->answers_file, 64u << 20, &text, &len, err) < 0)
                 return err_wrap(err, "--answers");
-        struct json_error je;
-        if (json_validate(text, len, NULL, &je, NULL) < 0) {
-                size_t l, col;
-                json_line_col(text, len, je.offset, &l, &col);
-                return err_set(err, 0, "--answers is not valid JSON (line %zu, column %zu): %s; quote strings, e.g. "
-                                       "'\"text\"'", l, col, je.what);
-        }
-        r->answers = json_to_cjson((struct json_span){ text, len }, NULL, true);
-        if (!r->answers)
-                return err_set(err, ENOMEM, "--answers");
+        if (json_arg("--answers", text, len, true, &r->answers, err) < 0)
+                return -1;
         if (!cJSON_IsArray(r->answers) && !cJSON_IsObject(r->answers))
                 return err_set(err, 0, "--answers must hold a JSON array or object");
         return 0;
+}
+
+/* The input: input= text, or --input-file as the monitor opened it
+ * (stdin too); null without either. */
+static int load_input(const struct broker_config *c, struct run *r, struct err **err)
+{
+        if (c->input_fd < 0)
+                return c->input ? json_arg("--input", c->input, strlen(c->input), false, &r->input, err) : 0;
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        if (read_fd((int)c->input_fd, c->input_file, 64u << 20, &text, &len, err) < 0)
+                return err_wrap(err, "--input-file");
+        return json_arg("--input-file", text, len, false, &r->input, err);
 }
 
 /* process.env from the env=NAME=VALUE entries, in order (a later one of a
@@ -436,6 +465,8 @@ static int open_operator(const struct broker_config *c, struct run *r, struct er
         struct err *e = NULL;
         if (c->answers_fd >= 0 && load_answers(c, r, err) < 0)
                 return -1;
+        if (c->replay_fd < 0 && load_input(c, r, err) < 0)
+                return -1;
         if (c->tools_file && tools_load_opened(c->tools_file, (int)c->tools_fd, (int)c->tools_errno, &r->tools, &e) < 0) {
                 err_set(err, 0, "--tools %s", err_msg(e));
                 err_free(e);
@@ -461,7 +492,7 @@ static int open_operator(const struct broker_config *c, struct run *r, struct er
 /* The descriptors of files already read. */
 static void close_read_fds(const struct broker_config *c)
 {
-        const long fds[] = { c->answers_fd, c->policy_fd, c->tools_fd };
+        const long fds[] = { c->answers_fd, c->policy_fd, c->tools_fd, c->input_fd };
         for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
                 if (fds[i] >= 0)
                         close((int)fds[i]);
@@ -484,10 +515,10 @@ static int open_inputs(struct broker_config *c, struct run *r, int *code, struct
                 c->run_id = hid->valuestring;
         if (h)
                 r->input = hin ? cJSON_Duplicate(hin, 1) : cJSON_CreateNull();
-        else
-                r->input = c->input ? cJSON_Parse(c->input) : cJSON_CreateNull();
+        else if (!r->input)
+                r->input = cJSON_CreateNull();
         if (!r->input)
-                return err_set(err, 0, "config: input is not JSON");
+                return err_set(err, ENOMEM, "config: input");
         if (c->mem_ns)
                 r->ns = strdup(c->mem_ns);
         else if (asprintf(&r->ns, "%s/%s", c->agent_dir, c->agent) < 0)

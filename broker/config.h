@@ -18,7 +18,9 @@
  *   untrusted=0|1, trusted=0|1, policy_profile=NAME, policy_inline=JSON
  *   state_dir=/ABS       the memory store's folder (attached by the monitor)
  *   mem_ns=TEXT          the memory namespace (default: agent_dir/agent)
- *   input=JSON           the run's input (default null)
+ *   input=JSON           the run's input (default null), kept as written
+ *   input_file=PATH, input_fd=N   --input-file (stdin too: the monitor passes a
+ *                        copy of it), instead of input=
  *   journal_fd=N         the journal to write: a descriptor the monitor opened
  *                        (the operator's path, which the broker cannot open)
  *   replay_fd=N          replay this journal (a descriptor the monitor opened for
@@ -62,8 +64,8 @@ struct broker_config {
         const char *state_dir, *mem_ns, *input;
         long journal_fd;                   /* -1: none */
         long replay_fd;                    /* -1: none */
-        const char *answers_file, *policy_file, *tools_file;
-        long answers_fd, policy_fd, tools_fd, tty_fd; /* -1: none */
+        const char *answers_file, *policy_file, *tools_file, *input_file;
+        long answers_fd, policy_fd, tools_fd, tty_fd, input_fd; /* -1: none */
         long policy_errno, tools_errno;
         const char *workspace, *tz;
         long max_calls, max_queue, max_log, max_journal, max_vfs, max_memory_store, max_workspace_write;

@@ -587,3 +587,18 @@ JS
   srun js_deadline_ms=300 deadline_ms=30000
   [[ $status -eq 152 ]]
 }
+
+@test "broker: config: the input as the operator wrote it (its numbers exact), from input= or a file the monitor opened; bad JSON is a usage error" {
+  mkdir -m 0700 "$T/private"
+  echo 'async function main(i) { return await chidori.template("{{v}}", { v: i }); }' >"$T/agent/a.js"
+  printf '%s\n' '{"a": 10000000000000000001, "b": "x"}' >"$T/private/in.json"
+  srunf --fd "$T/private/in.json" --journal "$T/private/j.jsonl" -- input_file=in.json input_fd=5 journal_fd=6
+  cat "$T/private/j.jsonl"
+  [[ $status -eq 0 ]]
+  # The journal keeps the input as written (a reprint would say 1e+19).
+  head -1 "$T/private/j.jsonl" | grep -qF '"input":{"a":10000000000000000001,"b":"x"}'
+  srun 'input=1.50'
+  [[ $status -eq 0 ]]
+  srun 'input=hello'
+  [[ $status -eq 2 && $stderr == *"chidori: --input is not valid JSON (line 1, column 1): unexpected character 'h' (expected a value); quote strings"* ]]
+}
