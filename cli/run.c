@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include "cli/bounds.h"
 #include "cli/cli.h"
 #include "cli/grants.h"
+#include "cli/handover.h"
 #include "cli/options.h"
 #include "cli/suggest.h"
 #include "common/budget.h"
@@ -787,6 +789,196 @@ static int load_run_agent(const struct run_opts *o, struct run_ctx *c, bool agen
         return code;
 }
 
+/* ---- `chidori run` as monitor + broker (issue 10 item 1, part 3) ----
+ * While the switch is being built: CHIDORI_RUN_BROKER=1 hands a run to
+ * chidori-broker (cli/handover.c) when it needs nothing the broker cannot
+ * do yet (an agent from stdin, --no-isolate). */
+static bool broker_wanted(const struct run_opts *o, bool agent_stdin)
+{
+        const char *v = getenv("CHIDORI_RUN_BROKER");
+        return v && strcmp(v, "1") == 0 && !agent_stdin && !o->in_process;
+}
+
+/* The policy's sources, as select_policy reads them: the broker chooses. */
+static void handover_policy(struct handover *h, const struct run_opts *o)
+{
+        const char *file = getenv("CHIDORI_POLICY_FILE"), *inl = getenv("CHIDORI_POLICY"),
+                   *prof = getenv("CHIDORI_POLICY_PROFILE");
+        if (o->untrusted)
+                handover_add(h, "untrusted=1");
+        if (o->trusted)
+                handover_add(h, "trusted=1");
+        if (file && *file)
+                handover_file(h, "policy", file);
+        if (inl && *inl)
+                handover_add(h, "policy_inline=%s", inl);
+        if (prof && *prof)
+                handover_add(h, "policy_profile=%s", prof);
+}
+
+static void handover_limits(struct handover *h, const struct run_opts *o)
+{
+        const struct session_limits *l = &o->lim;
+        handover_add(h, "max_calls=%llu", (unsigned long long)l->max_calls);
+        handover_add(h, "max_queue=%llu", (unsigned long long)l->max_queue);
+        handover_add(h, "max_log=%llu", (unsigned long long)l->max_log);
+        handover_add(h, "max_journal=%llu", (unsigned long long)l->max_journal);
+        handover_add(h, "max_vfs=%llu", (unsigned long long)l->max_vfs);
+        handover_add(h, "max_memory_store=%llu", (unsigned long long)l->max_memory_store);
+        handover_add(h, "max_workspace_write=%llu", (unsigned long long)l->max_workspace_write);
+}
+
+/* What the agent is handed: the workspace, hosts, http caps, process.env. */
+static int handover_grants(struct handover *h, const struct run_opts *o, char **ret_ws)
+{
+        const struct grants_opts *g = &o->gr;
+        if (g->workspace_dir) {
+                *ret_ws = realpath(g->workspace_dir, NULL);
+                if (!*ret_ws) {
+                        fprintf(stderr, "chidori: --workspace %s: %s (expected an existing directory)\n",
+                                g->workspace_dir, strerror(errno));
+                        return -1;
+                }
+                handover_add(h, "workspace=%s", *ret_ws);
+        }
+        for (size_t i = 0; i < g->nallow; i++)
+                handover_add(h, "allow_host=%s", g->allow_specs[i]);
+        if (g->http_max_response)
+                handover_add(h, "http_max_response=%llu", g->http_max_response);
+        if (g->http_timeout_ms)
+                handover_add(h, "http_timeout_ms=%ld", g->http_timeout_ms);
+        if (g->auto_approve)
+                handover_add(h, "auto_approve=1");
+        if (g->tools_file)
+                handover_file(h, "tools", g->tools_file);
+        cJSON *env = NULL, *ev;
+        if (run_env(o, &env) < 0)
+                return -1;
+        cJSON_ArrayForEach(ev, env)
+                handover_add(h, "env=%s=%s", ev->string, ev->valuestring);
+        cJSON_Delete(env);
+        return 0;
+}
+
+/* The input, the answers, the journal, the terminal. */
+static int handover_io(struct handover *h, const struct run_opts *o)
+{
+        if (o->input_json)
+                handover_add(h, "input=%s", o->input_json);
+        if (o->input_file && strcmp(o->input_file, "-") == 0) {
+                handover_add(h, "input_file=stdin");
+                handover_fd(h, "input_fd", fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3));
+        } else if (o->input_file) {
+                int fd = open(o->input_file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                if (fd < 0) {
+                        fprintf(stderr, "chidori: --input-file: open '%s': %s\n", o->input_file, strerror(errno));
+                        return -1;
+                }
+                handover_add(h, "input_file=%s", o->input_file);
+                handover_fd(h, "input_fd", fd);
+        }
+        if (o->answers_path) {
+                int fd = open(o->answers_path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                if (fd < 0) {
+                        fprintf(stderr, "chidori: --answers: open '%s': %s\n", o->answers_path, strerror(errno));
+                        return -1;
+                }
+                handover_add(h, "answers_file=%s", o->answers_path);
+                handover_fd(h, "answers_fd", fd);
+        }
+        if (o->journal_path) {
+                struct err *err = NULL;
+                if (!o->force && journal_check_replaceable(o->journal_path, &err) < 0) {
+                        fprintf(stderr, "chidori: %s\n", err_msg(err));
+                        err_free(err);
+                        return -1;
+                }
+                int fd = open(o->journal_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+                if (fd < 0) {
+                        fprintf(stderr, "chidori: --journal: open journal '%s' for writing: %s\n", o->journal_path,
+                                strerror(errno));
+                        return -1;
+                }
+                handover_fd(h, "journal_fd", fd);
+        }
+        if (isatty(STDIN_FILENO) == 1) {
+                int fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+                if (fd >= 0)
+                        handover_fd(h, "tty_fd", fd);
+        }
+        return 0;
+}
+
+/* The memory store's folder, made as memstore_open would (0700). */
+static int handover_state_dir(const struct run_opts *o, char **ret)
+{
+        struct err *err = NULL;
+        if (o->state_dir && state_dir_check(o->state_dir) < 0)
+                return -1;
+        char *dir = NULL;
+        if (o->state_dir)
+                dir = strdup(o->state_dir);
+        else if (memstore_default_dir(&dir, &err) < 0)
+                goto fail;
+        if (!dir || memstore_make_dir(dir, &err) < 0 || !(*ret = realpath(dir, NULL))) {
+                if (!err)
+                        err_set(&err, errno, "memory: cannot use directory '%s'", dir ? dir : "");
+                free(dir);
+                goto fail;
+        }
+        free(dir);
+        return 0;
+fail:
+        fprintf(stderr, "chidori: open the memory store: %s; choose another place with --state-dir DIR\n",
+                err_msg(err));
+        err_free(err);
+        return -1;
+}
+
+static int run_broker(struct run_opts *o)
+{
+        struct handover h;
+        handover_init(&h);
+        _cleanup_free_ char *agent = realpath(o->agent_path, NULL), *ws = NULL, *state = NULL;
+        char run_id[40];
+        int code = EXIT_USAGE;
+        if (!agent) {
+                fprintf(stderr, "chidori: cannot read agent '%s': %s\n", o->agent_path, strerror(errno));
+                goto out;
+        }
+        char *slash = strrchr(agent, '/');
+        *slash = '\0';
+        const char *dir = slash == agent ? "/" : agent;
+        make_run_id(run_id);
+        handover_add(&h, "agent=%s", slash + 1);
+        handover_add(&h, "agent_dir=%s", dir);
+        handover_add(&h, "run_id=%s", run_id);
+        if (o->sb.deadline_ms > 0)
+                handover_add(&h, "deadline_ms=%ld", o->sb.deadline_ms);
+        if (o->js_deadline_ms >= 0)
+                handover_add(&h, "js_deadline_ms=%ld", o->js_deadline_ms);
+        handover_add(&h, "jit=%s", o->sb.jit < 0 ? "auto" : o->sb.jit ? "1" : "0");
+        handover_add(&h, "cpu_secs=%ld", sandbox_cpu_secs(&o->sb, true));
+        handover_add(&h, "json=%d", o->json);
+        handover_add(&h, "quiet=%d", o->quiet);
+        if (o->sb.tz)
+                handover_add(&h, "tz=%s", o->sb.tz);
+        if (o->mem_ns)
+                handover_add(&h, "mem_ns=%s", o->mem_ns);
+        handover_policy(&h, o);
+        handover_limits(&h, o);
+        if (handover_grants(&h, o, &ws) < 0 || handover_io(&h, o) < 0 || handover_state_dir(o, &state) < 0)
+                goto out;
+        handover_add(&h, "state_dir=%s", state);
+        struct handover_run r = {
+                .sb = &o->sb, .run_id = run_id + 4, .agent_dir = dir, .state_dir = state, .workspace = ws,
+        };
+        code = handover_run(&h, &r);
+out:
+        handover_free(&h);
+        return code;
+}
+
 /* The checks between options once they are all read (printed). */
 static int check_run_opts(const struct run_opts *o, bool agent_stdin)
 {
@@ -878,6 +1070,8 @@ int cmd_run(int argc, char **argv)
         bool agent_stdin = strcmp(o.agent_path, "-") == 0;
         if (check_run_opts(&o, agent_stdin) < 0)
                 return EXIT_USAGE;
+        if (broker_wanted(&o, agent_stdin))
+                return run_broker(&o);
 
         struct run_ctx ctx = { 0 };
         int code = EXIT_USAGE;

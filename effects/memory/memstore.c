@@ -688,6 +688,11 @@ static int join_dir(const char *base, const char *tail, char **ret, struct err *
         return 0;
 }
 
+int memstore_make_dir(const char *dir, struct err **err)
+{
+        return make_dirs(dir, err);
+}
+
 int memstore_default_dir(char **ret_dir, struct err **err)
 {
         /* The XDG base-directory spec says relative values are invalid and

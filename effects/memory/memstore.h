@@ -86,5 +86,8 @@ void memstore_keys_free(char **keys);
  * an absolute path, else $HOME/.local/state/chidori.  *ret_dir is malloc'd.
  * Fails when neither variable gives an absolute path. */
 int memstore_default_dir(char **ret_dir, struct err **err);
+/* The store's folder made as memstore_open makes it (mkdir -p, 0700 for
+ * each folder created): the monitor makes it before the broker starts. */
+int memstore_make_dir(const char *dir, struct err **err);
 
 #endif

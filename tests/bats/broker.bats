@@ -602,3 +602,43 @@ JS
   srun 'input=hello'
   [[ $status -eq 2 && $stderr == *"chidori: --input is not valid JSON (line 1, column 1): unexpected character 'h' (expected a value); quote strings"* ]]
 }
+
+# ---- chidori run itself through the broker (CHIDORI_RUN_BROKER=1 while the switch is built) ----
+
+@test "broker: chidori run with CHIDORI_RUN_BROKER=1: the run's options handed over; the broker is chidori's child, confined" {
+  mkdir -m 0700 "$T/private"
+  cat >"$T/agent/a.js" <<'JS'
+async function main(input) {
+  const a = await chidori.input("q?");
+  await chidori.workspace.write("o.txt", String(input.n));
+  await chidori.memory.set("k", input.n);
+  return [a, input.n, process.env.GREET, await chidori.workspace.read("o.txt"), await chidori.memory.get("k")];
+}
+JS
+  echo '["yes"]' >"$T/private/ans.json"
+  set +e
+  GREET=hi CHIDORI_RUN_BROKER=1 CHIDORI_BROKER="$BUILD_DIR/chidori-broker" "$CHIDORI" run --env GREET \
+    --input '{"n": 7}' --answers "$T/private/ans.json" --workspace "$T/ws" --state-dir "$T/state" \
+    --journal "$T/private/j.jsonl" "$T/agent/a.js" >"$T/.out" 2>"$T/.err" </dev/null
+  status=$?
+  set -e
+  cat "$T/.err"
+  [[ $status -eq 0 && $(<"$T/.out") == '["yes",7,"hi","7",7]' ]]
+  [[ $(stat -c %u "$T/ws/o.txt") -eq $(id -u) && $(stat -c %u "$T/state/memory.sqlite3") -eq $(id -u) ]]
+  run "$CHIDORI" replay --quiet "$T/private/j.jsonl"
+  [[ $status -eq 0 && $output == '["yes",7,"hi","7",7]' ]]
+  # The processes: chidori (the monitor) -> chidori-broker, confined, and the worker.
+  echo 'function main() { for (;;) {} }' >"$T/agent/b.js"
+  CHIDORI_RUN_BROKER=1 CHIDORI_BROKER="$BUILD_DIR/chidori-broker" "$CHIDORI" run --deadline 20000 "$T/agent/b.js" \
+    >"$T/.out" 2>"$T/.err" </dev/null &
+  local p=$! b="" w=""
+  for _ in $(seq 100); do grep -q '^Policy:' "$T/.err" 2>/dev/null && break; sleep 0.1; done
+  for c in $(ps -o pid= --ppid "$p"); do
+    case $(cat "/proc/$c/comm") in chidori-broker) b=$c ;; chidori-worker) w=$c ;; esac
+  done
+  st=$(cat "/proc/$b/status" 2>/dev/null || true)
+  kill -TERM "$p"; set +e; wait "$p"; status=$?; set -e
+  echo "broker $b worker $w"; echo "$st"; cat "$T/.err"
+  [[ -n $b && -n $w && $st == *$'CapEff:\t0000000000000000'* && $st == *$'NoNewPrivs:\t1'* ]]
+  [[ $status -eq 143 && $(<"$T/.err") == *"chidori: interrupted by SIGTERM"* ]]
+}

@@ -1,0 +1,47 @@
+/* cli/handover.h — a run handed to chidori-broker (cli/handover.c): the
+ * config blob's strings and the descriptors, then the broker started and
+ * served until its RESULT.  Keys: broker/config.h. */
+#ifndef CHIDORI_CLI_HANDOVER_H
+#define CHIDORI_CLI_HANDOVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "monitor/broker.h"
+
+struct sandbox_opts;
+
+#define HANDOVER_MAX_STRINGS 512
+
+struct handover {
+        char *strs[HANDOVER_MAX_STRINGS];   /* "key=value" */
+        size_t n;
+        int fds[BROKER_MAX_EXTRA];          /* the broker's 5, 6, ... */
+        size_t nfds;
+        bool failed;                        /* out of memory or too many: handover_run refuses */
+};
+
+void handover_init(struct handover *h);
+/* One "key=value" (printf format). */
+void handover_add(struct handover *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* `fd` (taken) becomes the broker's next descriptor: "key=N". */
+int handover_fd(struct handover *h, const char *key, int fd);
+/* The operator's file `path`, opened here for reading: "NAME_file=PATH" and
+ * "NAME_fd=N", or "NAME_errno=E" when it cannot be opened (the broker
+ * reports it as the one-process run did). */
+void handover_file(struct handover *h, const char *name, const char *path);
+void handover_free(struct handover *h);
+
+struct handover_run {
+        const struct sandbox_opts *sb;     /* the operator's box options */
+        const char *run_id;                /* the cgroup leaf's suffix (hex) */
+        const char *agent_dir;             /* absolute: OPEN_AGENT_FILE beneath it */
+        const char *state_dir, *workspace; /* absolute or NULL: attached read-write */
+        const char *broker_user;           /* --broker-user, or NULL */
+};
+
+/* Start the broker with the strings and descriptors, serve it; the exit
+ * code (its RESULT's, or the monitor's own for a failed start: printed). */
+int handover_run(struct handover *h, const struct handover_run *r);
+
+#endif
