@@ -104,7 +104,12 @@ int handover_run(struct handover *h, const struct handover_run *r)
                 return fail("find the worker", e, EXIT_USAGE);
         struct broker_spawn s = {
                 .fd0 = 0, .fd1 = 1, .fd2 = 2, .config_fd = -1,
-                .state_dir = r->state_dir, .workspace = r->workspace, .agent_dir = r->agent_dir,
+                /* The agent folder is not attached: its files come by
+                 * OPEN_AGENT_FILE (agent_dirfd below), and the host's folder
+                 * at its path would put its owner and mode (a 0700 folder
+                 * of root's) on the way to a state dir or workspace below
+                 * it, out of the broker uid's reach. */
+                .state_dir = r->state_dir, .workspace = r->workspace,
                 .extra_fds = h->fds, .n_extra = h->nfds, .require = r->sb->require,
         };
         if (monitor_broker_user(r->broker_user, &s.uid, &s.gid, &e) < 0)

@@ -642,3 +642,23 @@ JS
   [[ -n $b && -n $w && $st == *$'CapEff:\t0000000000000000'* && $st == *$'NoNewPrivs:\t1'* ]]
   [[ $status -eq 143 && $(<"$T/.err") == *"chidori: interrupted by SIGTERM"* ]]
 }
+
+@test "broker: chidori run with CHIDORI_RUN_BROKER=1: an agent in a 0700 folder of root's with the default memory store and a workspace below it" {
+  # As the other suites have it: the agent, the store (XDG_STATE_HOME/chidori,
+  # made by the monitor) and the workspace in a 0700 folder the broker uid
+  # cannot search; the monitor attaches the store and the workspace, the
+  # agent comes by OPEN_AGENT_FILE.
+  chmod 0700 "$T"
+  echo 'async function main() { const n = (await chidori.memory.get("n")) || 0; await chidori.memory.set("n", n + 1); await chidori.workspace.write("n.txt", String(n + 1)); return n + 1; }' >"$T/a.js"
+  mkdir "$T/xdg"
+  for want in 1 2; do
+    set +e
+    XDG_STATE_HOME="$T/xdg" CHIDORI_RUN_BROKER=1 CHIDORI_BROKER="$BUILD_DIR/chidori-broker" "$CHIDORI" run --quiet \
+      --workspace "$T/ws" "$T/a.js" >"$T/.out" 2>"$T/.err" </dev/null
+    status=$?
+    set -e
+    cat "$T/.err"
+    [[ $status -eq 0 && $(<"$T/.out") == "$want" && $(<"$T/ws/n.txt") == "$want" ]]
+  done
+  [[ $(stat -c %a "$T/xdg/chidori") == 700 && $(stat -c %u "$T/xdg/chidori/memory.sqlite3") -eq $(id -u) ]]
+}
