@@ -158,6 +158,11 @@ static void ev_ended(void *arg, const struct box_ended *be)
         m.box_ended.box = b->id;
         m.box_ended.wait_status = be->wait_status;
         m.box_ended.reason = chan_reason(be->reason);
+        /* The box's own counters say it ran out of memory even when it was
+         * killed at the broker's request after its socket closed (the
+         * one-process run reads oom_killed whatever the reason). */
+        if (be->oom_killed && (m.box_ended.reason == CHAN_END_EXITED || m.box_ended.reason == CHAN_END_KILLED))
+                m.box_ended.reason = CHAN_END_OOM;
         m.box_ended.seccomp_nr = be->reason == BOX_SECCOMP ? be->syscall_nr : -1;
         m.box_ended.pids_hit = be->pids_limit_hit || be->reason == BOX_PIDS;
         m.box_ended.cpu_ms = be->cpu_ms > 0 ? (uint64_t)(be->cpu_ms + 0.5) : 0;

@@ -51,6 +51,7 @@ struct fbox {
 
 struct fake {
         bool fail_layer;
+        _Atomic bool oom;         /* the box's counters say it ran out of memory */
         _Atomic int spawns, finished, killed;
         _Atomic int worker_fd;    /* the worker's end of the last box's frame socket */
         _Atomic int exit_w;       /* the last box's exit trigger */
@@ -116,7 +117,8 @@ static void fake_finish(void *arg, void *handle, bool kill_first)
         close(b->exit_r);
         free(b); /* exit_w and the worker's end stay the test's */
         ev.ended(ev.arg, &(struct box_ended){ .reason = kill_first ? BOX_KILLED : BOX_EXITED,
-                                              .wait_status = kill_first ? SIGKILL : 0, .cpu_ms = 12 });
+                                              .wait_status = kill_first ? SIGKILL : 0, .cpu_ms = 12,
+                                              .oom_killed = f->oom });
 }
 
 static int fake_exit_fd(void *arg, void *handle)
@@ -313,10 +315,22 @@ static void serve_happy_path(void **state)
         assert_int_equal(msg.box_ended.wait_status, SIGKILL);
         assert_int_equal(m.fake.killed, 1);
         close(m.fake.exit_w);
+        /* A third, out of memory, killed at the broker's request after its
+         * socket closed: the report still says OOM (the outcome's "memory
+         * limit exceeded", not a crash). */
+        m.fake.oom = true;
+        assert_int_equal(b_spawn_worker(&m, 9, NULL), 3);
+        close(m.fake.worker_fd);
+        chan_init(&msg, CHAN_KILL, 0);
+        msg.kill.box = 3;
+        b_send(&m, &msg, NULL, 0);
+        b_expect(&m, CHAN_BOX_ENDED, &msg, NULL, NULL);
+        assert_int_equal(msg.box_ended.reason, CHAN_END_OOM);
+        close(m.fake.exit_w);
         b_result(&m, 3);
         assert_int_equal(mon_join(&m), 3);
         assert_string_equal(m.msg, "");
-        assert_int_equal(m.fake.spawns, 2);
+        assert_int_equal(m.fake.spawns, 3);
         mon_free(&m);
 }
 
