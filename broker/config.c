@@ -568,8 +568,10 @@ int broker_run(int chan, int config_fd)
                 .env_file = c.policy_file, .env_file_fd = c.policy_fd > 0 ? (int)c.policy_fd : 0,
                 .env_file_errno = (int)c.policy_errno,
         };
-        if (policy_select(&src, &r.policy, &warning, &e) < 0)
-                goto fail;
+        if (policy_select(&src, &r.policy, &warning, &e) < 0) {
+                code = err_code(e) == POLICY_ERR_USAGE ? EXIT_USAGE : EXIT_PROTOCOL;
+                goto fail_code;
+        }
         if (warning)
                 fprintf(stderr, "chidori: warning: %s\n", warning);
         /* What depends on the policy, as chidori run resolves it: the

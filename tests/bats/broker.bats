@@ -662,3 +662,9 @@ JS
   done
   [[ $(stat -c %a "$T/xdg/chidori") == 700 && $(stat -c %u "$T/xdg/chidori/memory.sqlite3") -eq $(id -u) ]]
 }
+
+@test "broker: config: trusted=1 with untrusted=1 is a usage error (exit 2), as chidori run's" {
+  echo 'function main() { return 1; }' >"$T/agent/a.js"
+  srun trusted=1 untrusted=1
+  [[ $status -eq 2 && $stderr == *"chidori: --trusted and --untrusted contradict each other"* ]]
+}
