@@ -73,7 +73,7 @@ static const struct key {
         KEY("answers_file", K_STR, answers_file), KEY("answers_fd", K_FD, answers_fd),
         KEY("policy_file", K_STR, policy_file), KEY("policy_fd", K_FD, policy_fd),
         KEY("policy_errno", K_NUM, policy_errno), KEY("tools_file", K_STR, tools_file),
-        KEY("tools_fd", K_FD, tools_fd), KEY("tools_errno", K_NUM, tools_errno), KEY("tty_fd", K_FD, tty_fd),
+        KEY("tools_fd", K_FD, tools_fd), KEY("net_lib_fd", K_FD, net_lib_fd), KEY("tools_errno", K_NUM, tools_errno), KEY("tty_fd", K_FD, tty_fd),
         KEY("workspace", K_STR, workspace), KEY("tz", K_STR, tz),
         KEY("max_calls", K_NUM, max_calls), KEY("max_queue", K_NUM, max_queue), KEY("max_log", K_NUM, max_log),
         KEY("max_journal", K_NUM, max_journal), KEY("max_vfs", K_NUM, max_vfs),
@@ -159,7 +159,7 @@ static int config_check(const struct broker_config *c, struct err **err)
             (c->tools_file && (c->tools_fd >= 0) == (c->tools_errno != 0)))
                 return err_set(err, 0, "config: a file needs its descriptor or the errno of its open, one of them");
         const long fds[] = { c->journal_fd, c->replay_fd, c->answers_fd, c->policy_fd, c->tools_fd, c->tty_fd,
-                             c->input_fd };
+                             c->input_fd, c->net_lib_fd };
         for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
                 for (size_t j = i + 1; j < sizeof(fds) / sizeof(fds[0]); j++)
                         if (fds[i] >= 0 && fds[i] == fds[j])
@@ -171,7 +171,7 @@ int broker_config_parse(const char *const *strs, size_t n, struct broker_config 
 {
         *c = (struct broker_config){ .run_id = "run-0", .js_deadline_ms = -1, .jit = -1, .journal_fd = -1,
                                      .replay_fd = -1, .answers_fd = -1, .input_fd = -1, .policy_fd = -1,
-                                     .tools_fd = -1, .tty_fd = -1 };
+                                     .tools_fd = -1, .tty_fd = -1, .net_lib_fd = -1 };
         for (size_t i = 0; i < n; i++)
                 if (config_one(strs[i], c, err) < 0)
                         return -1;
@@ -580,6 +580,13 @@ int broker_run(int chan, int config_fd)
         if (c.js_deadline_ms < 0)
                 c.js_deadline_ms = strict ? CLI_JS_BUDGET_UNTRUSTED_MS : CLI_JS_BUDGET_DEFAULT_MS;
         r.no_jit = c.jit == 0 || (c.jit < 0 && strict);
+        /* libchidori-net.so as the monitor opened it (its folder is out of
+         * the broker's reach): loaded through /proc/self/fd on first use. */
+        char netlib[64];
+        if (c.net_lib_fd >= 0) {
+                snprintf(netlib, sizeof(netlib), "/proc/self/fd/%ld", c.net_lib_fd);
+                setenv("CHIDORI_NET_LIB", netlib, 1);
+        }
         if (open_operator(&c, &r, &e) < 0) {
                 code = EXIT_USAGE;
                 goto fail_code;

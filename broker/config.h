@@ -41,6 +41,7 @@
  *   env=NAME=VALUE       one entry of process.env (--env); repeatable
  *   allow_host=SPEC      --allow-host; repeatable
  *   http_max_response=N, http_timeout_ms=N, auto_approve=0|1
+ *   net_lib_fd=N         libchidori-net.so, opened by the monitor (fetch, prompt)
  *   tty_fd=N             the terminal (opened by the monitor when stdin is one):
  *                        ask_before and chidori.input() ask there
  * Every descriptor is at 5 or above and named once.
@@ -65,7 +66,7 @@ struct broker_config {
         long journal_fd;                   /* -1: none */
         long replay_fd;                    /* -1: none */
         const char *answers_file, *policy_file, *tools_file, *input_file;
-        long answers_fd, policy_fd, tools_fd, tty_fd, input_fd; /* -1: none */
+        long answers_fd, policy_fd, tools_fd, tty_fd, input_fd, net_lib_fd; /* -1: none */
         long policy_errno, tools_errno;
         const char *workspace, *tz;
         long max_calls, max_queue, max_log, max_journal, max_vfs, max_memory_store, max_workspace_write;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include "cli/suggest.h"
 #include "common/budget.h"
 #include "common/cleanup.h"
+#include "common/dlib.h"
 #include "common/text.h"
 #include "common/util.h"
 #include "effects/effects.h"
@@ -860,6 +862,28 @@ static int handover_grants(struct handover *h, const struct run_opts *o, char **
         return 0;
 }
 
+/* A copy of a library in a sealed memfd: Landlock lets the broker map an
+ * anonymous file, not one of the install folder it has no rule for. */
+static int lib_memfd(const char *path)
+{
+        _cleanup_close_ int in = open(path, O_RDONLY | O_CLOEXEC);
+        int fd = in >= 0 ? memfd_create("libchidori-net.so", MFD_CLOEXEC | MFD_ALLOW_SEALING) : -1;
+        if (fd < 0)
+                return -1;
+        char buf[65536];
+        ssize_t n;
+        while ((n = read(in, buf, sizeof(buf))) > 0)
+                if (write(fd, buf, (size_t)n) != n) {
+                        n = -1;
+                        break;
+                }
+        if (n < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK) < 0) {
+                close(fd);
+                return -1;
+        }
+        return fd;
+}
+
 /* The input, the answers, the journal, the terminal. */
 static int handover_io(struct handover *h, const struct run_opts *o)
 {
@@ -901,6 +925,14 @@ static int handover_io(struct handover *h, const struct run_opts *o)
                 }
                 handover_fd(h, "journal_fd", fd);
         }
+        /* The network library, which the broker cannot reach where it is
+         * installed (or built). */
+        const char *nl = getenv("CHIDORI_NET_LIB");
+        _cleanup_free_ char *found = nl && *nl ? NULL : dlib_find("libchidori-net.so", R_OK);
+        const char *netlib = nl && *nl ? nl : found;
+        int nfd = netlib ? lib_memfd(netlib) : -1;
+        if (nfd >= 0)
+                handover_fd(h, "net_lib_fd", nfd);
         if (isatty(STDIN_FILENO) == 1) {
                 int fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
                 if (fd >= 0)

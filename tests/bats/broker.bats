@@ -668,3 +668,16 @@ JS
   srun trusted=1 untrusted=1
   [[ $status -eq 2 && $stderr == *"chidori: --trusted and --untrusted contradict each other"* ]]
 }
+
+@test "broker: chidori run with CHIDORI_RUN_BROKER=1: fetch runs in the broker, libchidori-net.so handed over as a sealed memfd" {
+  echo 'async function main() { try { const r = await fetch("http://127.0.0.1:9/"); return "status " + r.status; } catch (e) { return String(e.message); } }' >"$T/agent/a.js"
+  set +e
+  CHIDORI_RUN_BROKER=1 CHIDORI_BROKER="$BUILD_DIR/chidori-broker" "$CHIDORI" run --quiet --allow-host 127.0.0.1 \
+    "$T/agent/a.js" >"$T/.out" 2>"$T/.err" </dev/null
+  status=$?
+  set -e
+  cat "$T/.out" "$T/.err"
+  # libcurl ran (the port is closed, or something answered): not "cannot load libchidori-net.so".
+  [[ $status -eq 0 && $(<"$T/.out") != *"libchidori-net.so"* ]]
+  [[ $(<"$T/.out") == *"Failed to connect to 127.0.0.1 port 9"* || $(<"$T/.out") == '"status '* ]]
+}
