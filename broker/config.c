@@ -73,7 +73,8 @@ static const struct key {
         KEY("answers_file", K_STR, answers_file), KEY("answers_fd", K_FD, answers_fd),
         KEY("policy_file", K_STR, policy_file), KEY("policy_fd", K_FD, policy_fd),
         KEY("policy_errno", K_NUM, policy_errno), KEY("tools_file", K_STR, tools_file),
-        KEY("tools_fd", K_FD, tools_fd), KEY("net_lib_fd", K_FD, net_lib_fd), KEY("tools_errno", K_NUM, tools_errno), KEY("tty_fd", K_FD, tty_fd),
+        KEY("tools_fd", K_FD, tools_fd), KEY("net_lib_fd", K_FD, net_lib_fd),
+        KEY("input_arg_fd", K_FD, input_arg_fd), KEY("tools_errno", K_NUM, tools_errno), KEY("tty_fd", K_FD, tty_fd),
         KEY("workspace", K_STR, workspace), KEY("tz", K_STR, tz),
         KEY("max_calls", K_NUM, max_calls), KEY("max_queue", K_NUM, max_queue), KEY("max_log", K_NUM, max_log),
         KEY("max_journal", K_NUM, max_journal), KEY("max_vfs", K_NUM, max_vfs),
@@ -149,8 +150,8 @@ static int config_check(const struct broker_config *c, struct err **err)
                 return err_set(err, 0, "config: workspace=%s is not an absolute path", c->workspace);
         if ((c->answers_fd >= 0) != (c->answers_file != NULL) || (c->input_fd >= 0) != (c->input_file != NULL))
                 return err_set(err, 0, "config: answers_fd and answers_file go together, input_fd and input_file too");
-        if (c->input_fd >= 0 && c->input)
-                return err_set(err, 0, "config: input and input_fd together");
+        if ((c->input_fd >= 0) + (c->input != NULL) + (c->input_arg_fd >= 0) > 1)
+                return err_set(err, 0, "config: one of input, input_fd and input_arg_fd");
         if ((c->policy_fd >= 0 || c->policy_errno) && !c->policy_file)
                 return err_set(err, 0, "config: policy_fd or policy_errno without policy_file");
         if ((c->tools_fd >= 0 || c->tools_errno) && !c->tools_file)
@@ -159,7 +160,7 @@ static int config_check(const struct broker_config *c, struct err **err)
             (c->tools_file && (c->tools_fd >= 0) == (c->tools_errno != 0)))
                 return err_set(err, 0, "config: a file needs its descriptor or the errno of its open, one of them");
         const long fds[] = { c->journal_fd, c->replay_fd, c->answers_fd, c->policy_fd, c->tools_fd, c->tty_fd,
-                             c->input_fd, c->net_lib_fd };
+                             c->input_fd, c->net_lib_fd, c->input_arg_fd };
         for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
                 for (size_t j = i + 1; j < sizeof(fds) / sizeof(fds[0]); j++)
                         if (fds[i] >= 0 && fds[i] == fds[j])
@@ -171,7 +172,8 @@ int broker_config_parse(const char *const *strs, size_t n, struct broker_config 
 {
         *c = (struct broker_config){ .run_id = "run-0", .js_deadline_ms = -1, .jit = -1, .journal_fd = -1,
                                      .replay_fd = -1, .answers_fd = -1, .input_fd = -1, .policy_fd = -1,
-                                     .tools_fd = -1, .tty_fd = -1, .net_lib_fd = -1 };
+                                     .tools_fd = -1, .tty_fd = -1, .net_lib_fd = -1,
+                                     .input_arg_fd = -1 };
         for (size_t i = 0; i < n; i++)
                 if (config_one(strs[i], c, err) < 0)
                         return -1;
@@ -426,10 +428,15 @@ static int load_answers(const struct broker_config *c, struct run *r, struct err
  * (stdin too); null without either. */
 static int load_input(const struct broker_config *c, struct run *r, struct err **err)
 {
-        if (c->input_fd < 0)
-                return c->input ? json_arg("--input", c->input, strlen(c->input), false, &r->input, err) : 0;
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
+        if (c->input_arg_fd >= 0) {
+                if (read_fd((int)c->input_arg_fd, "--input", 64u << 20, &text, &len, err) < 0)
+                        return -1;
+                return json_arg("--input", text, len, false, &r->input, err);
+        }
+        if (c->input_fd < 0)
+                return c->input ? json_arg("--input", c->input, strlen(c->input), false, &r->input, err) : 0;
         if (read_fd((int)c->input_fd, c->input_file, 64u << 20, &text, &len, err) < 0)
                 return err_wrap(err, "--input-file");
         return json_arg("--input-file", text, len, false, &r->input, err);
@@ -492,7 +499,7 @@ static int open_operator(const struct broker_config *c, struct run *r, struct er
 /* The descriptors of files already read. */
 static void close_read_fds(const struct broker_config *c)
 {
-        const long fds[] = { c->answers_fd, c->policy_fd, c->tools_fd, c->input_fd };
+        const long fds[] = { c->answers_fd, c->policy_fd, c->tools_fd, c->input_fd, c->input_arg_fd };
         for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
                 if (fds[i] >= 0)
                         close((int)fds[i]);

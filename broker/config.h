@@ -21,6 +21,8 @@
  *   input=JSON           the run's input (default null), kept as written
  *   input_file=PATH, input_fd=N   --input-file (stdin too: the monitor passes a
  *                        copy of it), instead of input=
+ *   input_arg_fd=N       --input's text in a sealed memfd (longer than a blob
+ *                        string may be), instead of input=
  *   journal_fd=N         the journal to write: a descriptor the monitor opened
  *                        (the operator's path, which the broker cannot open)
  *   replay_fd=N          replay this journal (a descriptor the monitor opened for
@@ -66,7 +68,7 @@ struct broker_config {
         long journal_fd;                   /* -1: none */
         long replay_fd;                    /* -1: none */
         const char *answers_file, *policy_file, *tools_file, *input_file;
-        long answers_fd, policy_fd, tools_fd, tty_fd, input_fd, net_lib_fd; /* -1: none */
+        long answers_fd, policy_fd, tools_fd, tty_fd, input_fd, net_lib_fd, input_arg_fd; /* -1: none */
         long policy_errno, tools_errno;
         const char *workspace, *tz;
         long max_calls, max_queue, max_log, max_journal, max_vfs, max_memory_store, max_workspace_write;

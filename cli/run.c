@@ -862,6 +862,30 @@ static int handover_grants(struct handover *h, const struct run_opts *o, char **
         return 0;
 }
 
+/* Text in a sealed memfd, read from its start. */
+static int text_memfd(const char *text, int *ret, struct err **err)
+{
+        int fd = memfd_create("input", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        size_t len = strlen(text), off = 0;
+        while (fd >= 0 && off < len) {
+                ssize_t n = write(fd, text + off, len - off);
+                if (n <= 0) {
+                        close(fd);
+                        fd = -1;
+                        break;
+                }
+                off += (size_t)n;
+        }
+        if (fd < 0 || lseek(fd, 0, SEEK_SET) < 0 ||
+            fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK) < 0) {
+                if (fd >= 0)
+                        close(fd);
+                return err_set(err, errno, "hand it to the broker");
+        }
+        *ret = fd;
+        return 0;
+}
+
 /* A copy of a library in a sealed memfd: Landlock lets the broker map an
  * anonymous file, not one of the install folder it has no rule for. */
 static int lib_memfd(const char *path)
@@ -887,8 +911,19 @@ static int lib_memfd(const char *path)
 /* The input, the answers, the journal, the terminal. */
 static int handover_io(struct handover *h, const struct run_opts *o)
 {
-        if (o->input_json)
+        if (o->input_json && strlen(o->input_json) < 3000) {
                 handover_add(h, "input=%s", o->input_json);
+        } else if (o->input_json) {
+                /* Longer than a blob string may be: a sealed memfd of its own. */
+                int fd = -1;
+                struct err *err = NULL;
+                if (text_memfd(o->input_json, &fd, &err) < 0) {
+                        fprintf(stderr, "chidori: --input: %s\n", err_msg(err));
+                        err_free(err);
+                        return -1;
+                }
+                handover_fd(h, "input_arg_fd", fd);
+        }
         if (o->input_file && strcmp(o->input_file, "-") == 0) {
                 handover_add(h, "input_file=stdin");
                 handover_fd(h, "input_fd", fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3));

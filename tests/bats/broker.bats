@@ -681,3 +681,16 @@ JS
   [[ $status -eq 0 && $(<"$T/.out") != *"libchidori-net.so"* ]]
   [[ $(<"$T/.out") == *"Failed to connect to 127.0.0.1 port 9"* || $(<"$T/.out") == '"status '* ]]
 }
+
+@test "broker: chidori run with CHIDORI_RUN_BROKER=1: an --input longer than a config string goes in a memfd of its own" {
+  echo 'function main(i) { return i.length; }' >"$T/agent/a.js"
+  local big
+  big=$(printf 'x%.0s' $(seq 10000))
+  set +e
+  CHIDORI_RUN_BROKER=1 CHIDORI_BROKER="$BUILD_DIR/chidori-broker" "$CHIDORI" run --quiet --input "\"$big\"" \
+    "$T/agent/a.js" >"$T/.out" 2>"$T/.err" </dev/null
+  status=$?
+  set -e
+  cat "$T/.err"
+  [[ $status -eq 0 && $(<"$T/.out") == 10000 ]]
+}
