@@ -21,6 +21,8 @@
 #include "effects/effects.h"
 #include "common/cleanup.h"
 #include "effects/memory/memstore.h"
+#include "effects/net/llm.h"
+#include "effects/net/net.h"
 #include "effects/net/ssrf.h"
 #include "effects/proc/tools.h"
 #include "effects/workspace/workspace.h"
@@ -108,6 +110,12 @@ static int config_one(const char *kv, struct broker_config *c, struct err **err)
                 if (strcmp(v, "auto") && strcmp(v, "0") && strcmp(v, "1"))
                         return err_set(err, 0, "config: jit=%s (expected auto, 0 or 1)", v);
                 c->jit = v[0] == 'a' ? -1 : v[0] - '0';
+                return 0;
+        }
+        if (!strcmp(k, "llm")) {
+                if (strncmp(v, "CHIDORI_LLM_", 12) || !strchr(v, '=') || c->n_llm == BROKER_CONFIG_ALLOW_MAX)
+                        return err_set(err, 0, "config: llm=%.40s (expected CHIDORI_LLM_NAME=VALUE)", v);
+                c->llm[c->n_llm++] = v;
                 return 0;
         }
         if (!strcmp(k, "allow_host")) {
@@ -208,6 +216,7 @@ struct run {
         struct tools_registry *tools;
         struct workspace *ws;
         struct ssrf_allow *allow;
+        struct llm_config *llm;
         bool no_jit;
 };
 
@@ -352,6 +361,7 @@ static int run_session(int chan, const struct broker_config *c, struct run *r, c
                 .http_max_response_bytes = (size_t)c->http_max_response,
                 .http_timeout_ms = c->http_timeout_ms,
                 .tools = r->tools,
+                .llm = r->llm,
         };
         struct cli_sink sink;
         cli_sink_init(&sink, c->json, c->deadline_ms > 0 ? mono_ms() + (double)c->deadline_ms : 0, &r->stop);
@@ -464,6 +474,42 @@ static int make_env(const struct broker_config *c, struct run *r, struct err **e
         return r->env ? 0 : err_set(err, ENOMEM, "config: env");
 }
 
+static const char *env_get(const char *name)
+{
+        return getenv(name);
+}
+
+/* The model provider (CHIDORI_LLM_*, docs/llm.md), from the llm= entries,
+ * put in this process's environment (the broker's own is PATH and LANG):
+ * unset is fine (prompt then says so), set but malformed is a
+ * configuration error now, as chidori run reports it. */
+static int load_llm(const struct broker_config *c, struct run *r, struct err **err)
+{
+        for (size_t i = 0; i < c->n_llm; i++) {
+                const char *eq = strchr(c->llm[i], '=');
+                char name[64];
+                size_t nl = (size_t)(eq - c->llm[i]);
+                if (nl >= sizeof(name))
+                        return err_set(err, 0, "config: llm name longer than 63 bytes");
+                memcpy(name, c->llm[i], nl);
+                name[nl] = '\0';
+                if (setenv(name, eq + 1, 1) < 0)
+                        return err_set(err, errno, "config: llm");
+        }
+        const char *url = getenv("CHIDORI_LLM_BASE_URL"), *key = getenv("CHIDORI_LLM_API_KEY");
+        if (!(url && *url) && !(key && *key))
+                return 0;
+        struct err *e = NULL;
+        const struct net_api *net = net_api(&e);
+        r->llm = net ? calloc(1, sizeof(*r->llm)) : NULL;
+        if (!r->llm || net->llm_config_from_env(env_get, r->llm, &e) < 0) {
+                err_set(err, 0, "%s", e ? err_msg(e) : "out of memory");
+                err_free(e);
+                return -1;
+        }
+        return 0;
+}
+
 /* The operator's files and grants, before COMMIT: the answers, the tools
  * file, the workspace, the allowed hosts, process.env.  A bad one is a
  * usage error (exit 2), as `chidori run` reports it. */
@@ -493,7 +539,9 @@ static int open_operator(const struct broker_config *c, struct run *r, struct er
                         return -1;
                 }
         }
-        return make_env(c, r, err);
+        if (make_env(c, r, err) < 0)
+                return -1;
+        return load_llm(c, r, err);
 }
 
 /* The descriptors of files already read. */
@@ -639,6 +687,9 @@ out:
         tools_free(r.tools);
         workspace_close(r.ws);
         ssrf_allow_free(r.allow);
+        if (r.llm)
+                net_api(NULL)->llm_config_clear(r.llm);
+        free(r.llm);
         free(r.ns);
         chan_blob_unmap(&blob);
         return code;

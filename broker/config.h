@@ -42,6 +42,8 @@
  *   tz=ZONE              --tz, for the journal's header ("" or absent: UTC)
  *   env=NAME=VALUE       one entry of process.env (--env); repeatable
  *   allow_host=SPEC      --allow-host; repeatable
+ *   llm=CHIDORI_LLM_NAME=VALUE   the model provider's settings (docs/llm.md),
+ *                        as the monitor's environment has them; repeatable
  *   http_max_response=N, http_timeout_ms=N, auto_approve=0|1
  *   net_lib_fd=N         libchidori-net.so, opened by the monitor (fetch, prompt)
  *   tty_fd=N             the terminal (opened by the monitor when stdin is one):
@@ -77,6 +79,8 @@ struct broker_config {
         size_t n_env;
         const char *allow_host[BROKER_CONFIG_ALLOW_MAX];
         size_t n_allow;
+        const char *llm[BROKER_CONFIG_ALLOW_MAX];    /* "CHIDORI_LLM_NAME=VALUE" */
+        size_t n_llm;
 };
 
 /* Parse the strings of a config blob (pointers into it kept). */

@@ -853,6 +853,9 @@ static int handover_grants(struct handover *h, const struct run_opts *o, char **
                 handover_add(h, "auto_approve=1");
         if (g->tools_file)
                 handover_file(h, "tools", g->tools_file);
+        for (char **e = environ; *e; e++)
+                if (strncmp(*e, "CHIDORI_LLM_", 12) == 0 && strchr(*e, '='))
+                        handover_add(h, "llm=%s", *e);
         cJSON *env = NULL, *ev;
         if (run_env(o, &env) < 0)
                 return -1;

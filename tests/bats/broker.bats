@@ -694,3 +694,14 @@ JS
   cat "$T/.err"
   [[ $status -eq 0 && $(<"$T/.out") == 10000 ]]
 }
+
+@test "broker: chidori run with CHIDORI_RUN_BROKER=1: the model provider's CHIDORI_LLM_* settings reach the broker (a malformed URL is chidori run's usage error)" {
+  echo 'function main() { return 1; }' >"$T/agent/a.js"
+  set +e
+  CHIDORI_RUN_BROKER=1 CHIDORI_BROKER="$BUILD_DIR/chidori-broker" CHIDORI_LLM_BASE_URL=ftp://x CHIDORI_LLM_API_KEY=k \
+    "$CHIDORI" run --quiet "$T/agent/a.js" >"$T/.out" 2>"$T/.err" </dev/null
+  status=$?
+  set -e
+  cat "$T/.err"
+  [[ $status -eq 2 && $(<"$T/.err") == *"chidori: prompt: CHIDORI_LLM_BASE_URL='ftp://x' must be an http:// or https:// URL"* ]]
+}
