@@ -1013,7 +1013,12 @@ static int run_broker(struct run_opts *o)
         char run_id[40];
         int code = EXIT_USAGE;
         if (!agent) {
-                fprintf(stderr, "chidori: cannot read agent '%s': %s\n", o->agent_path, strerror(errno));
+                /* agent_load's words (escaped: the path is the caller's). */
+                char msg[PATH_MAX + 128];
+                int e = errno;
+                snprintf(msg, sizeof(msg), e == ENOENT ? "agent file '%s' not found: %s" : "load agent: open '%s': %s",
+                         o->agent_path, strerror(e));
+                text_fput_line(stderr, "chidori: ", msg, strlen(msg));
                 goto out;
         }
         char *slash = strrchr(agent, '/');

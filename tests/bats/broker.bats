@@ -705,3 +705,12 @@ JS
   cat "$T/.err"
   [[ $status -eq 2 && $(<"$T/.err") == *"chidori: prompt: CHIDORI_LLM_BASE_URL='ftp://x' must be an http:// or https:// URL"* ]]
 }
+
+@test "broker: chidori run with CHIDORI_RUN_BROKER=1: a missing agent is chidori run's usage error" {
+  set +e
+  CHIDORI_RUN_BROKER=1 "$CHIDORI" run --json "$T/agent/nope.js" >"$T/.out" 2>"$T/.err" </dev/null
+  status=$?
+  set -e
+  cat "$T/.out" "$T/.err"
+  [[ $status -eq 2 && $(<"$T/.out") == '{"ok":false,"error":{"name":"UsageError","message":"agent file '"'$T/agent/nope.js'"' not found: No such file or directory"},"exit":2}' ]]
+}
