@@ -82,7 +82,8 @@ static const struct key {
         KEY("max_journal", K_NUM, max_journal), KEY("max_vfs", K_NUM, max_vfs),
         KEY("max_memory_store", K_NUM, max_memory_store), KEY("max_workspace_write", K_NUM, max_workspace_write),
         KEY("http_max_response", K_NUM, http_max_response), KEY("http_timeout_ms", K_NUM, http_timeout_ms),
-        KEY("auto_approve", K_FLAG, auto_approve),
+        KEY("auto_approve", K_FLAG, auto_approve), KEY("pids_source", K_STR, pids_source),
+        KEY("pids_max", K_NUM, pids_max),
 };
 
 /* One "key=value": into its field, or a repeatable key's list. */
@@ -389,6 +390,12 @@ static int run_session(int chan, const struct broker_config *c, struct run *r, c
                         fprintf(stderr, "chidori: %s%s\n", o->spawn_layer ? "" : "start the engine worker: ",
                                 o->message ? o->message : "");
                         *ret_code = o->spawn_layer ? EXIT_LAYER_UNAVAILABLE : EXIT_PROTOCOL;
+                } else if (o->end == SESSION_END_EOF && !o->got_ready && o->pids_limit_hit && c->pids_source) {
+                        /* The engine could not start its threads under the
+                         * box's pids limit (chidori run's conclude). */
+                        *ret_code = report_pids_too_low(o, c->json, c->run_id, c->pids_source, c->pids_max);
+                        if (r->journal)
+                                journal_end(r, o, *ret_code);
                 } else {
                         *ret_code = sink.printed_value ? EXIT_OK : report_outcome(o, c->json, &oc, c->run_id);
                         if (r->journal)

@@ -45,6 +45,8 @@
  *   llm=CHIDORI_LLM_NAME=VALUE   the model provider's settings (docs/llm.md),
  *                        as the monitor's environment has them; repeatable
  *   http_max_response=N, http_timeout_ms=N, auto_approve=0|1
+ *   pids_source=TEXT, pids_max=N   where the box's pids limit came from and its
+ *                        value, for "the engine could not start its threads"
  *   net_lib_fd=N         libchidori-net.so, opened by the monitor (fetch, prompt)
  *   tty_fd=N             the terminal (opened by the monitor when stdin is one):
  *                        ask_before and chidori.input() ask there
@@ -75,6 +77,8 @@ struct broker_config {
         const char *workspace, *tz;
         long max_calls, max_queue, max_log, max_journal, max_vfs, max_memory_store, max_workspace_write;
         long http_max_response, http_timeout_ms;
+        const char *pids_source;           /* "--pids 8" etc., for the pids-too-low report */
+        long pids_max;
         const char *env[BROKER_CONFIG_ENV_MAX];       /* "NAME=VALUE" */
         size_t n_env;
         const char *allow_host[BROKER_CONFIG_ALLOW_MAX];

@@ -1034,6 +1034,10 @@ static int run_broker(struct run_opts *o)
                 handover_add(&h, "js_deadline_ms=%ld", o->js_deadline_ms);
         handover_add(&h, "jit=%s", o->sb.jit < 0 ? "auto" : o->sb.jit ? "1" : "0");
         handover_add(&h, "cpu_secs=%ld", sandbox_cpu_secs(&o->sb, true));
+        char src[64];
+        pids_source(o, src, sizeof(src));
+        handover_add(&h, "pids_source=%s", src);
+        handover_add(&h, "pids_max=%llu", (unsigned long long)o->sb.pids_max);
         handover_add(&h, "json=%d", o->json);
         handover_add(&h, "quiet=%d", o->quiet);
         if (o->sb.tz)
