@@ -239,6 +239,23 @@ static void start_run(struct engine *e)
                 return;
         }
         bool is_esm = JSValueToBoolean(ctx, esm);
+        /* "real" (timers are timer.wait calls) or "virtual" (decision 6; the
+         * default of a parent that does not say). */
+        bool virtual_time = true;
+        JSValueRef time_mode = get_prop(ctx, init, "time");
+        if (!JSValueIsUndefined(ctx, time_mode)) {
+                JSStringRef real = JSStringCreateWithUTF8CString("real");
+                JSStringRef virt = JSStringCreateWithUTF8CString("virtual");
+                bool is_real = JSValueIsString(ctx, time_mode) && JSValueIsStrictEqual(ctx, time_mode, JSValueMakeString(ctx, real));
+                bool is_virt = JSValueIsString(ctx, time_mode) && JSValueIsStrictEqual(ctx, time_mode, JSValueMakeString(ctx, virt));
+                JSStringRelease(real);
+                JSStringRelease(virt);
+                if (!is_real && !is_virt) {
+                        engine_fail_protocol(e, "init frame: \"time\" must be \"real\" or \"virtual\"");
+                        return;
+                }
+                virtual_time = is_virt;
+        }
         JSValueRef input = get_prop(ctx, init, "input");
         if (JSValueIsUndefined(ctx, input))
                 input = JSValueMakeNull(ctx);
@@ -277,9 +294,9 @@ static void start_run(struct engine *e)
         }
         if (!wrapper)
                 return;
-        JSValueRef argv[6] = { wrapper, input, run_id, filename, JSValueMakeNumber(ctx, prefix_len),
-                               JSValueMakeBoolean(ctx, is_esm) };
-        call_hook(e, e->hook_start, 6, argv);
+        JSValueRef argv[7] = { wrapper, input, run_id, filename, JSValueMakeNumber(ctx, prefix_len),
+                               JSValueMakeBoolean(ctx, is_esm), JSValueMakeBoolean(ctx, virtual_time) };
+        call_hook(e, e->hook_start, 7, argv);
 }
 
 bool engine_exit_after_done;

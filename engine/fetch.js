@@ -15,7 +15,9 @@
  *   value {status, statusText, url (final), redirected,
  *          headers: [[name, value], ...] (arrival order), body_base64}
  * host.setTimeout(fn, ms) (optional) backs AbortSignal.timeout(); without it
- * the global setTimeout of the moment is used.
+ * the global setTimeout of the moment is used.  host.callCancellable(op,
+ * args) (optional) -> {promise, cancel()}: a fetch with a signal uses it, so
+ * aborting stops the transfer in the parent (call.cancel), not only here.
  *
  * The broker (effects/net/http.c) validates the request again and owns the
  * policy; the checks here only turn obvious misuse into an early TypeError
@@ -1562,7 +1564,7 @@ function fetch(input, init = undefined) {
                         args.body_base64 = bytesToBase64(req.body.bytes);
                 }
                 args.redirect = req.redirect;
-                let settled = false, onAbort = null;
+                let settled = false, onAbort = null, cancel = null;
                 const finish = () => {
                         settled = true;
                         if (onAbort !== null)
@@ -1573,13 +1575,22 @@ function fetch(input, init = undefined) {
                                 if (settled)
                                         return;
                                 finish();
+                                // The parent stops the transfer (call.cancel).
+                                if (cancel !== null)
+                                        cancel();
                                 reject(abortReason(signal));
                         };
                         signal.addEventListener('abort', onAbort, { once: true });
                 }
                 let p;
                 try {
-                        p = apply(hostCall, host, ['http', args]);
+                        if (signal !== null && typeof host.callCancellable === 'function') {
+                                const c = apply(host.callCancellable, host, ['http', args]);
+                                p = c.promise;
+                                cancel = c.cancel;
+                        } else {
+                                p = apply(hostCall, host, ['http', args]);
+                        }
                 } catch (e) {
                         p = rejected(e);
                 }

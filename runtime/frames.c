@@ -111,6 +111,8 @@ static int send_init(struct session *s, struct err **err)
         cJSON_AddStringToObject(init, "run_id", c->run_id ? c->run_id : "");
         cJSON *lim = cJSON_AddObjectToObject(init, "limits");
         cJSON_AddNumberToObject(lim, "js_deadline_ms", (double)c->js_deadline_ms);
+        /* "real": timers are timer.wait calls; "virtual": they never wait. */
+        cJSON_AddStringToObject(init, "time", c->virtual_time ? "virtual" : "real");
         int r = session_send_json(s, init, err);
         cJSON_Delete(init);
         return r;
@@ -165,7 +167,8 @@ bool session_reading(struct session *s)
                 broker_limit_report(b, LIMIT_QUEUE, NULL);
                 return false;
         }
-        if (b->cfg->mode != SESSION_REPLAY && b->npend + s->nparked >= b->lim.max_calls) {
+        /* Pending timers are bounded by --max-timers instead (effects/time/). */
+        if (b->cfg->mode != SESSION_REPLAY && b->npend - b->ntimers + s->nparked >= b->lim.max_calls) {
                 broker_limit_report(b, LIMIT_CALLS, NULL);
                 return false;
         }

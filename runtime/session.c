@@ -54,6 +54,7 @@ int broker_end_with(struct broker *b, enum session_end end, const char *fmt, ...
                 return 0;
         b->finished = true;
         b->out->end = end;
+        session_journal_unanswered(b->s);
         va_list ap;
         va_start(ap, fmt);
         if (vasprintf(&b->out->message, fmt, ap) < 0)
@@ -340,6 +341,7 @@ int session_start(struct session *s, struct err **err)
         if (s->state != SESSION_NEW)
                 return err_set(err, 0, "session already started");
         s->start = mono_ms();
+        s->b.mono_origin = s->start;
         if (cfg->deadline_ms > 0)
                 s->deadline_at = (cfg->deadline_from > 0 ? cfg->deadline_from : s->start) + (double)cfg->deadline_ms;
         s->b.deadline_at = s->deadline_at;

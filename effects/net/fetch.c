@@ -139,6 +139,16 @@ int broker_http_perform(struct broker *b, const struct pollfd *fds, size_t n, st
         return 0;
 }
 
+/* call.cancel of a fetch or a prompt: the transfer leaves the multi
+ * handle and its connection is closed; the session answers the call. */
+void broker_http_cancel(struct broker *b, int64_t id)
+{
+        if (!b->net)
+                return;
+        if (!b->net->http_cancel(b->http, (uint64_t)id))
+                b->net->http_cancel(b->llm_http, (uint64_t)id);
+}
+
 void broker_http_free(struct broker *b)
 {
         if (!b->net)

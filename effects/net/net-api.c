@@ -9,6 +9,7 @@ __attribute__((visibility("default"))) const struct net_api chidori_net_api = {
         .http_engine_free = http_engine_free,
         .http_start = http_start,
         .http_pending = http_pending,
+        .http_cancel = http_cancel,
         .http_fds = http_fds,
         .http_perform = http_perform,
         .http_request_from_json = http_request_from_json,

@@ -642,7 +642,7 @@ static void slow_setup(void)
         assert_true(effects_table.nfamilies < 15);
         memcpy(slow_families, effects_table.families, effects_table.nfamilies * sizeof(slow_families[0]));
         slow_families[effects_table.nfamilies] =
-                (struct effect_family){ "test", NULL, slow_fds, slow_perform, NULL };
+                (struct effect_family){ "test", NULL, slow_fds, slow_perform, NULL, NULL };
         slow_table = (struct effect_table){ slow_find, slow_families, effects_table.nfamilies + 1 };
 }
 
