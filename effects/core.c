@@ -244,6 +244,8 @@ static const struct effect effects[] = {
         { "workspace.manifest", "workspace", GATE_FIXED, "workspace:manifest", effect_workspace_manifest,
           workspace_error_name, false },
         { "http", "net", GATE_FIXED, "http", effect_http, http_error_name, true },
+        { "http.read", "net", GATE_NONE, NULL, effect_http_read, http_error_name, false },
+        { "http.close", "net", GATE_NONE, NULL, effect_http_close, http_error_name, false },
         { "tool", "proc", GATE_TOOL, NULL, effect_tool, effect_tool_code, true },
         { "prompt", "net", GATE_NONE, NULL, effect_prompt, effect_prompt_code, true },
         { "agent.call", "proc", GATE_AGENT, NULL, effect_agent_call, effect_agent_code, true },

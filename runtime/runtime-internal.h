@@ -255,6 +255,8 @@ void broker_fs_free(struct broker *b);
 
 /* effects/net/fetch.c, effects/net/prompt.c */
 int effect_http(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
+int effect_http_read(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
+int effect_http_close(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
 int effect_prompt(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
 const char *effect_prompt_code(int code);
 /* libchidori-net.so (b->net), loaded by the first call that needs it. */

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "common/text.h"
+#include "common/util.h"
 #include "effects/net/net.h"
 #include "runtime/runtime-internal.h"
 
@@ -57,6 +58,11 @@ static void on_done(void *arg, uint64_t id, const struct http_response *res, con
         struct broker *b = arg;
         if (res) {
                 cJSON *v = b->net->http_response_to_json(res);
+                /* A streamed body: the head now, the body through http.read. */
+                if (v && res->stream && !cJSON_AddNumberToObject(v, "stream", (double)id)) {
+                        cJSON_Delete(v);
+                        v = NULL;
+                }
                 if (v)
                         broker_complete(b, (int64_t)id, v, NULL);
                 else
@@ -111,6 +117,91 @@ int effect_http(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, st
                 r = b->net->http_start(b->http, (uint64_t)id, req, on_done, b, err);
         b->net->http_request_free(req);
         return r < 0 ? -1 : 1;
+}
+
+/* A chunk of a streamed body as the answer of an http.read call:
+ * {data_base64} (what arrived), {done: true}, or the error it broke off with. */
+static int chunk_answer(struct broker *b, struct http_chunk *c, cJSON **value, cJSON **error)
+{
+        *value = *error = NULL;
+        if (c->err) {
+                *error = broker_error_obj("Error", err_msg(c->err), b->net->http_error_name(err_code(c->err)));
+                err_free(c->err);
+                c->err = NULL;
+                return 0;
+        }
+        cJSON *v = cJSON_CreateObject();
+        if (c->done) {
+                cJSON_AddTrueToObject(v, "done");
+        } else {
+                char *b64 = base64_encode(c->data, c->len);
+                if (!b64 || !cJSON_AddStringToObject(v, "data_base64", b64)) {
+                        cJSON_Delete(v);
+                        v = NULL;
+                }
+                free(b64);
+        }
+        free(c->data);
+        c->data = NULL;
+        if (!v) {
+                *error = broker_error_obj("Error", "http.read: out of memory", "internal");
+                return 0;
+        }
+        *value = v;
+        return 0;
+}
+
+static void on_read(void *arg, uint64_t read_id, struct http_chunk *c)
+{
+        struct broker *b = arg;
+        cJSON *value, *error;
+        chunk_answer(b, c, &value, &error);
+        broker_complete(b, (int64_t)read_id, value, error);
+}
+
+static int need_stream(struct broker *b, const cJSON *args, const char *op, uint64_t *ret, struct err **err)
+{
+        const cJSON *s = cJSON_GetObjectItemCaseSensitive(args, "stream");
+        if (!cJSON_IsNumber(s) || s->valuedouble < 1 || s->valuedouble != (double)(int64_t)s->valuedouble)
+                return err_set(err, 0, "%s: 'stream' must be the id of a streamed fetch", op);
+        if (!b->net || !b->http)
+                return err_set(err, 0, "%s: no open response body %.0f", op, s->valuedouble);
+        *ret = (uint64_t)s->valuedouble;
+        return 0;
+}
+
+/* http.read {stream}: the next piece of a streamed response body, as it
+ * arrives (answered later when nothing is buffered yet). */
+int effect_http_read(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
+{
+        uint64_t stream;
+        if (need_stream(b, args, "http.read", &stream, err) < 0)
+                return -1;
+        struct http_chunk c;
+        int r = b->net->http_read(b->http, stream, (uint64_t)id, on_read, b, &c, err);
+        if (r != 0)
+                return r;
+        cJSON *error = NULL;
+        chunk_answer(b, &c, ret, &error);
+        if (error) {
+                const cJSON *m = cJSON_GetObjectItemCaseSensitive(error, "message");
+                err_set(err, 0, "%s", cJSON_IsString(m) ? m->valuestring : "http.read failed");
+                cJSON_Delete(error);
+                return -1;
+        }
+        return 0;
+}
+
+/* http.close {stream}: the agent gives the body up (the stream cancelled):
+ * the transfer is aborted; a read waiting on it is answered {done: true}. */
+int effect_http_close(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
+{
+        (void)id;
+        uint64_t stream;
+        if (need_stream(b, args, "http.close", &stream, err) < 0)
+                return -1;
+        *ret = cJSON_CreateBool(b->net->http_close(b->http, stream));
+        return 0;
 }
 
 /* Both engines (fetch, prompts) share the loop: the fetch engine's fds
