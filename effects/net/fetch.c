@@ -120,7 +120,8 @@ int effect_http(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, st
 }
 
 /* A chunk of a streamed body as the answer of an http.read call:
- * {data_base64} (what arrived), {done: true}, or the error it broke off with. */
+ * {data_base64} (what arrived), with "done": true when it is the last, or
+ * {done: true}, or the error it broke off with. */
 static int chunk_answer(struct broker *b, struct http_chunk *c, cJSON **value, cJSON **error)
 {
         *value = *error = NULL;
@@ -131,9 +132,7 @@ static int chunk_answer(struct broker *b, struct http_chunk *c, cJSON **value, c
                 return 0;
         }
         cJSON *v = cJSON_CreateObject();
-        if (c->done) {
-                cJSON_AddTrueToObject(v, "done");
-        } else {
+        if (c->len) {
                 char *b64 = base64_encode(c->data, c->len);
                 if (!b64 || !cJSON_AddStringToObject(v, "data_base64", b64)) {
                         cJSON_Delete(v);
@@ -141,6 +140,8 @@ static int chunk_answer(struct broker *b, struct http_chunk *c, cJSON **value, c
                 }
                 free(b64);
         }
+        if (v && c->done)
+                cJSON_AddTrueToObject(v, "done");
         free(c->data);
         c->data = NULL;
         if (!v) {

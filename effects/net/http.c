@@ -865,6 +865,8 @@ static void take(struct xfer *t, struct http_chunk *out)
                         t->paused = false;
                         curl_easy_pause(t->easy, CURLPAUSE_CONT);
                 }
+                /* The last piece of a complete body says so: one read less. */
+                out->done = t->ended && !t->end_err;
                 return;
         }
         if (t->end_err) {
@@ -899,7 +901,7 @@ static void stream_feed(struct xfer *t)
         struct http_chunk c;
         take(t, &c);
         t->reading = false;
-        bool over = c.len == 0;
+        bool over = c.done || c.err;
         uint64_t rid = t->read_id;
         http_read_fn fn = t->read_fn;
         void *arg = t->read_arg;
@@ -937,7 +939,7 @@ int http_read(struct http_engine *e, uint64_t stream, uint64_t read_id, http_rea
                 return 1;
         }
         take(t, out);
-        if (out->len == 0 && t->ended)
+        if (t->ended && (out->done || out->err))
                 stream_free(t);
         return 0;
 }
