@@ -86,6 +86,7 @@ struct xfer {
         char errbuf[CURL_ERROR_SIZE];
         /* a streamed body (http_request.stream): res.body is the buffer */
         bool stream, head_sent, paused, ended;
+        size_t streamed;       /* body bytes taken in so far (the response cap counts them all) */
         struct err *end_err;   /* how it ended, NULL: complete */
         bool reading;          /* a read waits: read_id, read_fn, read_arg */
         uint64_t read_id;
@@ -349,11 +350,17 @@ static size_t on_body(char *buf, size_t size, size_t nmemb, void *p)
         t->in_body = true;
         if (t->head_sent) {
                 /* A stream: the buffer is bounded; libcurl holds the data
-                 * while it is full and gives it again once resumed. */
+                 * while it is full and gives it again once resumed.  The
+                 * response cap counts the whole body. */
+                if (n > t->e->cfg.max_response_bytes - t->streamed) {
+                        t->too_big = true;
+                        return 0;
+                }
                 if (r->body_len > 0 && r->body_len + n > HTTP_STREAM_BUFFER) {
                         t->paused = true;
                         return CURL_WRITEFUNC_PAUSE;
                 }
+                t->streamed += n;
         } else if (n > t->e->cfg.max_response_bytes - r->body_len) {
                 t->too_big = true;
                 return 0;
@@ -599,7 +606,7 @@ static int hop_setup(struct xfer *t, struct err **err)
                         SET(CURLOPT_POSTFIELDS, t->body ? (const char *)t->body : "");
                 }
         }
-        if (strcmp(t->method, "HEAD") != 0 && !t->stream)
+        if (strcmp(t->method, "HEAD") != 0)
                 SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)e->cfg.max_response_bytes);
 #undef SET
         if (rc != CURLE_OK)
