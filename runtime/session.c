@@ -157,10 +157,12 @@ static void prepare(struct evloop *loop, void *arg)
 }
 
 /* Pausing: the effects in flight (not the parked calls, not the input
- * waits, which are b->pend entries too) have all been answered. */
+ * waits and the timers, which are b->pend entries too) have all been
+ * answered.  A pending timer does not hold a pause up: the resumed run
+ * waits for it again, whole (it is journaled as unanswered). */
 static void check_pause(struct session *s)
 {
-        if (!s->pausing || s->b.finished || s->b.npend > s->ninputs)
+        if (!s->pausing || s->b.finished || s->b.npend > s->ninputs + s->b.ntimers)
                 return;
         broker_end_with(&s->b, SESSION_END_PAUSED, "paused: %s",
                         s->asking ? "an approval is waiting" : s->ninputs ? "an input is waiting" : "by request");
