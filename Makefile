@@ -46,7 +46,7 @@ ENGINE_SRC  := $(filter-out engine/worker.c,$(wildcard engine/*.c))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(patsubst %.S,$(BUILD)/obj/%.o,$(1)))
 
-ENGINE_OBJ := $(call obj,$(ENGINE_SRC) engine/embed.S)
+ENGINE_OBJ := $(call obj,$(ENGINE_SRC) engine/embed.S) $(BUILD)/obj/gen/node-parts.o
 LIB_OBJ    := $(call obj,$(COMMON_SRC) $(PROTO_SRC) $(CHAN_SRC) $(MONITOR_SRC) $(CLI_SRC) $(SANDBOX_SRC) $(RUNTIME_SRC) $(POLICY_SRC) $(EFFECTS_SRC)) \
               $(ENGINE_OBJ) \
               $(BUILD)/obj/gen/seccomp_bpf.o
@@ -85,7 +85,23 @@ $(BUILD)/obj/common/dlib.o: common/dlib.c $(BUILD)/dirs.stamp
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(DIRS_FLAGS) $(CFLAGS) $(call cflags_of,$(PKGS_CLI)) -c $< -o $@
 
-$(BUILD)/obj/engine/embed.o: engine/embed.S engine/web.js engine/prelude.js engine/fetch.js engine/crypto.js engine/fs.js
+# The Node/Web surface (engine/node/, docs/api.md): engine/node/*.js and the
+# npm packages of tools/package.json (`make deps` installs them from
+# tools/package-lock.json) bundled by esbuild into one script per part
+# (build/gen/node/*.js), embedded by the generated build/gen/node-parts.S.
+NODE_PARTS := $(BUILD)/gen/node-parts.S
+$(NODE_PARTS): $(wildcard engine/node/*.js) engine/node/build.mjs tools/package.json tools/package-lock.json
+	@mkdir -p $(dir $@)
+	@[ -x tools/node_modules/.bin/esbuild ] && [ -f tools/node_modules/.package-lock.json ] && \
+	 [ ! tools/package-lock.json -nt tools/node_modules/.package-lock.json ] || \
+	 { echo "$@: tools/node_modules is missing or older than tools/package-lock.json: run 'make deps' (it runs npm ci in tools/)" >&2; exit 1; }
+	node engine/node/build.mjs $(BUILD)/gen
+
+$(BUILD)/obj/gen/node-parts.o: $(NODE_PARTS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(filter-out -MMD -MP,$(CFLAGS)) -c $< -o $@
+
+$(BUILD)/obj/engine/embed.o: engine/embed.S engine/web.js engine/prelude.js engine/fetch.js engine/crypto.js engine/fs.js engine/process.js
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(filter-out -MMD -MP,$(CFLAGS)) -c $< -o $@
 

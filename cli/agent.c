@@ -11,8 +11,9 @@
  * as the body of an async function (engine/compile.c):
  *   - the entry point is a generated file that imports the agent and hands
  *     its `default` (or `main`) export to the prelude through module.exports;
- *   - node:fs, node:fs/promises and node:crypto (and fs, crypto) are aliased
- *     to one-line CommonJS shims that call the prelude's require();
+ *   - the node: modules the engine provides (node:fs, node:path, ... and
+ *     the bare names fs, path, ...: `provided` below) are aliased to one-line
+ *     CommonJS shims that call the prelude's require();
  *   - any other `import ... from 'node:xyz'` is refused here, naming the
  *     module; `require('node:xyz')` stays a runtime call the prelude refuses.
  * esbuild also writes a source map, which the launcher uses to report errors
@@ -224,7 +225,18 @@ static const char *const node_builtins[] = {
         "readline", "repl", "sea", "sqlite", "stream", "string_decoder", "sys", "test", "timers", "tls",
         "trace_events", "tty", "url", "util", "v8", "vm", "wasi", "worker_threads", "zlib",
 };
-#define PROVIDED "node:fs, node:fs/promises and node:crypto"
+#define PROVIDED                                                                                             \
+        "node:assert, node:buffer, node:crypto, node:events, node:fs, node:fs/promises, node:path, "          \
+        "node:process, node:querystring, node:stream, node:string_decoder, node:timers, node:url, node:util"
+
+/* The modules the engine provides (engine/prelude.js's BUILTIN keeps the
+ * same): each base has a directory of shims under the temporary folder's
+ * mods/ (index.js, and one file per subpath). */
+static const char *const provided[] = { "assert", "buffer", "crypto",      "events",         "fs",
+                                        "path",   "process", "querystring", "stream",         "string_decoder",
+                                        "timers", "url",     "util" };
+static const char *const provided_subpaths[] = { "assert/strict",   "fs/promises", "path/posix",      "stream/promises",
+                                                 "stream/web",      "timers/promises", "util/types" };
 
 static bool is_node_builtin(const char *name, size_t len)
 {
@@ -262,7 +274,7 @@ static char *esbuild_diagnosis(const char *text)
         }
         /* 'Could not resolve "os"': say that the sandbox has no such module
          * (esbuild's own hint, --platform=node, does not apply here). */
-        char hint[256] = "";
+        char hint[512] = "";
         if (mlen > 19 && strncmp(m, "Could not resolve \"", 19) == 0) {
                 const char *q = memchr(m + 19, '"', mlen - 19);
                 if (q && is_node_builtin(m + 19, (size_t)(q - m - 19)))
@@ -375,17 +387,32 @@ static int write_text(int dfd, const char *name, const char *text, struct err **
         return 0;
 }
 
-/* The files of the temporary directory, removed in this order. */
-static const char *const tmp_files[] = {
-        "fs/index.js", "fs/promises.js", "crypto/index.js", "fs", "crypto",
-        "entry.mjs",   "meta.json",      "bundle.js",       "bundle.js.map",
-};
+/* The files of the temporary directory besides mods/, removed last. */
+static const char *const tmp_files[] = { "entry.mjs", "meta.json", "bundle.js", "bundle.js.map" };
 
 static void remove_tmp(int dfd)
 {
+        char name[96];
+        for (size_t i = 0; i < ARRAY_SIZE(provided_subpaths); i++) {
+                snprintf(name, sizeof(name), "mods/%s.js", provided_subpaths[i]);
+                unlinkat(dfd, name, 0);
+        }
+        for (size_t i = 0; i < ARRAY_SIZE(provided); i++) {
+                snprintf(name, sizeof(name), "mods/%s/index.js", provided[i]);
+                unlinkat(dfd, name, 0);
+                snprintf(name, sizeof(name), "mods/%s", provided[i]);
+                unlinkat(dfd, name, AT_REMOVEDIR);
+        }
+        unlinkat(dfd, "mods", AT_REMOVEDIR);
         for (size_t i = 0; i < ARRAY_SIZE(tmp_files); i++)
-                if (unlinkat(dfd, tmp_files[i], 0) < 0 && errno == EISDIR)
-                        unlinkat(dfd, tmp_files[i], AT_REMOVEDIR);
+                unlinkat(dfd, tmp_files[i], 0);
+}
+
+static int write_shim(int dfd, const char *file, const char *module, struct err **err)
+{
+        char text[160];
+        snprintf(text, sizeof(text), "module.exports = ((load) => load(\"node:%s\"))(require);\n", module);
+        return write_text(dfd, file, text, err);
 }
 
 /* What the bundle's entry point and the shims say.  `require` reaches the
@@ -394,17 +421,20 @@ static void remove_tmp(int dfd)
  * name again. */
 static int write_inputs(int dfd, const char *agent_abs, struct err **err)
 {
-        static const struct {
-                const char *file, *module;
-        } shims[] = { { "fs/index.js", "node:fs" }, { "fs/promises.js", "node:fs/promises" },
-                      { "crypto/index.js", "node:crypto" } };
-        if (mkdirat(dfd, "fs", 0700) < 0 || mkdirat(dfd, "crypto", 0700) < 0)
+        char name[96];
+        if (mkdirat(dfd, "mods", 0700) < 0)
                 return err_set(err, errno, "create a directory for bundling");
-        for (size_t i = 0; i < ARRAY_SIZE(shims); i++) {
-                char text[160];
-                snprintf(text, sizeof(text), "module.exports = ((load) => load(\"%s\"))(require);\n",
-                         shims[i].module);
-                if (write_text(dfd, shims[i].file, text, err) < 0)
+        for (size_t i = 0; i < ARRAY_SIZE(provided); i++) {
+                snprintf(name, sizeof(name), "mods/%s", provided[i]);
+                if (mkdirat(dfd, name, 0700) < 0)
+                        return err_set(err, errno, "create a directory for bundling");
+                snprintf(name, sizeof(name), "mods/%s/index.js", provided[i]);
+                if (write_shim(dfd, name, provided[i], err) < 0)
+                        return -1;
+        }
+        for (size_t i = 0; i < ARRAY_SIZE(provided_subpaths); i++) {
+                snprintf(name, sizeof(name), "mods/%s.js", provided_subpaths[i]);
+                if (write_shim(dfd, name, provided_subpaths[i], err) < 0)
                         return -1;
         }
         cJSON *s = cJSON_CreateString(agent_abs);
@@ -468,15 +498,17 @@ static int bundle(struct agent *a, struct err **err)
         /* esbuild names files by their real paths; so do we. */
         _cleanup_free_ char *tmp = realpath(made, NULL);
         _cleanup_free_ char *meta = NULL, *metaarg = NULL, *outfile = NULL, *outarg = NULL, *entry = NULL;
-        _cleanup_free_ char *al0 = NULL, *al1 = NULL, *al2 = NULL, *al3 = NULL;
+        /* Both node:x and x name the shim of x. */
+        char *alias[2 * ARRAY_SIZE(provided)] = { NULL };
         int rc = 0;
         if (!tmp || asprintf(&meta, "%s/meta.json", tmp) < 0 || asprintf(&metaarg, "--metafile=%s", meta) < 0 ||
             asprintf(&outfile, "%s/bundle.js", tmp) < 0 || asprintf(&outarg, "--outfile=%s", outfile) < 0 ||
-            asprintf(&entry, "%s/entry.mjs", tmp) < 0 || asprintf(&al0, "--alias:node:fs=%s/fs", tmp) < 0 ||
-            asprintf(&al1, "--alias:fs=%s/fs", tmp) < 0 ||
-            asprintf(&al2, "--alias:node:crypto=%s/crypto", tmp) < 0 ||
-            asprintf(&al3, "--alias:crypto=%s/crypto", tmp) < 0)
+            asprintf(&entry, "%s/entry.mjs", tmp) < 0)
                 rc = err_set(err, ENOMEM, "bundle");
+        for (size_t i = 0; rc == 0 && i < ARRAY_SIZE(provided); i++)
+                if (asprintf(&alias[2 * i], "--alias:node:%s=%s/mods/%s", provided[i], tmp, provided[i]) < 0 ||
+                    asprintf(&alias[2 * i + 1], "--alias:%s=%s/mods/%s", provided[i], tmp, provided[i]) < 0)
+                        rc = err_set(err, ENOMEM, "bundle");
         _cleanup_close_ int dfd = open(made, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (rc == 0 && dfd < 0)
                 rc = err_set(err, errno, "open %s", made);
@@ -501,12 +533,15 @@ static int bundle(struct agent *a, struct err **err)
                 /* import() becomes require() (so that a missing module fails
                  * where it is called, as require does); import.meta is {} as
                  * it was in CommonJS bundles. */
-                char *argv[] = { esbuild, entry, "--bundle", "--format=esm", "--platform=neutral",
-                                 "--target=es2022", "--log-level=error", "--color=false", "--charset=utf8",
-                                 al0, al1, al2, al3, "--external:node:*", "--main-fields=module,main",
-                                 "--legal-comments=none", "--sourcemap=external", "--sources-content=false",
-                                 "--supported:dynamic-import=false", "--define:import.meta={}", metaarg, outarg,
-                                 NULL };
+                char *fixed[] = { esbuild, entry, "--bundle", "--format=esm", "--platform=neutral",
+                                  "--target=es2022", "--log-level=error", "--color=false", "--charset=utf8",
+                                  "--external:node:*", "--main-fields=module,main", "--legal-comments=none",
+                                  "--sourcemap=external", "--sources-content=false",
+                                  "--supported:dynamic-import=false", "--define:import.meta={}", metaarg, outarg };
+                char *argv[ARRAY_SIZE(fixed) + ARRAY_SIZE(alias) + 1];
+                memcpy(argv, fixed, sizeof(fixed));
+                memcpy(argv + ARRAY_SIZE(fixed), alias, sizeof(alias));
+                argv[ARRAY_SIZE(fixed) + ARRAY_SIZE(alias)] = NULL;
                 int status = 0;
                 rc = run_capture(argv, dir, &out, &errtext, &status, err);
                 if (rc == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
@@ -532,6 +567,8 @@ static int bundle(struct agent *a, struct err **err)
         rmdir(made);
         free(errtext);
         free(out);
+        for (size_t i = 0; i < ARRAY_SIZE(alias); i++)
+                free(alias[i]);
         if (rc < 0)
                 return -1;
         a->script = script;

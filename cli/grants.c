@@ -242,6 +242,8 @@ static const struct {
         { "CHIDORI_HTTP_TIMEOUT_MS", ENV_DROP },
         { "CHIDORI_MAX_NESTED", ENV_DROP },
         { "CHIDORI_MAX_TOOLS", ENV_DROP },
+        /* process.env is the top run's: a nested agent's is empty */
+        { "CHIDORI_ENV", ENV_DROP },
         /* set per call by the broker, or for one process only */
         { "CHIDORI_AGENT_DEPTH", ENV_DROP },
         { "CHIDORI_POLICY_LAYERS", ENV_DROP },

@@ -30,6 +30,9 @@
 #include "sandbox/seccomp.h"
 #include "sandbox/tz.h"
 
+/* The most variables --env and CHIDORI_ENV may pass together. */
+#define ENV_NAMES_MAX 128
+
 struct run_opts {
         const char *agent_path;
         const char *input_json;
@@ -50,6 +53,8 @@ struct run_opts {
         bool tz_flag;             /* sb.tz came from --tz (else CHIDORI_TZ or the default) */
         bool force;               /* --force: --journal may replace a file that is not a journal */
         bool pids_flag;           /* sb.pids_max came from --pids (else CHIDORI_PIDS_MAX or the default) */
+        const char *env_names[ENV_NAMES_MAX]; /* --env NAME, in order (CHIDORI_ENV's are added later) */
+        int n_env;
         bool virtual_time;        /* --virtual-time / CHIDORI_VIRTUAL_TIME=1: timers never wait */
 };
 
@@ -227,6 +232,7 @@ struct run_ctx {
         struct journal *journal;
         struct replay *replay;
         char *ns;
+        cJSON *env;               /* process.env: {NAME: value} from --env / CHIDORI_ENV, or NULL */
         char run_id[40];
 };
 
@@ -237,6 +243,7 @@ static void run_ctx_free(struct run_ctx *c)
         agent_free(&c->agent);
         cJSON_Delete(c->input);
         cJSON_Delete(c->answers);
+        cJSON_Delete(c->env);
         memstore_close(c->mem);
         journal_close(c->journal);
         replay_free(c->replay);
@@ -265,6 +272,8 @@ static void journal_header(struct run_ctx *c, const char *tz, bool virtual_time)
          * without it are older: their values were printed again by cJSON. */
         cJSON_AddStringToObject(h, "values", "exact");
         cJSON_AddItemToObject(h, "input", cJSON_Duplicate(c->input, 1));
+        if (c->env) /* process.env: replay hands the agent the same values */
+                cJSON_AddItemToObject(h, "env", cJSON_Duplicate(c->env, 1));
         cJSON_AddStringToObject(h, "started", ts);
         journal_file_ops.header(c->journal, h, NULL);  /* a huge --input may pass --max-journal: then the first call stops */
         cJSON_Delete(h);
@@ -454,6 +463,7 @@ static int execute(const struct run_opts *o, struct run_ctx *c)
                 .filename = c->agent.filename,
                 .esm = c->agent.esm,
                 .input = c->input,
+                .env = c->env,
                 .run_id = c->run_id,
                 .js_deadline_ms = o->js_deadline_ms,
                 .mem = c->mem,
@@ -560,6 +570,9 @@ static void run_help(void)
                "                        0 = none [CHIDORI_JS_DEADLINE_MS]\n"
                "  --tz ZONE             the time zone the agent's local-time Date and Intl see: a zone of\n"
                "                        the tz database such as Europe/Paris, or UTC (default) [CHIDORI_TZ]\n"
+               "  --env NAME            pass the variable NAME of this environment to the agent's\n"
+               "                        process.env (repeatable; process.env is empty otherwise); the\n"
+               "                        journal records the values [CHIDORI_ENV=NAME,NAME...]\n"
                "  --virtual-time        timers never wait: a virtual clock jumps to the next timer when\n"
                "                        nothing else can happen (tests, fast simulations); default: timers\n"
                "                        wait in real time [CHIDORI_VIRTUAL_TIME=1]\n"
@@ -592,7 +605,7 @@ static void run_help(void)
 enum {
         OPT_INPUT = 256, OPT_INPUT_FILE, OPT_JOURNAL, OPT_ANSWERS, OPT_STATE_DIR, OPT_MEM_NS,
         OPT_JS_DEADLINE, OPT_NO_ISOLATE, OPT_ISOLATE, OPT_JSON, OPT_QUIET, OPT_UNTRUSTED, OPT_TRUSTED, OPT_TZ,
-        OPT_FORCE, OPT_AGENT_NAME, OPT_VIRTUAL_TIME,
+        OPT_FORCE, OPT_AGENT_NAME, OPT_ENV, OPT_VIRTUAL_TIME,
 };
 
 static const struct option run_longopts[] = {
@@ -612,6 +625,7 @@ static const struct option run_longopts[] = {
         { "tz", required_argument, NULL, OPT_TZ },
         { "force", no_argument, NULL, OPT_FORCE },
         { "agent-name", required_argument, NULL, OPT_AGENT_NAME },
+        { "env", required_argument, NULL, OPT_ENV },
         { "virtual-time", no_argument, NULL, OPT_VIRTUAL_TIME },
         { "help", no_argument, NULL, 'h' },
         SANDBOX_LONGOPTS,
@@ -675,6 +689,67 @@ static int pids_check(const char *cmd, const struct run_opts *o)
         pids_source(o, src, sizeof(src));
         usage_error(cmd, "process limit too low to start the engine (%s; at least %d needed)", src, ENGINE_PIDS_MIN);
         return -1;
+}
+
+/* A name for --env / CHIDORI_ENV: [A-Za-z_][A-Za-z0-9_]*. */
+static bool env_name_ok(const char *n, size_t len)
+{
+        if (len == 0 || len > 255 || (n[0] >= '0' && n[0] <= '9'))
+                return false;
+        for (size_t i = 0; i < len; i++) {
+                char c = n[i];
+                if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
+                        return false;
+        }
+        return true;
+}
+
+static int env_add(cJSON *env, const char *name, size_t len, const char *from)
+{
+        char q[320], nm[256];
+        if (!env_name_ok(name, len)) {
+                usage_error("run", "%s '%s' is not a variable name (expected letters, digits and _, not starting "
+                                   "with a digit)", from, text_quote(name, len < 280 ? len : 280, q, sizeof(q)));
+                return -1;
+        }
+        memcpy(nm, name, len);
+        nm[len] = '\0';
+        const char *v = getenv(nm);
+        if (!v) {
+                usage_error("run", "%s %s: the variable is not set in this environment (set it, or do not pass it)",
+                            from, nm);
+                return -1;
+        }
+        cJSON_DeleteItemFromObjectCaseSensitive(env, nm);
+        if (!cJSON_AddStringToObject(env, nm, v)) {
+                fprintf(stderr, "chidori: out of memory\n");
+                return -1;
+        }
+        return 0;
+}
+
+/* process.env of the run: CHIDORI_ENV's names, then --env's; NULL if none. */
+static int run_env(const struct run_opts *o, cJSON **ret)
+{
+        *ret = NULL;
+        const char *list = getenv("CHIDORI_ENV");
+        if (o->n_env == 0 && (!list || !*list))
+                return 0;
+        cJSON *env = cJSON_CreateObject();
+        if (!env)
+                return fprintf(stderr, "chidori: out of memory\n"), -1;
+        for (const char *p = list && *list ? list : NULL; p;) {
+                const char *comma = strchr(p, ',');
+                size_t len = comma ? (size_t)(comma - p) : strlen(p);
+                if (env_add(env, p, len, "CHIDORI_ENV:") < 0)
+                        return cJSON_Delete(env), -1;
+                p = comma ? comma + 1 : NULL;
+        }
+        for (int i = 0; i < o->n_env; i++)
+                if (env_add(env, o->env_names[i], strlen(o->env_names[i]), "--env") < 0)
+                        return cJSON_Delete(env), -1;
+        *ret = env;
+        return 0;
 }
 
 /* --input / --input-file and --answers, checked and kept as written.
@@ -815,6 +890,11 @@ int cmd_run(int argc, char **argv)
                 case OPT_TZ: o.sb.tz = optarg, o.tz_flag = true; break;
                 case OPT_FORCE: o.force = true; break;
                 case OPT_AGENT_NAME: o.agent_name = optarg; break;
+                case OPT_ENV:
+                        if (o.n_env == ENV_NAMES_MAX)
+                                return usage_error("run", "--env: at most %d variables", ENV_NAMES_MAX);
+                        o.env_names[o.n_env++] = optarg;
+                        break;
                 case OPT_VIRTUAL_TIME: o.virtual_time = true; break;
                 case 'h': run_help(); return EXIT_OK;
                 default: return cli_bad_option("run", argc, argv, run_longopts);
@@ -834,6 +914,8 @@ int cmd_run(int argc, char **argv)
         struct run_ctx ctx = { 0 };
         int code = EXIT_USAGE;
         struct err *err = NULL;
+        if (run_env(&o, &ctx.env) < 0)
+                goto out;
         if (load_inputs(&o, &ctx) < 0)
                 goto out;
         int lc = load_run_agent(&o, &ctx, agent_stdin);
@@ -1024,6 +1106,20 @@ int cmd_replay(int argc, char **argv)
         }
         const cJSON *in = cJSON_GetObjectItemCaseSensitive(h, "input");
         ctx.input = in ? cJSON_Duplicate(in, 1) : cJSON_CreateNull();
+        /* process.env as recorded (--env); journals without it had none. */
+        const cJSON *env = cJSON_GetObjectItemCaseSensitive(h, "env"), *ev;
+        if (env && !cJSON_IsObject(env)) {
+                fprintf(stderr, "chidori: replay: the journal header's \"env\" is not an object\n");
+                goto out;
+        }
+        cJSON_ArrayForEach(ev, env)
+        {
+                if (!cJSON_IsString(ev)) {
+                        fprintf(stderr, "chidori: replay: the journal header's \"env\" has a value that is not a string\n");
+                        goto out;
+                }
+        }
+        ctx.env = env ? cJSON_Duplicate(env, 1) : NULL;
         snprintf(ctx.run_id, sizeof(ctx.run_id), "%s", cJSON_IsString(rid) ? rid->valuestring : "replay");
         if (select_policy(&o, &ctx.policy) < 0)
                 goto out;

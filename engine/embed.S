@@ -1,5 +1,6 @@
 /* engine/embed.S — web.js, prelude.js and the lazily loaded modules
- * (fetch.js, crypto.js, fs.js) embedded in .rodata.
+ * (fetch.js, crypto.js, fs.js, process.js) embedded in .rodata; the Node/Web surface's
+ * parts are in build/gen/node-parts.S (engine/node/build.mjs).
  * Paths are relative to the repo root (the build runs there with -I.).
  * Each blob is followed by a NUL byte, not counted by *_end, so the C side
  * can hand it to JSStringCreateWithUTF8CString directly. */
@@ -41,6 +42,13 @@ chidori_crypto_js:
         .balign 16
 chidori_fs_js:
         .incbin "engine/fs.js"
+        .byte 0
+
+        .global chidori_process_js
+        .type chidori_process_js, @object
+        .balign 16
+chidori_process_js:
+        .incbin "engine/process.js"
         .byte 0
 
         .section .note.GNU-stack,"",@progbits

@@ -33,7 +33,13 @@ void JSContextGroupClearExecutionTimeLimit(JSContextGroupRef group);
 extern const char chidori_web_js[], chidori_web_js_end[];
 extern const char chidori_prelude_js[], chidori_prelude_js_end[];
 /* The modules the prelude loads on first use (native load(name)). */
-extern const char chidori_fetch_js[], chidori_crypto_js[], chidori_fs_js[];
+extern const char chidori_fetch_js[], chidori_crypto_js[], chidori_fs_js[], chidori_process_js[];
+/* The parts of the Node/Web surface (build/gen/node-parts.S), loaded as
+ * "node.PART"; ends with {NULL, NULL}. */
+struct engine_node_part {
+        const char *name, *src;
+};
+extern const struct engine_node_part chidori_node_parts[];
 
 /* Why the run loop stopped.  The first reason recorded wins. */
 enum engine_end {

@@ -187,6 +187,14 @@ static void run_loop(struct engine *e)
                         continue;
                 }
                 if (e->outstanding > 0) {
+                        /* setImmediate's queued run before the wait (in
+                         * real time the only timers in the box). */
+                        JSValueRef busy = JSValueMakeBoolean(e->ctx, true);
+                        JSValueRef ran = call_hook(e, e->hook_fire_timer, 1, &busy);
+                        if (e->end != ENGINE_RUNNING)
+                                break;
+                        if (ran && JSValueToBoolean(e->ctx, ran))
+                                continue;
                         if (engine_read_result(e, &id, &frame) < 0)
                                 break;
                         deliver(e, id, frame);
@@ -259,6 +267,15 @@ static void start_run(struct engine *e)
         JSValueRef input = get_prop(ctx, init, "input");
         if (JSValueIsUndefined(ctx, input))
                 input = JSValueMakeNull(ctx);
+        /* process.env: the variables the operator passed with --env (an
+         * object of strings; the prelude checks each value). */
+        JSValueRef env = get_prop(ctx, init, "env");
+        if (JSValueIsUndefined(ctx, env) || JSValueIsNull(ctx, env)) {
+                env = JSValueMakeNull(ctx);
+        } else if (!JSValueIsObject(ctx, env) || JSValueIsArray(ctx, env)) {
+                engine_fail_protocol(e, "init frame: \"env\" is not an object");
+                return;
+        }
         double deadline_ms = 0;
         JSValueRef limits = get_prop(ctx, init, "limits");
         if (JSValueIsObject(ctx, limits)) {
@@ -294,9 +311,9 @@ static void start_run(struct engine *e)
         }
         if (!wrapper)
                 return;
-        JSValueRef argv[7] = { wrapper, input, run_id, filename, JSValueMakeNumber(ctx, prefix_len),
-                               JSValueMakeBoolean(ctx, is_esm), JSValueMakeBoolean(ctx, virtual_time) };
-        call_hook(e, e->hook_start, 7, argv);
+        JSValueRef argv[8] = { wrapper, input, run_id, filename, JSValueMakeNumber(ctx, prefix_len),
+                               JSValueMakeBoolean(ctx, is_esm), env, JSValueMakeBoolean(ctx, virtual_time) };
+        call_hook(e, e->hook_start, 8, argv);
 }
 
 bool engine_exit_after_done;

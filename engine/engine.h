@@ -57,4 +57,13 @@ int engine_lockdown(struct err **err);
  * instead of tearing the context down (saves a GC per run). */
 extern bool engine_exit_after_done;
 
+/* The engine's own modules evaluated in this process so far, one bit each
+ * (ENGINE_MOD_*): the tests check that a run which does not touch a module
+ * never evaluates it (laziness, docs/api.md). */
+enum {
+        ENGINE_MOD_FETCH = 1u << 0, ENGINE_MOD_CRYPTO = 1u << 1, ENGINE_MOD_FS = 1u << 2, ENGINE_MOD_PROCESS = 1u << 3,
+        ENGINE_MOD_NODE = 1u << 4,
+};
+extern _Atomic unsigned engine_modules_loaded;
+
 #endif

@@ -18,6 +18,10 @@
  * the global setTimeout of the moment is used.  host.callCancellable(op,
  * args) (optional) -> {promise, cancel()}: a fetch with a signal uses it, so
  * aborting stops the transfer in the parent (call.cancel), not only here.
+ * host.surfaceBody(v) and host.parseForm(bytes, type) (optional, the
+ * Node/Web surface's) make Blob/File/FormData bodies (FormData as
+ * multipart/form-data) and Body#formData(); host.streams(load) (optional)
+ * makes `body` a real ReadableStream and lets a ReadableStream be a body.
  *
  * The broker (effects/net/http.c) validates the request again and owns the
  * policy; the checks here only turn obvious misuse into an early TypeError
@@ -26,7 +30,7 @@
  * Deviations from the spec (docs/fetch.md has the list): bodies are
  * buffered bytes, and `body` is a minimal one-chunk ReadableStream stand-in
  * (getReader, async iteration, cancel) rather than a real ReadableStream;
- * no Blob/FormData bodies; no CORS (responses are "basic", a manual
+ * no CORS (responses are "basic", a manual
  * redirect returns the 3xx itself, as undici does); data: URLs are answered
  * here, every other URL goes to the host.
  *
@@ -383,6 +387,9 @@ function toUShort(v) {
  * and the host's functions.
  */
 let host = null, hostCall = null, hostSetTimeout = null;
+// Optional (the prelude's): surfaceBody(v) -> {bytes, type} | null for a
+// Blob or FormData body; parseForm(bytes, contentType) -> FormData.
+let hostSurfaceBody = null, hostParseForm = null;
 let TextEncoderC, TextDecoderC, URLC, URLSearchParamsC, DOMExceptionC, AbortControllerC;
 let uspToString, urlHref, urlProtocol, urlUsername, urlPassword;
 let encoder = null, teEncode, decoder = null, tdDecode;
@@ -858,11 +865,90 @@ webidl(HeadersIterator, 'Headers Iterator');
 // used (the stream is disturbed: bodyUsed), drained (its one chunk
 // is gone), stream (made on the first `body` read).  A null body is
 // `null`, not one of these.
+//
+// With the Node/Web surface (host.streams), `body` is a real ReadableStream
+// (a byte stream) over the body's bytes, handed out in chunks of at most
+// BODY_CHUNK bytes as it is read; and a ReadableStream the agent made can be
+// a body: `source`, read to the end when the body is consumed (bytes stays
+// null until then).
 function makeBody(bytes) {
-        return { bytes, used: false, drained: false, stream: null, reader: null, onDrain: null };
+        return { bytes, used: false, drained: false, stream: null, reader: null, onDrain: null, source: null, real: false };
+}
+function sourceBody(stream) {
+        const b = makeBody(null);
+        b.source = b.stream = stream;
+        b.real = true;
+        return b;
 }
 function locked(b) {
-        return b.reader !== null;
+        return b.reader !== null || (b.real && b.stream !== null && b.stream.locked);
+}
+// host.streams(load): the surface's stream classes (web-streams-polyfill),
+// loading the surface when `load`, else null while it is not loaded; null
+// without a surface (the one-chunk stand-in below is used).
+let hostStreamsFn = null;
+function streamsApi(load) {
+        return hostStreamsFn === null ? null : hostStreamsFn(load);
+}
+const realStreamBody = new WeakMap();  // a body's ReadableStream -> the body
+const BODY_CHUNK = 65536;
+const u8SetC = getProto(Uint8Array.prototype).set;
+/* The body as a ReadableStream.  The pull below hands out b.bytes; a host
+ * call that delivers a response body piece by piece (the runtime's event
+ * loop, issue 18 item 1) would keep the body open instead: an array of
+ * chunks plus done/error, pushed into here with controller.enqueue() as
+ * each arrives, and consume() waiting for done. */
+function realStream(b, RS) {
+        let off = 0;
+        const st = new RS({
+                type: 'bytes',
+                pull(c) {
+                        b.used = true;
+                        const n = b.drained ? 0 : u8len(b.bytes) - off;
+                        if (n <= 0) {
+                                drain(b);
+                                c.close();
+                                return;
+                        }
+                        const k = n < BODY_CHUNK ? n : BODY_CHUNK;
+                        c.enqueue(copyBytes(b.bytes.subarray(off, off + k)));
+                        off += k;
+                        if (off >= u8len(b.bytes)) {
+                                drain(b);
+                                c.close();
+                        }
+                },
+                cancel() {
+                        b.used = true;
+                        drain(b);
+                },
+        });
+        realStreamBody.set(st, b);
+        return st;
+}
+// Read a ReadableStream to its end: its bytes (chunks must be bytes).
+function collect(stream) {
+        const reader = stream.getReader();
+        const parts = [];
+        let n = 0;
+        const step = () => then(reader.read(), (r) => {
+                if (r.done) {
+                        const out = new Uint8ArrayC(n);
+                        let o = 0;
+                        for (let i = 0; i < parts.length; i++) {
+                                apply(u8SetC, out, [parts[i], o]);
+                                o += u8len(parts[i]);
+                        }
+                        return out;
+                }
+                const c = bufferSourceBytes(r.value);
+                if (c === null)
+                        throw new TypeErrorC('a ReadableStream body must give Uint8Array chunks, got ' + typeof r.value);
+                push(parts, c);
+                n += u8len(c);
+                return step();
+        });
+        return step();
 }
 // Extract a body: {bytes, type} (type may be null).
 function extractBody(v) {
@@ -874,6 +960,24 @@ function extractBody(v) {
                 const b = bufferSourceBytes(v);
                 if (b !== null)
                         return { bytes: b, type: null };
+                const sb = hostSurfaceBody === null ? null : hostSurfaceBody(v);
+                if (sb !== null)
+                        return sb;
+                const rb = realStreamBody.get(v);
+                if (rb !== undefined) {
+                        if (rb.used || locked(rb) || (rb.source !== null && rb.stream._disturbed))
+                                throw new TypeErrorC('Response body object should not be disturbed or locked');
+                        if (rb.source !== null)
+                                return { bytes: null, type: null, source: rb.source };
+                        rb.used = rb.drained = true;
+                        return { bytes: rb.bytes, type: null };
+                }
+                const sa = streamsApi(false);
+                if (sa !== null && v instanceof sa.ReadableStream) {
+                        if (v.locked || v._disturbed)
+                                throw new TypeErrorC('Response body object should not be disturbed or locked');
+                        return { bytes: null, type: null, source: v };
+                }
                 const st = streamBody(v);
                 if (st !== null) {
                         if (st.used || locked(st))
@@ -903,8 +1007,22 @@ function consume(getBody, self, kind) {
         } catch (e) {
                 return rejected(e);
         }
+        if (b !== null && b.bytes === null) {
+                const src = b.source;
+                b.source = null;
+                return then(collect(src), (bytes) => {
+                        b.bytes = bytes;
+                        drain(b);
+                        return consumed(bytes, kind, self);
+                });
+        }
+        if (b !== null && b.real && b.stream !== null)
+                b.stream.cancel();  // read through text() & co: the stream is done too
         const bytes = b === null ? EMPTY : b.bytes;
-        return then(undefined, () => {
+        return then(undefined, () => consumed(bytes, kind, self));
+}
+function consumed(bytes, kind, self) {
+        {
                 switch (kind) {
                 case 'text':
                         return utf8Decode(bytes);
@@ -919,9 +1037,11 @@ function consume(getBody, self, kind) {
                                 return new G.Blob([copyBytes(bytes)], { type: contentType(self) });
                         throw new TypeErrorC('Body.blob: Blob is not available in chidori');
                 default:
+                        if (hostParseForm !== null)
+                                return hostParseForm(copyBytes(bytes), contentType(self));
                         throw new TypeErrorC('Body.formData: FormData is not available in chidori');
                 }
-        });
+        }
 }
 let contentType = null;
 function mixBody(C, getBody) {
@@ -953,13 +1073,17 @@ function mixBody(C, getBody) {
                         const b = getBody(this);
                         if (b === null)
                                 return null;
-                        if (b.stream === null)
-                                b.stream = new ReadableStream(b);
+                        if (b.stream === null) {
+                                const sa = streamsApi(true);
+                                const RS = sa === null ? null : sa.ReadableStream;
+                                b.real = RS !== null;
+                                b.stream = RS !== null ? realStream(b, RS) : new ReadableStream(b);
+                        }
                         return b.stream;
                 },
                 get bodyUsed() {
                         const b = getBody(this);
-                        return b !== null && b.used;
+                        return b !== null && (b.used || (b.real && b.stream !== null && b.stream._disturbed === true));
                 },
         };
         for (const k of ownKeys(getters))
@@ -1077,6 +1201,20 @@ class ReadableStreamDefaultReader {
                 drain(b);
                 return resolved(undefined);
         }
+}
+// A clone of a body for Request#clone / Response#clone: the same bytes, or
+// for a ReadableStream body, the two branches of its tee.
+function cloneBody(b) {
+        if (b === null)
+                return null;
+        if (b.bytes !== null)
+                return makeBody(b.bytes);
+        const t = b.source.tee();
+        b.source = b.stream = t[0];
+        realStreamBody.set(t[0], b);
+        const c = sourceBody(t[1]);
+        realStreamBody.set(t[1], c);
+        return c;
 }
 function readBody(b) {
         b.used = true;
@@ -1198,13 +1336,13 @@ function buildRequest(input, init) {
                 throw new TypeErrorC(what + ': Request with GET/HEAD method cannot have body.');
         if (initBody) {
                 const x = extractBody(init.body);
-                r.body = makeBody(x.bytes);
+                r.body = x.source ? sourceBody(x.source) : makeBody(x.bytes);
                 defaultContentType(headers, x.type);
         } else if (from !== null && from.body !== null) {
                 if (unusable(from.body))
                         throw new TypeErrorC(what + ': Cannot construct a Request with a Request object that has already been used.');
                 from.body.used = from.body.drained = true;
-                r.body = makeBody(from.body.bytes);
+                r.body = from.body.bytes === null ? sourceBody(from.body.source) : makeBody(from.body.bytes);
         }
         return r;
 }
@@ -1283,7 +1421,7 @@ class Request {
                 for (const k of ownKeys(s))
                         c[k] = s[k];
                 c.headers = copyHeaders(s.headers);
-                c.body = s.body === null ? null : makeBody(s.body.bytes);
+                c.body = cloneBody(s.body);
                 c.ownSignal = null;
                 newRequestFromState = c;
                 return new Request();
@@ -1315,7 +1453,7 @@ function responseInit(init, what) {
 function setBody(r, x, what) {
         if (NULL_BODY_STATUS[r.status] === 1)
                 throw new TypeErrorC(what + ': Response with null body status cannot have body');
-        r.body = makeBody(x.bytes);
+        r.body = x.source ? sourceBody(x.source) : makeBody(x.bytes);
         defaultContentType(r.headers, x.type);
 }
 function responseFrom(s) {
@@ -1394,7 +1532,7 @@ class Response {
                 return responseFrom({
                         type: s.type, url: s.url, redirected: s.redirected, status: s.status,
                         statusText: s.statusText, headers: copyHeaders(s.headers),
-                        body: s.body === null ? null : makeBody(s.body.bytes),
+                        body: cloneBody(s.body),
                 });
         }
         static {
@@ -1544,6 +1682,19 @@ function fetch(input, init = undefined) {
         } catch (e) {
                 return rejected(e);
         }
+        if (req.body !== null && req.body.bytes === null) {
+                // A ReadableStream body: read it to the end, then send.
+                const b = req.body, src = b.source;
+                b.source = null;
+                return then(collect(src), (bytes) => {
+                        b.bytes = bytes;
+                        return send(req);
+                });
+        }
+        return send(req);
+}
+
+function send(req) {
         return new PromiseC((resolve, reject) => {
                 const signal = req.signal;
                 if (signal !== null && signal.aborted)
@@ -1638,6 +1789,9 @@ function installFetch(h) {
         host = h;
         hostCall = h.call;
         hostSetTimeout = typeof h.setTimeout === 'function' ? h.setTimeout : null;
+        hostSurfaceBody = typeof h.surfaceBody === 'function' ? h.surfaceBody : null;
+        hostParseForm = typeof h.parseForm === 'function' ? h.parseForm : null;
+        hostStreamsFn = typeof h.streams === 'function' ? h.streams : null;
         if (typeof G.AbortController !== 'function') {
                 define(G, 'AbortController', OwnAbort.AbortController);
                 define(G, 'AbortSignal', OwnAbort.AbortSignal);

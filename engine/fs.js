@@ -207,6 +207,11 @@ function fsError(e, c) {
                 if (word)
                         syscall = word;
         }
+        // A relative path that is not in the VFS: the agent most likely
+        // meant a file of the host; say how to reach one.
+        if (codeName === 'ENOENT' && typeof c.path === 'string' && c.path !== '' && c.path[0] !== '/')
+                message += " (node:fs is the run's own in-memory file system, empty at start; files of the host are " +
+                        "reached with chidori.workspace.read(path) when the run has --workspace DIR)";
         const err = new ErrorC(message);
         err.errno = -ERRNO[codeName];
         err.code = codeName;

@@ -38,6 +38,7 @@
 
 #include "common/cleanup.h"
 #include "engine/engine-internal.h"
+#include "engine/engine.h"
 
 static uint64_t thread_cpu_ns(void)
 {
@@ -230,11 +231,23 @@ static JSValueRef do_finish(struct engine *e, size_t argc, const JSValueRef argv
                 e->done_text = text;
                 e->end = ENGINE_SETTLED;
         }
+        /* finish(text, true): process.exit() — no more JS of this run, not
+         * even the rest of the caller: terminate it (uncatchable when the
+         * watchdog runs; otherwise every native throws from here on). */
+        if (argc > 1 && JSValueToBoolean(e->ctx, argv[1])) {
+                e->terminated = true;
+                engine_request_abort(e);
+                *exception = engine_make_error(e->ctx, "Error", "process.exit() ended the run");
+                return NULL;
+        }
         return JSValueMakeUndefined(e->ctx);
 }
 
 /* The engine's own modules, evaluated when the prelude first needs them
- * (fetch, node:crypto, node:fs): a run that uses none pays nothing. */
+ * (fetch, node:crypto, node:fs, process, the Node/Web surface's parts): a run
+ * that uses none pays nothing. */
+_Atomic unsigned engine_modules_loaded;
+
 static JSValueRef do_load(struct engine *e, size_t argc, const JSValueRef argv[], JSValueRef *exception)
 {
         static const struct {
@@ -243,15 +256,32 @@ static JSValueRef do_load(struct engine *e, size_t argc, const JSValueRef argv[]
                 { "fetch", chidori_fetch_js, "chidori:fetch.js" },
                 { "crypto", chidori_crypto_js, "chidori:crypto.js" },
                 { "fs", chidori_fs_js, "chidori:fs.js" },
+                { "process", chidori_process_js, "chidori:process.js" },
         };
-        char name[16];
+        char name[32];
         if (argc < 1 || !get_op(e->ctx, argv[0], name, sizeof(name))) {
                 *exception = engine_make_error(e->ctx, "TypeError", "load: bad module name");
                 return NULL;
         }
+        if (strncmp(name, "node.", 5) == 0) {
+                for (const struct engine_node_part *p = chidori_node_parts; p->name; p++) {
+                        if (strcmp(p->name, name + 5) != 0)
+                                continue;
+                        engine_modules_loaded |= ENGINE_MOD_NODE;
+                        char url[48];
+                        snprintf(url, sizeof(url), "chidori:node/%s.js", p->name);
+                        JSStringRef s = JSStringCreateWithUTF8CString(p->src);
+                        JSStringRef u = JSStringCreateWithUTF8CString(url);
+                        JSValueRef v = JSEvaluateScript(e->ctx, s, NULL, u, 1, exception);
+                        JSStringRelease(s);
+                        JSStringRelease(u);
+                        return v;
+                }
+        }
         for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]); i++) {
                 if (strcmp(mods[i].name, name) != 0)
                         continue;
+                engine_modules_loaded |= 1u << i;  /* ENGINE_MOD_*, in mods[]'s order */
                 JSStringRef s = JSStringCreateWithUTF8CString(mods[i].src);
                 JSStringRef u = JSStringCreateWithUTF8CString(mods[i].url);
                 JSValueRef v = JSEvaluateScript(e->ctx, s, NULL, u, 1, exception);

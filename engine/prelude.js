@@ -13,12 +13,15 @@
  *                                     back through deliver()
  *   callSync(op, argsJson) -> frame   send a call frame and wait for its
  *                                     result frame {ok, value|error}
- *   finish(doneJson)                  the agent settled: the done frame
+ *   finish(doneJson[, stop])          the agent settled: the done frame;
+ *                                     stop (process.exit) also ends the JS
  * Hooks (engine/engine.c):
- *   start(wrapper, input, runId, filename, prefixLen, esm)
+ *   start(wrapper, input, runId, filename, prefixLen, esm, env, virtualTime)
  *   deliver(id, frame)   settle the promise of call `id`
- *   fireTimer() -> bool  fire the earliest virtual timer, false if none
- *                        (always false in real time: timers are host calls)
+ *   fireTimer(busy) -> bool  fire the earliest virtual timer, false if none;
+ *                        busy (calls outstanding): only one due now (a
+ *                        setImmediate), the clock does not move.  In real
+ *                        time only setImmediate's are here: timers are calls
  *   fail(error)          end the run with an error
  *
  * Determinism: every call is sent synchronously, when the agent makes it, so
@@ -1181,17 +1184,20 @@ function heapPop() {
         return top;
 }
 
-function addTimer(fn, delay, args, repeat) {
+function addTimer(fn, delay, args, repeat, immediate) {
         if (typeof fn !== 'function')
                 throw new TypeErrorC('The "callback" argument must be of type function');
         // As Node: delays below 1 ms or above TIMEOUT_MAX become 1 ms.
+        // setImmediate's are due now: before any timer of 1 ms or more.
         let d = NumberC(delay);
         if (!(d >= 1 && d <= TIMEOUT_MAX))
                 d = 1;
-        d = floor(d);
+        d = immediate ? 0 : floor(d);
         const t = { id: nextTimerId++, due: virtualNow + d, seq: timerSeq++, fn, args, delay: d, repeat, call: 0 };
         timers[t.id] = t;
-        if (virtualTime)
+        // setImmediate stays in the box in real time too: fireTimer runs
+        // the ones queued before the worker waits for an answer.
+        if (virtualTime || immediate)
                 heapPush(t);
         else
                 armTimer(t);
@@ -1275,9 +1281,17 @@ function clearTimeout(id) {
 function clearInterval(id) {
         clearTimeout(id);
 }
+function setImmediate(fn, ...args) {
+        return addTimer(fn, 0, args, false, true);
+}
+function clearImmediate(id) {
+        clearTimeout(id);
+}
 
-function fireTimer() {
+function fireTimer(busy) {
         for (;;) {
+                if (busy && (heap.length === 0 || heap[0].due > virtualNow))
+                        return false;
                 const t = heapPop();
                 if (t === undefined)
                         return false;
@@ -1316,8 +1330,23 @@ function loadModule(name, global) {
         return install;
 }
 
-const hostApi = freeze({ call: hostCall, callSync: hostCallSync, callCancellable: hostCallCancellable, setTimeout,
-                         reportError: (e) => fail(e) });
+// A Blob/File/FormData fetch body: only the surface bundle makes them, so
+// while it is not loaded there is none.
+function surfaceBody(v) {
+        return 'blob' in nodeParts ? nodeParts.blob.bodyOf(v, randomHex) : null;
+}
+function randomHex(n) {
+        let s = '';
+        for (let i = 0; i < n; i++)
+                s += HEX[floor(random() * 16)];
+        return s;
+}
+const hostApi = freeze({
+        call: hostCall, callSync: hostCallSync, callCancellable: hostCallCancellable, setTimeout,
+        reportError: (e) => fail(e), surfaceBody,
+        parseForm: (bytes, type) => nodePart('blob').parseForm(bytes, type),
+        streams: (load) => (load || 'streams' in nodeParts ? nodePart('streams') : null),
+});
 
 let fetchLoaded = false;
 function loadFetch() {
@@ -1363,10 +1392,147 @@ function loadFs() {
         return fsModule;
 }
 
+/* ------------------------------------------------------------- the Node/Web surface */
+
+/* engine/node/ and its npm packages, bundled by esbuild into parts
+ * (engine/node/build.mjs): each part is evaluated on first use, given this
+ * require() for the parts it uses (so there is one Buffer class). */
+const nodeParts = create(null);  // part -> its exports, once loaded
+let nodeHost;
+function nodePart(name) {
+        if (name in nodeParts)
+                return nodeParts[name];
+        if (name === 'host') {
+                if (!nodeHost)
+                        nodeHost = freeze({ format, inspect: (v, depth) => inspect(v, depth), setTimeout, clearTimeout,
+                                            setInterval, clearInterval, setImmediate, clearImmediate });
+                return nodeHost;
+        }
+        if (name === 'process')
+                return getProcess();
+        const install = loadModule('node.' + name, '__chidoriNodePart');
+        const module = { exports: {} };
+        nodeParts[name] = module.exports;  // a cycle sees the exports so far, as in Node
+        try {
+                apply(install, undefined, [nodePart, module, module.exports]);
+        } catch (e) {
+                delete nodeParts[name];  // as Node: a module that threw is not cached
+                throw e;
+        }
+        return (nodeParts[name] = module.exports);
+}
+// The node: modules (and their subpaths) the surface provides: name -> the
+// part, and the export of it when the module is one member ('.member').
+const NODE_MODULES = create(null);
+NODE_MODULES.assert = 'assert';
+NODE_MODULES['assert/strict'] = 'assert.strict';
+NODE_MODULES.buffer = 'buffer';  // with Blob, File, atob, btoa (nodeModule)
+NODE_MODULES.events = 'events';
+NODE_MODULES.path = NODE_MODULES['path/posix'] = 'path';
+NODE_MODULES.querystring = 'querystring';
+NODE_MODULES.stream = 'stream';
+NODE_MODULES['stream/promises'] = 'stream.promises';
+NODE_MODULES['stream/web'] = 'streams';
+NODE_MODULES.string_decoder = 'stringDecoder';
+NODE_MODULES.timers = 'timers.timers';
+NODE_MODULES['timers/promises'] = 'timers.promises';
+NODE_MODULES.url = 'url';
+NODE_MODULES.util = 'util';
+NODE_MODULES['util/types'] = 'util.types';
+function makeNodeModule(n) {
+        const spec = NODE_MODULES[n], dot = spec.indexOf('.');
+        if (dot >= 0)
+                return nodePart(spec.slice(0, dot))[spec.slice(dot + 1)];
+        if (n !== 'buffer')
+                return nodePart(spec);
+        const b = nodePart('buffer'), w = nodePart('blob'), m = {};
+        const keys = O.keys(b);
+        for (let i = 0; i < keys.length; i++)
+                m[keys[i]] = b[keys[i]];
+        m.Blob = w.Blob;
+        m.File = w.File;
+        m.atob = G.atob;
+        m.btoa = G.btoa;
+        return m;
+}
+const nodeModuleCache = create(null);
+function nodeModule(n) {
+        if (!(n in nodeModuleCache))
+                nodeModuleCache[n] = makeNodeModule(n);
+        return nodeModuleCache[n];
+}
+// The globals the surface provides: name -> the part that exports it.
+const NODE_GLOBALS = create(null);
+NODE_GLOBALS.Buffer = 'buffer';
+NODE_GLOBALS.Event = NODE_GLOBALS.EventTarget = NODE_GLOBALS.CustomEvent = 'webEvents';
+NODE_GLOBALS.Blob = NODE_GLOBALS.File = NODE_GLOBALS.FormData = 'blob';
+{
+        const names = ['TextEncoderStream', 'TextDecoderStream', 'ReadableStream', 'ReadableStreamDefaultReader',
+                'ReadableStreamBYOBReader', 'ReadableStreamBYOBRequest', 'ReadableByteStreamController',
+                'ReadableStreamDefaultController', 'WritableStream', 'WritableStreamDefaultWriter',
+                'WritableStreamDefaultController', 'TransformStream', 'TransformStreamDefaultController',
+                'ByteLengthQueuingStrategy', 'CountQueuingStrategy'];
+        for (let i = 0; i < names.length; i++)
+                NODE_GLOBALS[names[i]] = 'streams';
+}
+
+// A global that is an accessor until first read, then the value itself.
+function lazyGlobal(name, make) {
+        defineProperty(G, name, {
+                get() {
+                        const v = make();
+                        define(G, name, v);
+                        return v;
+                },
+                set(v) {
+                        define(G, name, v);
+                },
+                enumerable: false,
+                configurable: true,
+        });
+}
+
+/* process: a controlled object (engine/process.js, loaded on first use).
+ * env holds only what the operator passed with --env (the init frame). */
+const CHIDORI_VERSION = '0.1.0';  // cli/cli.h's CHIDORI_VERSION (tests/bats/surface.bats checks)
+const queueMicrotaskC = G.queueMicrotask;
+let runEnv = null, processObj;
+function getProcess() {
+        if (!processObj)
+                processObj = loadModule('process', '__chidoriInstallProcess')(freeze({
+                        env: runEnv, file: agentFile, version: CHIDORI_VERSION, exit: exitRun, fail, now: performanceNow,
+                        warn: (w) => sendLog('warn', typeof w === 'string' ? 'Warning: ' + w : formatError(w)),
+                        queueMicrotask: queueMicrotaskC,
+                }));
+        return processObj;
+}
+
+function exitRun(code) {
+        if (settled)
+                return;
+        settled = true;
+        // The parent maps {"exit": n} to exit status n (docs/api.md, process.exit).
+        nativeFinish(code === 0 ? '{"type":"done","ok":true,"value":null,"exit":0}'
+                : stringify({ type: 'done', ok: false, kind: 'exit', exit: code,
+                              error: { name: 'Exit', message: 'the agent called process.exit(' + code + ')', stack: '' } }), true);
+}
+
+const navigatorObj = {
+        userAgent: 'chidori/' + CHIDORI_VERSION,
+        hardwareConcurrency: 1,
+        language: 'en-US',
+        languages: freeze(['en-US']),
+        platform: 'linux',
+        onLine: true,
+};
+defineProperty(navigatorObj, Symbol.toStringTag, { value: 'Navigator', configurable: true });
+freeze(navigatorObj);
+
 const BUILTIN = create(null);
 BUILTIN['node:fs'] = BUILTIN.fs = () => loadFs().fs;
 BUILTIN['node:fs/promises'] = BUILTIN['fs/promises'] = () => loadFs().promises;
 BUILTIN['node:crypto'] = BUILTIN.crypto = loadCrypto;
+BUILTIN['node:process'] = BUILTIN.process = getProcess;
 
 // Node's built-in modules, for the message when an agent asks for one the
 // sandbox does not have (cli/agent.c keeps the same list).
@@ -1387,13 +1553,20 @@ function isNodeBuiltin(n) {
         return NODE_BUILTINS[slash < 0 ? n : n.slice(0, slash)] === true;
 }
 
+// The node: modules there are, for the message (cli/agent.c keeps the same).
+const PROVIDED = 'node:assert, node:buffer, node:crypto, node:events, node:fs, node:fs/promises, node:path, ' +
+        'node:process, node:querystring, node:stream, node:string_decoder, node:timers, node:url, node:util';
+
 function require(name) {
         const n = safeString(name);
         if (BUILTIN[n])
                 return BUILTIN[n]();
+        const bare = n.length > 5 && n.slice(0, 5) === 'node:' ? n.slice(5) : n;
+        if (NODE_MODULES[bare] !== undefined)
+                return nodeModule(bare);
         const e = new ErrorC(isNodeBuiltin(n)
                 ? "Cannot find module '" + n + "': it is not available in the chidori sandbox (it provides " +
-                        'node:fs, node:fs/promises and node:crypto)'
+                        PROVIDED + ')'
                 : "Cannot find module '" + n + "': chidori agents are one script; bundle dependencies with esbuild");
         define(e, 'code', 'MODULE_NOT_FOUND');
         throw e;
@@ -1537,10 +1710,11 @@ function noEntry() {
         }));
 }
 
-function start(wrapper, input, runId, filename, plen, esm, virtual) {
+function start(wrapper, input, runId, filename, plen, esm, env, virtual) {
         virtualTime = virtual !== false;
         agentFile = filename;
         prefixLen = plen;
+        runEnv = env === undefined ? null : env;
         try {
                 const module = { exports: {} };
                 const main = apply(wrapper, module.exports, [module, module.exports, require]);
@@ -1592,6 +1766,13 @@ define(G, 'Date', DateShim);
 define(G, 'performance', performance);
 define(G, 'crypto', crypto);
 define(Math, 'random', random);
+define(G, 'setImmediate', setImmediate);
+define(G, 'clearImmediate', clearImmediate);
+define(G, 'navigator', navigatorObj);
+lazyGlobal('process', getProcess);
+for (const n of O.keys(NODE_GLOBALS))
+        if (!(n in G))
+                lazyGlobal(n, () => nodePart(NODE_GLOBALS[n])[n]);
 
 // The completion value of this script: the hooks.
 ({ start, deliver, fireTimer, fail });

@@ -109,6 +109,8 @@ static int send_init(struct session *s, struct err **err)
                 cJSON_AddTrueToObject(init, "esm");
         cJSON_AddItemToObject(init, "input", c->input ? cJSON_Duplicate(c->input, 1) : cJSON_CreateNull());
         cJSON_AddStringToObject(init, "run_id", c->run_id ? c->run_id : "");
+        if (c->env)
+                cJSON_AddItemToObject(init, "env", cJSON_Duplicate(c->env, 1));
         cJSON *lim = cJSON_AddObjectToObject(init, "limits");
         cJSON_AddNumberToObject(lim, "js_deadline_ms", (double)c->js_deadline_ms);
         /* "real": timers are timer.wait calls; "virtual": they never wait. */

@@ -106,6 +106,7 @@ struct session_config {
         const char *filename;     /* shown in stack traces: the agent's base name */
         bool esm;                 /* script is an ES-module bundle (init "esm": strict, top-level await) */
         const struct cJSON *input;
+        const struct cJSON *env;  /* process.env: {NAME: value} (--env), or NULL: none */
         const char *run_id;
         long js_deadline_ms;      /* engine CPU-time limit, 0 = none */
         struct memstore *mem;     /* may be NULL when replaying */

@@ -30,12 +30,14 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# esbuild, project-local, for ES-module and TypeScript agents.
-if [[ ! -x tools/node_modules/.bin/esbuild ]]; then
-  echo "deps: installing esbuild into tools/"
-  mkdir -p tools
-  [[ -f tools/package.json ]] || echo '{"name":"chidori-tools","private":true}' > tools/package.json
-  (cd tools && npm install --no-audit --no-fund --silent esbuild@0.24.2)
+# The project-local npm packages (tools/package.json, pinned by
+# tools/package-lock.json): esbuild, for ES-module and TypeScript agents and to
+# bundle the engine's Node/Web surface (engine/node/), and the packages that
+# surface is made of.  Reinstalled when the lock file changes.
+if [[ ! -x tools/node_modules/.bin/esbuild || ! -f tools/node_modules/.package-lock.json ||
+      tools/package-lock.json -nt tools/node_modules/.package-lock.json ]]; then
+  echo "deps: installing the npm packages of tools/package-lock.json into tools/"
+  (cd tools && npm ci --no-audit --no-fund --silent)
 fi
 # The qemu guest that tests cgroup v2 and kernel 6.1 (tests/vm): qemu,
 # busybox-static and Debian's kernel package, cached under tests/vm/.cache.

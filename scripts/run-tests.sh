@@ -58,6 +58,12 @@ if [[ -x $BUILD/vfsrun ]] && compgen -G "tests/js/fs_*.test.js" >/dev/null; then
   js_suite "node:fs tests against the parent's VFS (build/vfsrun)" vfsrun.log "$BUILD"/vfsrun engine/fs.js tests/js/fs_*.test.js
 fi
 
+# The hand-written parts of the Node/Web surface, as bundled (engine/node/build.mjs).
+if [[ -x $BUILD/jsrun && -f $BUILD/gen/node/webEvents.js ]] && compgen -G "tests/js/surface/*.test.js" >/dev/null; then
+  js_suite "Node/Web surface parts (build/gen/node/)" surface.log "$BUILD"/jsrun tests/js/surface/load.js \
+    "$BUILD"/gen/node/webEvents.js "$BUILD"/gen/node/blob.js tests/js/surface/*.test.js
+fi
+
 # Every code block of README.md and docs/*.md, run and compared (docs/README.md).
 if [[ -x tests/docs/run-docs.py ]]; then
   echo "== docs: the code blocks of README.md and docs/*.md (tests/docs/run-docs.py)"

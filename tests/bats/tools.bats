@@ -129,16 +129,16 @@ JS
 module.exports = async () => {
   const a = await chidori.prompt('what is 2+2?', { system: 'terse', temperature: 0 });
   let bad; try { await chidori.prompt('x', { temperature: 7 }); } catch (e) { bad = e.code; }
-  return { a, bad, env: typeof process };
+  return { a, bad, env: JSON.stringify(process.env) };
 };
 JS
   CHIDORI_LLM_BASE_URL="http://127.0.0.1:$P/v1" CHIDORI_LLM_API_KEY=test-key chid run --quiet --journal "$T/j" "$T/p.js"
   assert_status 0
-  assert_stdout '{"a":"echo: what is 2+2?","bad":"options","env":"undefined"}'
+  assert_stdout '{"a":"echo: what is 2+2?","bad":"options","env":"{}"}'
   ! grep -q test-key "$T/j"
   chid replay --quiet "$T/j"
   assert_status 0
-  assert_stdout '{"a":"echo: what is 2+2?","bad":"options","env":"undefined"}'
+  assert_stdout '{"a":"echo: what is 2+2?","bad":"options","env":"{}"}'
   # The provider being reachable for prompts does not open it to fetch().
   agent f.js <<JS
 module.exports = async () => { try { await fetch('http://127.0.0.1:$P/json'); return 'reached'; } catch (e) { return e.cause.code; } };

@@ -570,9 +570,23 @@ test('fs: the path in errors is the one the agent gave', function () {
         var fs = fresh().fs;
         var e = assert.throws(function () { fs.readFileSync('a/../nope'); });
         assert.equal(e.path, 'a/../nope');
-        assert.equal(e.message, "ENOENT: no such file or directory, open 'a/../nope'");
+        assert.equal(e.message.split(' (')[0], "ENOENT: no such file or directory, open 'a/../nope'");
         e = assert.throws(function () { fs.readFileSync(new URL('file:///no%20pe')); });
         assert.equal(e.path, '/no pe');
+        assert.equal(e.message, "ENOENT: no such file or directory, open '/no pe'", 'an absolute path has no hint');
+});
+
+test('fs: a relative path that is not there: the error says how to reach host files', function () {
+        var fs = fresh().fs;
+        var e = assert.throws(function () { fs.readFileSync('data/input.csv', 'utf8'); });
+        assert.equal(e.code, 'ENOENT');
+        assert.equal(e.path, 'data/input.csv');
+        assert.equal(e.message, "ENOENT: no such file or directory, open 'data/input.csv' (node:fs is the run's own " +
+                     'in-memory file system, empty at start; files of the host are reached with ' +
+                     'chidori.workspace.read(path) when the run has --workspace DIR)');
+        return fs.promises.readFile('notes.txt').then(function () { throw new Error('resolved'); }, function (e2) {
+                assert.ok(/chidori\.workspace\.read/.test(e2.message), e2.message);
+        });
 });
 
 test('fs: an error that is not an fs error (a policy refusal) passes unchanged', function () {

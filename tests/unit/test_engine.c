@@ -923,6 +923,36 @@ static void test_require(void **state)
                      "true,true,\"undefined\",\"undefined\"]");
 }
 
+/* The Node/Web surface is evaluated on first touch only: a run that uses
+ * process, setImmediate, navigator and require('fs') evaluates no part of
+ * it (process.js and fs.js only); one that reads Buffer or requires
+ * node:path evaluates a part; one that touches nothing evaluates nothing. */
+static void test_surface_lazy(void **state)
+{
+        (void)state;
+        engine_modules_loaded = 0;
+        check_value("function main() {\n"
+                     "  const d = Object.getOwnPropertyDescriptor(globalThis, 'Buffer');\n"
+                     "  return [typeof process.env, typeof process.nextTick, typeof setImmediate, navigator.hardwareConcurrency,\n"
+                     "          typeof d.get, 'ReadableStream' in globalThis, typeof require('fs').readFileSync];\n"
+                     "}",
+                     NULL, "[\"object\",\"function\",\"function\",1,\"function\",true,\"function\"]");
+        assert_int_equal(engine_modules_loaded, ENGINE_MOD_FS | ENGINE_MOD_PROCESS);
+        engine_modules_loaded = 0;
+        check_value("function main() { return [typeof setImmediate, typeof navigator]; }", NULL,
+                    "[\"function\",\"object\"]");
+        assert_int_equal(engine_modules_loaded, 0);
+        engine_modules_loaded = 0;
+        check_value("function main() { return Buffer.from('hi').toString('hex'); }", NULL, "\"6869\"");
+        assert_int_equal(engine_modules_loaded, ENGINE_MOD_NODE);
+        engine_modules_loaded = 0;
+        check_value("function main() { return require('node:path').join('a', 'b'); }", NULL, "\"a/b\"");
+        assert_int_equal(engine_modules_loaded, ENGINE_MOD_NODE);
+        engine_modules_loaded = 0;
+        check_value("function main() { return typeof fetch; }", NULL, "\"function\"");
+        assert_int_equal(engine_modules_loaded, ENGINE_MOD_FETCH);
+}
+
 static void test_console_format(void **state)
 {
         (void)state;
@@ -1240,6 +1270,7 @@ int main(void)
                 cmocka_unit_test(test_deep_recursion),
                 cmocka_unit_test(test_string_doubling),
                 cmocka_unit_test(test_require),
+                cmocka_unit_test(test_surface_lazy),
                 cmocka_unit_test(test_console_format),
                 cmocka_unit_test(test_call_ordering),
                 cmocka_unit_test(test_globals_hidden),
