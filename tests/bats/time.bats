@@ -219,3 +219,86 @@ JS
   assert_status 0
   assert_stdout 'true'
 }
+
+@test "a streamed body is read piece by piece as it arrives: each chunk is read before the server sends the next" {
+  agent a.js <<JS
+module.exports = async () => {
+  const r = await fetch("http://127.0.0.1:$P/gated?n=3&tag=piece");
+  const reader = r.body.getReader(), dec = new TextDecoder(), seen = [];
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    seen.push(dec.decode(value));
+    // The server sends the next chunk only once this one has been read.
+    if (seen.length < 3) await (await fetch("http://127.0.0.1:$P/release?tag=piece")).text();
+  }
+  return seen;
+};
+JS
+  chid run --quiet --allow-host 127.0.0.1 --journal "$T/j.jsonl" "$T/a.js"
+  assert_status 0
+  assert_stdout '["chunk 0\n","chunk 1\n","chunk 2\n"]'
+  wait_log "gated piece: released after chunk 0"
+  wait_log "gated piece: released after chunk 1"
+  ! grep -q "gated piece: not released" "$SRVDIR/log"
+  grep -q '"op":"http.read","args":{"stream":1},"ok":true,"value":{"data_base64":"Y2h1bmsgMAo="}' "$T/j.jsonl"
+  chid replay --quiet "$T/j.jsonl"
+  assert_status 0
+  assert_stdout '["chunk 0\n","chunk 1\n","chunk 2\n"]'
+}
+
+@test "text(), json() and arrayBuffer() read a streamed body to its end" {
+  agent a.js <<JS
+module.exports = async () => {
+  const text = await (await fetch("http://127.0.0.1:$P/chunks?n=3&ms=50&tag=whole")).text();
+  const json = await (await fetch("http://127.0.0.1:$P/json")).json();
+  const buf = await (await fetch("http://127.0.0.1:$P/bytes?n=3000000")).arrayBuffer();
+  const u = new Uint8Array(buf);
+  let ok = u.length === 3000000;
+  for (let i = 0; ok && i < u.length; i += 997) ok = u[i] === i % 251;
+  return { text, name: json.name, ok };
+};
+JS
+  chid run --quiet --allow-host 127.0.0.1 --journal "$T/j.jsonl" "$T/a.js"
+  assert_status 0
+  assert_stdout '{"text":"chunk 0\nchunk 1\nchunk 2\n","name":"chidori","ok":true}'
+  # 3 MB through a 1 MiB buffer per stream: several reads.
+  (( $(grep -c '"op":"http.read"' "$T/j.jsonl") >= 6 ))
+  chid replay --quiet "$T/j.jsonl"
+  assert_status 0
+  assert_stdout '{"text":"chunk 0\nchunk 1\nchunk 2\n","name":"chidori","ok":true}'
+}
+
+@test "aborting a streamed body after its head: the read rejects with AbortError and the connection closes" {
+  agent a.js <<JS
+module.exports = async () => {
+  const c = new AbortController();
+  const r = await fetch("http://127.0.0.1:$P/stall?ms=15000&tag=bodyabort", { signal: c.signal });
+  setTimeout(() => c.abort(), 200);
+  try { await r.text(); return "not aborted"; } catch (e) { return [r.status, e.name]; }
+};
+JS
+  chid run --quiet --allow-host 127.0.0.1 --journal "$T/j.jsonl" "$T/a.js"
+  assert_status 0
+  assert_stdout '[200,"AbortError"]'
+  wait_log "stall bodyabort: closed by the client"
+  grep -q '"op":"http.close","args":{"stream":1}' "$T/j.jsonl"
+  chid replay --quiet "$T/j.jsonl"
+  assert_status 0
+  assert_stdout '[200,"AbortError"]'
+}
+
+@test "cancelling a body's stream closes the connection" {
+  agent a.js <<JS
+module.exports = async () => {
+  const r = await fetch("http://127.0.0.1:$P/stall?ms=15000&tag=bodycancel");
+  await r.body.cancel();
+  await new Promise((res) => setTimeout(res, 100));
+  return r.bodyUsed;
+};
+JS
+  chid run --quiet --allow-host 127.0.0.1 "$T/a.js"
+  assert_status 0
+  assert_stdout 'true'
+  wait_log "stall bodycancel: closed by the client"
+}
