@@ -282,7 +282,8 @@ struct session_sink {
          * worker's stderr line with tag "[worker] "). */
         void (*note)(void *arg, struct session *s, const char *tag, const char *msg, size_t len);
         /* A call was decided: op, and "allow" | "deny" | "pending" |
-         * "replayed" (never args or bodies). */
+         * "replayed" (never args or bodies); "cancelled" when call.cancel
+         * withdrew it (a parked approval, an input wait) or stopped it. */
         void (*call)(void *arg, struct session *s, int64_t id, const char *op, const char *decision);
         /* A parked call needs an answer: session_approve later (or now). */
         void (*approval)(void *arg, struct session *s, const struct session_approval *a);
