@@ -125,6 +125,16 @@ int effect_http(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, st
 static int chunk_answer(struct broker *b, struct http_chunk *c, cJSON **value, cJSON **error)
 {
         *value = *error = NULL;
+        if (c->err && err_code(c->err) == HTTP_E_LIMIT) {
+                /* --max-queue, as for a whole body (on_done) */
+                char text[256];
+                broker_limit_text(b, LIMIT_HTTP, text, sizeof(text));
+                broker_limit_report(b, LIMIT_HTTP, NULL);
+                *error = broker_error_obj("Error", text, "ELIMIT");
+                err_free(c->err);
+                c->err = NULL;
+                return 0;
+        }
         if (c->err) {
                 *error = broker_error_obj("Error", err_msg(c->err), b->net->http_error_name(err_code(c->err)));
                 err_free(c->err);
@@ -182,13 +192,20 @@ int effect_http_read(struct broker *b, int64_t id, const cJSON *args, cJSON **re
         int r = b->net->http_read(b->http, stream, (uint64_t)id, on_read, b, &c, err);
         if (r != 0)
                 return r;
+        if (c.err) {
+                /* The body broke off: its code (timeout, too_big, ...) for the agent. */
+                if (err_code(c.err) == HTTP_E_LIMIT) {
+                        err_free(c.err);
+                        return broker_limit_fail(b, LIMIT_HTTP, err);
+                }
+                *err = c.err;
+                return -1;
+        }
         cJSON *error = NULL;
         chunk_answer(b, &c, ret, &error);
         if (error) {
-                const cJSON *m = cJSON_GetObjectItemCaseSensitive(error, "message");
-                err_set(err, 0, "%s", cJSON_IsString(m) ? m->valuestring : "http.read failed");
                 cJSON_Delete(error);
-                return -1;
+                return err_set(err, ENOMEM, "http.read");
         }
         return 0;
 }

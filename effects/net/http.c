@@ -95,6 +95,7 @@ struct xfer {
 };
 
 static void stream_feed(struct xfer *t);
+static void stream_trim(struct xfer *t);
 static void head_out(struct xfer *t);
 static bool is_redirect(long status);
 
@@ -774,10 +775,12 @@ static void finish(struct xfer *t, CURLcode rc)
         struct http_engine *e = t->e;
         curl_multi_remove_handle(e->multi, t->easy);
         if (t->head_sent) {
-                /* A stream: what is buffered stays for its reads. */
+                /* A stream: what is buffered stays for its reads, and
+                 * nothing else (a body nobody reads holds only its bytes). */
                 if (rc != CURLE_OK)
                         t->end_err = transfer_error(t, rc);
                 t->ended = true;
+                stream_trim(t);
                 xfer_unlink(t);
                 t->next = e->ended;
                 if (e->ended)
@@ -831,6 +834,37 @@ static void finish(struct xfer *t, CURLcode rc)
 }
 
 /* ---- streamed bodies ---- */
+
+/* A stream whose transfer is over keeps its buffered bytes only: the easy
+ * handle, the request and the head go, the buffer shrinks to its bytes. */
+static void stream_trim(struct xfer *t)
+{
+        struct http_response *r = &t->res;
+        curl_easy_cleanup(t->easy);
+        t->easy = NULL;
+        curl_slist_free_all(t->slist);
+        t->slist = NULL;
+        free(t->body);
+        t->body = NULL;
+        t->body_len = 0;
+        headers_free(t->hdrs, t->nhdrs);
+        t->hdrs = NULL;
+        t->nhdrs = 0;
+        headers_free(r->headers, r->nheaders);
+        r->headers = NULL;
+        r->nheaders = 0;
+        if (t->body_cap > r->body_len) {
+                unsigned char *nb = NULL;
+                if (r->body_len == 0)
+                        free(r->body);
+                else if (!(nb = realloc(r->body, r->body_len)))
+                        return;
+                r->body = nb;
+                if (t->e->cfg.inflight)
+                        *t->e->cfg.inflight -= t->body_cap - r->body_len;
+                t->body_cap = r->body_len;
+        }
+}
 
 /* The head of a stream, through done; the transfer goes on. */
 static void head_out(struct xfer *t)
