@@ -302,3 +302,24 @@ JS
   assert_stdout 'true'
   wait_log "stall bodycancel: closed by the client"
 }
+
+@test "server-sent events through TextDecoderStream arrive event by event" {
+  agent a.js <<JS
+module.exports = async () => {
+  const r = await fetch("http://127.0.0.1:$P/gated?n=3&tag=sse");
+  const reader = r.body.pipeThrough(new TextDecoderStream()).getReader(), events = [];
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    events.push(value.trim());
+    if (events.length < 3) await (await fetch("http://127.0.0.1:$P/release?tag=sse")).text();
+  }
+  return events;
+};
+JS
+  chid run --quiet --allow-host 127.0.0.1 "$T/a.js"
+  assert_status 0
+  assert_stdout '["chunk 0","chunk 1","chunk 2"]'
+  wait_log "gated sse: released after chunk 1"
+  ! grep -q "gated sse: not released" "$SRVDIR/log"
+}
