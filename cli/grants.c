@@ -361,6 +361,8 @@ static int nested_argv(const struct grants_opts *o, const struct nested_src *ns,
                 strv_addf(a, "--cgroup-parent=%s", sb->cgroup_parent);
         if (sb->tz)
                 strv_addf(a, "--tz=%s", sb->tz); /* the callee sees the caller's zone */
+        if (ns->virtual_time)
+                strv_addf(a, "--virtual-time"); /* the callee's clock is the caller's */
         if (ns->lim) {
                 /* The parent's limits: the nested run's launcher is a parent too. */
                 const struct session_limits *l = ns->lim;
@@ -371,6 +373,7 @@ static int nested_argv(const struct grants_opts *o, const struct nested_src *ns,
                 strv_addf(a, "--max-vfs=%llu", (unsigned long long)l->max_vfs);
                 strv_addf(a, "--max-memory-store=%llu", (unsigned long long)l->max_memory_store);
                 strv_addf(a, "--max-workspace-write=%llu", (unsigned long long)l->max_workspace_write);
+                strv_addf(a, "--max-timers=%llu", (unsigned long long)l->max_timers);
         }
         _cleanup_free_ char *ws = o->workspace_dir ? abs_from(cwd, o->workspace_dir) : NULL;
         _cleanup_free_ char *tools = o->tools_file ? abs_from(cwd, o->tools_file) : NULL;

@@ -71,6 +71,7 @@ struct nested_src {
         const char *state_dir;
         const char *agent_path;        /* the caller's agent: its folder bounds the callees */
         const struct session_limits *lim; /* the parent's limits (cli/bounds.h), or NULL */
+        bool virtual_time;             /* --virtual-time: nested runs too */
 };
 
 enum {
