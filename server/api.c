@@ -4,7 +4,7 @@
  * echoed unescaped. */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
-#include <microhttpd.h>
+#include "server/mhd.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -9,7 +9,7 @@
  * body over --max-body is answered 413 without being buffered. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <microhttpd.h>
+#include "server/mhd.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,6 +231,8 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 
 int server_new(struct evloop *loop, const struct server_config *cfg, struct server **ret, struct err **err)
 {
+        if (mhd_load(err) < 0)
+                return -1;
         struct server *srv = calloc(1, sizeof(*srv));
         if (!srv)
                 return err_set(err, ENOMEM, "server");

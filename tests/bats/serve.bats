@@ -606,3 +606,11 @@ wait_status() {
   [[ $(jq -r .status <<<"$body") == failed ]]
   assert_body_has "interrupted by server restart"
 }
+
+@test "serve: libmicrohttpd (and the GnuTLS it brings) is loaded only by serve, not at every start" {
+  run ldd "$CHIDORI"
+  [[ $status -eq 0 && $output != *microhttpd* && $output != *gnutls* ]] || { echo "$output"; return 1; }
+  # serve itself loads it: its help works, and a server answers (the tests above).
+  chid serve --help
+  assert_status 0
+}
