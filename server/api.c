@@ -239,6 +239,7 @@ static void route_metrics(struct server *srv, struct http_req *r)
 }
 
 static bool is_get(const char *m);
+static bool settled(const char *status);
 static void method_not_allowed(struct http_req *r, const char *allow);
 
 /* ---- the session routes ---- */
@@ -254,7 +255,7 @@ static void store_error(struct http_req *r, const struct err *e)
 }
 
 /* The session's JSON (docs/serve.md, "Session"). */
-static cJSON *session_json(const struct store_session *s)
+cJSON *api_session_json(const struct store_session *s)
 {
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "id", s->id);
@@ -276,6 +277,17 @@ static cJSON *session_json(const struct store_session *s)
         }
         if (s->exit >= 0)
                 cJSON_AddNumberToObject(j, "exit", s->exit);
+        if (s->pending && settled(s->status)) {
+                /* {"approval": {...}} or {"input": {...}} */
+                cJSON *p = cJSON_Parse(s->pending);
+                const cJSON *a = cJSON_GetObjectItemCaseSensitive(p, "approval");
+                const cJSON *in = cJSON_GetObjectItemCaseSensitive(p, "input");
+                if (a && strcmp(s->status, "awaitingapproval") == 0)
+                        cJSON_AddItemToObject(j, "pending_approval", cJSON_Duplicate(a, 1));
+                if (in && strcmp(s->status, "awaitinginput") == 0)
+                        cJSON_AddItemToObject(j, "pending_input", cJSON_Duplicate(in, 1));
+                cJSON_Delete(p);
+        }
         if (s->stats) {
                 cJSON *st = cJSON_Parse(s->stats);
                 if (st)
@@ -307,7 +319,7 @@ static void reply_session(struct server *srv, struct http_req *r, const char *id
         char loc[64];
         snprintf(loc, sizeof(loc), "/sessions/%s", id);
         const char *const h[] = { "Location", loc, NULL };
-        reply_json(r, code, session_json(&s), location ? h : NULL);
+        reply_json(r, code, api_session_json(&s), location ? h : NULL);
         store_session_clear(&s);
 }
 
@@ -495,7 +507,9 @@ static int wait_fields(struct http_req *r, const cJSON *doc, bool dflt, bool *re
         return 0;
 }
 
-static void route_create(struct server *srv, struct http_req *r)
+/* POST /sessions, and POST /sessions/stream (`stream`: the answer is the
+ * session's events from its creation until it settles). */
+static void route_create(struct server *srv, struct http_req *r, bool stream)
 {
         static const char *const known[] = { "input", "policy_profile", "policyProfile", "wait", "wait_ms", NULL };
         static const char *const raw[] = { "input", NULL };
@@ -544,7 +558,10 @@ static void route_create(struct server *srv, struct http_req *r)
                         goto out;
                 }
                 if (rc == 0) { /* a repeat: the first session, as it is now */
-                        reply_session(srv, r, idem_id, 200, true);
+                        if (stream)
+                                events_stream(srv, r, idem_id, 0, 200);
+                        else
+                                reply_session(srv, r, idem_id, 200, true);
                         goto out;
                 }
         }
@@ -583,6 +600,10 @@ static void route_create(struct server *srv, struct http_req *r)
                 goto out;
         }
         profile = NULL;
+        if (stream) {
+                events_stream(srv, r, id, 0, 201);
+                goto out;
+        }
         if (!wait) {
                 reply_session(srv, r, id, 202, true);
                 goto out;
@@ -617,7 +638,7 @@ static int list_one(void *arg, const struct store_session *s)
                 c->more = true;
                 return 1;
         }
-        cJSON_AddItemToArray(c->arr, session_json(s));
+        cJSON_AddItemToArray(c->arr, api_session_json(s));
         snprintf(c->last, sizeof(c->last), "%s", s->id);
         c->n++;
         return 0;
@@ -733,6 +754,20 @@ static void route_delete(struct server *srv, struct http_req *r, const struct st
         http_reply(r, 204, NULL, "", 0, NULL);
 }
 
+/* GET /sessions/ID/events: SSE; Last-Event-ID resumes after that event. */
+static void route_events(struct server *srv, struct http_req *r, const struct store_session *s)
+{
+        const char *last = http_header(r, "Last-Event-ID");
+        long after = 0;
+        char q[128];
+        if (last && parse_nonneg(last, &after) < 0) {
+                api_error(r, API_INVALID_FIELD, "the Last-Event-ID header '%s' is not an event id (a number)",
+                          text_quote(last, strnlen(last, 64), q, sizeof(q)));
+                return;
+        }
+        events_stream(srv, r, s->id, (uint64_t)after, 200);
+}
+
 static void route_sessions(struct server *srv, struct http_req *r)
 {
         const char *url = r->url;
@@ -740,7 +775,7 @@ static void route_sessions(struct server *srv, struct http_req *r)
         bool post = strcmp(m, MHD_HTTP_METHOD_POST) == 0;
         if (strcmp(url, "/sessions") == 0) {
                 if (post)
-                        route_create(srv, r);
+                        route_create(srv, r, false);
                 else if (is_get(m))
                         route_list(srv, r);
                 else
@@ -751,7 +786,7 @@ static void route_sessions(struct server *srv, struct http_req *r)
                 if (!post)
                         method_not_allowed(r, "POST");
                 else
-                        api_error(r, API_NOT_IMPLEMENTED, "POST /sessions/stream is not served by this build yet");
+                        route_create(srv, r, true);
                 return;
         }
         /* /sessions/ID or /sessions/ID/ACTION */
@@ -791,13 +826,15 @@ static void route_sessions(struct server *srv, struct http_req *r)
         if (visible(srv, r, id, &s) < 0)
                 return;
         if (!*action && get)
-                reply_json(r, 200, session_json(&s), NULL);
+                reply_json(r, 200, api_session_json(&s), NULL);
         else if (!*action)
                 route_delete(srv, r, &s);
         else if (strcmp(action, "journal") == 0)
                 route_journal(srv, r, s.id);
         else if (strcmp(action, "cancel") == 0)
                 route_cancel(srv, r, &s);
+        else if (strcmp(action, "events") == 0)
+                route_events(srv, r, &s);
         else
                 api_error(r, API_NOT_IMPLEMENTED, "%s %s is not served by this build yet", m, url);
         store_session_clear(&s);

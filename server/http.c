@@ -128,6 +128,12 @@ static void on_resumed(struct evloop *loop, void *arg)
         mhd_drive(srv);
 }
 
+void http_kick(struct server *srv)
+{
+        if (!srv->run_deferred && evloop_defer(srv->loop, on_resumed, srv, NULL) == 0)
+                srv->run_deferred = true;
+}
+
 /* MHD without a thread of its own has no wake-up pipe: a resumed
  * connection is processed by the next MHD_run, which we call at the start
  * of the next turn. */
@@ -278,6 +284,7 @@ void server_free(struct server *srv)
         /* Waiting requests are answered (503), sessions cancelled. */
         waiters_free_all(srv);
         sessions_free_all(srv);
+        events_free_all(srv);
         if (srv->mhd)
                 MHD_run(srv->mhd);
         evloop_defer_cancel(srv->loop, on_resumed, srv);

@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 struct policy;
+struct store_session;
 
 struct MHD_Connection;
 struct MHD_Daemon;
@@ -120,6 +121,7 @@ struct server {
         bool run_deferred;        /* MHD_run is queued for a resumed connection */
         unsigned running, queued;
         struct waiter *waiters;
+        struct stream *streams;   /* open SSE answers */
 };
 
 /* ---- http.c ---- */
@@ -133,6 +135,21 @@ int http_reply(struct http_req *r, unsigned status, const char *ctype, const cha
 
 void http_suspend(struct http_req *r);
 void http_resume(struct http_req *r);
+/* Run MHD at the start of the next turn (a connection was resumed). */
+void http_kick(struct server *srv);
+
+/* ---- events.c: the session events and their SSE streams ---- */
+struct stream;
+/* Record event `event` of session id (data consumed) and send it to the
+ * session's open streams.  `batch`: it may wait for the next commit. */
+void events_emit(struct server *srv, const char *id, const char *event, cJSON *data, bool batch);
+/* The session settled: its streams end once what they hold is sent. */
+void events_settled(struct server *srv, const char *id);
+/* Answer r with the SSE stream of session id: the events after `after`,
+ * then live ones until it settles.  `status` 200 or 201 (with Location). */
+void events_stream(struct server *srv, struct http_req *r, const char *id, uint64_t after, unsigned status);
+/* The server stops: every stream ends. */
+void events_free_all(struct server *srv);
 
 /* ---- sessions.c ---- */
 void sessions_make_id(char out[SESSION_ID_LEN + 1]);
@@ -153,6 +170,9 @@ void waiters_wake(struct server *srv, const char *id);
 /* Wait (suspended) for session id to settle, at most ms; then answer. */
 int waiters_add(struct server *srv, struct http_req *r, const char *id, long ms, unsigned settled_code);
 void waiters_free_all(struct server *srv);
+
+/* The session's JSON (docs/serve.md, "The session"). */
+cJSON *api_session_json(const struct store_session *s);
 
 /* The request is complete (or too large): answer it. */
 void api_handle(struct server *srv, struct http_req *r);

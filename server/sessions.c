@@ -205,6 +205,20 @@ struct live *sessions_find(struct server *srv, const char *id)
         return NULL;
 }
 
+/* The event `event` carrying the session's JSON as it is now; a settled
+ * session's streams end with it. */
+static void emit_session(struct server *srv, const char *id, const char *event)
+{
+        struct store_session rec = { 0 };
+        if (store_session_get(srv->store, id, &rec, NULL) != 0)
+                return;
+        bool settled = strcmp(rec.status, "queued") != 0 && strcmp(rec.status, "running") != 0;
+        events_emit(srv, id, event, api_session_json(&rec), false);
+        store_session_clear(&rec);
+        if (settled)
+                events_settled(srv, id);
+}
+
 static void set_status(struct live *l, enum sess_status st)
 {
         if (l->deleted)
@@ -213,7 +227,9 @@ static void set_status(struct live *l, enum sess_status st)
         if (store_session_update(l->srv->store, l->id, sess_status_name(st), NULL, NULL, -1, NULL, &err) < 0) {
                 fprintf(stderr, "chidori: serve: session %s: %s\n", l->id, err_msg(err));
                 err_free(err);
+                return;
         }
+        emit_session(l->srv, l->id, "status");
 }
 
 static void start_queued(struct server *srv);
@@ -304,6 +320,7 @@ static void sink_ended(void *arg, struct session *s)
                 free(result);
                 free(error);
                 free(stats_text);
+                emit_session(srv, l->id, "done");
         }
         live_unlink(srv, l);
         waiters_wake(srv, l->id);
@@ -320,11 +337,35 @@ static void sink_status(void *arg, struct session *s, enum session_state st)
         }
 }
 
+/* The agent's log and console lines: event `log` {level, message}. */
+static void sink_log(void *arg, struct session *s, const char *tag, const char *msg, size_t len)
+{
+        (void)s;
+        struct live *l = arg;
+        if (l->deleted)
+                return;
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddStringToObject(d, "level", tag && strstr(tag, ":warn") ? "warn" : "info");
+        char *m = strndup(msg, len);
+        cJSON_AddStringToObject(d, "message", m ? m : "");
+        free(m);
+        events_emit(l->srv, l->id, "log", d, true);
+}
+
 static void sink_call(void *arg, struct session *s, int64_t id, const char *op, const char *decision)
 {
-        (void)s, (void)id;
+        (void)s;
         struct live *l = arg;
         struct server_stats *st = &l->srv->stats;
+        /* A call answered from the journal during a resume was sent when it
+         * was made; a log call is its `log` event. */
+        if (!l->deleted && strcmp(decision, "replayed") != 0 && strcmp(op, "log") != 0) {
+                cJSON *d = cJSON_CreateObject();
+                cJSON_AddNumberToObject(d, "id", (double)id);
+                cJSON_AddStringToObject(d, "op", op);
+                cJSON_AddStringToObject(d, "decision", decision);
+                events_emit(l->srv, l->id, "call", d, true);
+        }
         for (size_t i = 0; i < st->n_effects; i++)
                 if (strcmp(st->effects[i].op, op) == 0 && strcmp(st->effects[i].decision, decision) == 0) {
                         st->effects[i].n++;
@@ -366,7 +407,7 @@ static int live_start(struct live *l, struct err **err)
                 .layers = l->profile ? l->profile_layers : NULL,
         };
         l->sink = (struct session_sink){
-                .call = sink_call, .status = sink_status, .ended = sink_ended, .arg = l,
+                .log = sink_log, .call = sink_call, .status = sink_status, .ended = sink_ended, .arg = l,
         };
         if (run->boxes_new(run->boxes_arg, l->id, &l->boxes, &l->boxes_handle, err) < 0)
                 return -1;
@@ -414,6 +455,7 @@ static void live_fail(struct live *l, const char *why)
                 cJSON_Delete(e);
                 store_session_update(srv->store, l->id, "failed", NULL, text, 70, NULL, NULL);
                 free(text);
+                emit_session(srv, l->id, "done");
         }
         srv->stats.runs[RUN_SERVER]++;
         live_unlink(srv, l);
@@ -484,6 +526,8 @@ int sessions_cancel(struct server *srv, struct live *l, const char *why)
                         store_session_update(srv->store, l->id, "cancelled", NULL,
                                              "{\"name\":\"Cancelled\",\"message\":\"cancelled before it started\"}",
                                              130, NULL, NULL);
+                if (!l->deleted)
+                        emit_session(srv, l->id, "done");
                 srv->stats.runs[RUN_CANCELLED]++;
                 live_unlink(srv, l);
                 waiters_wake(srv, l->id);

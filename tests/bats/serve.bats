@@ -5,70 +5,7 @@
 
 load helpers
 
-SERVER_PID=
-
-teardown() {
-  stop_server
-  rm -rf "$T"
-}
-
-# start_server [OPTIONS...]: serves $T/agent.js; sets SERVER_PID, URL (or
-# SOCK for unix:), waits (bounded) for the Listening: line.
-start_server() {
-  [[ -f $T/agent.js ]] || echo 'export default async (input) => ({ echo: input })' >"$T/agent.js"
-  "$CHIDORI" serve "$T/agent.js" "$@" >"$T/server.out" 2>"$T/server.err" </dev/null &
-  SERVER_PID=$!
-  local i
-  for ((i = 0; i < 200; i++)); do
-    if grep -q '^Listening: ' "$T/server.err"; then
-      URL=$(sed -n 's/^Listening: \(http:.*\)$/\1/p' "$T/server.err")
-      return 0
-    fi
-    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-      echo "server exited early:"; cat "$T/server.err"; SERVER_PID=; return 1
-    fi
-    sleep 0.05
-  done
-  echo "no Listening: line after 10 s:"; cat "$T/server.err"; return 1
-}
-
-stop_server() {
-  if [[ -n $SERVER_PID ]]; then
-    kill -TERM "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-    SERVER_PID=
-  fi
-}
-
-# req ARGS...: curl, setting $code (HTTP status), $body, $headers.
-req() {
-  local out
-  out=$(curl -sS -D "$T/.h" -o "$T/.b" -w '%{http_code}' --max-time 20 "$@") || true
-  code=$out
-  body=$(cat "$T/.b" 2>/dev/null || true)
-  headers=$(tr -d '\r' <"$T/.h" 2>/dev/null || true)
-}
-
-assert_code() {
-  if [[ $code != "$1" ]]; then
-    echo "expected HTTP $1, got $code"; echo "headers: $headers"; echo "body: $body"; return 1
-  fi
-}
-
-assert_body_has() {
-  if [[ $body != *"$1"* ]]; then
-    echo "expected the body to contain: $1"; echo "body: $body"; return 1
-  fi
-}
-
-assert_error_code() { # CODE: {"error": {"code": CODE, "message": ...}}
-  local got
-  got=$(jq -r '.error.code' <<<"$body")
-  if [[ $got != "$1" ]]; then
-    echo "expected error code $1, got $got"; echo "body: $body"; return 1
-  fi
-  [[ $(jq -r '.error.message | length > 0' <<<"$body") == true ]] || { echo "no message: $body"; return 1; }
-}
+load serve-helpers
 
 @test "serve: --help names the listen, token and limit options" {
   chid serve --help
@@ -305,17 +242,6 @@ print("closed" if s.recv(100) == b"" else "answered")
 }
 
 # ---- sessions (step 2: real boxed runs through the session engine) ----
-
-# wait_status ID STATUS: poll GET /sessions/ID until its status is STATUS (bounded: 60 s).
-wait_status() {
-  local i
-  for ((i = 0; i < 300; i++)); do
-    req "$URL/sessions/$1" "${@:3}"
-    [[ $(jq -r .status <<<"$body" 2>/dev/null) == "$2" ]] && return 0
-    sleep 0.2
-  done
-  echo "session $1 never reached $2: $body"; return 1
-}
 
 @test "serve sessions: POST /sessions runs the agent in a box and answers 201 once it settled, input as written" {
   echo 'export default async (input) => ({ echo: input, text: JSON.stringify(input) })' >"$T/agent.js"
@@ -572,10 +498,6 @@ wait_status() {
     assert_code 501
     assert_error_code not_implemented
   done
-  req "$URL/sessions/$id/events"
-  assert_code 501
-  req -X POST "$URL/sessions/stream"
-  assert_code 501
 }
 
 @test "serve sessions: a damaged state database is refused at start, naming the file" {
