@@ -282,8 +282,11 @@ cJSON *api_session_json(const struct store_session *s)
                 cJSON *p = cJSON_Parse(s->pending);
                 const cJSON *a = cJSON_GetObjectItemCaseSensitive(p, "approval");
                 const cJSON *in = cJSON_GetObjectItemCaseSensitive(p, "input");
-                if (a && strcmp(s->status, "awaitingapproval") == 0)
-                        cJSON_AddItemToObject(j, "pending_approval", cJSON_Duplicate(a, 1));
+                if (a && strcmp(s->status, "awaitingapproval") == 0) {
+                        cJSON *c = cJSON_Duplicate(a, 1);
+                        cJSON_DeleteItemFromObjectCaseSensitive(c, "args_text"); /* internal: the decision's key */
+                        cJSON_AddItemToObject(j, "pending_approval", c);
+                }
                 if (in && strcmp(s->status, "awaitinginput") == 0)
                         cJSON_AddItemToObject(j, "pending_input", cJSON_Duplicate(in, 1));
                 cJSON_Delete(p);
@@ -754,6 +757,126 @@ static void route_delete(struct server *srv, struct http_req *r, const struct st
         http_reply(r, 204, NULL, "", 0, NULL);
 }
 
+/* The answer of approve / input: the session resumed, waiting like create. */
+static void answer_resumed(struct server *srv, struct http_req *r, const char *id, bool wait, long wait_ms)
+{
+        struct store_session now = { 0 };
+        if (!wait || (store_session_get(srv->store, id, &now, NULL) == 0 && settled(now.status))) {
+                store_session_clear(&now);
+                reply_session(srv, r, id, 200, false);
+                return;
+        }
+        store_session_clear(&now);
+        if (waiters_add(srv, r, id, wait_ms, 200) < 0)
+                reply_session(srv, r, id, 200, false);
+}
+
+/* Can a paused session be resumed now?  No: answered (503, 429). */
+static bool can_resume(struct server *srv, struct http_req *r)
+{
+        if (srv->draining) {
+                api_error(r, API_DRAINING, "the server is draining (SIGTERM): it resumes no session");
+                return false;
+        }
+        if (!sessions_can_queue(srv)) {
+                const char *const h[] = { "Retry-After", "1", NULL };
+                api_error_hdr(r, API_QUEUE_FULL, h,
+                              "%u sessions run and %u wait (--max-running, --max-queued): retry later", srv->running,
+                              srv->queued);
+                return false;
+        }
+        return true;
+}
+
+/* POST /sessions/ID/approve {decision, approval_id?, wait?, wait_ms?} */
+static void route_approve(struct server *srv, struct http_req *r, const struct store_session *s)
+{
+        static const char *const known[] = { "decision", "approval_id", "wait", "wait_ms", NULL };
+        cJSON *doc = parse_body(r, known, NULL);
+        if (!doc)
+                return;
+        cJSON *pending = NULL;
+        bool wait;
+        long wait_ms;
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(doc, "decision");
+        const cJSON *aid = cJSON_GetObjectItemCaseSensitive(doc, "approval_id");
+        if (!cJSON_IsString(d) || (strcmp(d->valuestring, "allow") != 0 && strcmp(d->valuestring, "deny") != 0)) {
+                api_error(r, API_INVALID_FIELD, "field 'decision' must be \"allow\" or \"deny\"");
+                goto out;
+        }
+        if (aid && (!cJSON_IsNumber(aid) || aid->valuedouble < 0 || aid->valuedouble != (double)(long long)aid->valuedouble)) {
+                api_error(r, API_INVALID_FIELD, "field 'approval_id' must be the id of the pending approval (an integer)");
+                goto out;
+        }
+        if (wait_fields(r, doc, true, &wait, &wait_ms) < 0)
+                goto out;
+        pending = s->pending ? cJSON_Parse(s->pending) : NULL;
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(pending, "approval");
+        const cJSON *pid = cJSON_GetObjectItemCaseSensitive(a, "id");
+        if (strcmp(s->status, "awaitingapproval") != 0 || !cJSON_IsNumber(pid)) {
+                api_error(r, API_CONFLICT, "session %s has no pending approval (it is %s)", s->id, s->status);
+                goto out;
+        }
+        if (aid && aid->valuedouble != pid->valuedouble) {
+                api_error(r, API_CONFLICT, "approval %lld is not the pending one of session %s (%lld is)",
+                          (long long)aid->valuedouble, s->id, (long long)pid->valuedouble);
+                goto out;
+        }
+        if (!can_resume(srv, r))
+                goto out;
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(a, "target");
+        const cJSON *at = cJSON_GetObjectItemCaseSensitive(a, "args_text");
+        cJSON *dec = cJSON_CreateObject();
+        cJSON_AddStringToObject(dec, "target", cJSON_IsString(t) ? t->valuestring : "");
+        cJSON_AddStringToObject(dec, "args", cJSON_IsString(at) ? at->valuestring : "{}");
+        cJSON_AddBoolToObject(dec, "allow", strcmp(d->valuestring, "allow") == 0);
+        cJSON_AddStringToObject(dec, "who", r->tenant);
+        struct err *err = NULL;
+        if (sessions_resume(srv, s->id, dec, NULL, &err) < 0) {
+                store_error(r, err);
+                err_free(err);
+                goto out;
+        }
+        answer_resumed(srv, r, s->id, wait, wait_ms);
+out:
+        cJSON_Delete(pending);
+        cJSON_Delete(doc);
+}
+
+/* POST /sessions/ID/input {value, wait?, wait_ms?} */
+static void route_input(struct server *srv, struct http_req *r, const struct store_session *s)
+{
+        static const char *const known[] = { "value", "wait", "wait_ms", NULL };
+        static const char *const raw[] = { "value", NULL };
+        cJSON *doc = parse_body(r, known, raw);
+        if (!doc)
+                return;
+        bool wait;
+        long wait_ms;
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, "value");
+        if (!v) {
+                api_error(r, API_INVALID_FIELD, "field 'value' is missing: the answer to the agent's input()");
+                goto out;
+        }
+        if (wait_fields(r, doc, true, &wait, &wait_ms) < 0)
+                goto out;
+        if (strcmp(s->status, "awaitinginput") != 0) {
+                api_error(r, API_CONFLICT, "session %s is not waiting for input (it is %s)", s->id, s->status);
+                goto out;
+        }
+        if (!can_resume(srv, r))
+                goto out;
+        struct err *err = NULL;
+        if (sessions_resume(srv, s->id, NULL, cJSON_IsRaw(v) ? v->valuestring : "null", &err) < 0) {
+                store_error(r, err);
+                err_free(err);
+                goto out;
+        }
+        answer_resumed(srv, r, s->id, wait, wait_ms);
+out:
+        cJSON_Delete(doc);
+}
+
 /* GET /sessions/ID/events: SSE; Last-Event-ID resumes after that event. */
 static void route_events(struct server *srv, struct http_req *r, const struct store_session *s)
 {
@@ -835,6 +958,10 @@ static void route_sessions(struct server *srv, struct http_req *r)
                 route_cancel(srv, r, &s);
         else if (strcmp(action, "events") == 0)
                 route_events(srv, r, &s);
+        else if (strcmp(action, "approve") == 0)
+                route_approve(srv, r, &s);
+        else if (strcmp(action, "input") == 0)
+                route_input(srv, r, &s);
         else
                 api_error(r, API_NOT_IMPLEMENTED, "%s %s is not served by this build yet", m, url);
         store_session_clear(&s);

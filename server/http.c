@@ -272,7 +272,7 @@ int server_new(struct evloop *loop, const struct server_config *cfg, struct serv
         }
         if (requeued || failed)
                 fprintf(stderr, "chidori: serve: from the last run of the server: %u queued session(s) queued again, "
-                                "%u running session(s) failed (interrupted by server restart)\n", requeued, failed);
+                                "%u running session(s) resumed by replay\n", requeued, failed);
         *ret = srv;
         return 0;
 }

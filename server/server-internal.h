@@ -92,6 +92,13 @@ struct live {
         size_t n_intents;
         double started;
         bool queued, ended, deleted, shutting, box_started, store_failed;
+        /* Resume (RESUME mode over the store's journal): after a pause or a restart. */
+        bool resume;
+        struct replay *replay;
+        cJSON *decisions;         /* [{target, args, allow, who}]: approvals of this session, every run */
+        char *input_answer;       /* JSON text: the answer of the input the session paused at */
+        cJSON *pending;           /* what it paused at: {"approval": {...}} or {"input": {...}} */
+        uint64_t replayed;        /* calls answered from the journal in this run */
 };
 
 /* A request waiting for a session to settle (wait, cancel). */
@@ -159,6 +166,11 @@ bool sessions_id_ok(const char *id);
 int sessions_create(struct server *srv, const char *id, const char *tenant, cJSON *input, struct policy *profile,
                     struct err **err);
 bool sessions_can_queue(const struct server *srv);
+/* Continue paused session id (status awaitingapproval / awaitinginput) in a
+ * fresh box: `decision` {target, args, allow, who} answers its approval, or
+ * `input_answer` (JSON text) its input.  Takes decision. */
+int sessions_resume(struct server *srv, const char *id, cJSON *decision, const char *input_answer,
+                    struct err **err);
 struct live *sessions_find(struct server *srv, const char *id);
 int sessions_cancel(struct server *srv, struct live *l, const char *why);
 int sessions_recover(struct server *srv, unsigned *ret_requeued, unsigned *ret_failed, struct err **err);

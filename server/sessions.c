@@ -9,13 +9,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include "common/util.h"
 #include "policy/policy.h"
 #include "proto/json.h"
 #include "runtime/evloop.h"
+#include "runtime/journal.h"
 #include "runtime/session.h"
 #include "server/server-internal.h"
 #include "server/store.h"
@@ -150,6 +153,7 @@ static struct ending ending_of(const struct session_outcome *o)
                 return (struct ending){ SESS_FAILED, RUN_SANDBOX_VIOLATION, 159, "SandboxViolation" };
         case SESSION_END_INTERRUPTED: return (struct ending){ SESS_CANCELLED, RUN_CANCELLED, 130, "Cancelled" };
         case SESSION_END_LIMIT: return (struct ending){ SESS_FAILED, RUN_LIMIT, 1, "Limit" };
+        case SESSION_END_EXIT: return (struct ending){ SESS_FAILED, RUN_AGENT_ERROR, o->exit_code, "Exit" };
         case SESSION_END_SPAWN:
                 return (struct ending){ SESS_FAILED, RUN_SPAWN, o->spawn_layer ? 78 : 70, "SpawnFailed" };
         case SESSION_END_EOF:
@@ -191,6 +195,10 @@ static void live_free(struct live *l)
         if (l->boxes_handle)
                 l->srv->run.boxes_free(l->srv->run.boxes_arg, l->boxes_handle);
         policy_free(l->profile);
+        replay_free(l->replay);
+        cJSON_Delete(l->decisions);
+        cJSON_Delete(l->pending);
+        free(l->input_answer);
         cJSON_Delete(l->input);
         free(l->ns);
         free(l->tenant);
@@ -257,6 +265,86 @@ static void defer_free(struct server *srv, struct live *l)
                 srv->free_deferred = true;
 }
 
+/* The stats of this run added to those of the session's earlier runs
+ * (a resume is a run); `effects` counts the calls performed, not those
+ * answered from the journal. */
+static char *stats_sum(struct live *l, const struct session_outcome *o)
+{
+        double wall = o->wall_ms, cpu = o->cpu_ms, peak = (double)o->peak_bytes;
+        double effects = o->effects > l->replayed ? (double)(o->effects - l->replayed) : 0;
+        struct store_session rec = { 0 };
+        if (l->resume && store_session_get(l->srv->store, l->id, &rec, NULL) == 0 && rec.stats) {
+                cJSON *p = cJSON_Parse(rec.stats);
+                const cJSON *w = cJSON_GetObjectItemCaseSensitive(p, "wall_ms");
+                const cJSON *c = cJSON_GetObjectItemCaseSensitive(p, "cpu_ms");
+                const cJSON *k = cJSON_GetObjectItemCaseSensitive(p, "peak_bytes");
+                const cJSON *e = cJSON_GetObjectItemCaseSensitive(p, "effects");
+                wall += cJSON_IsNumber(w) ? w->valuedouble : 0;
+                cpu += cJSON_IsNumber(c) ? c->valuedouble : 0;
+                if (cJSON_IsNumber(k) && k->valuedouble > peak)
+                        peak = k->valuedouble;
+                effects += cJSON_IsNumber(e) ? e->valuedouble : 0;
+                cJSON_Delete(p);
+        }
+        store_session_clear(&rec);
+        cJSON *stats = cJSON_CreateObject();
+        cJSON_AddNumberToObject(stats, "wall_ms", (double)(long long)(wall + 0.5));
+        cJSON_AddNumberToObject(stats, "cpu_ms", (double)(long long)(cpu + 0.5));
+        cJSON_AddNumberToObject(stats, "peak_bytes", peak);
+        cJSON_AddNumberToObject(stats, "effects", effects);
+        char *text = cJSON_PrintUnformatted(stats);
+        cJSON_Delete(stats);
+        return text;
+}
+
+/* The pending column: {"decisions": [...]} and what the session waits for. */
+static void save_pending(struct live *l, const cJSON *what)
+{
+        cJSON *p = cJSON_CreateObject();
+        cJSON_AddItemToObject(p, "decisions", l->decisions ? cJSON_Duplicate(l->decisions, 1) : cJSON_CreateArray());
+        for (const cJSON *c = what ? what->child : NULL; c; c = c->next)
+                cJSON_AddItemToObject(p, c->string, cJSON_Duplicate(c, 1));
+        char *text = cJSON_PrintUnformatted(p);
+        cJSON_Delete(p);
+        struct err *err = NULL;
+        if (!text || store_session_set_pending(l->srv->store, l->id, text, &err) < 0) {
+                fprintf(stderr, "chidori: serve: session %s: %s\n", l->id, text ? err_msg(err) : "out of memory");
+                err_free(err);
+        }
+        free(text);
+}
+
+/* Paused ("pause is the worker exiting"): the box is gone, the journal
+ * holds everything; the session waits for approve / input. */
+static void ended_paused(struct live *l, const struct session_outcome *o)
+{
+        struct server *srv = l->srv;
+        srv->running--;
+        histogram_observe(&srv->stats.run_duration, o->wall_ms / 1000.0);
+        if (!l->deleted) {
+                struct err *err = NULL;
+                if (store_commit(srv->store, &err) < 0) {
+                        fprintf(stderr, "chidori: serve: session %s: %s\n", l->id, err_msg(err));
+                        err_free(err);
+                        err = NULL;
+                }
+                bool approval = cJSON_GetObjectItemCaseSensitive(l->pending, "approval") != NULL;
+                save_pending(l, l->pending);
+                char *stats = stats_sum(l, o);
+                if (store_session_update(srv->store, l->id,
+                                         sess_status_name(approval ? SESS_AWAITING_APPROVAL : SESS_AWAITING_INPUT), NULL,
+                                         NULL, -1, stats, &err) < 0) {
+                        fprintf(stderr, "chidori: serve: session %s: %s\n", l->id, err_msg(err));
+                        err_free(err);
+                }
+                free(stats);
+                emit_session(srv, l->id, "status");
+        }
+        live_unlink(srv, l);
+        waiters_wake(srv, l->id);
+        defer_free(srv, l);
+}
+
 static void sink_ended(void *arg, struct session *s)
 {
         struct live *l = arg;
@@ -265,6 +353,10 @@ static void sink_ended(void *arg, struct session *s)
         if (l->shutting)
                 return; /* sessions_free_all frees it */
         struct session_outcome *o = session_outcome(s);
+        if (o->end == SESSION_END_PAUSED && l->pending) {
+                ended_paused(l, o);
+                return;
+        }
         struct ending e = ending_of(o);
         srv->running--;
         srv->stats.runs[e.ending]++;
@@ -288,12 +380,8 @@ static void sink_ended(void *arg, struct session *s)
                         error = cJSON_PrintUnformatted(err);
                         cJSON_Delete(err);
                 }
-                cJSON *stats = cJSON_CreateObject();
-                cJSON_AddNumberToObject(stats, "wall_ms", (double)(long long)(o->wall_ms + 0.5));
-                cJSON_AddNumberToObject(stats, "cpu_ms", (double)(long long)(o->cpu_ms + 0.5));
-                cJSON_AddNumberToObject(stats, "peak_bytes", (double)o->peak_bytes);
-                cJSON_AddNumberToObject(stats, "effects", (double)o->effects);
-                char *stats_text = cJSON_PrintUnformatted(stats);
+                char *stats_text = stats_sum(l, o);
+                cJSON *stats = stats_text ? cJSON_Parse(stats_text) : cJSON_CreateObject();
                 /* The journal's end line, as `run` writes it. */
                 cJSON *end = cJSON_CreateObject();
                 char ts[40];
@@ -357,6 +445,8 @@ static void sink_call(void *arg, struct session *s, int64_t id, const char *op, 
         (void)s;
         struct live *l = arg;
         struct server_stats *st = &l->srv->stats;
+        if (strcmp(decision, "replayed") == 0)
+                l->replayed++;
         /* A call answered from the journal during a resume was sent when it
          * was made; a log call is its `log` event. */
         if (!l->deleted && strcmp(decision, "replayed") != 0 && strcmp(op, "log") != 0) {
@@ -383,12 +473,156 @@ static void sink_call(void *arg, struct session *s, int64_t id, const char *op, 
         c->n = 1;
 }
 
+/* A decision taken for (target, args) in this session: 1 allow, -1 deny, 0 none. */
+static int decided(struct live *l, const char *target, const char *args, const char **who)
+{
+        const cJSON *d;
+        cJSON_ArrayForEach(d, l->decisions)
+        {
+                const cJSON *t = cJSON_GetObjectItemCaseSensitive(d, "target");
+                const cJSON *a = cJSON_GetObjectItemCaseSensitive(d, "args");
+                const cJSON *w = cJSON_GetObjectItemCaseSensitive(d, "who");
+                if (cJSON_IsString(t) && cJSON_IsString(a) && strcmp(t->valuestring, target) == 0 &&
+                    strcmp(a->valuestring, args) == 0) {
+                        *who = cJSON_IsString(w) ? w->valuestring : "";
+                        return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(d, "allow")) ? 1 : -1;
+                }
+        }
+        return 0;
+}
+
+static void pause_now(struct live *l, struct session *s, const char *kind, cJSON *what)
+{
+        cJSON_Delete(l->pending);
+        l->pending = cJSON_CreateObject();
+        cJSON_AddItemToObject(l->pending, kind, cJSON_Duplicate(what, 1));
+        cJSON_DeleteItemFromObjectCaseSensitive(what, "args_text");
+        if (!l->deleted)
+                events_emit(l->srv, l->id, kind, what, false);
+        else
+                cJSON_Delete(what);
+        struct err *err = NULL;
+        if (session_pause(s, &err) < 0) {
+                fprintf(stderr, "chidori: serve: session %s: cannot pause: %s\n", l->id, err_msg(err));
+                err_free(err);
+        }
+}
+
+/* A gated call needs approval: a decision this session took for the same
+ * (target, args) answers it; else the session pauses, asking. */
+static void sink_approval(void *arg, struct session *s, const struct session_approval *a)
+{
+        struct live *l = arg;
+        const char *who = NULL;
+        int d = decided(l, a->target, a->args, &who);
+        if (d) {
+                struct err *err = NULL;
+                char by[160];
+                snprintf(by, sizeof(by), "by tenant %s", who);
+                if (session_approve(s, a->id, d > 0, by, &err) < 0) {
+                        fprintf(stderr, "chidori: serve: session %s: %s\n", l->id, err_msg(err));
+                        err_free(err);
+                }
+                return;
+        }
+        cJSON *what = cJSON_CreateObject();
+        cJSON_AddNumberToObject(what, "id", (double)a->id);
+        cJSON_AddStringToObject(what, "target", a->target);
+        cJSON *args = cJSON_Parse(a->args);
+        cJSON_AddItemToObject(what, "args", args ? args : cJSON_CreateString(a->args));
+        cJSON_AddStringToObject(what, "reason", a->reason ? a->reason : "");
+        /* The args as the worker wrote them: what a decision is remembered by. */
+        cJSON_AddStringToObject(what, "args_text", a->args);
+        pause_now(l, s, "approval", what);
+}
+
+static void sink_input(void *arg, struct session *s, uint64_t id, const char *prompt)
+{
+        (void)id;
+        struct live *l = arg;
+        if (l->input_answer) {
+                char *answer = l->input_answer;
+                l->input_answer = NULL;
+                struct err *err = NULL;
+                if (session_input(s, answer, strlen(answer), &err) < 0) {
+                        fprintf(stderr, "chidori: serve: session %s: %s\n", l->id, err_msg(err));
+                        err_free(err);
+                }
+                free(answer);
+                return;
+        }
+        cJSON *what = cJSON_CreateObject();
+        cJSON_AddStringToObject(what, "prompt", prompt ? prompt : "");
+        pause_now(l, s, "input", what);
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+        while (n) {
+                ssize_t w = write(fd, p, n);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0)
+                        return -1;
+                p += w;
+                n -= (size_t)w;
+        }
+        return 0;
+}
+
+static int journal_to_fd(void *arg, const char *line, size_t len)
+{
+        int fd = *(int *)arg;
+        if (write_all(fd, line, len) < 0 || write_all(fd, "\n", 1) < 0)
+                return 1;
+        return 0;
+}
+
+/* The session has a journal in the store (it ran before: paused, or the
+ * server stopped): read it back as the replay source of a RESUME.  A
+ * journal of another format or chidori is refused (never a wrong replay). */
+static int open_resume(struct live *l, bool *ret_resume, struct err **err)
+{
+        struct server *srv = l->srv;
+        *ret_resume = false;
+        int fd = memfd_create("chidori-resume", MFD_CLOEXEC);
+        if (fd < 0)
+                return err_set(err, errno, "memfd_create");
+        int rc = store_journal_each(srv->store, l->id, journal_to_fd, &fd, err);
+        off_t size = lseek(fd, 0, SEEK_END);
+        if (rc < 0 || size <= 0) {
+                close(fd);
+                return rc;
+        }
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        uint64_t max = srv->run.limits.max_journal ? srv->run.limits.max_journal : BROKER_DEFAULT_MAX_JOURNAL;
+        rc = replay_open(path, max, &l->replay, err);
+        close(fd);
+        if (rc < 0)
+                return -1;
+        const cJSON *h = replay_header(l->replay);
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(h, "chidori");
+        const cJSON *p = cJSON_GetObjectItemCaseSensitive(h, "protocol");
+        if (!cJSON_IsString(v) || strcmp(v->valuestring, srv->run.version) != 0 || !cJSON_IsNumber(p) ||
+            p->valueint != 1)
+                return err_set(err, 0,
+                               "the journal of this session was written by chidori %s (journal format %d); this is "
+                               "chidori %s (format 1): it cannot resume it safely",
+                               cJSON_IsString(v) ? v->valuestring : "?", cJSON_IsNumber(p) ? p->valueint : 0,
+                               srv->run.version);
+        *ret_resume = true;
+        return 0;
+}
+
 static int live_start(struct live *l, struct err **err)
 {
         struct server *srv = l->srv;
         const struct server_run *run = &srv->run;
         l->profile_layers[0] = l->profile;
         l->profile_layers[1] = NULL;
+        if (open_resume(l, &l->resume, err) < 0)
+                return -1;
         l->cfg = (struct session_config){
                 .script = run->script,
                 .filename = run->filename,
@@ -399,7 +633,10 @@ static int live_start(struct live *l, struct err **err)
                 .mem = run->mem,
                 .mem_ns = l->ns,
                 .journal = { &store_journal_ops, l },
-                .mode = SESSION_LIVE,
+                .mode = l->resume ? SESSION_RESUME : SESSION_LIVE,
+                .replay = { l->resume ? &replay_file_ops : NULL, l->replay },
+                .can_approve = true,
+                .can_input = true,
                 .deadline_ms = run->deadline_ms,
                 .limits = run->limits,
                 .effects = run->effects,
@@ -407,12 +644,20 @@ static int live_start(struct live *l, struct err **err)
                 .layers = l->profile ? l->profile_layers : NULL,
         };
         l->sink = (struct session_sink){
-                .log = sink_log, .call = sink_call, .status = sink_status, .ended = sink_ended, .arg = l,
+                .log = sink_log,
+                .call = sink_call,
+                .approval = sink_approval,
+                .input_request = sink_input,
+                .status = sink_status,
+                .ended = sink_ended,
+                .arg = l,
         };
         if (run->boxes_new(run->boxes_arg, l->id, &l->boxes, &l->boxes_handle, err) < 0)
                 return -1;
         if (session_new(srv->loop, &l->cfg, &l->sink, l->boxes, &l->s, err) < 0)
                 return -1;
+        if (l->resume)
+                goto start; /* the journal goes on */
         /* The journal's header: what a replay needs to know. */
         cJSON *h = cJSON_CreateObject();
         char ts[40];
@@ -432,6 +677,7 @@ static int live_start(struct live *l, struct err **err)
         cJSON_Delete(h);
         if (rc < 0)
                 return -1;
+start:
         l->queued = false;
         srv->running++;
         l->started = mono_ms();
@@ -504,12 +750,67 @@ int sessions_create(struct server *srv, const char *id, const char *tenant, cJSO
                 live_free(l);
                 return err_set(err, ENOMEM, "session");
         }
+        /* The approvals it took in earlier runs (a resume, a restart). */
+        struct store_session rec = { 0 };
+        if (store_session_get(srv->store, id, &rec, NULL) == 0 && rec.pending) {
+                cJSON *p = cJSON_Parse(rec.pending);
+                l->decisions = cJSON_DetachItemFromObjectCaseSensitive(p, "decisions");
+                cJSON_Delete(p);
+        }
+        store_session_clear(&rec);
         l->queued = true;
         l->next = srv->live;
         srv->live = l;
         srv->queued++;
         start_queued(srv);
         return 0;
+}
+
+int sessions_resume(struct server *srv, const char *id, cJSON *decision, const char *input_answer,
+                    struct err **err)
+{
+        struct store_session rec = { 0 };
+        int rc = store_session_get(srv->store, id, &rec, err);
+        if (rc != 0) {
+                cJSON_Delete(decision);
+                return rc < 0 ? -1 : err_set(err, ENOENT, "no session %s", id);
+        }
+        cJSON *p = rec.pending ? cJSON_Parse(rec.pending) : NULL;
+        cJSON *decisions = cJSON_DetachItemFromObjectCaseSensitive(p, "decisions");
+        cJSON_Delete(p);
+        if (!cJSON_IsArray(decisions)) {
+                cJSON_Delete(decisions);
+                decisions = cJSON_CreateArray();
+        }
+        if (decision)
+                cJSON_AddItemToArray(decisions, decision);
+        cJSON *np = cJSON_CreateObject();
+        cJSON_AddItemToObject(np, "decisions", decisions);
+        char *text = cJSON_PrintUnformatted(np);
+        cJSON_Delete(np);
+        rc = text ? store_session_set_pending(srv->store, id, text, err) : err_set(err, ENOMEM, "session");
+        free(text);
+        if (rc == 0)
+                rc = store_session_update(srv->store, id, "queued", NULL, NULL, -1, NULL, err);
+        cJSON *input = rc == 0 ? json_cjson_raw((struct json_span){ rec.input, strlen(rec.input) }) : NULL;
+        struct policy *profile = NULL;
+        if (rc == 0 && rec.policy_profile &&
+            policy_profile(rec.policy_profile, "session policy_profile", &profile, NULL) < 0)
+                policy_profile("untrusted", "session policy_profile (the stored name no longer resolves)", &profile,
+                               NULL);
+        if (rc == 0 && !input)
+                rc = err_set(err, ENOMEM, "session");
+        if (rc == 0)
+                rc = sessions_create(srv, id, rec.tenant, input, profile, err);
+        else
+                policy_free(profile);
+        if (rc == 0 && input_answer) {
+                struct live *l = sessions_find(srv, id);
+                if (l)
+                        l->input_answer = strdup(input_answer);
+        }
+        store_session_clear(&rec);
+        return rc;
 }
 
 bool sessions_can_queue(const struct server *srv)
@@ -540,8 +841,7 @@ int sessions_cancel(struct server *srv, struct live *l, const char *why)
 }
 
 /* At start: sessions a previous server left queued are queued again;
- * sessions it left running cannot be resumed by this build (no resume by
- * replay yet): they are failed, saying so. */
+ * sessions it left running are resumed by replay. */
 struct recover {
         struct server *srv;
         unsigned requeued, failed;
@@ -564,13 +864,23 @@ static int recover_queued(void *arg, const char *id)
         return 0;
 }
 
+/* A session the server was running when it stopped: resumed by replay of
+ * its journal (an effect in flight then is answered "interrupted by server
+ * restart", not performed again). */
 static int recover_running(void *arg, const char *id)
 {
         struct recover *r = arg;
-        store_session_update(r->srv->store, id, "failed", NULL,
-                             "{\"name\":\"ServerRestart\",\"message\":\"interrupted by server restart: the server "
-                             "stopped while this session ran, and this build cannot resume it by replay yet\"}",
-                             70, NULL, NULL);
+        struct err *err = NULL;
+        if (sessions_find(r->srv, id))
+                return 0; /* queued a moment ago (recover_queued) and started */
+        if (sessions_resume(r->srv, id, NULL, NULL, &err) < 0) {
+                fprintf(stderr, "chidori: serve: session %s cannot be resumed: %s\n", id, err_msg(err));
+                err_free(err);
+                store_session_update(r->srv->store, id, "failed", NULL,
+                                     "{\"name\":\"ServerRestart\",\"message\":\"interrupted by server restart, and "
+                                     "it could not be resumed\"}",
+                                     70, NULL, NULL);
+        }
         r->failed++;
         return 0;
 }
@@ -578,8 +888,8 @@ static int recover_running(void *arg, const char *id)
 int sessions_recover(struct server *srv, unsigned *ret_requeued, unsigned *ret_failed, struct err **err)
 {
         struct recover r = { srv, 0, 0 };
-        if (store_session_ids(srv->store, "running", recover_running, &r, err) < 0 ||
-            store_session_ids(srv->store, "queued", recover_queued, &r, err) < 0)
+        if (store_session_ids(srv->store, "queued", recover_queued, &r, err) < 0 ||
+            store_session_ids(srv->store, "running", recover_running, &r, err) < 0)
                 return -1;
         *ret_requeued = r.requeued;
         *ret_failed = r.failed;

@@ -1,0 +1,127 @@
+#!/usr/bin/env bats
+# chidori serve: approvals and input.  A session that reaches an ask_before
+# call or an unanswered chidori.input() pauses (its worker and box are gone);
+# POST /sessions/ID/approve and /input resume it in a fresh box by replay of
+# its journal.  Restarts: paused sessions stay paused, running ones resume.
+
+load helpers
+load serve-helpers
+
+# Three workspace writes (a.txt twice) under the supervised profile, then an input.
+asker() {
+  cat >"$T/agent.js" <<'JS'
+export default async () => {
+  const out = [];
+  for (const name of ["a.txt", "b.txt", "a.txt"]) {
+    try { await chidori.workspace.write(name, "x"); out.push("written"); }
+    catch (e) { out.push(e.code); }
+  }
+  const v = await chidori.input("your name?");
+  return { out, v };
+};
+JS
+}
+
+@test "serve approve: ask_before pauses with no worker left; approve and input resume it to the end" {
+  asker
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --trusted
+  req -X POST -d '{"policy_profile": "supervised"}' "$URL/sessions"
+  assert_code 201
+  local id; id=$(jq -r .id <<<"$body")
+  [[ $(jq -r .status <<<"$body") == awaitingapproval ]]
+  [[ $(jq -r '.pending_approval | "\(.id) \(.target) \(.args.path)"' <<<"$body") == "1 workspace:write a.txt" ]]
+  [[ $(jq -r '.pending_approval.reason' <<<"$body") == *"needs approval"* ]]
+  # Pause is the worker exiting: the server has no child process at all.
+  ! pgrep -P "$SERVER_PID" >/dev/null
+  # Wrong state, older id, bad decision.
+  req -X POST -d '{"value": 1}' "$URL/sessions/$id/input"
+  assert_code 409
+  assert_error_code conflict
+  req -X POST -d '{"decision": "allow", "approval_id": 7}' "$URL/sessions/$id/approve"
+  assert_code 409
+  assert_body_has "approval 7 is not the pending one"
+  req -X POST -d '{"decision": "yes"}' "$URL/sessions/$id/approve"
+  assert_code 400
+  assert_error_code invalid_field
+  # allow: a.txt is performed (no workspace: no_workspace), then b.txt asks.
+  req -X POST -d '{"decision": "allow", "approval_id": 1}' "$URL/sessions/$id/approve"
+  assert_code 200
+  [[ $(jq -r .status <<<"$body") == awaitingapproval ]]
+  [[ $(jq -r '.pending_approval | "\(.id) \(.args.path)"' <<<"$body") == "2 b.txt" ]]
+  # deny: b.txt is refused; a.txt again is not asked (remembered across resumes); then the input.
+  req -X POST -d '{"decision": "deny"}' "$URL/sessions/$id/approve"
+  assert_code 200
+  [[ $(jq -r .status <<<"$body") == awaitinginput ]]
+  [[ $(jq -r .pending_input.prompt <<<"$body") == "your name?" ]]
+  ! pgrep -P "$SERVER_PID" >/dev/null
+  req -X POST -d '{"decision": "allow"}' "$URL/sessions/$id/approve"
+  assert_code 409
+  req -X POST -d '{"value": {"name": "bob", "n": 1.50}}' "$URL/sessions/$id/input"
+  assert_code 200
+  [[ $(jq -r .status <<<"$body") == done ]]
+  [[ $(jq -c .result <<<"$body") == '{"out":["no_workspace","EPOLICY","no_workspace"],"v":{"name":"bob","n":1.5}}' ]]
+  # effects: performed ones only (2 writes, 1 refusal, 1 input), not those replayed.
+  [[ $(jq -r .stats.effects <<<"$body") == 4 ]]
+  req -X POST -d '{"value": 2}' "$URL/sessions/$id/input"
+  assert_code 409
+  # Who approved is in the journal.
+  req "$URL/sessions/$id/journal"
+  [[ $(grep -c '"kind":"approved","message":"policy: `workspace:write` approved by tenant default"' <<<"$body") == 2 ]]
+  # The events: approval and input asked, status at each pause, done at the end.
+  curl -sS -N --max-time 20 "$URL/sessions/$id/events" >"$T/sse"
+  [[ $(sed -n 's/^event: //p' "$T/sse" | grep -v call | tr '\n' ' ') == \
+     "status approval status status approval status status input status status done " ]]
+}
+
+@test "serve approve: another tenant cannot approve (404); a settled session has nothing to approve (409)" {
+  asker
+  printf 'alice tok-a\nbob tok-b\n' >"$T/tokens"
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --trusted --token-file "$T/tokens"
+  req -H 'Authorization: Bearer tok-a' -X POST -d '{"policy_profile": "supervised"}' "$URL/sessions"
+  local id; id=$(jq -r .id <<<"$body")
+  [[ $(jq -r .status <<<"$body") == awaitingapproval ]]
+  req -H 'Authorization: Bearer tok-b' -X POST -d '{"decision": "allow"}' "$URL/sessions/$id/approve"
+  assert_code 404
+  req -H 'Authorization: Bearer tok-b' -X POST -d '{"value": 1}' "$URL/sessions/$id/input"
+  assert_code 404
+  req -H 'Authorization: Bearer tok-a' -X POST -d '{"decision": "allow", "wait": false}' "$URL/sessions/$id/approve"
+  assert_code 200
+  wait_status "$id" awaitingapproval -H 'Authorization: Bearer tok-a'
+  req -H 'Authorization: Bearer tok-a' -X POST -d '{"decision": "deny"}' "$URL/sessions/$id/approve"
+  wait_status "$id" awaitinginput -H 'Authorization: Bearer tok-a'
+  req -H 'Authorization: Bearer tok-a' -X POST -d '{"value": "x"}' "$URL/sessions/$id/input"
+  [[ $(jq -r .status <<<"$body") == done ]]
+  req -H 'Authorization: Bearer tok-a' -X POST -d '{"decision": "allow"}' "$URL/sessions/$id/approve"
+  assert_code 409
+  assert_error_code conflict
+  assert_body_has "has no pending approval (it is done)"
+}
+
+@test "serve approve: after kill -9 a paused session stays paused and resumable; a running one resumes by replay" {
+  cat >"$T/agent.js" <<'JS'
+export default async (input) => {
+  if (input === "ask") { try { await chidori.workspace.write("a", "x"); } catch (e) { return e.code; } }
+  await chidori.memory.set("k", "before");
+  const t = Date.now(); while (Date.now() - t < 4000) {}
+  return { got: await chidori.memory.get("k") };
+};
+JS
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --trusted
+  req -X POST -d '{"input": "ask", "policy_profile": "supervised"}' "$URL/sessions"
+  local paused; paused=$(jq -r .id <<<"$body")
+  [[ $(jq -r .status <<<"$body") == awaitingapproval ]]
+  req -X POST -d '{"input": "run", "wait": false}' "$URL/sessions"
+  local running; running=$(jq -r .id <<<"$body")
+  wait_status "$running" running
+  sleep 1
+  kill -KILL "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --trusted
+  grep -q '1 running session(s) resumed by replay' "$T/server.err"
+  wait_status "$running" done
+  [[ $(jq -c .result <<<"$body") == '{"got":"before"}' ]]
+  req "$URL/sessions/$paused"
+  [[ $(jq -r .status <<<"$body") == awaitingapproval ]]
+  req -X POST -d '{"decision": "deny"}' "$URL/sessions/$paused/approve"
+  assert_code 200
+  [[ $(jq -r .status <<<"$body") == done && $(jq -r .result <<<"$body") == EPOLICY ]]
+}
