@@ -52,6 +52,7 @@ struct serve_opts {
         long js_deadline_ms;      /* -1: the default for the policy */
         struct sandbox_opts sb;
         struct session_limits lim;
+        long grace;               /* seconds running sessions get after SIGTERM */
         bool trusted, untrusted, quiet, shared_memory;
 };
 
@@ -91,6 +92,9 @@ static void serve_help(void)
                "                        [default $XDG_STATE_HOME/chidori or ~/.local/state/chidori]\n"
                "  --shared-memory       every session shares the agent's memory namespace (default: each\n"
                "                        session its own)\n"
+               "  --grace SECS          after SIGTERM, running sessions get this long to finish (default\n"
+               "                        30; a second SIGTERM stops at once); those still running are\n"
+               "                        killed and resumed by replay at the next start\n"
                "  --js-deadline MS      the engine's CPU-time budget per run, in ms (default 10000, 60000\n"
                "                        under a permissive policy; 0 = none) [CHIDORI_JS_DEADLINE_MS]\n"
                "  Every run of a session has the options of `chidori run`'s box:\n"
@@ -106,7 +110,7 @@ static void serve_help(void)
 enum {
         SVOPT_LISTEN = 1200, SVOPT_TOKEN_FILE, SVOPT_MAX_BODY, SVOPT_CONN_TIMEOUT, SVOPT_MAX_CONNS,
         SVOPT_MAX_RUNNING, SVOPT_MAX_QUEUED, SVOPT_TRUSTED, SVOPT_UNTRUSTED, SVOPT_QUIET, SVOPT_STATE_DIR,
-        SVOPT_SHARED_MEMORY, SVOPT_JS_DEADLINE,
+        SVOPT_SHARED_MEMORY, SVOPT_JS_DEADLINE, SVOPT_GRACE,
 };
 
 /* ---- the box of a session: the CLI's provider, as `run` uses it ---- */
@@ -315,16 +319,30 @@ static void on_serve_signal(int sig)
 struct serve_state {
         struct server *srv;
         bool stop;
+        bool draining;
+        double drain_until;       /* mono_ms() */
+        long grace_s;
 };
 
+/* The first stop signal drains (no new sessions, /readyz 503; running
+ * sessions get --grace); the second one, or the end of the grace, stops. */
 static void on_stop_pipe(struct evloop *loop, struct ev_io *io, int fd, uint32_t revents, void *arg)
 {
         (void)loop, (void)io, (void)revents;
         struct serve_state *st = arg;
         char buf[16];
-        while (read(fd, buf, sizeof(buf)) > 0)
-                ;
-        st->stop = true;
+        ssize_t n, got = 0;
+        while ((n = read(fd, buf, sizeof(buf))) > 0)
+                got += n;
+        if (st->draining || got > 1 || !st->srv || st->grace_s == 0 || server_running(st->srv) == 0) {
+                st->stop = true;
+                return;
+        }
+        st->draining = true;
+        st->drain_until = mono_ms() + (double)st->grace_s * 1000.0;
+        server_set_draining(st->srv, true);
+        fprintf(stderr, "chidori: serve: draining: %u running session(s) get %ld s to finish (a second SIGTERM stops "
+                        "at once)\n", server_running(st->srv), st->grace_s);
 }
 
 int cmd_serve(int argc, char **argv)
@@ -343,6 +361,7 @@ int cmd_serve(int argc, char **argv)
                 { "state-dir", required_argument, NULL, SVOPT_STATE_DIR },
                 { "shared-memory", no_argument, NULL, SVOPT_SHARED_MEMORY },
                 { "js-deadline", required_argument, NULL, SVOPT_JS_DEADLINE },
+                { "grace", required_argument, NULL, SVOPT_GRACE },
                 SANDBOX_LONGOPTS,
                 BOUNDS_LONGOPTS,
                 { "help", no_argument, NULL, 'h' },
@@ -357,6 +376,7 @@ int cmd_serve(int argc, char **argv)
                 .max_running = 2 * (ncpu > 0 ? ncpu : 1),
                 .max_queued = 64,
                 .js_deadline_ms = -1,
+                .grace = 30,
         };
         sandbox_opts_init(&o.sb);
         bounds_opts_init(&o.lim);
@@ -386,6 +406,10 @@ int cmd_serve(int argc, char **argv)
                 case SVOPT_SHARED_MEMORY: o.shared_memory = true; break;
                 case SVOPT_JS_DEADLINE:
                         if (parse_count("--js-deadline", optarg, 0, 86400000L, &o.js_deadline_ms) < 0)
+                                return EXIT_USAGE;
+                        break;
+                case SVOPT_GRACE:
+                        if (parse_count("--grace", optarg, 0, 86400, &o.grace) < 0)
                                 return EXIT_USAGE;
                         break;
                 case SVOPT_LISTEN: o.listen = optarg; break;
@@ -611,7 +635,19 @@ int cmd_serve(int argc, char **argv)
         /* The line a supervisor (and the tests) wait for: printed with --quiet too. */
         fprintf(stderr, "Listening: %s\n", desc);
         fflush(stderr);
+        st.grace_s = o.grace;
         while (!st.stop) {
+                if (st.draining) {
+                        double left = st.drain_until - mono_ms();
+                        if (server_running(st.srv) == 0 || left <= 0)
+                                break;
+                        if (evloop_run_once(loop, left < 200 ? (int)left + 1 : 200, &err) < 0) {
+                                fprintf(stderr, "chidori: serve: %s\n", err_msg(err));
+                                code = EXIT_PROTOCOL;
+                                goto out;
+                        }
+                        continue;
+                }
                 if (evloop_run_once(loop, -1, &err) < 0) {
                         fprintf(stderr, "chidori: serve: %s\n", err_msg(err));
                         code = EXIT_PROTOCOL;

@@ -307,3 +307,8 @@ bool server_draining(const struct server *srv)
 {
         return srv->draining;
 }
+
+unsigned server_running(const struct server *srv)
+{
+        return srv->running;
+}

@@ -123,5 +123,7 @@ void server_free(struct server *srv);
 /* SIGTERM: /readyz fails and new sessions get 503 draining. */
 void server_set_draining(struct server *srv, bool draining);
 bool server_draining(const struct server *srv);
+/* Sessions running now (their boxes). */
+unsigned server_running(const struct server *srv);
 
 #endif

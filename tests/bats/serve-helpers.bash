@@ -30,6 +30,13 @@ start_server() {
 
 stop_server() {
   if [[ -n $SERVER_PID ]]; then
+    # SIGTERM drains (running sessions get --grace); a second one stops at once.
+    kill -TERM "$SERVER_PID" 2>/dev/null || true
+    local i
+    for ((i = 0; i < 20; i++)); do
+      kill -0 "$SERVER_PID" 2>/dev/null || break
+      sleep 0.05
+    done
     kill -TERM "$SERVER_PID" 2>/dev/null || true
     wait "$SERVER_PID" 2>/dev/null || true
     SERVER_PID=
