@@ -53,6 +53,7 @@ struct serve_opts {
         struct sandbox_opts sb;
         struct session_limits lim;
         long grace;               /* seconds running sessions get after SIGTERM */
+        long approval_ttl, session_ttl; /* seconds, 0: never */
         bool trusted, untrusted, quiet, shared_memory;
 };
 
@@ -95,6 +96,9 @@ static void serve_help(void)
                "  --grace SECS          after SIGTERM, running sessions get this long to finish (default\n"
                "                        30; a second SIGTERM stops at once); those still running are\n"
                "                        killed and resumed by replay at the next start\n"
+               "  --approval-ttl SECS   a pending approval older than this is denied (default 0: never)\n"
+               "  --session-ttl SECS    a finished session (done, failed, cancelled) older than this is\n"
+               "                        deleted with its journal (default 0: kept)\n"
                "  --js-deadline MS      the engine's CPU-time budget per run, in ms (default 10000, 60000\n"
                "                        under a permissive policy; 0 = none) [CHIDORI_JS_DEADLINE_MS]\n"
                "  Every run of a session has the options of `chidori run`'s box:\n"
@@ -110,7 +114,7 @@ static void serve_help(void)
 enum {
         SVOPT_LISTEN = 1200, SVOPT_TOKEN_FILE, SVOPT_MAX_BODY, SVOPT_CONN_TIMEOUT, SVOPT_MAX_CONNS,
         SVOPT_MAX_RUNNING, SVOPT_MAX_QUEUED, SVOPT_TRUSTED, SVOPT_UNTRUSTED, SVOPT_QUIET, SVOPT_STATE_DIR,
-        SVOPT_SHARED_MEMORY, SVOPT_JS_DEADLINE, SVOPT_GRACE,
+        SVOPT_SHARED_MEMORY, SVOPT_JS_DEADLINE, SVOPT_GRACE, SVOPT_APPROVAL_TTL, SVOPT_SESSION_TTL,
 };
 
 /* ---- the box of a session: the CLI's provider, as `run` uses it ---- */
@@ -362,6 +366,8 @@ int cmd_serve(int argc, char **argv)
                 { "shared-memory", no_argument, NULL, SVOPT_SHARED_MEMORY },
                 { "js-deadline", required_argument, NULL, SVOPT_JS_DEADLINE },
                 { "grace", required_argument, NULL, SVOPT_GRACE },
+                { "approval-ttl", required_argument, NULL, SVOPT_APPROVAL_TTL },
+                { "session-ttl", required_argument, NULL, SVOPT_SESSION_TTL },
                 SANDBOX_LONGOPTS,
                 BOUNDS_LONGOPTS,
                 { "help", no_argument, NULL, 'h' },
@@ -410,6 +416,14 @@ int cmd_serve(int argc, char **argv)
                         break;
                 case SVOPT_GRACE:
                         if (parse_count("--grace", optarg, 0, 86400, &o.grace) < 0)
+                                return EXIT_USAGE;
+                        break;
+                case SVOPT_APPROVAL_TTL:
+                        if (parse_count("--approval-ttl", optarg, 0, 31536000L, &o.approval_ttl) < 0)
+                                return EXIT_USAGE;
+                        break;
+                case SVOPT_SESSION_TTL:
+                        if (parse_count("--session-ttl", optarg, 0, 315360000L, &o.session_ttl) < 0)
                                 return EXIT_USAGE;
                         break;
                 case SVOPT_LISTEN: o.listen = optarg; break;
@@ -598,6 +612,8 @@ int cmd_serve(int argc, char **argv)
                 .max_running = (unsigned)o.max_running,
                 .max_queued = (unsigned)o.max_queued,
                 .store = store,
+                .approval_ttl_s = (unsigned)o.approval_ttl,
+                .session_ttl_s = (unsigned)o.session_ttl,
                 .run = {
                         .version = CHIDORI_VERSION,
                         .script = agent.script,

@@ -235,6 +235,17 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
          * are not the operator's concern; answers say what went wrong. */
 }
 
+#define SWEEP_MS 1000.0
+
+static void on_sweep(struct evloop *loop, struct ev_timer *t, void *arg)
+{
+        (void)t;
+        struct server *srv = arg;
+        srv->sweep = NULL;
+        sessions_sweep(srv);
+        evloop_timer_add(loop, mono_ms() + SWEEP_MS, on_sweep, srv, &srv->sweep, NULL);
+}
+
 int server_new(struct evloop *loop, const struct server_config *cfg, struct server **ret, struct err **err)
 {
         struct server *srv = calloc(1, sizeof(*srv));
@@ -270,6 +281,11 @@ int server_new(struct evloop *loop, const struct server_config *cfg, struct serv
                 server_free(srv);
                 return -1;
         }
+        if (srv->store && (cfg->approval_ttl_s || cfg->session_ttl_s) &&
+            evloop_timer_add(loop, mono_ms() + SWEEP_MS, on_sweep, srv, &srv->sweep, err) < 0) {
+                server_free(srv);
+                return -1;
+        }
         if (requeued || failed)
                 fprintf(stderr, "chidori: serve: from the last run of the server: %u queued session(s) queued again, "
                                 "%u running session(s) resumed by replay\n", requeued, failed);
@@ -292,6 +308,8 @@ void server_free(struct server *srv)
         evloop_io_del(srv->loop, srv->mhd_io);
         if (srv->mhd_timer)
                 evloop_timer_del(srv->loop, srv->mhd_timer);
+        if (srv->sweep)
+                evloop_timer_del(srv->loop, srv->sweep);
         if (srv->mhd)
                 MHD_stop_daemon(srv->mhd); /* closes the listening socket too */
         free(srv->stats.effects);

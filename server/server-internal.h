@@ -129,6 +129,7 @@ struct server {
         unsigned running, queued;
         struct waiter *waiters;
         struct stream *streams;   /* open SSE answers */
+        struct ev_timer *sweep;   /* --approval-ttl, --session-ttl */
 };
 
 /* ---- http.c ---- */
@@ -175,6 +176,9 @@ struct live *sessions_find(struct server *srv, const char *id);
 int sessions_cancel(struct server *srv, struct live *l, const char *why);
 int sessions_recover(struct server *srv, unsigned *ret_requeued, unsigned *ret_failed, struct err **err);
 void sessions_free_all(struct server *srv);
+/* Deny the approvals pending past --approval-ttl; delete the finished
+ * sessions past --session-ttl. */
+void sessions_sweep(struct server *srv);
 
 /* ---- api.c ---- */
 /* Wake the requests waiting for session id (it settled). */

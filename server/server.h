@@ -114,6 +114,8 @@ struct server_config {
         unsigned max_running;
         unsigned max_queued;
         struct store *store;      /* opened by the caller, used (not owned) */
+        unsigned approval_ttl_s;  /* a pending approval older than this is denied (0: never) */
+        unsigned session_ttl_s;   /* a finished session older than this is deleted (0: never) */
         struct server_run run;
 };
 

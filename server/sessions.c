@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/util.h"
@@ -782,8 +783,33 @@ int sessions_resume(struct server *srv, const char *id, cJSON *decision, const c
                 cJSON_Delete(decisions);
                 decisions = cJSON_CreateArray();
         }
-        if (decision)
+        if (decision) {
+                /* Who decided, in the journal (an allow is noted again by the
+                 * session when it performs the call, a deny is not). */
+                const cJSON *t = cJSON_GetObjectItemCaseSensitive(decision, "target");
+                const cJSON *w = cJSON_GetObjectItemCaseSensitive(decision, "who");
+                char msg[512];
+                snprintf(msg, sizeof(msg), "policy: `%.200s` %s by %s%.200s",
+                         cJSON_IsString(t) ? t->valuestring : "?",
+                         cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(decision, "allow")) ? "allowed" : "denied",
+                         cJSON_IsString(w) && strncmp(w->valuestring, "nobody", 6) != 0 ? "tenant " : "",
+                         cJSON_IsString(w) ? w->valuestring : "?");
+                cJSON *note = cJSON_CreateObject();
+                cJSON_AddStringToObject(note, "type", "note");
+                cJSON_AddStringToObject(note, "kind", "decided");
+                cJSON_AddStringToObject(note, "message", msg);
+                char *nt = cJSON_PrintUnformatted(note);
+                cJSON_Delete(note);
+                if (nt && store_journal_append(srv->store, id, nt, false, err) < 0) {
+                        free(nt);
+                        cJSON_Delete(decision);
+                        cJSON_Delete(decisions);
+                        store_session_clear(&rec);
+                        return -1;
+                }
+                free(nt);
                 cJSON_AddItemToArray(decisions, decision);
+        }
         cJSON *np = cJSON_CreateObject();
         cJSON_AddItemToObject(np, "decisions", decisions);
         char *text = cJSON_PrintUnformatted(np);
@@ -914,5 +940,85 @@ void sessions_free_all(struct server *srv)
                 struct live *l = srv->dead;
                 srv->dead = l->next;
                 live_free(l);
+        }
+}
+
+/* ---- time to live ---- */
+
+/* now - secs, RFC 3339 as updated_at is written. */
+static void iso_ago(unsigned secs, char out[96])
+{
+        struct timeval tv;
+        gettimeofday(&tv, NULL);
+        time_t t = tv.tv_sec - (time_t)secs;
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        snprintf(out, 96, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                 tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(tv.tv_usec / 1000));
+}
+
+static int expire_approval(void *arg, const char *id)
+{
+        struct server *srv = arg;
+        if (sessions_find(srv, id) || srv->draining)
+                return 0;
+        struct store_session rec = { 0 };
+        if (store_session_get(srv->store, id, &rec, NULL) != 0)
+                return 0;
+        cJSON *p = rec.pending ? cJSON_Parse(rec.pending) : NULL;
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(p, "approval");
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(a, "target");
+        const cJSON *at = cJSON_GetObjectItemCaseSensitive(a, "args_text");
+        if (cJSON_IsString(t) && cJSON_IsString(at)) {
+                cJSON *dec = cJSON_CreateObject();
+                cJSON_AddStringToObject(dec, "target", t->valuestring);
+                cJSON_AddStringToObject(dec, "args", at->valuestring);
+                cJSON_AddBoolToObject(dec, "allow", false);
+                cJSON_AddStringToObject(dec, "who", "nobody: it expired (--approval-ttl)");
+                struct err *err = NULL;
+                if (sessions_resume(srv, id, dec, NULL, &err) < 0) {
+                        fprintf(stderr, "chidori: serve: session %s: expire its approval: %s\n", id, err_msg(err));
+                        err_free(err);
+                }
+        }
+        cJSON_Delete(p);
+        store_session_clear(&rec);
+        return 0;
+}
+
+static int expire_session(void *arg, const char *id)
+{
+        struct server *srv = arg;
+        if (sessions_find(srv, id))
+                return 0;
+        struct err *err = NULL;
+        if (store_session_delete(srv->store, id, &err) < 0) {
+                fprintf(stderr, "chidori: serve: session %s: delete past --session-ttl: %s\n", id, err_msg(err));
+                err_free(err);
+        }
+        return 0;
+}
+
+void sessions_sweep(struct server *srv)
+{
+        char before[96];
+        struct err *err = NULL;
+        if (srv->cfg.approval_ttl_s && !srv->draining) {
+                iso_ago(srv->cfg.approval_ttl_s, before);
+                if (store_session_ids_before(srv->store, "awaitingapproval", before, expire_approval, srv, &err) < 0) {
+                        fprintf(stderr, "chidori: serve: %s\n", err_msg(err));
+                        err_free(err);
+                        err = NULL;
+                }
+        }
+        if (srv->cfg.session_ttl_s) {
+                iso_ago(srv->cfg.session_ttl_s, before);
+                static const char *const finished[] = { "done", "failed", "cancelled" };
+                for (size_t i = 0; i < 3; i++)
+                        if (store_session_ids_before(srv->store, finished[i], before, expire_session, srv, &err) < 0) {
+                                fprintf(stderr, "chidori: serve: %s\n", err_msg(err));
+                                err_free(err);
+                                err = NULL;
+                        }
         }
 }

@@ -529,3 +529,37 @@ int store_events_each(struct store *st, const char *id, uint64_t after,
         sqlite3_finalize(q);
         return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_err(st, rc, err, "read the events");
 }
+
+int store_session_ids_before(struct store *st, const char *status, const char *before,
+                             int (*fn)(void *arg, const char *id), void *arg, struct err **err)
+{
+        sqlite3_stmt *q = NULL;
+        int rc = sqlite3_prepare_v2(st->db, "SELECT id FROM sessions WHERE status = ? AND updated_at < ? ORDER BY id "
+                                            "LIMIT 1000",
+                                    -1, &q, NULL);
+        if (rc != SQLITE_OK)
+                return db_err(st, rc, err, "list the sessions");
+        bind_text(q, 1, status);
+        bind_text(q, 2, before);
+        /* Collected first: fn may write (delete, update) the rows. */
+        char **ids = NULL;
+        size_t n = 0;
+        while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+                char **ni = realloc(ids, (n + 1) * sizeof(*ids));
+                if (!ni)
+                        break;
+                ids = ni;
+                ids[n] = col(q, 0);
+                if (ids[n])
+                        n++;
+        }
+        sqlite3_finalize(q);
+        int ret = rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_err(st, rc, err, "list the sessions");
+        for (size_t i = 0; i < n; i++) {
+                if (ret == 0)
+                        fn(arg, ids[i]);
+                free(ids[i]);
+        }
+        free(ids);
+        return ret;
+}

@@ -58,6 +58,11 @@ int store_session_list(struct store *st, const char *tenant, const char *status,
 int store_session_ids(struct store *st, const char *status, int (*fn)(void *arg, const char *id), void *arg,
                       struct err **err);
 
+/* Ids of (at most 1000) sessions with `status` last updated before `before`
+ * (RFC 3339, as updated_at), oldest first; fn may change them. */
+int store_session_ids_before(struct store *st, const char *status, const char *before,
+                             int (*fn)(void *arg, const char *id), void *arg, struct err **err);
+
 /* How many sessions have each status: fn per (status, count). */
 int store_status_counts(struct store *st, void (*fn)(void *arg, const char *status, uint64_t n), void *arg,
                         struct err **err);

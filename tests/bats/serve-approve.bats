@@ -67,6 +67,7 @@ JS
   # Who approved is in the journal.
   req "$URL/sessions/$id/journal"
   [[ $(grep -c '"kind":"approved","message":"policy: `workspace:write` approved by tenant default"' <<<"$body") == 2 ]]
+  [[ $(grep -c '"kind":"decided","message":"policy: `workspace:write` denied by tenant default"' <<<"$body") == 1 ]]
   # The events: approval and input asked, status at each pause, done at the end.
   curl -sS -N --max-time 20 "$URL/sessions/$id/events" >"$T/sse"
   [[ $(sed -n 's/^event: //p' "$T/sse" | grep -v call | tr '\n' ' ') == \
@@ -124,4 +125,21 @@ JS
   req -X POST -d '{"decision": "deny"}' "$URL/sessions/$paused/approve"
   assert_code 200
   [[ $(jq -r .status <<<"$body") == done && $(jq -r .result <<<"$body") == EPOLICY ]]
+}
+
+@test "serve approve: a pending approval past --approval-ttl is denied, saying so in the journal" {
+  asker
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --trusted --approval-ttl 1
+  req -X POST -d '{"policy_profile": "supervised"}' "$URL/sessions"
+  local id; id=$(jq -r .id <<<"$body")
+  [[ $(jq -r .status <<<"$body") == awaitingapproval ]]
+  # a.txt expires (denied), b.txt asks and expires, a.txt again is remembered: then the input.
+  wait_status "$id" awaitinginput
+  req -X POST -d '{"value": "z"}' "$URL/sessions/$id/input"
+  [[ $(jq -c .result.out <<<"$body") == '["EPOLICY","EPOLICY","EPOLICY"]' ]]
+  req "$URL/sessions/$id/journal"
+  [[ $(grep -c '"kind":"decided","message":"policy: `workspace:write` denied by nobody: it expired (--approval-ttl)"' <<<"$body") == 2 ]]
+  chid serve "$T/agent.js" --approval-ttl -1
+  assert_status 2
+  assert_stderr_has "--approval-ttl '-1' is not valid"
 }

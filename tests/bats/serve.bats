@@ -525,3 +525,23 @@ print("closed" if s.recv(100) == b"" else "answered")
   req "$URL/sessions/$running"
   [[ $(jq -r .status <<<"$body") == running ]]
 }
+
+@test "serve sessions: a finished session past --session-ttl is deleted with its journal; running ones are kept" {
+  echo 'export default async (input) => { if (input === "spin") { const t = Date.now(); while (Date.now() - t < 8000) {} } return input; }' >"$T/agent.js"
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --session-ttl 2
+  req -X POST -d '{"input": 1}' "$URL/sessions"
+  local id; id=$(jq -r .id <<<"$body")
+  [[ $(jq -r .status <<<"$body") == done ]]
+  req -X POST -d '{"input": "spin", "wait": false}' "$URL/sessions"
+  local spin; spin=$(jq -r .id <<<"$body")
+  local i
+  for ((i = 0; i < 100; i++)); do req "$URL/sessions/$id"; [[ $code == 404 ]] && break; sleep 0.1; done
+  assert_code 404
+  req "$URL/sessions/$id/journal"
+  assert_code 404
+  req "$URL/sessions/$spin"
+  assert_code 200
+  chid serve "$T/agent.js" --session-ttl 1d
+  assert_status 2
+  assert_stderr_has "--session-ttl '1d' is not valid"
+}
