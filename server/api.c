@@ -962,7 +962,13 @@ static void route_sessions(struct server *srv, struct http_req *r)
                 route_approve(srv, r, &s);
         else if (strcmp(action, "input") == 0)
                 route_input(srv, r, &s);
-        else
+        else if (strcmp(action, "replay") == 0) {
+                static const char *const known[] = { NULL };
+                cJSON *doc = parse_body(r, known, NULL);
+                if (doc)
+                        replay_route(srv, r, &s);
+                cJSON_Delete(doc);
+        } else
                 api_error(r, API_NOT_IMPLEMENTED, "%s %s is not served by this build yet", m, url);
         store_session_clear(&s);
 }
@@ -985,6 +991,10 @@ void api_handle(struct server *srv, struct http_req *r)
 {
         const char *url = r->url;
         char q[512];
+        if (r->resumed && r->canned) {
+                http_reply(r, r->canned_code, "application/json", r->canned, strlen(r->canned), NULL);
+                return;
+        }
         if (r->resumed) {
                 answer_wait(srv, r);
                 return;

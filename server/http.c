@@ -224,6 +224,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         if (!r)
                 return;
         free(r->body);
+        free(r->canned);
         free(r);
         *con_cls = NULL;
 }
@@ -299,6 +300,7 @@ void server_free(struct server *srv)
                 return;
         /* Waiting requests are answered (503), sessions cancelled. */
         waiters_free_all(srv);
+        replayers_free_all(srv);
         sessions_free_all(srv);
         events_free_all(srv);
         if (srv->mhd)

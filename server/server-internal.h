@@ -35,6 +35,8 @@ struct http_req {
         bool resumed;             /* the wait is over: answer it */
         unsigned wait_code;       /* the status when the session has settled (201, 200) */
         bool wait_shutdown;       /* the server stops: 503 */
+        char *canned;             /* resumed: answer this JSON body with canned_code */
+        unsigned canned_code;
         char wait_id[SESSION_ID_LEN + 1];
         const char *tenant;
 };
@@ -130,6 +132,7 @@ struct server {
         struct waiter *waiters;
         struct stream *streams;   /* open SSE answers */
         struct ev_timer *sweep;   /* --approval-ttl, --session-ttl */
+        struct replayer *replayers; /* POST /sessions/ID/replay runs */
 };
 
 /* ---- http.c ---- */
@@ -176,6 +179,18 @@ struct live *sessions_find(struct server *srv, const char *id);
 int sessions_cancel(struct server *srv, struct live *l, const char *why);
 int sessions_recover(struct server *srv, unsigned *ret_requeued, unsigned *ret_failed, struct err **err);
 void sessions_free_all(struct server *srv);
+struct replay;
+/* The journal of session id read back (runtime/journal.h): 0, or 1 when
+ * it has none; a journal of another chidori or format is an error. */
+int sessions_open_journal(struct server *srv, const char *id, struct replay **ret, struct err **err);
+
+/* ---- replay.c: POST /sessions/ID/replay ---- */
+struct replayer;
+/* Re-run session rec from its journal in a fresh box, performing nothing;
+ * r is answered {matched, result} when it ends. */
+void replay_route(struct server *srv, struct http_req *r, const struct store_session *rec);
+void replayers_free_all(struct server *srv);
+
 /* Deny the approvals pending past --approval-ttl; delete the finished
  * sessions past --session-ttl. */
 void sessions_sweep(struct server *srv);

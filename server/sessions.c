@@ -579,41 +579,52 @@ static int journal_to_fd(void *arg, const char *line, size_t len)
         return 0;
 }
 
-/* The session has a journal in the store (it ran before: paused, or the
- * server stopped): read it back as the replay source of a RESUME.  A
- * journal of another format or chidori is refused (never a wrong replay). */
-static int open_resume(struct live *l, bool *ret_resume, struct err **err)
+/* The journal of session id in the store, read back as a replay source:
+ * 0 (*ret set), 1 it has none.  A journal of another format or chidori is
+ * refused (never a wrong replay). */
+int sessions_open_journal(struct server *srv, const char *id, struct replay **ret, struct err **err)
 {
-        struct server *srv = l->srv;
-        *ret_resume = false;
-        int fd = memfd_create("chidori-resume", MFD_CLOEXEC);
+        *ret = NULL;
+        int fd = memfd_create("chidori-journal", MFD_CLOEXEC);
         if (fd < 0)
                 return err_set(err, errno, "memfd_create");
-        int rc = store_journal_each(srv->store, l->id, journal_to_fd, &fd, err);
+        int rc = store_journal_each(srv->store, id, journal_to_fd, &fd, err);
         off_t size = lseek(fd, 0, SEEK_END);
         if (rc < 0 || size <= 0) {
                 close(fd);
-                return rc;
+                return rc < 0 ? -1 : 1;
         }
         char path[64];
         snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
         uint64_t max = srv->run.limits.max_journal ? srv->run.limits.max_journal : BROKER_DEFAULT_MAX_JOURNAL;
-        rc = replay_open(path, max, &l->replay, err);
+        struct replay *r = NULL;
+        rc = replay_open(path, max, &r, err);
         close(fd);
         if (rc < 0)
                 return -1;
-        const cJSON *h = replay_header(l->replay);
+        const cJSON *h = replay_header(r);
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(h, "chidori");
         const cJSON *p = cJSON_GetObjectItemCaseSensitive(h, "protocol");
         if (!cJSON_IsString(v) || strcmp(v->valuestring, srv->run.version) != 0 || !cJSON_IsNumber(p) ||
-            p->valueint != 1)
-                return err_set(err, 0,
-                               "the journal of this session was written by chidori %s (journal format %d); this is "
-                               "chidori %s (format 1): it cannot resume it safely",
-                               cJSON_IsString(v) ? v->valuestring : "?", cJSON_IsNumber(p) ? p->valueint : 0,
-                               srv->run.version);
-        *ret_resume = true;
+            p->valueint != 1) {
+                err_set(err, 0,
+                        "the journal of this session was written by chidori %s (journal format %d); this is "
+                        "chidori %s (format 1): it cannot replay it safely",
+                        cJSON_IsString(v) ? v->valuestring : "?", cJSON_IsNumber(p) ? p->valueint : 0,
+                        srv->run.version);
+                replay_free(r);
+                return -1;
+        }
+        *ret = r;
         return 0;
+}
+
+/* The session ran before (paused, or the server stopped): RESUME. */
+static int open_resume(struct live *l, bool *ret_resume, struct err **err)
+{
+        int rc = sessions_open_journal(l->srv, l->id, &l->replay, err);
+        *ret_resume = rc == 0;
+        return rc < 0 ? -1 : 0;
 }
 
 static int live_start(struct live *l, struct err **err)

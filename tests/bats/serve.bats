@@ -489,13 +489,37 @@ print("closed" if s.recv(100) == b"" else "answered")
   assert_code 200
 }
 
-@test "serve sessions: routes of the contract not built yet answer 501 not_implemented, never a wrong answer" {
+@test "serve sessions: POST /sessions/ID/replay re-runs from the journal in a fresh box, performing nothing" {
+  cat >"$T/agent.js" <<'JS'
+export default async (input) => {
+  const r = Math.random(), t = Date.now();
+  await chidori.memory.set("n", String(input));
+  return { r, t, n: await chidori.memory.get("n") };
+};
+JS
   start_server --listen 127.0.0.1:0 --state-dir "$T/st"
-  req -X POST "$URL/sessions"
+  req -X POST -d '{"input": 3}' "$URL/sessions"
   local id; id=$(jq -r .id <<<"$body")
-  req -X POST -d '{}' "$URL/sessions/$id/replay"
-  assert_code 501
-  assert_error_code not_implemented
+  local first; first=$(jq -c .result <<<"$body")
+  [[ $(jq -r .status <<<"$body") == done ]]
+  req -X POST "$URL/sessions/$id/replay"
+  assert_code 200
+  [[ $(jq -r .matched <<<"$body") == true ]]
+  # The same random number and clock: answered from the journal.
+  [[ $(jq -c .result <<<"$body") == "$first" ]]
+  req -X POST -d '{"x": 1}' "$URL/sessions/$id/replay"
+  assert_code 400
+  assert_error_code unknown_field
+  req -X POST "$URL/sessions/s0000000000000000000000000000/replay"
+  assert_code 404
+  # The agent changed: the replay diverges (not matched), and says where.
+  echo 'export default async () => ({ t: Date.now(), r: Math.random(), x: await chidori.memory.get("other") })' >"$T/agent.js"
+  stop_server
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st"
+  req -X POST "$URL/sessions/$id/replay"
+  assert_code 200
+  [[ $(jq -r .matched <<<"$body") == false ]]
+  [[ $(jq -r .error.message <<<"$body") == *"replay diverged"* ]]
 }
 
 @test "serve sessions: a damaged state database is refused at start, naming the file" {
