@@ -569,3 +569,23 @@ JS
   assert_status 2
   assert_stderr_has "--session-ttl '1d' is not valid"
 }
+
+@test "serve sessions: 100 concurrent sessions all settle done (--max-queued raised to fit), none lost" {
+  echo 'export default async (input) => input * 2' >"$T/agent.js"
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --max-queued 100
+  local i pids=()
+  for ((i = 0; i < 100; i++)); do
+    curl -sS -o "$T/c$i" -w '%{http_code}' --max-time 300 -X POST -d "{\"input\": $i, \"wait_ms\": 280000}" \
+      "$URL/sessions" >"$T/code$i" 2>/dev/null &
+    pids+=($!)
+  done
+  for i in "${pids[@]}"; do wait "$i" || true; done
+  for ((i = 0; i < 100; i++)); do
+    [[ $(cat "$T/code$i") == 201 ]] || { echo "session $i: $(cat "$T/code$i") $(cat "$T/c$i")"; return 1; }
+    [[ $(jq -r '.status + " " + (.result | tostring)' "$T/c$i") == "done $((i * 2))" ]] || { cat "$T/c$i"; return 1; }
+  done
+  req "$URL/sessions?status=done&limit=1000"
+  [[ $(jq '.sessions | length' <<<"$body") == 100 ]]
+  req "$URL/metrics"
+  assert_body_has 'chidori_runs_total{ending="ok"} 100'
+}
