@@ -122,14 +122,23 @@ static int cmp(const void *a, const void *b)
         return x < y ? -1 : x > y;
 }
 
+/* A positive int, or -1. */
+static int number(const char *s)
+{
+        char *end;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        return errno || *end || end == s || v < 1 || v > 1000000 ? -1 : (int)v;
+}
+
 int main(int argc, char **argv)
 {
         int c;
         while ((c = getopt(argc, argv, "p:c:n:b:")) != -1) {
                 switch (c) {
-                case 'p': port = atoi(optarg); break;
-                case 'c': clients = atoi(optarg); break;
-                case 'n': total = atoi(optarg); break;
+                case 'p': port = number(optarg); break;
+                case 'c': clients = number(optarg); break;
+                case 'n': total = number(optarg); break;
                 case 'b': body = optarg; break;
                 default:
                         fprintf(stderr, "usage: loadgen -p PORT [-c CLIENTS] [-n SESSIONS] [-b BODY]\n");
