@@ -143,3 +143,19 @@ JS
   assert_status 2
   assert_stderr_has "--approval-ttl '-1' is not valid"
 }
+
+@test "serve approve: a journal written by another chidori version is not resumed: the session fails, saying why" {
+  asker
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --trusted
+  req -X POST -d '{"policy_profile": "supervised"}' "$URL/sessions"
+  local id; id=$(jq -r .id <<<"$body")
+  [[ $(jq -r .status <<<"$body") == awaitingapproval ]]
+  stop_server
+  # The header as an older chidori would have written it.
+  sqlite3 "$T/st/serve.db" "UPDATE journal SET line = replace(line, '\"chidori\":\"', '\"chidori\":\"0.0.0-old') WHERE session = '$id' AND seq = 1"
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --trusted
+  req -X POST -d '{"decision": "allow"}' "$URL/sessions/$id/approve"
+  assert_code 200
+  [[ $(jq -r .status <<<"$body") == failed ]]
+  [[ $(jq -r .error.message <<<"$body") == *"was written by chidori 0.0.0-old"*"it cannot replay it safely"* ]] || { echo "$body"; false; }
+}
