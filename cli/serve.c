@@ -54,6 +54,8 @@ struct serve_opts {
         struct session_limits lim;
         long grace;               /* seconds running sessions get after SIGTERM */
         long approval_ttl, session_ttl; /* seconds, 0: never */
+        struct grants_opts gr;    /* --workspace, --allow-host, --tools ...: each session's */
+        bool shared_workspace;
         bool trusted, untrusted, quiet, shared_memory;
 };
 
@@ -101,6 +103,10 @@ static void serve_help(void)
                "                        deleted with its journal (default 0: kept)\n"
                "  --js-deadline MS      the engine's CPU-time budget per run, in ms (default 10000, 60000\n"
                "                        under a permissive policy; 0 = none) [CHIDORI_JS_DEADLINE_MS]\n"
+               "  --shared-workspace    every session works on --workspace DIR itself (default: each\n"
+               "                        session its own DIR/<session id>/)\n"
+               "  What every session is handed, as for `chidori run` (--workspace: DIR/<session id>/):\n"
+               GRANTS_OPTIONS_HELP
                "  Every run of a session has the options of `chidori run`'s box:\n"
                BOUNDS_OPTIONS_HELP
                SANDBOX_OPTIONS_HELP
@@ -115,6 +121,7 @@ enum {
         SVOPT_LISTEN = 1200, SVOPT_TOKEN_FILE, SVOPT_MAX_BODY, SVOPT_CONN_TIMEOUT, SVOPT_MAX_CONNS,
         SVOPT_MAX_RUNNING, SVOPT_MAX_QUEUED, SVOPT_TRUSTED, SVOPT_UNTRUSTED, SVOPT_QUIET, SVOPT_STATE_DIR,
         SVOPT_SHARED_MEMORY, SVOPT_JS_DEADLINE, SVOPT_GRACE, SVOPT_APPROVAL_TTL, SVOPT_SESSION_TTL,
+        SVOPT_SHARED_WORKSPACE,
 };
 
 /* ---- the box of a session: the CLI's provider, as `run` uses it ---- */
@@ -123,21 +130,57 @@ struct serve_box {
         struct spawn_opts so;
         struct cli_boxes boxes;
         struct grants grants;
+        bool granted;
         char run_id[64];
 };
 
 struct serve_boxes {
         const char *worker_path;
         const struct sandbox_opts *sb;
+        const struct serve_opts *o;
 };
 
-static int boxes_new(void *arg, const char *run_id, const struct box_provider **ret, void **ret_handle,
-                     struct err **err)
+/* What a session is handed: the grants of `run`, its workspace being
+ * DIR/<session id>/ (made 0700) unless --shared-workspace. */
+static int session_grants(struct serve_boxes *sbx, const char *id, struct grants *g, struct session_config *cfg,
+                          struct err **err)
+{
+        const struct serve_opts *o = sbx->o;
+        struct grants_opts go = o->gr;
+        char *ws = NULL;
+        if (go.workspace_dir && !o->shared_workspace && id) {
+                if (asprintf(&ws, "%s/%s", go.workspace_dir, id) < 0)
+                        return err_set(err, ENOMEM, "workspace");
+                if (mkdir(ws, 0700) < 0 && errno != EEXIST) {
+                        err_set(err, errno, "create the session's workspace %s", ws);
+                        free(ws);
+                        return -1;
+                }
+                go.workspace_dir = ws;
+        }
+        struct nested_src ns = {
+                .sb = sbx->sb, .untrusted = o->untrusted, .trusted = o->trusted, .js_deadline_ms = o->js_deadline_ms,
+                .state_dir = o->state_dir, .lim = &o->lim, .agent_path = o->agent_path,
+        };
+        int rc = grants_open(&go, &ns, g, cfg, err);
+        free(ws);
+        return rc;
+}
+
+static int boxes_new(void *arg, const char *run_id, struct session_config *cfg, const struct box_provider **ret,
+                     void **ret_handle, struct err **err)
 {
         struct serve_boxes *sbx = arg;
         struct serve_box *b = calloc(1, sizeof(*b));
         if (!b)
                 return err_set(err, ENOMEM, "a box for session %s", run_id);
+        if (cfg) {
+                if (session_grants(sbx, run_id, &b->grants, cfg, err) < 0) {
+                        free(b);
+                        return -1;
+                }
+                b->granted = true;
+        }
         snprintf(b->run_id, sizeof(b->run_id), "%s", run_id);
         b->so = (struct spawn_opts){ .worker_path = sbx->worker_path, .run_id = b->run_id, .sandbox = sbx->sb };
         cli_boxes_init(&b->boxes, &b->so, &b->grants);
@@ -149,7 +192,10 @@ static int boxes_new(void *arg, const char *run_id, const struct box_provider **
 static void boxes_free(void *arg, void *handle)
 {
         (void)arg;
-        free(handle);
+        struct serve_box *b = handle;
+        if (b && b->granted)
+                grants_close(&b->grants);
+        free(b);
 }
 
 static int parse_count(const char *opt, const char *arg, long min, long max, long *ret)
@@ -368,8 +414,10 @@ int cmd_serve(int argc, char **argv)
                 { "grace", required_argument, NULL, SVOPT_GRACE },
                 { "approval-ttl", required_argument, NULL, SVOPT_APPROVAL_TTL },
                 { "session-ttl", required_argument, NULL, SVOPT_SESSION_TTL },
+                { "shared-workspace", no_argument, NULL, SVOPT_SHARED_WORKSPACE },
                 SANDBOX_LONGOPTS,
                 BOUNDS_LONGOPTS,
+                GRANTS_LONGOPTS,
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -392,7 +440,7 @@ int cmd_serve(int argc, char **argv)
                                 "integer >= 0)\n", env_js);
                 return EXIT_USAGE;
         }
-        if (sandbox_opts_env(&o.sb) < 0 || bounds_opts_env(&o.lim) < 0)
+        if (sandbox_opts_env(&o.sb) < 0 || bounds_opts_env(&o.lim) < 0 || grants_opts_env(&o.gr) < 0)
                 return EXIT_USAGE;
         optind = 1;
         opterr = 0;
@@ -403,6 +451,8 @@ int cmd_serve(int argc, char **argv)
                 int h = sandbox_opts_parse(&o.sb, "serve", c, optarg);
                 if (h == 0)
                         h = bounds_opts_parse(&o.lim, "serve", c, optarg);
+                if (h == 0)
+                        h = grants_opts_parse(&o.gr, "serve", c, optarg);
                 if (h < 0)
                         return EXIT_USAGE;
                 if (h > 0)
@@ -418,6 +468,7 @@ int cmd_serve(int argc, char **argv)
                         if (parse_count("--grace", optarg, 0, 86400, &o.grace) < 0)
                                 return EXIT_USAGE;
                         break;
+                case SVOPT_SHARED_WORKSPACE: o.shared_workspace = true; break;
                 case SVOPT_APPROVAL_TTL:
                         if (parse_count("--approval-ttl", optarg, 0, 31536000L, &o.approval_ttl) < 0)
                                 return EXIT_USAGE;
@@ -600,7 +651,19 @@ int cmd_serve(int argc, char **argv)
         for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
                 sigaction(sigs[i], &sa, NULL);
 
-        struct serve_boxes sbx = { .worker_path = worker_path, .sb = &o.sb };
+        struct serve_boxes sbx = { .worker_path = worker_path, .sb = &o.sb, .o = &o };
+        {
+                /* What the sessions will be handed, checked once now: a bad
+                 * --workspace, --tools or --allow-host is a usage error. */
+                struct grants g;
+                struct session_config probe = { 0 };
+                if (session_grants(&sbx, NULL, &g, &probe, &err) < 0) {
+                        fprintf(stderr, "chidori: serve: %s\n", err_msg(err));
+                        code = err_code(err) == GRANTS_E_USAGE ? EXIT_USAGE : EXIT_PROTOCOL;
+                        goto out;
+                }
+                grants_close(&g);
+        }
         struct server_config cfg = {
                 .listen_fd = fd,
                 .listen_desc = desc,

@@ -187,7 +187,7 @@ void replay_route(struct server *srv, struct http_req *r, const struct store_ses
         };
         p->sink = (struct session_sink){ .ended = sink_ended, .arg = p };
         if (!p->input || !p->ns ||
-            srv->run.boxes_new(srv->run.boxes_arg, p->run_id, &p->boxes, &p->boxes_handle, &err) < 0 ||
+            srv->run.boxes_new(srv->run.boxes_arg, p->run_id, NULL, &p->boxes, &p->boxes_handle, &err) < 0 ||
             session_new(srv->loop, &p->cfg, &p->sink, p->boxes, &p->s, &err) < 0) {
                 api_error(r, API_INTERNAL, "the replay cannot start: %s", err ? err_msg(err) : "out of memory");
                 err_free(err);

@@ -84,7 +84,7 @@ struct live {
         char *ns;
         cJSON *input;
         struct policy *profile;
-        const struct policy *profile_layers[2];
+        const struct policy *profile_layers[18]; /* the grants' layers and the profile, NULL-ended */
         struct session_config cfg;
         struct session_sink sink;
         const struct box_provider *boxes;

@@ -95,9 +95,11 @@ struct server_run {
         const struct effect_table *effects;
         struct memstore *mem;
         bool shared_memory;
-        /* A box provider for one session (the CLI's: the same box as `run`). */
-        int (*boxes_new)(void *arg, const char *run_id, const struct box_provider **ret, void **ret_handle,
-                         struct err **err);
+        /* A box provider for one session (the CLI's: the same box as `run`),
+         * and the session's grants (workspace DIR/<id>, allowed hosts, tools)
+         * opened into cfg; cfg NULL: none (a replay performs nothing). */
+        int (*boxes_new)(void *arg, const char *run_id, struct session_config *cfg, const struct box_provider **ret,
+                         void **ret_handle, struct err **err);
         void (*boxes_free)(void *arg, void *handle);
         void *boxes_arg;
 };

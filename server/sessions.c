@@ -664,8 +664,18 @@ static int live_start(struct live *l, struct err **err)
                 .ended = sink_ended,
                 .arg = l,
         };
-        if (run->boxes_new(run->boxes_arg, l->id, &l->boxes, &l->boxes_handle, err) < 0)
+        if (run->boxes_new(run->boxes_arg, l->id, &l->cfg, &l->boxes, &l->boxes_handle, err) < 0)
                 return -1;
+        /* The operator's CHIDORI_POLICY_LAYERS (set by the grants) and the
+         * session's profile: the stricter wins among all of them. */
+        if (l->profile) {
+                size_t n = 0;
+                for (const struct policy *const *g = l->cfg.layers; g && *g && n < 16; g++)
+                        l->profile_layers[n++] = *g;
+                l->profile_layers[n++] = l->profile;
+                l->profile_layers[n] = NULL;
+                l->cfg.layers = l->profile_layers;
+        }
         if (session_new(srv->loop, &l->cfg, &l->sink, l->boxes, &l->s, err) < 0)
                 return -1;
         if (l->resume)

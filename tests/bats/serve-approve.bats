@@ -159,3 +159,38 @@ JS
   [[ $(jq -r .status <<<"$body") == failed ]]
   [[ $(jq -r .error.message <<<"$body") == *"was written by chidori 0.0.0-old"*"it cannot replay it safely"* ]] || { echo "$body"; false; }
 }
+
+@test "serve approve: with --workspace each session has its own DIR/<id>/; an approved write lands there" {
+  cat >"$T/agent.js" <<'JS'
+export default async (input) => {
+  let seen;
+  try { seen = await chidori.workspace.read("note.txt"); } catch (e) { seen = e.code; }
+  await chidori.workspace.write("note.txt", input);
+  return { seen };
+};
+JS
+  mkdir -p "$T/ws"
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --trusted --workspace "$T/ws"
+  req -X POST -d '{"input": "one", "policy_profile": "supervised"}' "$URL/sessions"
+  local a; a=$(jq -r .id <<<"$body")
+  [[ $(jq -r .status <<<"$body") == awaitingapproval ]]
+  [[ ! -e $T/ws/$a/note.txt ]]
+  req -X POST -d '{"decision": "allow"}' "$URL/sessions/$a/approve"
+  [[ $(jq -r .status <<<"$body") == done ]]
+  [[ $(cat "$T/ws/$a/note.txt") == one ]]
+  # Another session does not see it.
+  req -X POST -d '{"input": "two"}' "$URL/sessions"
+  local b; b=$(jq -r .id <<<"$body")
+  [[ $(jq -r .result.seen <<<"$body") != one ]]
+  [[ $(cat "$T/ws/$b/note.txt") == two ]]
+  stop_server
+  # --shared-workspace: DIR itself, shared.
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st2" --trusted --workspace "$T/ws" --shared-workspace
+  req -X POST -d '{"input": "x"}' "$URL/sessions"
+  req -X POST -d '{"input": "y"}' "$URL/sessions"
+  [[ $(jq -r .result.seen <<<"$body") == x ]]
+  stop_server
+  chid serve "$T/agent.js" --listen 127.0.0.1:0 --state-dir "$T/st3" --workspace "$T/nope"
+  assert_status 2
+  assert_stderr_has "--workspace"
+}
