@@ -26,13 +26,26 @@
 
 /* ---- the journal over the store ---- */
 
-static int j_line(struct live *l, const cJSON *line, bool batch, struct err **err)
+/* final: written whatever the size (the header, the note saying the
+ * journal is full, the end line), as the file journal does. */
+static int j_line_f(struct live *l, const cJSON *line, bool batch, bool final, struct err **err)
 {
         if (l->deleted)
                 return 0;
+        if (l->jfull && !final)
+                return err_setc(err, JOURNAL_E_LIMIT, 0, "the journal of session %s is full", l->id);
         char *text = cJSON_PrintUnformatted(line);
         if (!text)
                 return err_set(err, ENOMEM, "journal");
+        size_t len = strlen(text) + 1;
+        if (!final && l->jmax && (len > l->jmax || l->jbytes > l->jmax - len)) {
+                free(text);
+                l->jfull = true;
+                return err_setc(err, JOURNAL_E_LIMIT, 0,
+                                "the journal of session %s: a line of %zu bytes would pass the limit (--max-journal)",
+                                l->id, len);
+        }
+        l->jbytes += len;
         int rc = store_journal_append(l->srv->store, l->id, text, batch, err);
         free(text);
         if (rc < 0)
@@ -40,9 +53,14 @@ static int j_line(struct live *l, const cJSON *line, bool batch, struct err **er
         return rc;
 }
 
+static int j_line(struct live *l, const cJSON *line, bool batch, struct err **err)
+{
+        return j_line_f(l, line, batch, false, err);
+}
+
 static int j_header(void *j, const cJSON *line, struct err **err)
 {
-        return j_line(j, line, false, err);
+        return j_line_f(j, line, false, true, err);
 }
 
 /* Before an effect visible outside the box: committed (with every pure
@@ -83,13 +101,12 @@ static int j_result(void *j, const cJSON *line, struct err **err)
 
 static int j_note(void *j, const cJSON *line, bool final, struct err **err)
 {
-        (void)final;
-        return j_line(j, line, false, err);
+        return j_line_f(j, line, false, final, err);
 }
 
 static int j_end(void *j, const cJSON *line, struct err **err)
 {
-        return j_line(j, line, false, err);
+        return j_line_f(j, line, false, true, err);
 }
 
 static int j_sync(void *j, struct err **err)
@@ -98,9 +115,12 @@ static int j_sync(void *j, struct err **err)
         return store_commit(l->srv->store, err);
 }
 
+/* The session's --max-journal, over every run of it (the store has
+ * counted what earlier runs wrote: live_start). */
 static void j_set_limit(void *j, uint64_t max)
 {
-        (void)j, (void)max;
+        struct live *l = j;
+        l->jmax = max;
 }
 
 static const struct journal_ops store_journal_ops = {
@@ -544,6 +564,7 @@ static void sink_input(void *arg, struct session *s, uint64_t id, const char *pr
         if (l->input_answer) {
                 char *answer = l->input_answer;
                 l->input_answer = NULL;
+                save_pending(l, NULL); /* taken: a later input is asked anew */
                 struct err *err = NULL;
                 if (session_input(s, answer, strlen(answer), &err) < 0) {
                         fprintf(stderr, "chidori: serve: session %s: %s\n", l->id, err_msg(err));
@@ -633,7 +654,8 @@ static int live_start(struct live *l, struct err **err)
         const struct server_run *run = &srv->run;
         l->profile_layers[0] = l->profile;
         l->profile_layers[1] = NULL;
-        if (open_resume(l, &l->resume, err) < 0)
+        if (open_resume(l, &l->resume, err) < 0 ||
+            store_journal_bytes(srv->store, l->id, &l->jbytes, err) < 0)
                 return -1;
         l->cfg = (struct session_config){
                 .script = run->script,
@@ -777,6 +799,9 @@ int sessions_create(struct server *srv, const char *id, const char *tenant, cJSO
         if (store_session_get(srv->store, id, &rec, NULL) == 0 && rec.pending) {
                 cJSON *p = cJSON_Parse(rec.pending);
                 l->decisions = cJSON_DetachItemFromObjectCaseSensitive(p, "decisions");
+                const cJSON *ia = cJSON_GetObjectItemCaseSensitive(p, "input_answer");
+                if (cJSON_IsString(ia))
+                        l->input_answer = strdup(ia->valuestring);
                 cJSON_Delete(p);
         }
         store_session_clear(&rec);
@@ -833,6 +858,9 @@ int sessions_resume(struct server *srv, const char *id, cJSON *decision, const c
         }
         cJSON *np = cJSON_CreateObject();
         cJSON_AddItemToObject(np, "decisions", decisions);
+        /* Kept until the session takes it: a restart before that keeps it too. */
+        if (input_answer)
+                cJSON_AddStringToObject(np, "input_answer", input_answer);
         char *text = cJSON_PrintUnformatted(np);
         cJSON_Delete(np);
         rc = text ? store_session_set_pending(srv->store, id, text, err) : err_set(err, ENOMEM, "session");
@@ -851,11 +879,6 @@ int sessions_resume(struct server *srv, const char *id, cJSON *decision, const c
                 rc = sessions_create(srv, id, rec.tenant, input, profile, err);
         else
                 policy_free(profile);
-        if (rc == 0 && input_answer) {
-                struct live *l = sessions_find(srv, id);
-                if (l)
-                        l->input_answer = strdup(input_answer);
-        }
         store_session_clear(&rec);
         return rc;
 }

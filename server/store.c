@@ -563,3 +563,19 @@ int store_session_ids_before(struct store *st, const char *status, const char *b
         free(ids);
         return ret;
 }
+
+int store_journal_bytes(struct store *st, const char *id, uint64_t *ret, struct err **err)
+{
+        sqlite3_stmt *q = NULL;
+        int rc = sqlite3_prepare_v2(st->db, "SELECT COALESCE(SUM(LENGTH(CAST(line AS BLOB)) + 1), 0) FROM journal "
+                                            "WHERE session = ?",
+                                    -1, &q, NULL);
+        if (rc != SQLITE_OK)
+                return db_err(st, rc, err, "read the journal");
+        bind_text(q, 1, id);
+        rc = sqlite3_step(q);
+        if (rc == SQLITE_ROW)
+                *ret = (uint64_t)sqlite3_column_int64(q, 0);
+        sqlite3_finalize(q);
+        return rc == SQLITE_ROW ? 0 : db_err(st, rc, err, "read the journal");
+}

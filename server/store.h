@@ -75,6 +75,8 @@ int store_idem_get(struct store *st, const char *tenant, const char *key, char *
  * result: it goes with the next commit). */
 int store_journal_append(struct store *st, const char *id, const char *line, bool batch, struct err **err);
 int store_commit(struct store *st, struct err **err);
+/* Bytes of a session's journal lines (each with its newline, as NDJSON). */
+int store_journal_bytes(struct store *st, const char *id, uint64_t *ret, struct err **err);
 int store_journal_each(struct store *st, const char *id, int (*fn)(void *arg, const char *line, size_t len),
                        void *arg, struct err **err);
 

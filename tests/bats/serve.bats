@@ -589,3 +589,17 @@ JS
   req "$URL/metrics"
   assert_body_has 'chidori_runs_total{ending="ok"} 100'
 }
+
+@test "serve sessions: --max-journal bounds a session's journal in the store: the run stops, failed with Limit" {
+  echo 'export default async () => { for (let i = 0; i < 200; i++) await chidori.memory.set("k" + i, "x".repeat(100)); return "all" }' >"$T/agent.js"
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --max-journal 8K
+  req -X POST -d '{}' "$URL/sessions"
+  assert_code 201
+  [[ $(jq -r .status <<<"$body") == failed ]] || { echo "$body"; false; }
+  [[ $(jq -r .error.name <<<"$body") == Limit ]]
+  assert_body_has "journal"
+  local id; id=$(jq -r .id <<<"$body")
+  req "$URL/sessions/$id/journal"
+  (( ${#body} < 12000 ))
+  [[ $(tail -n 1 <<<"$body" | jq -r .type) == end ]]
+}
