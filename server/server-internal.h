@@ -101,6 +101,8 @@ struct live {
         char *input_answer;       /* JSON text: the answer of the input the session paused at */
         cJSON *pending;           /* what it paused at: {"approval": {...}} or {"input": {...}} */
         uint64_t replayed;        /* calls answered from the journal in this run */
+        int64_t calls_seen;       /* the highest call id an event was sent for, every run */
+        int64_t calls_before;     /* ... in the runs before this one: not sent again */
         uint64_t jbytes, jmax;    /* journal bytes written (every run), the limit (0: none) */
         bool jfull;
 };

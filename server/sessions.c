@@ -323,6 +323,7 @@ static void save_pending(struct live *l, const cJSON *what)
 {
         cJSON *p = cJSON_CreateObject();
         cJSON_AddItemToObject(p, "decisions", l->decisions ? cJSON_Duplicate(l->decisions, 1) : cJSON_CreateArray());
+        cJSON_AddNumberToObject(p, "calls_seen", (double)l->calls_seen);
         for (const cJSON *c = what ? what->child : NULL; c; c = c->next)
                 cJSON_AddItemToObject(p, c->string, cJSON_Duplicate(c, 1));
         char *text = cJSON_PrintUnformatted(p);
@@ -470,7 +471,10 @@ static void sink_call(void *arg, struct session *s, int64_t id, const char *op, 
                 l->replayed++;
         /* A call answered from the journal during a resume was sent when it
          * was made; a log call is its `log` event. */
-        if (!l->deleted && strcmp(decision, "replayed") != 0 && strcmp(op, "log") != 0) {
+        bool again = id <= l->calls_before; /* announced by an earlier run of the session */
+        if (id > l->calls_seen)
+                l->calls_seen = id;
+        if (!l->deleted && !again && strcmp(decision, "replayed") != 0 && strcmp(op, "log") != 0) {
                 cJSON *d = cJSON_CreateObject();
                 cJSON_AddNumberToObject(d, "id", (double)id);
                 cJSON_AddStringToObject(d, "op", op);
@@ -799,6 +803,9 @@ int sessions_create(struct server *srv, const char *id, const char *tenant, cJSO
         if (store_session_get(srv->store, id, &rec, NULL) == 0 && rec.pending) {
                 cJSON *p = cJSON_Parse(rec.pending);
                 l->decisions = cJSON_DetachItemFromObjectCaseSensitive(p, "decisions");
+                const cJSON *cs = cJSON_GetObjectItemCaseSensitive(p, "calls_seen");
+                if (cJSON_IsNumber(cs))
+                        l->calls_seen = l->calls_before = (int64_t)cs->valuedouble;
                 const cJSON *ia = cJSON_GetObjectItemCaseSensitive(p, "input_answer");
                 if (cJSON_IsString(ia))
                         l->input_answer = strdup(ia->valuestring);
@@ -824,7 +831,6 @@ int sessions_resume(struct server *srv, const char *id, cJSON *decision, const c
         }
         cJSON *p = rec.pending ? cJSON_Parse(rec.pending) : NULL;
         cJSON *decisions = cJSON_DetachItemFromObjectCaseSensitive(p, "decisions");
-        cJSON_Delete(p);
         if (!cJSON_IsArray(decisions)) {
                 cJSON_Delete(decisions);
                 decisions = cJSON_CreateArray();
@@ -848,6 +854,7 @@ int sessions_resume(struct server *srv, const char *id, cJSON *decision, const c
                 cJSON_Delete(note);
                 if (nt && store_journal_append(srv->store, id, nt, false, err) < 0) {
                         free(nt);
+                        cJSON_Delete(p);
                         cJSON_Delete(decision);
                         cJSON_Delete(decisions);
                         store_session_clear(&rec);
@@ -856,8 +863,12 @@ int sessions_resume(struct server *srv, const char *id, cJSON *decision, const c
                 free(nt);
                 cJSON_AddItemToArray(decisions, decision);
         }
+        const cJSON *cs = cJSON_GetObjectItemCaseSensitive(p, "calls_seen");
+        double calls_seen = cJSON_IsNumber(cs) ? cs->valuedouble : 0;
+        cJSON_Delete(p);
         cJSON *np = cJSON_CreateObject();
         cJSON_AddItemToObject(np, "decisions", decisions);
+        cJSON_AddNumberToObject(np, "calls_seen", calls_seen);
         /* Kept until the session takes it: a restart before that keeps it too. */
         if (input_answer)
                 cJSON_AddStringToObject(np, "input_answer", input_answer);

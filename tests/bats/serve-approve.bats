@@ -72,6 +72,9 @@ JS
   curl -sS -N --max-time 20 "$URL/sessions/$id/events" >"$T/sse"
   [[ $(sed -n 's/^event: //p' "$T/sse" | grep -v call | tr '\n' ' ') == \
      "status approval status status approval status status input status status done " ]]
+  # Each call is announced once, whatever the number of runs it took (a resume does not repeat it).
+  [[ -z $(awk '/^event: call$/ { c = 1; next } c && /^data: / { sub(/^data: /, ""); print; c = 0 }' "$T/sse" | jq -r .id | sort | uniq -d) ]]
+  [[ $(grep -c '^event: call$' "$T/sse") == 4 ]]
 }
 
 @test "serve approve: another tenant cannot approve (404); a settled session has nothing to approve (409)" {
