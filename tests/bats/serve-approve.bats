@@ -197,3 +197,34 @@ JS
   assert_status 2
   assert_stderr_has "--workspace"
 }
+
+@test "serve approve: an effect in flight at a kill -9 is not performed again: the agent gets 'interrupted by server restart'" {
+  python3 "$BATS_TEST_DIRNAME/../servers/fake_http.py" --host 127.0.0.1 --port 0 >"$T/port" 2>"$T/fake.log" 3>&- &
+  FAKE_PID=$!
+  local i
+  for ((i = 0; i < 100; i++)); do [[ -s $T/port ]] && break; sleep 0.05; done
+  local fp; fp=$(head -1 "$T/port")
+  cat >"$T/agent.js" <<JS
+export default async () => {
+  try { return await (await fetch("http://127.0.0.1:$fp/delay?ms=30000")).text(); }
+  catch (e) { return { code: e.code, message: e.message }; }
+};
+JS
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --trusted --allow-host 127.0.0.1
+  req -X POST -d '{"wait": false}' "$URL/sessions"
+  local id; id=$(jq -r .id <<<"$body")
+  # The fetch's intent is committed (a start line) before it is performed.
+  for ((i = 0; i < 200; i++)); do
+    req "$URL/sessions/$id/journal"
+    grep -q '"type":"start".*"op":"http' <<<"$body" && break
+    sleep 0.1
+  done
+  grep -q '"type":"start".*"op":"http' <<<"$body"
+  kill -KILL "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --trusted --allow-host 127.0.0.1
+  wait_status "$id" done
+  [[ $(jq -r .result.message <<<"$body") == *"interrupted by server restart"* ]] || { echo "$body"; false; }
+  # Asked once only: the restart did not send the request again.
+  kill "$FAKE_PID" 2>/dev/null || true
+  [[ $(grep -c 'delay' "$T/fake.log") -le 1 ]]
+}

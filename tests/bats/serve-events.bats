@@ -93,3 +93,20 @@ JS
   req "$URL/healthz"
   assert_code 200
 }
+
+@test "serve events: an idle stream gets a ': keep-alive' comment every 15 s (a fetch the agent waits on)" {
+  python3 "$BATS_TEST_DIRNAME/../servers/fake_http.py" --host 127.0.0.1 --port 0 >"$T/port" 2>/dev/null 3>&- &
+  FAKE_PID=$!
+  local i
+  for ((i = 0; i < 100; i++)); do [[ -s $T/port ]] && break; sleep 0.05; done
+  local fp; fp=$(head -1 "$T/port")
+  cat >"$T/agent.js" <<JS
+export default async () => (await fetch("http://127.0.0.1:$fp/delay?ms=17000")).text();
+JS
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --trusted --allow-host 127.0.0.1
+  sse -X POST -d '{}' "$URL/sessions/stream"
+  kill "$FAKE_PID" 2>/dev/null || true
+  grep -q '^: keep-alive$' "$T/sse" || { cat "$T/sse"; false; }
+  [[ $(sse_events) == "status call done " ]] || { cat "$T/sse"; false; }
+  [[ $(tail -n 3 "$T/sse" | sed -n 's/^data: //p' | jq -r '.status + " " + .result') == "done ok" ]]
+}

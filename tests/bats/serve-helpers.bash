@@ -5,6 +5,7 @@ SERVER_PID=
 
 teardown() {
   stop_server
+  if [[ -n ${FAKE_PID:-} ]]; then kill "$FAKE_PID" 2>/dev/null || true; wait "$FAKE_PID" 2>/dev/null || true; FAKE_PID=; fi
   rm -rf "$T"
 }
 
@@ -12,7 +13,7 @@ teardown() {
 # SOCK for unix:), waits (bounded) for the Listening: line.
 start_server() {
   [[ -f $T/agent.js ]] || echo 'export default async (input) => ({ echo: input })' >"$T/agent.js"
-  "$CHIDORI" serve "$T/agent.js" "$@" >"$T/server.out" 2>"$T/server.err" </dev/null &
+  "$CHIDORI" serve "$T/agent.js" "$@" >"$T/server.out" 2>"$T/server.err" </dev/null 3>&- &
   SERVER_PID=$!
   local i
   for ((i = 0; i < 200; i++)); do
