@@ -13,6 +13,8 @@ teardown() {
 # SOCK for unix:), waits (bounded) for the Listening: line.
 start_server() {
   [[ -f $T/agent.js ]] || echo 'export default async (input) => ({ echo: input })' >"$T/agent.js"
+  # A new file each time: what a killed server's leftovers write goes to the old one.
+  rm -f "$T/server.out" "$T/server.err"
   "$CHIDORI" serve "$T/agent.js" "$@" >"$T/server.out" 2>"$T/server.err" </dev/null 3>&- &
   SERVER_PID=$!
   local i
