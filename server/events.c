@@ -10,7 +10,7 @@
  * found at the next write; the session is not touched by it. */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
-#include <microhttpd.h>
+#include "server/mhd.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
