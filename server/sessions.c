@@ -470,11 +470,14 @@ static void sink_call(void *arg, struct session *s, int64_t id, const char *op, 
         if (strcmp(decision, "replayed") == 0)
                 l->replayed++;
         /* A call answered from the journal during a resume was sent when it
-         * was made; a log call is its `log` event. */
+         * was made; a log call is its `log` event; the reads of a streamed
+         * response body (http.read, http.close) are part of its `http` call,
+         * not one event per chunk. */
         bool again = id <= l->calls_before; /* announced by an earlier run of the session */
         if (id > l->calls_seen)
                 l->calls_seen = id;
-        if (!l->deleted && !again && strcmp(decision, "replayed") != 0 && strcmp(op, "log") != 0) {
+        bool part = strcmp(op, "http.read") == 0 || strcmp(op, "http.close") == 0;
+        if (!l->deleted && !again && !part && strcmp(decision, "replayed") != 0 && strcmp(op, "log") != 0) {
                 cJSON *d = cJSON_CreateObject();
                 cJSON_AddNumberToObject(d, "id", (double)id);
                 cJSON_AddStringToObject(d, "op", op);
