@@ -20,6 +20,7 @@
 #include "proto/json.h"
 #include "runtime/evloop.h"
 #include "runtime/journal.h"
+#include "runtime/outcome.h"
 #include "runtime/session.h"
 #include "server/server-internal.h"
 #include "server/store.h"
@@ -404,20 +405,11 @@ static void sink_ended(void *arg, struct session *s)
                 }
                 char *stats_text = stats_sum(l, o);
                 cJSON *stats = stats_text ? cJSON_Parse(stats_text) : cJSON_CreateObject();
-                /* The journal's end line, as `run` writes it. */
-                cJSON *end = cJSON_CreateObject();
-                char ts[40];
-                utc_iso8601(ts, sizeof(ts));
-                cJSON_AddStringToObject(end, "type", "end");
-                cJSON_AddStringToObject(end, "outcome", e.status == SESS_DONE ? "ok" : run_ending_name(e.ending));
-                cJSON_AddNumberToObject(end, "exit", e.exit);
-                if (o->value)
-                        cJSON_AddItemToObject(end, "value", cJSON_Duplicate(o->value, 1));
-                if (o->error)
-                        cJSON_AddItemToObject(end, "error", cJSON_Duplicate(o->error, 1));
-                if (o->end != SESSION_END_DONE_OK && o->message)
-                        cJSON_AddStringToObject(end, "message", o->message);
-                cJSON_AddStringToObject(end, "ended", ts);
+                /* The journal's end line, as `run` writes it, with the stats
+                 * summed over every run of the session. */
+                cJSON *end = session_outcome_end_line(o, e.status == SESS_DONE ? "ok" : run_ending_name(e.ending),
+                                                      e.exit);
+                cJSON_DeleteItemFromObjectCaseSensitive(end, "stats");
                 cJSON_AddItemToObject(end, "stats", stats);
                 j_end(l, end, NULL);
                 cJSON_Delete(end);
