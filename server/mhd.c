@@ -49,6 +49,7 @@ int mhd_load(struct err **err)
         for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
                 void *p = dlsym(h, fns[i].name);
                 if (!p) {
+                        dlclose(h);
                         pthread_mutex_unlock(&lock);
                         return err_set(err, 0, "libmicrohttpd.so.12 has no %s: install Debian 12's libmicrohttpd12",
                                        fns[i].name);

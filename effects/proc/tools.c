@@ -39,8 +39,6 @@ struct tools_registry {
 
 /* ---- text helpers ---- */
 
-
-
 static const char *type_name(const cJSON *j)
 {
         if (cJSON_IsObject(j))
