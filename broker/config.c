@@ -279,24 +279,7 @@ static void journal_header(struct run *r, const char *script)
 
 static void journal_end(struct run *r, const struct session_outcome *o, int code)
 {
-        char ts[40];
-        utc_iso8601(ts, sizeof(ts));
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "type", "end");
-        cJSON_AddStringToObject(e, "outcome", session_end_name(o->end));
-        cJSON_AddNumberToObject(e, "exit", code);
-        if (o->value)
-                cJSON_AddItemToObject(e, "value", cJSON_Duplicate(o->value, 1));
-        if (o->error)
-                cJSON_AddItemToObject(e, "error", cJSON_Duplicate(o->error, 1));
-        if (o->end != SESSION_END_DONE_OK && o->message)
-                cJSON_AddStringToObject(e, "message", o->message);
-        if (o->end == SESSION_END_EOF)
-                cJSON_AddNumberToObject(e, "wait_status", o->wait_status);
-        cJSON_AddStringToObject(e, "ended", ts);
-        cJSON *st = cJSON_AddObjectToObject(e, "stats");
-        cJSON_AddItemToObject(st, "wall_ms", json_cjson_number((double)(long)(o->wall_ms * 1000) / 1000.0));
-        cJSON_AddNumberToObject(st, "effects", (double)o->effects);
+        cJSON *e = session_outcome_end_line(o, NULL, code);
         journal_file_ops.end(r->journal, e, NULL);
         cJSON_Delete(e);
 }

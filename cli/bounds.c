@@ -31,6 +31,7 @@ static const struct {
           offsetof(struct session_limits, max_memory_store), false, 1 },
         { BOPT_MAX_WORKSPACE_WRITE, "--max-workspace-write", "CHIDORI_MAX_WORKSPACE_WRITE",
           offsetof(struct session_limits, max_workspace_write), false, 1 },
+        { BOPT_MAX_TIMERS, "--max-timers", "CHIDORI_MAX_TIMERS", offsetof(struct session_limits, max_timers), true, 1 },
 };
 
 void bounds_opts_init(struct session_limits *o)
@@ -43,6 +44,7 @@ void bounds_opts_init(struct session_limits *o)
                 .max_vfs = BROKER_DEFAULT_MAX_VFS,
                 .max_memory_store = BROKER_DEFAULT_MAX_MEMORY_STORE,
                 .max_workspace_write = BROKER_DEFAULT_MAX_WORKSPACE_WRITE,
+                .max_timers = BROKER_DEFAULT_MAX_TIMERS,
         };
 }
 
@@ -53,8 +55,8 @@ static int set(struct session_limits *o, size_t i, const char *what, const char 
         if (OPTS[i].count) {
                 long c = 0;
                 if (parse_nonneg(v, &c) < 0 || c < 1 || c > MAX_CALLS_MAX) {
-                        fprintf(stderr, "chidori: %s '%s' is not a number of calls from 1 to %ld\n", what, v,
-                                MAX_CALLS_MAX);
+                        fprintf(stderr, "chidori: %s '%s' is not a number of %s from 1 to %ld\n", what, v,
+                                OPTS[i].opt == BOPT_MAX_TIMERS ? "timers" : "calls", MAX_CALLS_MAX);
                         return -1;
                 }
                 n = (uint64_t)c;

@@ -11,7 +11,7 @@
 
 enum {
         BOPT_MAX_CALLS = 950, BOPT_MAX_QUEUE, BOPT_MAX_LOG, BOPT_MAX_JOURNAL, BOPT_MAX_VFS, BOPT_MAX_MEMORY_STORE,
-        BOPT_MAX_WORKSPACE_WRITE,
+        BOPT_MAX_WORKSPACE_WRITE, BOPT_MAX_TIMERS,
 };
 
 #define BOUNDS_LONGOPTS                                                                               \
@@ -21,7 +21,8 @@ enum {
         { "max-journal", required_argument, NULL, BOPT_MAX_JOURNAL },                                 \
         { "max-vfs", required_argument, NULL, BOPT_MAX_VFS },                                         \
         { "max-memory-store", required_argument, NULL, BOPT_MAX_MEMORY_STORE },                       \
-        { "max-workspace-write", required_argument, NULL, BOPT_MAX_WORKSPACE_WRITE }
+        { "max-workspace-write", required_argument, NULL, BOPT_MAX_WORKSPACE_WRITE },                 \
+        { "max-timers", required_argument, NULL, BOPT_MAX_TIMERS }
 
 #define BOUNDS_OPTIONS_HELP                                                                           \
         "  The parent's limits (SIZE as 64M, 1G...; docs/sandbox.md, \"The parent's limits\"):\n"    \
@@ -36,7 +37,9 @@ enum {
         "  --max-memory-store SIZE  chidori.memory keys and values per namespace (default 64M)\n"    \
         "                        [CHIDORI_MAX_MEMORY_STORE]\n"                                      \
         "  --max-workspace-write SIZE  bytes written to the workspace per run (default 1G)\n"       \
-        "                        [CHIDORI_MAX_WORKSPACE_WRITE]\n"
+        "                        [CHIDORI_MAX_WORKSPACE_WRITE]\n"                                  \
+        "  --max-timers N        timers (setTimeout, setInterval) pending at once; more fail with\n" \
+        "                        ELIMIT (default 10000) [CHIDORI_MAX_TIMERS]\n"
 
 /* The defaults (BROKER_DEFAULT_*). */
 void bounds_opts_init(struct session_limits *o);

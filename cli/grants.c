@@ -134,40 +134,6 @@ static const char *env_get(const char *name)
  * starts in (it starts in "/").
  */
 
-static void strv_addf(struct grants_strv *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void strv_addf(struct grants_strv *s, const char *fmt, ...)
-{
-        if (s->failed)
-                return;
-        if (s->n + 2 > s->cap) {
-                size_t cap = s->cap ? s->cap * 2 : 32;
-                char **nv = realloc(s->v, cap * sizeof(*nv));
-                if (!nv) {
-                        s->failed = true;
-                        return;
-                }
-                s->v = nv;
-                s->cap = cap;
-        }
-        va_list ap;
-        va_start(ap, fmt);
-        int r = vasprintf(&s->v[s->n], fmt, ap);
-        va_end(ap);
-        if (r < 0) {
-                s->failed = true;
-                return;
-        }
-        s->v[++s->n] = NULL;
-}
-
-void grants_strv_free(struct grants_strv *s)
-{
-        for (size_t i = 0; i < s->n; i++)
-                free(s->v[i]);
-        free(s->v);
-        memset(s, 0, sizeof(*s));
-}
-
 /* `p` as seen from `cwd`, lexically (no symlink is resolved: the same file
  * the operator's shell would have opened); NULL when p is relative and cwd
  * unknown, or out of memory. */
@@ -263,9 +229,9 @@ static bool named(const char *kv, const char *name)
         return strncmp(kv, name, n) == 0 && kv[n] == '=';
 }
 
-int grants_nested_env(char *const *env, const char *cwd, char *const *keep, struct grants_strv *ret)
+int grants_nested_env(char *const *env, const char *cwd, char *const *keep, struct strv *ret)
 {
-        struct grants_strv s = { 0 };
+        struct strv s = { 0 };
         for (size_t i = 0; env && env[i]; i++) {
                 const char *kv = env[i], *eq = strchr(kv, '=');
                 if (!eq || eq == kv)
@@ -296,7 +262,7 @@ int grants_nested_env(char *const *env, const char *cwd, char *const *keep, stru
                 }
                 _cleanup_free_ char *a = how == 2 ? abs_list(cwd, val) : abs_from(cwd, val);
                 if (!a) {
-                        grants_strv_free(&s);
+                        strv_clear(&s);
                         return -1;
                 }
                 strv_addf(&s, "%.*s=%s", (int)(eq - kv), kv, a);
@@ -304,7 +270,7 @@ int grants_nested_env(char *const *env, const char *cwd, char *const *keep, stru
         if (!s.failed && !s.v && !(s.v = calloc(1, sizeof(*s.v))))
                 s.failed = true;
         if (s.failed) {
-                grants_strv_free(&s);
+                strv_clear(&s);
                 return -1;
         }
         *ret = s;
@@ -316,7 +282,7 @@ static int nested_argv(const struct grants_opts *o, const struct nested_src *ns,
                        const char *state_dir, struct grants *g)
 {
         const struct sandbox_opts *sb = ns->sb;
-        struct grants_strv *a = &g->run_argv;
+        struct strv *a = &g->run_argv;
         strv_addf(a, "%s", g->self_exe);
         strv_addf(a, "run");
         strv_addf(a, "--quiet");
@@ -361,6 +327,8 @@ static int nested_argv(const struct grants_opts *o, const struct nested_src *ns,
                 strv_addf(a, "--cgroup-parent=%s", sb->cgroup_parent);
         if (sb->tz)
                 strv_addf(a, "--tz=%s", sb->tz); /* the callee sees the caller's zone */
+        if (ns->virtual_time)
+                strv_addf(a, "--virtual-time"); /* the callee's clock is the caller's */
         if (ns->lim) {
                 /* The parent's limits: the nested run's launcher is a parent too. */
                 const struct session_limits *l = ns->lim;
@@ -371,6 +339,7 @@ static int nested_argv(const struct grants_opts *o, const struct nested_src *ns,
                 strv_addf(a, "--max-vfs=%llu", (unsigned long long)l->max_vfs);
                 strv_addf(a, "--max-memory-store=%llu", (unsigned long long)l->max_memory_store);
                 strv_addf(a, "--max-workspace-write=%llu", (unsigned long long)l->max_workspace_write);
+                strv_addf(a, "--max-timers=%llu", (unsigned long long)l->max_timers);
         }
         _cleanup_free_ char *ws = o->workspace_dir ? abs_from(cwd, o->workspace_dir) : NULL;
         _cleanup_free_ char *tools = o->tools_file ? abs_from(cwd, o->tools_file) : NULL;
@@ -601,10 +570,10 @@ void grants_close(struct grants *g)
         for (struct policy **l = g->layers; l && *l; l++)
                 policy_free(*l);
         free(g->layers);
-        grants_strv_free(&g->run_argv);
-        grants_strv_free(&g->run_envp);
-        grants_strv_free(&g->launch_opts);
-        grants_strv_free(&g->tool_env);
+        strv_clear(&g->run_argv);
+        strv_clear(&g->run_envp);
+        strv_clear(&g->launch_opts);
+        strv_clear(&g->tool_env);
         memset(g, 0, sizeof(*g));
 }
 

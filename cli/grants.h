@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/strv.h"
 #include "runtime/session.h"
 
 struct session_config;
@@ -38,13 +39,6 @@ struct grants_opts {
 #define GRANTS_DEFAULT_MAX_TOOLS 4
 #define GRANTS_MAX_CONCURRENT 1024     /* the largest --max-nested / --max-tools */
 
-/* A growable NULL-terminated string vector (owned strings). */
-struct grants_strv {
-        char **v;
-        size_t n, cap;
-        bool failed;                   /* out of memory on the way: v is incomplete */
-};
-
 /* What grants_open made. */
 struct grants {
         struct workspace *ws;
@@ -57,7 +51,7 @@ struct grants {
         /* How the run starts its children (nested runs, tools), resolved
          * once here: broker_config.children points at it. */
         struct broker_children children;
-        struct grants_strv run_argv, run_envp, launch_opts, tool_env;
+        struct strv run_argv, run_envp, launch_opts, tool_env;
         struct cgroup_run *cg;         /* the run's cgroup node (grants_set_cgroup), or NULL */
 };
 
@@ -71,6 +65,7 @@ struct nested_src {
         const char *state_dir;
         const char *agent_path;        /* the caller's agent: its folder bounds the callees */
         const struct session_limits *lim; /* the parent's limits (cli/bounds.h), or NULL */
+        bool virtual_time;             /* --virtual-time: nested runs too */
 };
 
 enum {
@@ -125,7 +120,6 @@ void grants_close(struct grants *g);
  * PATH, HOME, TMPDIR, SSL_CERT_FILE, SSL_CERT_DIR (absolute) and the
  * sanitizer and `keep` variables.  Exposed for tests.  0, or -1 (out of
  * memory, or a relative path and no cwd). */
-int grants_nested_env(char *const *env, const char *cwd, char *const *keep, struct grants_strv *ret);
-void grants_strv_free(struct grants_strv *s);
+int grants_nested_env(char *const *env, const char *cwd, char *const *keep, struct strv *ret);
 
 #endif

@@ -317,6 +317,7 @@ int cmd_memory(int argc, char **argv)
         bool done = false;
         int code = parse_memory(&m, argc, argv, &done);
         _cleanup_free_ char *ns = m.ns, *dir = NULL, *db = NULL;
+        (void)ns; /* owns m.ns: freed on every return */
         if (code || done)
                 return code;
         if ((code = memory_dir(&m, &dir)) != 0)

@@ -59,6 +59,7 @@ struct run_opts {
         bool pids_flag;           /* sb.pids_max came from --pids (else CHIDORI_PIDS_MAX or the default) */
         const char *env_names[ENV_NAMES_MAX]; /* --env NAME, in order (CHIDORI_ENV's are added later) */
         int n_env;
+        bool virtual_time;        /* --virtual-time / CHIDORI_VIRTUAL_TIME=1: timers never wait */
 };
 
 static int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -84,6 +85,20 @@ static int env_ms(const char *name, long *ret)
                 return -1;
         }
         return 0;
+}
+
+/* CHIDORI_VIRTUAL_TIME: "1" (virtual clock) or "0" / unset (real time). */
+static int env_virtual_time(bool *on)
+{
+        const char *v = getenv("CHIDORI_VIRTUAL_TIME");
+        if (!v || !*v || strcmp(v, "0") == 0)
+                return 0;
+        if (strcmp(v, "1") == 0) {
+                *on = true;
+                return 0;
+        }
+        fprintf(stderr, "chidori: CHIDORI_VIRTUAL_TIME='%s' is not valid (expected '1' or '0')\n", v);
+        return -1;
 }
 
 /* CHIDORI_ISOLATE: "process" (default) or "off". */
@@ -239,7 +254,7 @@ static void run_ctx_free(struct run_ctx *c)
         free(c->ns);
 }
 
-static void journal_header(struct run_ctx *c, const char *tz)
+static void journal_header(struct run_ctx *c, const char *tz, bool virtual_time)
 {
         char ts[40];
         utc_iso8601(ts, sizeof(ts));
@@ -253,6 +268,9 @@ static void journal_header(struct run_ctx *c, const char *tz)
         cJSON_AddStringToObject(h, "filename", c->agent.filename);
         cJSON_AddStringToObject(h, "memory_ns", c->ns);
         cJSON_AddStringToObject(h, "tz", tz ? tz : TZ_DEFAULT); /* replay runs in the same zone */
+        /* The clock the run's timers used; replay uses the same.  Journals
+         * without it are older, from when timers were always virtual. */
+        cJSON_AddStringToObject(h, "time", virtual_time ? "virtual" : "real");
         /* Values (args, results, input) are the JSON text the worker wrote,
          * recorded as it is; replay compares args as text.  Journals
          * without it are older: their values were printed again by cJSON. */
@@ -267,28 +285,7 @@ static void journal_header(struct run_ctx *c, const char *tz)
 
 static void journal_end(struct run_ctx *c, const struct session_outcome *o, int code)
 {
-        char ts[40];
-        utc_iso8601(ts, sizeof(ts));
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "type", "end");
-        cJSON_AddStringToObject(e, "outcome", session_end_name(o->end));
-        cJSON_AddNumberToObject(e, "exit", code);
-        if (o->value)
-                cJSON_AddItemToObject(e, "value", cJSON_Duplicate(o->value, 1));
-        if (o->error)
-                cJSON_AddItemToObject(e, "error", cJSON_Duplicate(o->error, 1));
-        if (o->end != SESSION_END_DONE_OK && o->message)
-                cJSON_AddStringToObject(e, "message", o->message);
-        if (o->end == SESSION_END_EOF)
-                cJSON_AddNumberToObject(e, "wait_status", o->wait_status);
-        cJSON_AddStringToObject(e, "ended", ts);
-        cJSON *st = cJSON_AddObjectToObject(e, "stats");
-        cJSON_AddItemToObject(st, "wall_ms", json_cjson_number((double)(long)(o->wall_ms * 1000) / 1000.0));
-        cJSON_AddNumberToObject(st, "effects", (double)o->effects);
-        if (o->peak_bytes)
-                cJSON_AddNumberToObject(st, "peak_memory_bytes", (double)o->peak_bytes);
-        if (o->memory_limit)
-                cJSON_AddNumberToObject(st, "memory_limit_bytes", (double)o->memory_limit);
+        cJSON *e = session_outcome_end_line(o, NULL, code);
         journal_file_ops.end(c->journal, e, NULL);  /* also when the journal is full; synced */
         cJSON_Delete(e);
 }
@@ -423,6 +420,14 @@ static int conclude(const struct run_opts *o, struct run_ctx *c, struct session_
         return code;
 }
 
+/* The clock a journal's run used: its header's "time"; a journal without
+ * one is from before real timers (always virtual then). */
+static bool replay_virtual_time(const struct replay *r)
+{
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(replay_header(r), "time");
+        return !cJSON_IsString(t) || strcmp(t->valuestring, "real") != 0;
+}
+
 /* session -> loop -> outcome.  The CLI is a client of the session engine
  * (runtime/session.h): its box provider (cli/provider.c) and its sink
  * (cli/sink.c). */
@@ -455,6 +460,7 @@ static int execute(const struct run_opts *o, struct run_ctx *c)
                 .deadline_ms = o->sb.deadline_ms,
                 .deadline_from = o->started,
                 .quiet_logs = c->replay != NULL,
+                .virtual_time = c->replay ? replay_virtual_time(c->replay) : o->virtual_time,
                 .stop = &launcher_stop_signal,
                 .policy = c->policy,
                 .limits = o->lim,
@@ -464,7 +470,7 @@ static int execute(const struct run_opts *o, struct run_ctx *c)
                 struct nested_src ns = {
                         .sb = &o->sb, .untrusted = o->untrusted, .trusted = o->trusted,
                         .in_process = o->in_process, .js_deadline_ms = o->js_deadline_set ? o->js_deadline_ms : -1,
-                        .state_dir = o->state_dir, .lim = &o->lim,
+                        .state_dir = o->state_dir, .lim = &o->lim, .virtual_time = o->virtual_time,
                         .agent_path = strcmp(o->agent_path, "-") == 0 ? NULL : o->agent_path,
                 };
                 if (grants_open(&o->gr, &ns, &c->grants, &cfg, &err) < 0) {
@@ -550,6 +556,9 @@ static void run_help(void)
                "  --env NAME            pass the variable NAME of this environment to the agent's\n"
                "                        process.env (repeatable; process.env is empty otherwise); the\n"
                "                        journal records the values [CHIDORI_ENV=NAME,NAME...]\n"
+               "  --virtual-time        timers never wait: a virtual clock jumps to the next timer when\n"
+               "                        nothing else can happen (tests, fast simulations); default: timers\n"
+               "                        wait in real time [CHIDORI_VIRTUAL_TIME=1]\n"
                GRANTS_OPTIONS_HELP
                BOUNDS_OPTIONS_HELP
                SANDBOX_OPTIONS_HELP
@@ -579,7 +588,7 @@ static void run_help(void)
 enum {
         OPT_INPUT = 256, OPT_INPUT_FILE, OPT_JOURNAL, OPT_ANSWERS, OPT_STATE_DIR, OPT_MEM_NS,
         OPT_JS_DEADLINE, OPT_NO_ISOLATE, OPT_ISOLATE, OPT_JSON, OPT_QUIET, OPT_UNTRUSTED, OPT_TRUSTED, OPT_TZ,
-        OPT_FORCE, OPT_AGENT_NAME, OPT_ENV,
+        OPT_FORCE, OPT_AGENT_NAME, OPT_ENV, OPT_VIRTUAL_TIME,
 };
 
 static const struct option run_longopts[] = {
@@ -600,6 +609,7 @@ static const struct option run_longopts[] = {
         { "force", no_argument, NULL, OPT_FORCE },
         { "agent-name", required_argument, NULL, OPT_AGENT_NAME },
         { "env", required_argument, NULL, OPT_ENV },
+        { "virtual-time", no_argument, NULL, OPT_VIRTUAL_TIME },
         { "help", no_argument, NULL, 'h' },
         SANDBOX_LONGOPTS,
         GRANTS_LONGOPTS,
@@ -636,7 +646,7 @@ static int env_defaults(struct run_opts *o)
         o->js_deadline_ms = -1;
         bounds_opts_init(&o->lim);
         if (env_ms("CHIDORI_JS_DEADLINE_MS", &o->js_deadline_ms) < 0 || sandbox_opts_env(&o->sb) < 0 ||
-            bounds_opts_env(&o->lim) < 0 || env_isolate(&o->in_process) < 0)
+            bounds_opts_env(&o->lim) < 0 || env_isolate(&o->in_process) < 0 || env_virtual_time(&o->virtual_time) < 0)
                 return -1;
         return 0;
 }
@@ -1135,6 +1145,7 @@ int cmd_run(int argc, char **argv)
                                 return usage_error("run", "--env: at most %d variables", ENV_NAMES_MAX);
                         o.env_names[o.n_env++] = optarg;
                         break;
+                case OPT_VIRTUAL_TIME: o.virtual_time = true; break;
                 case 'h': run_help(); return EXIT_OK;
                 default: return cli_bad_option("run", argc, argv, run_longopts);
                 }
@@ -1189,7 +1200,7 @@ int cmd_run(int argc, char **argv)
                         fprintf(stderr, "chidori: --journal: %s\n", err_msg(err));
                         goto out;
                 }
-                journal_header(&ctx, o.sb.tz);
+                journal_header(&ctx, o.sb.tz, o.virtual_time);
         }
         code = execute(&o, &ctx);
 out:

@@ -52,6 +52,10 @@ struct serve_opts {
         long js_deadline_ms;      /* -1: the default for the policy */
         struct sandbox_opts sb;
         struct session_limits lim;
+        long grace;               /* seconds running sessions get after SIGTERM */
+        long approval_ttl, session_ttl; /* seconds, 0: never */
+        struct grants_opts gr;    /* --workspace, --allow-host, --tools ...: each session's */
+        bool shared_workspace;
         bool trusted, untrusted, quiet, shared_memory;
 };
 
@@ -91,8 +95,18 @@ static void serve_help(void)
                "                        [default $XDG_STATE_HOME/chidori or ~/.local/state/chidori]\n"
                "  --shared-memory       every session shares the agent's memory namespace (default: each\n"
                "                        session its own)\n"
+               "  --grace SECS          after SIGTERM, running sessions get this long to finish (default\n"
+               "                        30; a second SIGTERM stops at once); those still running are\n"
+               "                        killed and resumed by replay at the next start\n"
+               "  --approval-ttl SECS   a pending approval older than this is denied (default 0: never)\n"
+               "  --session-ttl SECS    a finished session (done, failed, cancelled) older than this is\n"
+               "                        deleted with its journal (default 0: kept)\n"
                "  --js-deadline MS      the engine's CPU-time budget per run, in ms (default 10000, 60000\n"
                "                        under a permissive policy; 0 = none) [CHIDORI_JS_DEADLINE_MS]\n"
+               "  --shared-workspace    every session works on --workspace DIR itself (default: each\n"
+               "                        session its own DIR/<session id>/)\n"
+               "  What every session is handed, as for `chidori run` (--workspace: DIR/<session id>/):\n"
+               GRANTS_OPTIONS_HELP
                "  Every run of a session has the options of `chidori run`'s box:\n"
                BOUNDS_OPTIONS_HELP
                SANDBOX_OPTIONS_HELP
@@ -106,7 +120,8 @@ static void serve_help(void)
 enum {
         SVOPT_LISTEN = 1200, SVOPT_TOKEN_FILE, SVOPT_MAX_BODY, SVOPT_CONN_TIMEOUT, SVOPT_MAX_CONNS,
         SVOPT_MAX_RUNNING, SVOPT_MAX_QUEUED, SVOPT_TRUSTED, SVOPT_UNTRUSTED, SVOPT_QUIET, SVOPT_STATE_DIR,
-        SVOPT_SHARED_MEMORY, SVOPT_JS_DEADLINE,
+        SVOPT_SHARED_MEMORY, SVOPT_JS_DEADLINE, SVOPT_GRACE, SVOPT_APPROVAL_TTL, SVOPT_SESSION_TTL,
+        SVOPT_SHARED_WORKSPACE,
 };
 
 /* ---- the box of a session: the CLI's provider, as `run` uses it ---- */
@@ -115,21 +130,57 @@ struct serve_box {
         struct spawn_opts so;
         struct cli_boxes boxes;
         struct grants grants;
+        bool granted;
         char run_id[64];
 };
 
 struct serve_boxes {
         const char *worker_path;
         const struct sandbox_opts *sb;
+        const struct serve_opts *o;
 };
 
-static int boxes_new(void *arg, const char *run_id, const struct box_provider **ret, void **ret_handle,
-                     struct err **err)
+/* What a session is handed: the grants of `run`, its workspace being
+ * DIR/<session id>/ (made 0700) unless --shared-workspace. */
+static int session_grants(struct serve_boxes *sbx, const char *id, struct grants *g, struct session_config *cfg,
+                          struct err **err)
+{
+        const struct serve_opts *o = sbx->o;
+        struct grants_opts go = o->gr;
+        char *ws = NULL;
+        if (go.workspace_dir && !o->shared_workspace && id) {
+                if (asprintf(&ws, "%s/%s", go.workspace_dir, id) < 0)
+                        return err_set(err, ENOMEM, "workspace");
+                if (mkdir(ws, 0700) < 0 && errno != EEXIST) {
+                        err_set(err, errno, "create the session's workspace %s", ws);
+                        free(ws);
+                        return -1;
+                }
+                go.workspace_dir = ws;
+        }
+        struct nested_src ns = {
+                .sb = sbx->sb, .untrusted = o->untrusted, .trusted = o->trusted, .js_deadline_ms = o->js_deadline_ms,
+                .state_dir = o->state_dir, .lim = &o->lim, .agent_path = o->agent_path,
+        };
+        int rc = grants_open(&go, &ns, g, cfg, err);
+        free(ws);
+        return rc;
+}
+
+static int boxes_new(void *arg, const char *run_id, struct session_config *cfg, const struct box_provider **ret,
+                     void **ret_handle, struct err **err)
 {
         struct serve_boxes *sbx = arg;
         struct serve_box *b = calloc(1, sizeof(*b));
         if (!b)
                 return err_set(err, ENOMEM, "a box for session %s", run_id);
+        if (cfg) {
+                if (session_grants(sbx, run_id, &b->grants, cfg, err) < 0) {
+                        free(b);
+                        return -1;
+                }
+                b->granted = true;
+        }
         snprintf(b->run_id, sizeof(b->run_id), "%s", run_id);
         b->so = (struct spawn_opts){ .worker_path = sbx->worker_path, .run_id = b->run_id, .sandbox = sbx->sb };
         cli_boxes_init(&b->boxes, &b->so, &b->grants);
@@ -141,7 +192,10 @@ static int boxes_new(void *arg, const char *run_id, const struct box_provider **
 static void boxes_free(void *arg, void *handle)
 {
         (void)arg;
-        free(handle);
+        struct serve_box *b = handle;
+        if (b && b->granted)
+                grants_close(&b->grants);
+        free(b);
 }
 
 static int parse_count(const char *opt, const char *arg, long min, long max, long *ret)
@@ -315,16 +369,30 @@ static void on_serve_signal(int sig)
 struct serve_state {
         struct server *srv;
         bool stop;
+        bool draining;
+        double drain_until;       /* mono_ms() */
+        long grace_s;
 };
 
+/* The first stop signal drains (no new sessions, /readyz 503; running
+ * sessions get --grace); the second one, or the end of the grace, stops. */
 static void on_stop_pipe(struct evloop *loop, struct ev_io *io, int fd, uint32_t revents, void *arg)
 {
         (void)loop, (void)io, (void)revents;
         struct serve_state *st = arg;
         char buf[16];
-        while (read(fd, buf, sizeof(buf)) > 0)
-                ;
-        st->stop = true;
+        ssize_t n, got = 0;
+        while ((n = read(fd, buf, sizeof(buf))) > 0)
+                got += n;
+        if (st->draining || got > 1 || !st->srv || st->grace_s == 0 || server_running(st->srv) == 0) {
+                st->stop = true;
+                return;
+        }
+        st->draining = true;
+        st->drain_until = mono_ms() + (double)st->grace_s * 1000.0;
+        server_set_draining(st->srv, true);
+        fprintf(stderr, "chidori: serve: draining: %u running session(s) get %ld s to finish (a second SIGTERM stops "
+                        "at once)\n", server_running(st->srv), st->grace_s);
 }
 
 int cmd_serve(int argc, char **argv)
@@ -343,8 +411,13 @@ int cmd_serve(int argc, char **argv)
                 { "state-dir", required_argument, NULL, SVOPT_STATE_DIR },
                 { "shared-memory", no_argument, NULL, SVOPT_SHARED_MEMORY },
                 { "js-deadline", required_argument, NULL, SVOPT_JS_DEADLINE },
+                { "grace", required_argument, NULL, SVOPT_GRACE },
+                { "approval-ttl", required_argument, NULL, SVOPT_APPROVAL_TTL },
+                { "session-ttl", required_argument, NULL, SVOPT_SESSION_TTL },
+                { "shared-workspace", no_argument, NULL, SVOPT_SHARED_WORKSPACE },
                 SANDBOX_LONGOPTS,
                 BOUNDS_LONGOPTS,
+                GRANTS_LONGOPTS,
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -357,6 +430,7 @@ int cmd_serve(int argc, char **argv)
                 .max_running = 2 * (ncpu > 0 ? ncpu : 1),
                 .max_queued = 64,
                 .js_deadline_ms = -1,
+                .grace = 30,
         };
         sandbox_opts_init(&o.sb);
         bounds_opts_init(&o.lim);
@@ -366,7 +440,7 @@ int cmd_serve(int argc, char **argv)
                                 "integer >= 0)\n", env_js);
                 return EXIT_USAGE;
         }
-        if (sandbox_opts_env(&o.sb) < 0 || bounds_opts_env(&o.lim) < 0)
+        if (sandbox_opts_env(&o.sb) < 0 || bounds_opts_env(&o.lim) < 0 || grants_opts_env(&o.gr) < 0)
                 return EXIT_USAGE;
         optind = 1;
         opterr = 0;
@@ -377,6 +451,8 @@ int cmd_serve(int argc, char **argv)
                 int h = sandbox_opts_parse(&o.sb, "serve", c, optarg);
                 if (h == 0)
                         h = bounds_opts_parse(&o.lim, "serve", c, optarg);
+                if (h == 0)
+                        h = grants_opts_parse(&o.gr, "serve", c, optarg);
                 if (h < 0)
                         return EXIT_USAGE;
                 if (h > 0)
@@ -386,6 +462,19 @@ int cmd_serve(int argc, char **argv)
                 case SVOPT_SHARED_MEMORY: o.shared_memory = true; break;
                 case SVOPT_JS_DEADLINE:
                         if (parse_count("--js-deadline", optarg, 0, 86400000L, &o.js_deadline_ms) < 0)
+                                return EXIT_USAGE;
+                        break;
+                case SVOPT_GRACE:
+                        if (parse_count("--grace", optarg, 0, 86400, &o.grace) < 0)
+                                return EXIT_USAGE;
+                        break;
+                case SVOPT_SHARED_WORKSPACE: o.shared_workspace = true; break;
+                case SVOPT_APPROVAL_TTL:
+                        if (parse_count("--approval-ttl", optarg, 0, 31536000L, &o.approval_ttl) < 0)
+                                return EXIT_USAGE;
+                        break;
+                case SVOPT_SESSION_TTL:
+                        if (parse_count("--session-ttl", optarg, 0, 315360000L, &o.session_ttl) < 0)
                                 return EXIT_USAGE;
                         break;
                 case SVOPT_LISTEN: o.listen = optarg; break;
@@ -562,7 +651,19 @@ int cmd_serve(int argc, char **argv)
         for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
                 sigaction(sigs[i], &sa, NULL);
 
-        struct serve_boxes sbx = { .worker_path = worker_path, .sb = &o.sb };
+        struct serve_boxes sbx = { .worker_path = worker_path, .sb = &o.sb, .o = &o };
+        {
+                /* What the sessions will be handed, checked once now: a bad
+                 * --workspace, --tools or --allow-host is a usage error. */
+                struct grants g;
+                struct session_config probe = { 0 };
+                if (session_grants(&sbx, NULL, &g, &probe, &err) < 0) {
+                        fprintf(stderr, "chidori: serve: %s\n", err_msg(err));
+                        code = err_code(err) == GRANTS_E_USAGE ? EXIT_USAGE : EXIT_PROTOCOL;
+                        goto out;
+                }
+                grants_close(&g);
+        }
         struct server_config cfg = {
                 .listen_fd = fd,
                 .listen_desc = desc,
@@ -574,6 +675,8 @@ int cmd_serve(int argc, char **argv)
                 .max_running = (unsigned)o.max_running,
                 .max_queued = (unsigned)o.max_queued,
                 .store = store,
+                .approval_ttl_s = (unsigned)o.approval_ttl,
+                .session_ttl_s = (unsigned)o.session_ttl,
                 .run = {
                         .version = CHIDORI_VERSION,
                         .script = agent.script,
@@ -611,7 +714,19 @@ int cmd_serve(int argc, char **argv)
         /* The line a supervisor (and the tests) wait for: printed with --quiet too. */
         fprintf(stderr, "Listening: %s\n", desc);
         fflush(stderr);
+        st.grace_s = o.grace;
         while (!st.stop) {
+                if (st.draining) {
+                        double left = st.drain_until - mono_ms();
+                        if (server_running(st.srv) == 0 || left <= 0)
+                                break;
+                        if (evloop_run_once(loop, left < 200 ? (int)left + 1 : 200, &err) < 0) {
+                                fprintf(stderr, "chidori: serve: %s\n", err_msg(err));
+                                code = EXIT_PROTOCOL;
+                                goto out;
+                        }
+                        continue;
+                }
                 if (evloop_run_once(loop, -1, &err) < 0) {
                         fprintf(stderr, "chidori: serve: %s\n", err_msg(err));
                         code = EXIT_PROTOCOL;

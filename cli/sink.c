@@ -109,15 +109,19 @@ static int answer_from_tty(const struct cli_sink *o, const char *prompt, const s
         return *ret ? 0 : err_set(err, ENOMEM, "input");
 }
 
+enum tty_answer { TTY_NO, TTY_YES, TTY_ENDED };
+
 /* Ask on the terminal: "chidori: allow <target> <args>? [y/N] ".  Both come
  * from the agent: printable ASCII only, the rest as \xNN, the arguments cut
- * to a summary.  The wait ends at the run's deadline or a stop signal (a
- * refusal).  True only for y or yes. */
-static bool ask_terminal(const struct cli_sink *o, const char *target, const char *args)
+ * to a summary.  YES only for y or yes.  ENDED: the run's deadline passed
+ * or a stop signal came while asking — nobody answered, and the run is
+ * ending for that reason (answering "no" would let the agent go on and
+ * finish first). */
+static enum tty_answer ask_terminal(const struct cli_sink *o, const char *target, const char *args)
 {
         _cleanup_close_ int fd = open_tty(o);
         if (fd < 0)
-                return false;
+                return TTY_NO;
         char t[256], a[320];
         text_sanitize(target, 200, 0, t, sizeof(t));
         /* The args as the agent wrote them (its numbers, not a reprint). */
@@ -125,24 +129,31 @@ static bool ask_terminal(const struct cli_sink *o, const char *target, const cha
         char q[640];
         int n = snprintf(q, sizeof(q), "chidori: allow %s %s? [y/N] ", t, a);
         if (n < 0 || write(fd, q, (size_t)n < sizeof(q) ? (size_t)n : sizeof(q) - 1) < 0)
-                return false;
+                return TTY_NO;
         char line[16];
         size_t len = 0;
-        bool eol = false;
+        bool eol = false, ended = false;
         for (;;) {
                 int timeout = -1;
                 if (o->deadline_at > 0) {
                         double left = o->deadline_at - mono_ms();
-                        if (left <= 0)
+                        if (left <= 0) {
+                                ended = true;
                                 break;
+                        }
                         timeout = (int)left + 1;
                 }
-                bool stop = o->stop && *o->stop;
+                if (o->stop && *o->stop) {
+                        ended = true;
+                        break;
+                }
                 struct pollfd p = { .fd = fd, .events = POLLIN };
-                int r = stop ? 0 : poll(&p, 1, timeout);
+                int r = poll(&p, 1, timeout);
                 if (r < 0 && errno == EINTR)
                         continue; /* a stop signal is seen at the top */
-                if (r <= 0)
+                if (r == 0)
+                        continue; /* the deadline: seen at the top */
+                if (r < 0)
                         break;
                 char c;
                 ssize_t got = read(fd, &c, 1);
@@ -159,8 +170,10 @@ static bool ask_terminal(const struct cli_sink *o, const char *target, const cha
         }
         line[len] = '\0';
         if (!eol && write(fd, "\n", 1) < 0) /* end the prompt's line */
-                return false;
-        return eol && (strcasecmp(line, "y") == 0 || strcasecmp(line, "yes") == 0);
+                return ended ? TTY_ENDED : TTY_NO;
+        if (ended)
+                return TTY_ENDED;
+        return eol && (strcasecmp(line, "y") == 0 || strcasecmp(line, "yes") == 0) ? TTY_YES : TTY_NO;
 }
 
 static void on_log(void *arg, struct session *s, const char *tag, const char *msg, size_t len)
@@ -180,9 +193,11 @@ static void on_note(void *arg, struct session *s, const char *tag, const char *m
 static void on_approval(void *arg, struct session *s, const struct session_approval *a)
 {
         struct cli_sink *o = arg;
-        bool yes = ask_terminal(o, a->target, a->args);
+        enum tty_answer t = ask_terminal(o, a->target, a->args);
+        if (t == TTY_ENDED)
+                return; /* the run is ending (deadline, signal): the loop says why */
         struct err *err = NULL;
-        if (session_approve(s, a->id, yes, "at the terminal", &err) < 0) {
+        if (session_approve(s, a->id, t == TTY_YES, "at the terminal", &err) < 0) {
                 fprintf(stderr, "chidori: %s\n", err_msg(err));
                 err_free(err);
         }

@@ -142,6 +142,31 @@ static int do_clock_now(struct broker *b, int64_t id, const cJSON *args, cJSON *
         return 0;
 }
 
+/* clock.mono: milliseconds since the session started, monotonic (not
+ * moved by changes of the wall clock), to the microsecond: performance.now()
+ * and process.hrtime.  Recorded like clock.now. */
+static int do_clock_mono(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
+{
+        (void)id, (void)args, (void)err;
+        double ms = mono_ms() - b->mono_origin;
+        *ret = cJSON_CreateNumber((double)(int64_t)(ms * 1000.0) / 1000.0);
+        return 0;
+}
+
+/* call.cancel {id}: the worker gives up one of its own pending calls
+ * (clearTimeout, AbortController.abort).  The call is answered at once with
+ * an AbortError and its effect stopped (runtime/answer.c); an id that is not
+ * pending (answered already, never made) is a no-op.  The value says which. */
+static int do_call_cancel(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
+{
+        const cJSON *target = cJSON_GetObjectItemCaseSensitive(args, "id");
+        if (!cJSON_IsNumber(target) || target->valuedouble != (double)(int64_t)target->valuedouble)
+                return err_set(err, 0, "call.cancel: 'id' must be an integer call id");
+        int64_t t = (int64_t)target->valuedouble;
+        *ret = cJSON_CreateBool(t > 0 && t < id && broker_cancel_call(b, t));
+        return 0;
+}
+
 static int fill_random(void *buf, size_t n, struct err **err)
 {
         size_t have = 0;
@@ -206,6 +231,9 @@ static const struct effect effects[] = {
         { "checkpoint", "core", GATE_NONE, NULL, do_checkpoint, NULL, false },
         { "input", "core", GATE_NONE, NULL, do_input, NULL, false },
         { "clock.now", "core", GATE_NONE, NULL, do_clock_now, NULL, false },
+        { "clock.mono", "core", GATE_NONE, NULL, do_clock_mono, NULL, false },
+        { "timer.wait", "time", GATE_NONE, NULL, effect_timer_wait, NULL, false },
+        { "call.cancel", "core", GATE_NONE, NULL, do_call_cancel, NULL, false },
         { "random.seed", "core", GATE_NONE, NULL, do_random_seed, NULL, false },
         { "random.bytes", "core", GATE_NONE, NULL, do_random_bytes, NULL, false },
         { "workspace.list", "workspace", GATE_FIXED, "workspace:list", effect_workspace_list, workspace_error_name, false },
@@ -216,6 +244,8 @@ static const struct effect effects[] = {
         { "workspace.manifest", "workspace", GATE_FIXED, "workspace:manifest", effect_workspace_manifest,
           workspace_error_name, false },
         { "http", "net", GATE_FIXED, "http", effect_http, http_error_name, true },
+        { "http.read", "net", GATE_NONE, NULL, effect_http_read, http_error_name, false },
+        { "http.close", "net", GATE_NONE, NULL, effect_http_close, http_error_name, false },
         { "tool", "proc", GATE_TOOL, NULL, effect_tool, effect_tool_code, true },
         { "prompt", "net", GATE_NONE, NULL, effect_prompt, effect_prompt_code, true },
         { "agent.call", "proc", GATE_AGENT, NULL, effect_agent_call, effect_agent_code, true },
@@ -240,13 +270,14 @@ static const struct effect *find(const char *op)
  * their hooks without knowing what they are.  core, workspace and template
  * hold nothing per session beyond struct broker and wait on no fd. */
 static const struct effect_family families[] = {
-        { "core", NULL, NULL, NULL, NULL },
-        { "memory", broker_memory_attach, NULL, NULL, NULL },
-        { "workspace", NULL, NULL, NULL, NULL },
-        { "template", NULL, NULL, NULL, NULL },
-        { "net", NULL, broker_http_fds, broker_http_perform, broker_http_free },
-        { "proc", NULL, broker_procs_fds, broker_procs_perform, broker_procs_free },
-        { "fs", NULL, NULL, NULL, broker_fs_free },
+        { "core", NULL, NULL, NULL, NULL, NULL },
+        { "memory", broker_memory_attach, NULL, NULL, NULL, NULL },
+        { "workspace", NULL, NULL, NULL, NULL, NULL },
+        { "template", NULL, NULL, NULL, NULL, NULL },
+        { "net", NULL, broker_http_fds, broker_http_perform, broker_http_free, broker_http_cancel },
+        { "proc", NULL, broker_procs_fds, broker_procs_perform, broker_procs_free, NULL },
+        { "fs", NULL, NULL, NULL, broker_fs_free, NULL },
+        { "time", NULL, broker_timers_fds, broker_timers_perform, broker_timers_free, broker_timers_cancel },
 };
 
 const struct effect_table effects_table = { find, families, ARRAY_SIZE(families) };

@@ -15,11 +15,13 @@
  *   value {status, statusText, url (final), redirected,
  *          headers: [[name, value], ...] (arrival order), body_base64}
  * host.setTimeout(fn, ms) (optional) backs AbortSignal.timeout(); without it
- * the global setTimeout of the moment is used.  host.surfaceBody(v) and
- * host.parseForm(bytes, type) (optional, the Node/Web surface's) make
- * Blob/File/FormData bodies (FormData as multipart/form-data) and
- * Body#formData(); host.streams(load) (optional) makes `body` a real
- * ReadableStream and lets a ReadableStream be a body.
+ * the global setTimeout of the moment is used.  host.callCancellable(op,
+ * args) (optional) -> {promise, cancel()}: a fetch with a signal uses it, so
+ * aborting stops the transfer in the parent (call.cancel), not only here.
+ * host.surfaceBody(v) and host.parseForm(bytes, type) (optional, the
+ * Node/Web surface's) make Blob/File/FormData bodies (FormData as
+ * multipart/form-data) and Body#formData(); host.streams(load) (optional)
+ * makes `body` a real ReadableStream and lets a ReadableStream be a body.
  *
  * The broker (effects/net/http.c) validates the request again and owns the
  * policy; the checks here only turn obvious misuse into an early TypeError
@@ -948,6 +950,95 @@ function collect(stream) {
         });
         return step();
 }
+/* A body the parent streams (issue 18): the response's head came with
+ * "stream": id, its bytes come through http.read {stream} calls as the
+ * server sends them (the parent buffers at most 1 MiB per stream and pauses
+ * the transfer while it is full).  text() & co read it to the end without
+ * a stream object; `body` is a ReadableStream whose pull is one read. */
+function hostStreamBody(id) {
+        const b = makeBody(null);
+        b.hostStream = id;
+        b.hostDone = false;  // read to the end, or given up (http.close)
+        b.aborted = null;    // the fetch's signal aborted: its reason
+        return b;
+}
+function hostPull(b) {
+        if (b.aborted !== null)
+                return rejected(b.aborted);
+        return then(apply(hostCall, host, ['http.read', { stream: b.hostStream }]), (v) => {
+                if (b.aborted !== null)
+                        throw b.aborted;
+                if (!isObject(v))
+                        throw malformed('http.read: not an object');
+                const d = v.data_base64;
+                const bytes = d === undefined || d === null ? EMPTY : base64ToBytes(str(d));
+                if (v.done === true)
+                        b.hostDone = true;
+                return { bytes, done: v.done === true };
+        }, (e) => {
+                b.hostDone = true;
+                throw b.aborted !== null ? b.aborted : fetchFailed(e);
+        });
+}
+function hostCloseId(id) {
+        then(apply(hostCall, host, ['http.close', { stream: id }]), undefined, () => {});
+}
+function hostClose(b) {
+        if (b.hostDone)
+                return;
+        b.hostDone = true;
+        hostCloseId(b.hostStream);
+}
+function collectHost(b) {
+        const parts = [];
+        let n = 0;
+        const step = () => then(hostPull(b), (r) => {
+                if (u8len(r.bytes) > 0) {
+                        push(parts, r.bytes);
+                        n += u8len(r.bytes);
+                }
+                if (!r.done)
+                        return step();
+                const out = new Uint8ArrayC(n);
+                let o = 0;
+                for (let i = 0; i < parts.length; i++) {
+                        apply(u8SetC, out, [parts[i], o]);
+                        o += u8len(parts[i]);
+                }
+                return out;
+        });
+        return step();
+}
+function hostStream(b, RS) {
+        const st = new RS({
+                type: 'bytes',
+                pull(c) {
+                        b.used = true;
+                        return then(hostPull(b), (r) => {
+                                if (u8len(r.bytes) > 0)
+                                        c.enqueue(r.bytes);
+                                if (r.done) {
+                                        drain(b);
+                                        c.close();
+                                }
+                        });
+                },
+                cancel() {
+                        b.used = true;
+                        drain(b);
+                        hostClose(b);
+                },
+        });
+        b.real = true;
+        b.source = b.stream = st;
+        realStreamBody.set(st, b);
+        return st;
+}
+function hostStreamNow(b) {
+        if (b.source === null && b.hostStream !== undefined)
+                hostStream(b, streamsApi(true).ReadableStream);
+}
+
 // Extract a body: {bytes, type} (type may be null).
 function extractBody(v) {
         if (typeof v === 'string')
@@ -1008,7 +1099,7 @@ function consume(getBody, self, kind) {
         if (b !== null && b.bytes === null) {
                 const src = b.source;
                 b.source = null;
-                return then(collect(src), (bytes) => {
+                return then(src === null && b.hostStream !== undefined ? collectHost(b) : collect(src), (bytes) => {
                         b.bytes = bytes;
                         drain(b);
                         return consumed(bytes, kind, self);
@@ -1071,7 +1162,9 @@ function mixBody(C, getBody) {
                         const b = getBody(this);
                         if (b === null)
                                 return null;
-                        if (b.stream === null) {
+                        if (b.stream === null && b.hostStream !== undefined) {
+                                hostStreamNow(b);
+                        } else if (b.stream === null) {
                                 const sa = streamsApi(true);
                                 const RS = sa === null ? null : sa.ReadableStream;
                                 b.real = RS !== null;
@@ -1207,6 +1300,7 @@ function cloneBody(b) {
                 return null;
         if (b.bytes !== null)
                 return makeBody(b.bytes);
+        hostStreamNow(b);
         const t = b.source.tee();
         b.source = b.stream = t[0];
         realStreamBody.set(t[0], b);
@@ -1584,7 +1678,23 @@ function hostResponse(v, req) {
         }
         hs.guard = GUARD_IMMUTABLE;
         let body = null;
-        if (req.method !== 'HEAD' && NULL_BODY_STATUS[status] !== 1) {
+        const stream = typeof v.stream === 'number' ? v.stream : null;
+        if (req.method !== 'HEAD' && NULL_BODY_STATUS[status] !== 1 && stream !== null) {
+                body = hostStreamBody(stream);
+                const signal = req.signal;
+                if (signal !== null) {
+                        // Aborting after the head stops the body: the parent
+                        // closes the transfer, a read waiting rejects.
+                        signal.addEventListener('abort', () => {
+                                if (body.hostDone)
+                                        return;
+                                body.aborted = abortReason(signal);
+                                hostClose(body);
+                        }, { once: true });
+                }
+        } else if (stream !== null) {
+                hostCloseId(stream);  // no body to read (HEAD, 204, 304)
+        } else if (req.method !== 'HEAD' && NULL_BODY_STATUS[status] !== 1) {
                 const b64 = v.body_base64 === undefined || v.body_base64 === null ? '' : v.body_base64;
                 if (typeof b64 !== 'string')
                         throw malformed('body_base64 is not a string');
@@ -1713,7 +1823,11 @@ function send(req) {
                         args.body_base64 = bytesToBase64(req.body.bytes);
                 }
                 args.redirect = req.redirect;
-                let settled = false, onAbort = null;
+                // With the surface's ReadableStream, the body comes piece by
+                // piece as it arrives (http.read); without it, whole.
+                if (hostStreamsFn !== null && req.method !== 'HEAD')
+                        args.stream = true;
+                let settled = false, onAbort = null, cancel = null;
                 const finish = () => {
                         settled = true;
                         if (onAbort !== null)
@@ -1724,13 +1838,22 @@ function send(req) {
                                 if (settled)
                                         return;
                                 finish();
+                                // The parent stops the transfer (call.cancel).
+                                if (cancel !== null)
+                                        cancel();
                                 reject(abortReason(signal));
                         };
                         signal.addEventListener('abort', onAbort, { once: true });
                 }
                 let p;
                 try {
-                        p = apply(hostCall, host, ['http', args]);
+                        if (signal !== null && typeof host.callCancellable === 'function') {
+                                const c = apply(host.callCancellable, host, ['http', args]);
+                                p = c.promise;
+                                cancel = c.cancel;
+                        } else {
+                                p = apply(hostCall, host, ['http', args]);
+                        }
                 } catch (e) {
                         p = rejected(e);
                 }

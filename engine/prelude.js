@@ -16,15 +16,20 @@
  *   finish(doneJson[, stop])          the agent settled: the done frame;
  *                                     stop (process.exit) also ends the JS
  * Hooks (engine/engine.c):
- *   start(wrapper, input, runId, filename, prefixLen, esm, env)
+ *   start(wrapper, input, runId, filename, prefixLen, esm, env, virtualTime)
  *   deliver(id, frame)   settle the promise of call `id`
- *   fireTimer() -> bool  fire the earliest virtual timer, false if none
+ *   fireTimer(busy) -> bool  fire the earliest virtual timer, false if none;
+ *                        busy (calls outstanding): only one due now (a
+ *                        setImmediate), the clock does not move.  In real
+ *                        time only setImmediate's are here: timers are calls
  *   fail(error)          end the run with an error
  *
  * Determinism: every call is sent synchronously, when the agent makes it, so
- * ids follow program order.  Time comes from the sync clock.now op plus the
- * virtual time that timers have advanced; randomness from random.seed and
- * random.bytes.  Nothing here waits in real time.
+ * ids follow program order.  Time comes from the sync clock.now op (plus,
+ * under --virtual-time, the virtual time timers have advanced); randomness
+ * from random.seed and random.bytes.  In real time (the default) a timer is
+ * a timer.wait call the parent answers when it is due, and clearTimeout is a
+ * call.cancel of it; nothing here waits itself.
  */
 'use strict';
 {
@@ -918,7 +923,8 @@ freeze(chidori);
 
 /* ------------------------------------------------------------- time */
 
-let virtualNow = 0;  // ms the virtual timer clock has advanced
+let virtualTime = true;  // set by start(): --virtual-time (decision 6), else real time
+let virtualNow = 0;  // ms the virtual timer clock has advanced (stays 0 in real time)
 
 // Wall time: the host's clock.now plus the virtual time timers have
 // advanced, so code that sleeps with setTimeout sees time pass.
@@ -929,8 +935,18 @@ function now() {
         return floor(t) + virtualNow;
 }
 
+// performance.now(): in real time a clock.mono call each time (ms since the
+// run started, monotonic, to the microsecond; journaled like clock.now, so
+// it costs what Date.now() costs).  Under --virtual-time it follows the
+// virtual clock, counted from its first use.
 let perfOrigin;
 function performanceNow() {
+        if (!virtualTime) {
+                const m = NumberC(hostCallSync('clock.mono', {}));
+                if (!(m === m && m !== Infinity && m !== -Infinity))
+                        throw new TypeErrorC('clock.mono returned a non-number');
+                return m;
+        }
         const t = now();
         if (perfOrigin === undefined)
                 perfOrigin = t;
@@ -1114,11 +1130,15 @@ defineProperty(crypto, 'subtle', {
         configurable: false,
 });
 
-/* ------------------------------------------------------------- virtual timers */
+/* ------------------------------------------------------------- timers */
 
-// Timers never wait: when nothing else can happen, the engine's loop calls
-// fireTimer(), which advances the virtual clock to the earliest timer (by due
-// time, then creation order) and runs it.
+// Real time (the default): each timer is a pending timer.wait call the
+// parent answers when it is due (journaled, so replay delivers it in the
+// recorded order without waiting); clearTimeout cancels the call
+// (call.cancel), and an answer that arrives for a cleared timer is dropped.
+// --virtual-time: timers never wait: when nothing else can happen, the
+// engine's loop calls fireTimer(), which advances the virtual clock to the
+// earliest timer (by due time, then creation order) and runs it.
 const TIMEOUT_MAX = 2147483647;
 const timers = create(null);  // id -> timer, while active
 const heap = [];
@@ -1173,10 +1193,74 @@ function addTimer(fn, delay, args, repeat, immediate) {
         if (!(d >= 1 && d <= TIMEOUT_MAX))
                 d = 1;
         d = immediate ? 0 : floor(d);
-        const t = { id: nextTimerId++, due: virtualNow + d, seq: timerSeq++, fn, args, delay: d, repeat };
+        const t = { id: nextTimerId++, due: virtualNow + d, seq: timerSeq++, fn, args, delay: d, repeat, call: 0 };
         timers[t.id] = t;
-        heapPush(t);
+        // setImmediate stays in the box in real time too: fireTimer runs
+        // the ones queued before the worker waits for an answer.
+        if (virtualTime || immediate)
+                heapPush(t);
+        else
+                armTimer(t);
         return t.id;
+}
+
+// Real time: ask the parent to answer when the timer is due.  A failure
+// (the --max-timers limit) ends the run like an exception in a timer.
+function armTimer(t) {
+        const call = nativeCall('timer.wait', stringify({ ms: t.delay }));
+        t.call = call;
+        pending[call] = {
+                resolve: () => fireRealTimer(t, call),
+                reject: (e) => {
+                        if (timers[t.id] === t && t.call === call) {
+                                delete timers[t.id];
+                                fail(e);
+                        }
+                },
+        };
+}
+function fireRealTimer(t, call) {
+        if (timers[t.id] !== t || t.call !== call)
+                return;  // cleared meanwhile: its answer came before the cancel
+        t.call = 0;
+        if (!t.repeat)
+                delete timers[t.id];
+        try {
+                apply(t.fn, undefined, t.args);
+        } catch (e) {
+                fail(e);  // an exception in a timer ends the run
+                return;
+        }
+        if (t.repeat && timers[t.id] === t)
+                armTimer(t);
+}
+
+// Give up pending call `id` (call.cancel): the parent answers it at once
+// with an AbortError and stops its effect.  Fire-and-forget.
+function cancelCall(id) {
+        if (pending[id] !== undefined)
+                hostSend('call.cancel', { id });
+}
+
+// A host call the caller can give up: {promise, cancel()}.  fetch's signal
+// uses it; the promise rejects with an AbortError once cancelled.
+function hostCallCancellable(op, args) {
+        let resolve, reject;
+        const promise = new PromiseC((res, rej) => {
+                resolve = res;
+                reject = rej;
+        });
+        let id = 0;
+        try {
+                id = nativeCall(op, stringify(args));
+                pending[id] = { resolve, reject };
+        } catch (e) {
+                reject(e);
+        }
+        return { promise, cancel: () => {
+                if (id)
+                        cancelCall(id);
+        } };
 }
 function setTimeout(fn, delay, ...args) {
         return addTimer(fn, delay, args, false);
@@ -1185,8 +1269,14 @@ function setInterval(fn, delay, ...args) {
         return addTimer(fn, delay, args, true);
 }
 function clearTimeout(id) {
-        if (typeof id === 'number')
-                delete timers[id];
+        if (typeof id !== 'number')
+                return;
+        const t = timers[id];
+        if (t === undefined)
+                return;
+        delete timers[id];
+        if (t.call)
+                cancelCall(t.call);
 }
 function clearInterval(id) {
         clearTimeout(id);
@@ -1198,8 +1288,10 @@ function clearImmediate(id) {
         clearTimeout(id);
 }
 
-function fireTimer() {
+function fireTimer(busy) {
         for (;;) {
+                if (busy && (heap.length === 0 || heap[0].due > virtualNow))
+                        return false;
                 const t = heapPop();
                 if (t === undefined)
                         return false;
@@ -1250,7 +1342,8 @@ function randomHex(n) {
         return s;
 }
 const hostApi = freeze({
-        call: hostCall, callSync: hostCallSync, setTimeout, reportError: (e) => fail(e), surfaceBody,
+        call: hostCall, callSync: hostCallSync, callCancellable: hostCallCancellable, setTimeout,
+        reportError: (e) => fail(e), surfaceBody,
         parseForm: (bytes, type) => nodePart('blob').parseForm(bytes, type),
         streams: (load) => (load || 'streams' in nodeParts ? nodePart('streams') : null),
 });
@@ -1617,7 +1710,8 @@ function noEntry() {
         }));
 }
 
-function start(wrapper, input, runId, filename, plen, esm, env) {
+function start(wrapper, input, runId, filename, plen, esm, env, virtual) {
+        virtualTime = virtual !== false;
         agentFile = filename;
         prefixLen = plen;
         runEnv = env === undefined ? null : env;

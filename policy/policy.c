@@ -925,6 +925,11 @@ size_t policy_ask_message(const char *target, const struct policy_verdict *v, ch
                        len);
 }
 
+size_t policy_pending_message(const char *target, const struct policy_verdict *v, char *buf, size_t len)
+{
+        return message(target, v, "needs approval", "", buf, len);
+}
+
 size_t policy_declined_message(const char *target, const struct policy_verdict *v, char *buf, size_t len)
 {
         return message(target, v, "needs approval", "; declined at the terminal", buf, len);

@@ -131,6 +131,9 @@ size_t policy_denial_message(const char *target, const struct policy_verdict *v,
  * <reason>]; nothing can approve it here (set CHIDORI_POLICY_AUTO_APPROVE=1
  * to approve such calls)". */
 size_t policy_ask_message(const char *target, const struct policy_verdict *v, char *buf, size_t len);
+/* The question put to whoever approves (a parked call's reason):
+ * "policy: `<target>` needs approval[: <reason>]". */
+size_t policy_pending_message(const char *target, const struct policy_verdict *v, char *buf, size_t len);
 /* The same when the person at the terminal said no: "policy: `<target>`
  * needs approval[: <reason>]; declined at the terminal". */
 size_t policy_declined_message(const char *target, const struct policy_verdict *v, char *buf, size_t len);

@@ -296,6 +296,28 @@ void session_free_async(struct broker *b)
         b->npend = b->pend_cap = 0;
 }
 
+static void unanswered_line(struct broker *b, int64_t id, const char *op, const char *args_text)
+{
+        cJSON *line = cJSON_CreateObject();
+        cJSON_AddStringToObject(line, "type", "unanswered");
+        cJSON_AddNumberToObject(line, "id", (double)id);
+        cJSON_AddStringToObject(line, "op", op);
+        cJSON_AddItemToObject(line, "args", json_cjson_raw_ref(args_text ? args_text : "{}"));
+        broker_journal_line(b, line, true);
+        cJSON_Delete(line);
+}
+
+void session_journal_unanswered(struct session *s)
+{
+        struct broker *b = &s->b;
+        if (!b->cfg->journal.ops || b->cfg->mode == SESSION_REPLAY)
+                return;
+        for (size_t i = 0; i < b->npend; i++)
+                unanswered_line(b, b->pend[i].id, b->pend[i].op, b->pend[i].args_text);
+        for (size_t i = 0; i < s->nparked; i++)
+                unanswered_line(b, s->parked[i].id, s->parked[i].op, s->parked[i].args_text);
+}
+
 struct pending_call *broker_pending(struct broker *b, int64_t id)
 {
         for (size_t i = 0; i < b->npend; i++)
@@ -329,6 +351,38 @@ void broker_complete(struct broker *b, int64_t id, cJSON *value, cJSON *error)
         }
         cJSON_Delete(value);
         cJSON_Delete(error);
+}
+
+/* The answer of a cancelled call: the DOMException the worker turns into
+ * what AbortController.abort() rejects with. */
+static cJSON *abort_error(void)
+{
+        return broker_error_obj("AbortError", "This operation was aborted", "ABORT_ERR");
+}
+
+bool broker_cancel_call(struct broker *b, int64_t id)
+{
+        struct session *s = b->s;
+        if (b->finished)
+                return false;
+        struct pending_call *pc = broker_pending(b, id);
+        if (!pc) {
+                struct err *e = NULL;
+                int r = session_withdraw(s, id, abort_error(), &e);
+                if (r < 0)
+                        session_fail(s, e);
+                return r > 0;
+        }
+        /* Stop the effect: its family knows how (the transfer, the timer). */
+        const struct effect *e = s->cfg->effects->find(pc->op);
+        const struct effect_table *fx = s->cfg->effects;
+        for (size_t k = 0; e && k < fx->nfamilies; k++)
+                if (strcmp(fx->families[k].name, e->family) == 0 && fx->families[k].cancel)
+                        fx->families[k].cancel(b, id);
+        if (s->sink->call)
+                s->sink->call(s->sink->arg, s, id, pc->op, "cancelled");
+        broker_complete(b, id, NULL, abort_error());
+        return true;
 }
 
 /* Record the intent of an effect visible outside the box before it is

@@ -123,6 +123,8 @@ static int send_init(struct session *s, struct err **err)
                 cJSON_AddItemToObject(init, "env", cJSON_Duplicate(c->env, 1));
         cJSON *lim = cJSON_AddObjectToObject(init, "limits");
         cJSON_AddNumberToObject(lim, "js_deadline_ms", (double)c->js_deadline_ms);
+        /* "real": timers are timer.wait calls; "virtual": they never wait. */
+        cJSON_AddStringToObject(init, "time", c->virtual_time ? "virtual" : "real");
         int r = session_send_json(s, init, err);
         cJSON_Delete(init);
         return r;
@@ -177,7 +179,8 @@ bool session_reading(struct session *s)
                 broker_limit_report(b, LIMIT_QUEUE, NULL);
                 return false;
         }
-        if (b->cfg->mode != SESSION_REPLAY && b->npend + s->nparked >= b->lim.max_calls) {
+        /* Pending timers are bounded by --max-timers instead (effects/time/). */
+        if (b->cfg->mode != SESSION_REPLAY && b->npend - b->ntimers + s->nparked >= b->lim.max_calls) {
                 broker_limit_report(b, LIMIT_CALLS, NULL);
                 return false;
         }

@@ -63,7 +63,7 @@ enum gate_answer broker_gate(struct broker *b, const char *target, const cJSON *
                 return GATE_ANSWER_ALLOW;
         if (known < 0)
                 return refuse(b, "needs_approval", msg);
-        policy_ask_message(target, &v, reason, reason_len);
+        policy_pending_message(target, &v, reason, reason_len);
         return GATE_ANSWER_PENDING;
 }
 
@@ -74,7 +74,9 @@ bool broker_gate_now(struct broker *b, const char *target, const cJSON *args, ch
         enum gate_answer g = broker_gate(b, target, args, text ? text : "{}", msg, len, reason, sizeof(reason));
         free(text);
         if (g == GATE_ANSWER_PENDING) {
-                snprintf(msg, len, "%s", reason);
+                /* A call that cannot wait (a redirect): refused as policy_ask_message says. */
+                snprintf(msg, len, "%s; nothing can approve it here (set CHIDORI_POLICY_AUTO_APPROVE=1 to approve "
+                                   "such calls)", reason);
                 refuse(b, "needs_approval", msg);
         }
         return g == GATE_ANSWER_ALLOW;

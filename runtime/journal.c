@@ -242,6 +242,8 @@ struct replay {
         size_t nslots;
         struct replay_entry *starts;  /* "start" lines (intents), matched with calls after loading */
         size_t nstarts, starts_cap;
+        struct replay_entry *opens;   /* "unanswered" lines: calls pending when the run ended */
+        size_t nopens, opens_cap;
 };
 
 void replay_free(struct replay *r)
@@ -260,6 +262,9 @@ void replay_free(struct replay *r)
         for (size_t i = 0; i < r->nstarts; i++)
                 free((char *)r->starts[i].op);
         free(r->starts);
+        for (size_t i = 0; i < r->nopens; i++)
+                free((char *)r->opens[i].op);
+        free(r->opens);
         free(r);
 }
 
@@ -288,7 +293,7 @@ static int index_grow(struct replay *r)
         return 0;
 }
 
-struct replay_entry *replay_by_id(struct replay *r, int64_t id)
+static struct replay_entry *answered_by_id(struct replay *r, int64_t id)
 {
         if (!r->nslots)
                 return NULL;
@@ -296,6 +301,44 @@ struct replay_entry *replay_by_id(struct replay *r, int64_t id)
                 if (r->entries[r->slots[s] - 1].id == id)
                         return &r->entries[r->slots[s] - 1];
         return NULL;
+}
+
+struct replay_entry *replay_by_id(struct replay *r, int64_t id)
+{
+        struct replay_entry *e = answered_by_id(r, id);
+        for (size_t i = 0; !e && i < r->nopens; i++)
+                if (r->opens[i].id == id)
+                        e = &r->opens[i];
+        return e;
+}
+
+/* An "unanswered" line {id, op, args}: a call still pending when the run
+ * ended (a timer or a fetch the agent raced and left behind).  Replay
+ * expects the call and never answers it. */
+static int add_unanswered(struct replay *r, const cJSON *line, off_t off, size_t len, size_t lineno, struct err **err)
+{
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(line, "id");
+        const cJSON *op = cJSON_GetObjectItemCaseSensitive(line, "op");
+        if (!cJSON_IsNumber(id) || id->valuedouble != (double)(int64_t)id->valuedouble || !cJSON_IsString(op))
+                return err_setc(err, JOURNAL_E_FORMAT, 0, "line %zu: unanswered line lacks an integer id or op", lineno);
+        if (replay_by_id(r, (int64_t)id->valuedouble))
+                return err_setc(err, JOURNAL_E_FORMAT, 0, "line %zu: call id %lld appears twice", lineno,
+                                (long long)id->valuedouble);
+        if (r->nopens == r->opens_cap) {
+                size_t cap = r->opens_cap ? r->opens_cap * 2 : 16;
+                struct replay_entry *e = realloc(r->opens, cap * sizeof(*e));
+                if (!e)
+                        return err_set(err, ENOMEM, "journal");
+                r->opens = e;
+                r->opens_cap = cap;
+        }
+        char *opc = strdup(op->valuestring);
+        if (!opc)
+                return err_set(err, ENOMEM, "journal");
+        r->opens[r->nopens++] = (struct replay_entry){
+                .id = (int64_t)id->valuedouble, .op = opc, .off = off, .len = len, .lineno = lineno, .unanswered = true,
+        };
+        return 0;
 }
 
 static int add_entry(struct replay *r, int64_t cid, const char *opname, off_t off, size_t len, size_t lineno,
@@ -354,8 +397,15 @@ static int add_call(struct replay *r, const cJSON *line, off_t off, size_t len, 
 static int add_entry(struct replay *r, int64_t cid, const char *opname, off_t off, size_t len, size_t lineno,
                      bool interrupted, struct err **err)
 {
-        if (replay_by_id(r, cid))
+        if (answered_by_id(r, cid))
                 return err_setc(err, JOURNAL_E_FORMAT, 0, "line %zu: call id %lld appears twice", lineno, (long long)cid);
+        /* A resumed run answered a call the first one left unanswered. */
+        for (size_t i = 0; i < r->nopens; i++)
+                if (r->opens[i].id == cid) {
+                        free((char *)r->opens[i].op);
+                        r->opens[i] = r->opens[--r->nopens];
+                        break;
+                }
         if (r->n == r->cap) {
                 size_t cap = r->cap ? r->cap * 2 : 64;
                 struct replay_entry *e = realloc(r->entries, cap * sizeof(*e));
@@ -443,6 +493,8 @@ static int load(struct replay *r, FILE *f, const struct budget *budget, struct e
                         continue;
                 } else if (strcmp(type, "start") == 0 && r->header && !r->end) {
                         rc = add_start(r, line, start, n, lineno, err);
+                } else if (strcmp(type, "unanswered") == 0 && r->header && !r->end) {
+                        rc = add_unanswered(r, line, start, n, lineno, err);
                 } else if (strcmp(type, "note") == 0 && r->header) {
                         /* informational (denials, warnings, limits) */
                 } else {

@@ -109,6 +109,7 @@ struct replay_entry {
         bool called;              /* the worker has asked for it */
         bool delivered;
         bool interrupted;         /* a "start" line without its call line: the writer died mid-call */
+        bool unanswered;          /* an "unanswered" line: pending when the run ended; never delivered */
         off_t off;                /* where its line starts in the file */
         size_t len;               /* bytes of the line, without the newline */
         size_t lineno;

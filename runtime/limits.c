@@ -38,6 +38,8 @@ static const struct {
         [LIMIT_HTTP] = { "http", "of responses in flight", "--max-queue", false,
                          "fetches that would pass it fail with ELIMIT" },
         [LIMIT_TEMPLATE] = { "template", NULL, NULL, false, "template calls over it fail with ELIMIT" },
+        [LIMIT_TIMERS] = { "timer", "pending", "--max-timers", true,
+                           "further timers fail with ELIMIT until one fires or is cleared" },
 };
 
 static uint64_t or_default(uint64_t v, uint64_t def)
@@ -56,6 +58,7 @@ void broker_limits_init(struct broker *b)
                 .max_vfs = or_default(c->max_vfs, BROKER_DEFAULT_MAX_VFS),
                 .max_memory_store = or_default(c->max_memory_store, BROKER_DEFAULT_MAX_MEMORY_STORE),
                 .max_workspace_write = or_default(c->max_workspace_write, BROKER_DEFAULT_MAX_WORKSPACE_WRITE),
+                .max_timers = or_default(c->max_timers, BROKER_DEFAULT_MAX_TIMERS),
         };
 }
 
@@ -70,6 +73,7 @@ static uint64_t value_of(const struct broker *b, enum broker_limit k)
         case LIMIT_MEMORY_STORE: return b->lim.max_memory_store;
         case LIMIT_WORKSPACE_WRITE: return b->lim.max_workspace_write;
         case LIMIT_HTTP: return b->lim.max_queue;
+        case LIMIT_TIMERS: return b->lim.max_timers;
         case LIMIT_TEMPLATE:
         case LIMIT_MAX: break;
         }
@@ -91,8 +95,9 @@ void broker_limit_text(const struct broker *b, enum broker_limit k, char *buf, s
         }
         char v[48];
         uint64_t n = value_of(b, k);
+        const char *noun = k == LIMIT_TIMERS ? "timer" : "call";
         if (LIMITS[k].count)
-                snprintf(v, sizeof(v), "%llu call%s", (unsigned long long)n, n == 1 ? "" : "s");
+                snprintf(v, sizeof(v), "%llu %s%s", (unsigned long long)n, noun, n == 1 ? "" : "s");
         else
                 format_size(n, v, sizeof(v));
         snprintf(buf, len, "%s limit reached (%s %s; raise it with %s)", LIMITS[k].what, v, LIMITS[k].unit,

@@ -2,6 +2,7 @@
  * outcome.h.  The worker's wait status and the box's report (memory, pids,
  * CPU) decide the endings the frames cannot (the worker went away). */
 #define _GNU_SOURCE
+#include <cjson/cJSON.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 
 #include "common/exit.h"
 #include "common/util.h"
+#include "proto/json.h"
 #include "runtime/outcome.h"
 
 static void set(struct outcome_exit *r, int code, enum outcome_show show, const char *fmt, ...)
@@ -123,4 +125,33 @@ const char *session_end_name(enum session_end e)
                 [SESSION_END_EXIT] = "exit",
         };
         return (unsigned)e < SESSION_END_MAX ? n[e] : "unknown";
+}
+
+cJSON *session_outcome_end_line(const struct session_outcome *o, const char *outcome_name, int code)
+{
+        char ts[40];
+        utc_iso8601(ts, sizeof(ts));
+        cJSON *e = cJSON_CreateObject();
+        if (!e)
+                return NULL;
+        cJSON_AddStringToObject(e, "type", "end");
+        cJSON_AddStringToObject(e, "outcome", outcome_name ? outcome_name : session_end_name(o->end));
+        cJSON_AddNumberToObject(e, "exit", code);
+        if (o->value)
+                cJSON_AddItemToObject(e, "value", cJSON_Duplicate(o->value, 1));
+        if (o->error)
+                cJSON_AddItemToObject(e, "error", cJSON_Duplicate(o->error, 1));
+        if (o->end != SESSION_END_DONE_OK && o->message)
+                cJSON_AddStringToObject(e, "message", o->message);
+        if (o->end == SESSION_END_EOF)
+                cJSON_AddNumberToObject(e, "wait_status", o->wait_status);
+        cJSON_AddStringToObject(e, "ended", ts);
+        cJSON *st = cJSON_AddObjectToObject(e, "stats");
+        cJSON_AddItemToObject(st, "wall_ms", json_cjson_number((double)(long)(o->wall_ms * 1000) / 1000.0));
+        cJSON_AddNumberToObject(st, "effects", (double)o->effects);
+        if (o->peak_bytes)
+                cJSON_AddNumberToObject(st, "peak_memory_bytes", (double)o->peak_bytes);
+        if (o->memory_limit)
+                cJSON_AddNumberToObject(st, "memory_limit_bytes", (double)o->memory_limit);
+        return e;
 }

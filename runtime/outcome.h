@@ -35,4 +35,11 @@ void session_outcome_exit(const struct session_outcome *o, const struct outcome_
 /* The journal's name of an ending ("ok", "agent_error", ...). */
 const char *session_end_name(enum session_end e);
 
+struct cJSON;
+/* The journal's end line of a run: {"type":"end", outcome (`outcome_name`,
+ * or session_end_name's when NULL), exit, value, error, message,
+ * wait_status, ended, stats {wall_ms, effects, peak_memory_bytes,
+ * memory_limit_bytes}}.  NULL when out of memory. */
+struct cJSON *session_outcome_end_line(const struct session_outcome *o, const char *outcome_name, int code);
+
 #endif

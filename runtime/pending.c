@@ -269,6 +269,55 @@ int session_input_fail(struct session *s, const char *message, struct err **err)
         return 0;
 }
 
+/* call.cancel of a call waiting for a person: it leaves the list (the one
+ * being asked is no longer asked; the sink hears "cancelled" for it) and is
+ * answered with `error` (owned).  1 withdrawn, 0 not waiting here, -1 fail. */
+int session_withdraw(struct session *s, int64_t id, cJSON *error, struct err **err)
+{
+        for (size_t i = 0; i < s->nparked; i++) {
+                if (s->parked[i].id != id || s->parked[i].decided)
+                        continue;
+                struct parked_call p = s->parked[i];
+                memmove(&s->parked[i], &s->parked[i + 1], (s->nparked - i - 1) * sizeof(s->parked[0]));
+                s->nparked--;
+                if (s->asking && s->asked_id == id) {
+                        s->asking = false;
+                        if (evloop_defer(s->loop, resolve, s, err) < 0) {
+                                parked_clear(&p);
+                                cJSON_Delete(error);
+                                return -1;
+                        }
+                }
+                if (s->sink->call)
+                        s->sink->call(s->sink->arg, s, id, p.op, "cancelled");
+                int r = session_answer(s, id, p.op, p.args_text, NULL, error, err);
+                parked_clear(&p);
+                return r < 0 ? -1 : 1;
+        }
+        for (size_t i = 0; i < s->ninputs; i++) {
+                if (s->inputs[i].id != id)
+                        continue;
+                free(s->inputs[i].prompt);
+                memmove(&s->inputs[i], &s->inputs[i + 1], (s->ninputs - i - 1) * sizeof(s->inputs[0]));
+                s->ninputs--;
+                if (i == 0 && s->input_asked) {
+                        s->input_asked = false;
+                        if (!s->asking && s->state == SESSION_AWAITING)
+                                session_set_state(s, SESSION_RUNNING);
+                        if (evloop_defer(s->loop, ask_input_deferred, s, err) < 0) {
+                                cJSON_Delete(error);
+                                return -1;
+                        }
+                }
+                if (s->sink->call)
+                        s->sink->call(s->sink->arg, s, id, "input", "cancelled");
+                broker_complete(&s->b, id, NULL, error);
+                return 1;
+        }
+        cJSON_Delete(error);
+        return 0;
+}
+
 void session_pending_free(struct session *s)
 {
         for (size_t i = 0; i < s->nparked; i++)

@@ -124,7 +124,7 @@ int session_replay_call(struct session *s, int64_t id, const char *op, const cha
         struct replay_entry *e = src->ops->by_id(src->r, id);
         /* RESUME: a call the journal does not have (never asked, or parked
          * for an approval when the worker stopped) is performed live. */
-        if (!e && b->cfg->mode == SESSION_RESUME)
+        if ((!e || e->unanswered) && b->cfg->mode == SESSION_RESUME)
                 return 0;
         if (!e) {
                 broker_end_with(b, SESSION_END_DIVERGED,
@@ -157,6 +157,9 @@ int session_replay_call(struct session *s, int64_t id, const char *op, const cha
         e->called = true;
         if (s->sink->call)
                 s->sink->call(s->sink->arg, s, id, op, "replayed");
+        /* Pending when the recorded run ended: never answered. */
+        if (e->unanswered)
+                return 1;
         return session_replay_pump(s, err) < 0 ? -1 : 1;
 }
 

@@ -17,6 +17,7 @@ struct net_api;
 struct ssrf_allow;
 struct subproc_engine;
 struct vfs;
+struct timer_set;
 
 /* A call whose answer comes later (http, tools, ...): what the journal line
  * needs when it does. */
@@ -69,6 +70,12 @@ struct broker {
         uint64_t log_bytes;        /* log message bytes this run */
         uint64_t ws_written;       /* bytes written to the workspace this run */
         uint64_t http_inflight;    /* response body bytes buffered by transfers in flight */
+
+        /* timer.wait calls pending (effects/time/timer.c); they are in pend
+         * too, but --max-timers bounds them, not --max-calls. */
+        struct timer_set *timers;
+        uint64_t ntimers;
+        double mono_origin;        /* mono_ms() when the session started: clock.mono counts from it */
 };
 
 /* ---- the parent's limits (runtime/limits.c) ---- */
@@ -83,6 +90,7 @@ enum broker_limit {
         LIMIT_WORKSPACE_WRITE,
         LIMIT_HTTP,            /* response bodies in flight (--max-queue) */
         LIMIT_TEMPLATE,        /* output size and work budget: fixed (effects/template/template.h) */
+        LIMIT_TIMERS,          /* timers pending at once (--max-timers) */
         LIMIT_MAX
 };
 
@@ -145,6 +153,9 @@ struct effect_family {
         size_t (*fds)(struct broker *b, struct pollfd *fds, size_t max, int *timeout_ms);
         int (*perform)(struct broker *b, const struct pollfd *fds, size_t n, struct err **err);
         void (*detach)(struct broker *b);
+        /* Stop the effect of pending call `id` (call.cancel): the timer
+         * removed, the transfer aborted.  The session answers the call. */
+        void (*cancel)(struct broker *b, int64_t id);
 };
 
 /* The dispatch table and the families, handed to the session in its config
@@ -171,6 +182,11 @@ int broker_input_wait(struct broker *b, int64_t id, const char *prompt, struct e
 /* Answer pending call `id` (from a completion callback): exactly one of
  * value and error (both owned).  A parent-side failure ends the run. */
 void broker_complete(struct broker *b, int64_t id, struct cJSON *value, struct cJSON *error);
+
+/* call.cancel: stop pending call `id` of this worker (its family's cancel
+ * hook; a parked call or an input wait is withdrawn) and answer it with an
+ * AbortError.  False when there is no such call (finished, or never made). */
+bool broker_cancel_call(struct broker *b, int64_t id);
 
 /* The pending call `id`, or NULL. */
 struct pending_call *broker_pending(struct broker *b, int64_t id);
@@ -239,6 +255,8 @@ void broker_fs_free(struct broker *b);
 
 /* effects/net/fetch.c, effects/net/prompt.c */
 int effect_http(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
+int effect_http_read(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
+int effect_http_close(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
 int effect_prompt(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
 const char *effect_prompt_code(int code);
 /* libchidori-net.so (b->net), loaded by the first call that needs it. */
@@ -247,6 +265,14 @@ int broker_net_need(struct broker *b, struct err **err);
 size_t broker_http_fds(struct broker *b, struct pollfd *fds, size_t max, int *timeout_ms);
 int broker_http_perform(struct broker *b, const struct pollfd *fds, size_t n, struct err **err);
 void broker_http_free(struct broker *b);
+
+/* effects/time/timer.c: timer.wait and the time family's hooks */
+int effect_timer_wait(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);
+size_t broker_timers_fds(struct broker *b, struct pollfd *fds, size_t max, int *timeout_ms);
+int broker_timers_perform(struct broker *b, const struct pollfd *fds, size_t n, struct err **err);
+void broker_timers_free(struct broker *b);
+void broker_timers_cancel(struct broker *b, int64_t id);
+void broker_http_cancel(struct broker *b, int64_t id);
 
 /* effects/proc/tool.c, effects/proc/agent-call.c, effects/proc/proc.c */
 int effect_tool(struct broker *b, int64_t id, const struct cJSON *args, struct cJSON **ret, struct err **err);

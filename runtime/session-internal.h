@@ -125,6 +125,10 @@ int session_send_json(struct session *s, const cJSON *j, struct err **err);
 int session_perform(struct session *s, int64_t id, const char *op, const cJSON *args, const char *args_text,
                     struct err **err);
 void session_free_async(struct broker *b);
+/* The run ends with calls still pending (a timer or a fetch the agent
+ * raced and left): one "unanswered" journal line each, so replay expects
+ * them and answers none. */
+void session_journal_unanswered(struct session *s);
 
 /* replay.c */
 int session_replay_call(struct session *s, int64_t id, const char *op, const char *args, struct err **err);
@@ -158,6 +162,9 @@ int session_park(struct session *s, int64_t id, const char *op, const cJSON *arg
 /* ask_before with a remembered decision for (target, args): 1 allow, -1 refuse, 0 none. */
 int session_remembered(const struct session *s, const char *target, const char *args);
 void session_pending_free(struct session *s);
+/* call.cancel of a parked call or an input wait: answered with `error`
+ * (owned).  1 withdrawn, 0 not there, -1 failure. */
+int session_withdraw(struct session *s, int64_t id, cJSON *error, struct err **err);
 size_t session_parked_count(const struct session *s);
 
 #endif

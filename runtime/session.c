@@ -54,6 +54,7 @@ int broker_end_with(struct broker *b, enum session_end end, const char *fmt, ...
                 return 0;
         b->finished = true;
         b->out->end = end;
+        session_journal_unanswered(b->s);
         va_list ap;
         va_start(ap, fmt);
         if (vasprintf(&b->out->message, fmt, ap) < 0)
@@ -156,10 +157,12 @@ static void prepare(struct evloop *loop, void *arg)
 }
 
 /* Pausing: the effects in flight (not the parked calls, not the input
- * waits, which are b->pend entries too) have all been answered. */
+ * waits and the timers, which are b->pend entries too) have all been
+ * answered.  A pending timer does not hold a pause up: the resumed run
+ * waits for it again, whole (it is journaled as unanswered). */
 static void check_pause(struct session *s)
 {
-        if (!s->pausing || s->b.finished || s->b.npend > s->ninputs)
+        if (!s->pausing || s->b.finished || s->b.npend > s->ninputs + s->b.ntimers)
                 return;
         broker_end_with(&s->b, SESSION_END_PAUSED, "paused: %s",
                         s->asking ? "an approval is waiting" : s->ninputs ? "an input is waiting" : "by request");
@@ -349,6 +352,7 @@ int session_start(struct session *s, struct err **err)
         if (s->state != SESSION_NEW)
                 return err_set(err, 0, "session already started");
         s->start = mono_ms();
+        s->b.mono_origin = s->start;
         if (cfg->deadline_ms > 0)
                 s->deadline_at = (cfg->deadline_from > 0 ? cfg->deadline_from : s->start) + (double)cfg->deadline_ms;
         s->b.deadline_at = s->deadline_at;

@@ -48,6 +48,7 @@ struct effect_table;
 #define BROKER_DEFAULT_MAX_VFS ((uint64_t)64 << 20)
 #define BROKER_DEFAULT_MAX_MEMORY_STORE ((uint64_t)64 << 20)
 #define BROKER_DEFAULT_MAX_WORKSPACE_WRITE ((uint64_t)1 << 30)
+#define BROKER_DEFAULT_MAX_TIMERS 10000u
 
 struct session_limits {
         uint64_t max_calls;           /* host calls in flight; more are not read until one ends */
@@ -58,6 +59,7 @@ struct session_limits {
         uint64_t max_vfs;             /* the node:fs tree's charged bytes */
         uint64_t max_memory_store;    /* bytes of keys and values per memory namespace */
         uint64_t max_workspace_write; /* bytes written to the workspace per run */
+        uint64_t max_timers;          /* timers pending at once (timer.wait); not counted in max_calls */
 };
 
 /* How this run starts its children — callAgent's nested runs and tools —
@@ -118,6 +120,10 @@ struct session_config {
         long deadline_ms;         /* parent wall-clock deadline, 0 = none */
         double deadline_from;     /* mono_ms() it counts from (the command's start), 0 = session_start's */
         bool quiet_logs;          /* replay: agent logs are effects, not performed */
+        /* --virtual-time: the worker's timers never wait (a virtual clock,
+         * decision 6); else they are timer.wait calls answered when due.
+         * Replay uses what the journal header says the run used. */
+        bool virtual_time;
         /* Set (to a signal number) by the embedder from anywhere, a signal
          * handler included: long effects stop early, the owner then calls
          * session_cancel.  NULL: none. */
@@ -282,7 +288,8 @@ struct session_sink {
          * worker's stderr line with tag "[worker] "). */
         void (*note)(void *arg, struct session *s, const char *tag, const char *msg, size_t len);
         /* A call was decided: op, and "allow" | "deny" | "pending" |
-         * "replayed" (never args or bodies). */
+         * "replayed" (never args or bodies); "cancelled" when call.cancel
+         * withdrew it (a parked approval, an input wait) or stopped it. */
         void (*call)(void *arg, struct session *s, int64_t id, const char *op, const char *decision);
         /* A parked call needs an answer: session_approve later (or now). */
         void (*approval)(void *arg, struct session *s, const struct session_approval *a);

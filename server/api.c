@@ -4,7 +4,7 @@
  * echoed unescaped. */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
-#include <microhttpd.h>
+#include "server/mhd.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,6 +239,7 @@ static void route_metrics(struct server *srv, struct http_req *r)
 }
 
 static bool is_get(const char *m);
+static bool settled(const char *status);
 static void method_not_allowed(struct http_req *r, const char *allow);
 
 /* ---- the session routes ---- */
@@ -254,7 +255,7 @@ static void store_error(struct http_req *r, const struct err *e)
 }
 
 /* The session's JSON (docs/serve.md, "Session"). */
-static cJSON *session_json(const struct store_session *s)
+cJSON *api_session_json(const struct store_session *s)
 {
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "id", s->id);
@@ -276,6 +277,20 @@ static cJSON *session_json(const struct store_session *s)
         }
         if (s->exit >= 0)
                 cJSON_AddNumberToObject(j, "exit", s->exit);
+        if (s->pending && settled(s->status)) {
+                /* {"approval": {...}} or {"input": {...}} */
+                cJSON *p = cJSON_Parse(s->pending);
+                const cJSON *a = cJSON_GetObjectItemCaseSensitive(p, "approval");
+                const cJSON *in = cJSON_GetObjectItemCaseSensitive(p, "input");
+                if (a && strcmp(s->status, "awaitingapproval") == 0) {
+                        cJSON *c = cJSON_Duplicate(a, 1);
+                        cJSON_DeleteItemFromObjectCaseSensitive(c, "args_text"); /* internal: the decision's key */
+                        cJSON_AddItemToObject(j, "pending_approval", c);
+                }
+                if (in && strcmp(s->status, "awaitinginput") == 0)
+                        cJSON_AddItemToObject(j, "pending_input", cJSON_Duplicate(in, 1));
+                cJSON_Delete(p);
+        }
         if (s->stats) {
                 cJSON *st = cJSON_Parse(s->stats);
                 if (st)
@@ -307,7 +322,7 @@ static void reply_session(struct server *srv, struct http_req *r, const char *id
         char loc[64];
         snprintf(loc, sizeof(loc), "/sessions/%s", id);
         const char *const h[] = { "Location", loc, NULL };
-        reply_json(r, code, session_json(&s), location ? h : NULL);
+        reply_json(r, code, api_session_json(&s), location ? h : NULL);
         store_session_clear(&s);
 }
 
@@ -495,7 +510,9 @@ static int wait_fields(struct http_req *r, const cJSON *doc, bool dflt, bool *re
         return 0;
 }
 
-static void route_create(struct server *srv, struct http_req *r)
+/* POST /sessions, and POST /sessions/stream (`stream`: the answer is the
+ * session's events from its creation until it settles). */
+static void route_create(struct server *srv, struct http_req *r, bool stream)
 {
         static const char *const known[] = { "input", "policy_profile", "policyProfile", "wait", "wait_ms", NULL };
         static const char *const raw[] = { "input", NULL };
@@ -544,7 +561,10 @@ static void route_create(struct server *srv, struct http_req *r)
                         goto out;
                 }
                 if (rc == 0) { /* a repeat: the first session, as it is now */
-                        reply_session(srv, r, idem_id, 200, true);
+                        if (stream)
+                                events_stream(srv, r, idem_id, 0, 200);
+                        else
+                                reply_session(srv, r, idem_id, 200, true);
                         goto out;
                 }
         }
@@ -583,6 +603,10 @@ static void route_create(struct server *srv, struct http_req *r)
                 goto out;
         }
         profile = NULL;
+        if (stream) {
+                events_stream(srv, r, id, 0, 201);
+                goto out;
+        }
         if (!wait) {
                 reply_session(srv, r, id, 202, true);
                 goto out;
@@ -617,7 +641,7 @@ static int list_one(void *arg, const struct store_session *s)
                 c->more = true;
                 return 1;
         }
-        cJSON_AddItemToArray(c->arr, session_json(s));
+        cJSON_AddItemToArray(c->arr, api_session_json(s));
         snprintf(c->last, sizeof(c->last), "%s", s->id);
         c->n++;
         return 0;
@@ -733,6 +757,140 @@ static void route_delete(struct server *srv, struct http_req *r, const struct st
         http_reply(r, 204, NULL, "", 0, NULL);
 }
 
+/* The answer of approve / input: the session resumed, waiting like create. */
+static void answer_resumed(struct server *srv, struct http_req *r, const char *id, bool wait, long wait_ms)
+{
+        struct store_session now = { 0 };
+        if (!wait || (store_session_get(srv->store, id, &now, NULL) == 0 && settled(now.status))) {
+                store_session_clear(&now);
+                reply_session(srv, r, id, 200, false);
+                return;
+        }
+        store_session_clear(&now);
+        if (waiters_add(srv, r, id, wait_ms, 200) < 0)
+                reply_session(srv, r, id, 200, false);
+}
+
+/* Can a paused session be resumed now?  No: answered (503, 429). */
+static bool can_resume(struct server *srv, struct http_req *r)
+{
+        if (srv->draining) {
+                api_error(r, API_DRAINING, "the server is draining (SIGTERM): it resumes no session");
+                return false;
+        }
+        if (!sessions_can_queue(srv)) {
+                const char *const h[] = { "Retry-After", "1", NULL };
+                api_error_hdr(r, API_QUEUE_FULL, h,
+                              "%u sessions run and %u wait (--max-running, --max-queued): retry later", srv->running,
+                              srv->queued);
+                return false;
+        }
+        return true;
+}
+
+/* POST /sessions/ID/approve {decision, approval_id?, wait?, wait_ms?} */
+static void route_approve(struct server *srv, struct http_req *r, const struct store_session *s)
+{
+        static const char *const known[] = { "decision", "approval_id", "wait", "wait_ms", NULL };
+        cJSON *doc = parse_body(r, known, NULL);
+        if (!doc)
+                return;
+        cJSON *pending = NULL;
+        bool wait;
+        long wait_ms;
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(doc, "decision");
+        const cJSON *aid = cJSON_GetObjectItemCaseSensitive(doc, "approval_id");
+        if (!cJSON_IsString(d) || (strcmp(d->valuestring, "allow") != 0 && strcmp(d->valuestring, "deny") != 0)) {
+                api_error(r, API_INVALID_FIELD, "field 'decision' must be \"allow\" or \"deny\"");
+                goto out;
+        }
+        if (aid && (!cJSON_IsNumber(aid) || aid->valuedouble < 0 || aid->valuedouble != (double)(long long)aid->valuedouble)) {
+                api_error(r, API_INVALID_FIELD, "field 'approval_id' must be the id of the pending approval (an integer)");
+                goto out;
+        }
+        if (wait_fields(r, doc, true, &wait, &wait_ms) < 0)
+                goto out;
+        pending = s->pending ? cJSON_Parse(s->pending) : NULL;
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(pending, "approval");
+        const cJSON *pid = cJSON_GetObjectItemCaseSensitive(a, "id");
+        if (strcmp(s->status, "awaitingapproval") != 0 || !cJSON_IsNumber(pid)) {
+                api_error(r, API_CONFLICT, "session %s has no pending approval (it is %s)", s->id, s->status);
+                goto out;
+        }
+        if (aid && aid->valuedouble != pid->valuedouble) {
+                api_error(r, API_CONFLICT, "approval %lld is not the pending one of session %s (%lld is)",
+                          (long long)aid->valuedouble, s->id, (long long)pid->valuedouble);
+                goto out;
+        }
+        if (!can_resume(srv, r))
+                goto out;
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(a, "target");
+        const cJSON *at = cJSON_GetObjectItemCaseSensitive(a, "args_text");
+        cJSON *dec = cJSON_CreateObject();
+        cJSON_AddStringToObject(dec, "target", cJSON_IsString(t) ? t->valuestring : "");
+        cJSON_AddStringToObject(dec, "args", cJSON_IsString(at) ? at->valuestring : "{}");
+        cJSON_AddBoolToObject(dec, "allow", strcmp(d->valuestring, "allow") == 0);
+        cJSON_AddStringToObject(dec, "who", r->tenant);
+        struct err *err = NULL;
+        if (sessions_resume(srv, s->id, dec, NULL, &err) < 0) {
+                store_error(r, err);
+                err_free(err);
+                goto out;
+        }
+        answer_resumed(srv, r, s->id, wait, wait_ms);
+out:
+        cJSON_Delete(pending);
+        cJSON_Delete(doc);
+}
+
+/* POST /sessions/ID/input {value, wait?, wait_ms?} */
+static void route_input(struct server *srv, struct http_req *r, const struct store_session *s)
+{
+        static const char *const known[] = { "value", "wait", "wait_ms", NULL };
+        static const char *const raw[] = { "value", NULL };
+        cJSON *doc = parse_body(r, known, raw);
+        if (!doc)
+                return;
+        bool wait;
+        long wait_ms;
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, "value");
+        if (!v) {
+                api_error(r, API_INVALID_FIELD, "field 'value' is missing: the answer to the agent's input()");
+                goto out;
+        }
+        if (wait_fields(r, doc, true, &wait, &wait_ms) < 0)
+                goto out;
+        if (strcmp(s->status, "awaitinginput") != 0) {
+                api_error(r, API_CONFLICT, "session %s is not waiting for input (it is %s)", s->id, s->status);
+                goto out;
+        }
+        if (!can_resume(srv, r))
+                goto out;
+        struct err *err = NULL;
+        if (sessions_resume(srv, s->id, NULL, cJSON_IsRaw(v) ? v->valuestring : "null", &err) < 0) {
+                store_error(r, err);
+                err_free(err);
+                goto out;
+        }
+        answer_resumed(srv, r, s->id, wait, wait_ms);
+out:
+        cJSON_Delete(doc);
+}
+
+/* GET /sessions/ID/events: SSE; Last-Event-ID resumes after that event. */
+static void route_events(struct server *srv, struct http_req *r, const struct store_session *s)
+{
+        const char *last = http_header(r, "Last-Event-ID");
+        long after = 0;
+        char q[128];
+        if (last && parse_nonneg(last, &after) < 0) {
+                api_error(r, API_INVALID_FIELD, "the Last-Event-ID header '%s' is not an event id (a number)",
+                          text_quote(last, strnlen(last, 64), q, sizeof(q)));
+                return;
+        }
+        events_stream(srv, r, s->id, (uint64_t)after, 200);
+}
+
 static void route_sessions(struct server *srv, struct http_req *r)
 {
         const char *url = r->url;
@@ -740,7 +898,7 @@ static void route_sessions(struct server *srv, struct http_req *r)
         bool post = strcmp(m, MHD_HTTP_METHOD_POST) == 0;
         if (strcmp(url, "/sessions") == 0) {
                 if (post)
-                        route_create(srv, r);
+                        route_create(srv, r, false);
                 else if (is_get(m))
                         route_list(srv, r);
                 else
@@ -751,7 +909,7 @@ static void route_sessions(struct server *srv, struct http_req *r)
                 if (!post)
                         method_not_allowed(r, "POST");
                 else
-                        api_error(r, API_NOT_IMPLEMENTED, "POST /sessions/stream is not served by this build yet");
+                        route_create(srv, r, true);
                 return;
         }
         /* /sessions/ID or /sessions/ID/ACTION */
@@ -791,14 +949,26 @@ static void route_sessions(struct server *srv, struct http_req *r)
         if (visible(srv, r, id, &s) < 0)
                 return;
         if (!*action && get)
-                reply_json(r, 200, session_json(&s), NULL);
+                reply_json(r, 200, api_session_json(&s), NULL);
         else if (!*action)
                 route_delete(srv, r, &s);
         else if (strcmp(action, "journal") == 0)
                 route_journal(srv, r, s.id);
         else if (strcmp(action, "cancel") == 0)
                 route_cancel(srv, r, &s);
-        else
+        else if (strcmp(action, "events") == 0)
+                route_events(srv, r, &s);
+        else if (strcmp(action, "approve") == 0)
+                route_approve(srv, r, &s);
+        else if (strcmp(action, "input") == 0)
+                route_input(srv, r, &s);
+        else if (strcmp(action, "replay") == 0) {
+                static const char *const known[] = { NULL };
+                cJSON *doc = parse_body(r, known, NULL);
+                if (doc)
+                        replay_route(srv, r, &s);
+                cJSON_Delete(doc);
+        } else
                 api_error(r, API_NOT_IMPLEMENTED, "%s %s is not served by this build yet", m, url);
         store_session_clear(&s);
 }
@@ -821,6 +991,10 @@ void api_handle(struct server *srv, struct http_req *r)
 {
         const char *url = r->url;
         char q[512];
+        if (r->resumed && r->canned) {
+                http_reply(r, r->canned_code, "application/json", r->canned, strlen(r->canned), NULL);
+                return;
+        }
         if (r->resumed) {
                 answer_wait(srv, r);
                 return;

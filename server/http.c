@@ -9,7 +9,7 @@
  * body over --max-body is answered 413 without being buffered. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <microhttpd.h>
+#include "server/mhd.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +128,12 @@ static void on_resumed(struct evloop *loop, void *arg)
         mhd_drive(srv);
 }
 
+void http_kick(struct server *srv)
+{
+        if (!srv->run_deferred && evloop_defer(srv->loop, on_resumed, srv, NULL) == 0)
+                srv->run_deferred = true;
+}
+
 /* MHD without a thread of its own has no wake-up pipe: a resumed
  * connection is processed by the next MHD_run, which we call at the start
  * of the next turn. */
@@ -218,6 +224,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         if (!r)
                 return;
         free(r->body);
+        free(r->canned);
         free(r);
         *con_cls = NULL;
 }
@@ -229,8 +236,21 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
          * are not the operator's concern; answers say what went wrong. */
 }
 
+#define SWEEP_MS 1000.0
+
+static void on_sweep(struct evloop *loop, struct ev_timer *t, void *arg)
+{
+        (void)t;
+        struct server *srv = arg;
+        srv->sweep = NULL;
+        sessions_sweep(srv);
+        evloop_timer_add(loop, mono_ms() + SWEEP_MS, on_sweep, srv, &srv->sweep, NULL);
+}
+
 int server_new(struct evloop *loop, const struct server_config *cfg, struct server **ret, struct err **err)
 {
+        if (mhd_load(err) < 0)
+                return -1;
         struct server *srv = calloc(1, sizeof(*srv));
         if (!srv)
                 return err_set(err, ENOMEM, "server");
@@ -264,9 +284,14 @@ int server_new(struct evloop *loop, const struct server_config *cfg, struct serv
                 server_free(srv);
                 return -1;
         }
+        if (srv->store && (cfg->approval_ttl_s || cfg->session_ttl_s) &&
+            evloop_timer_add(loop, mono_ms() + SWEEP_MS, on_sweep, srv, &srv->sweep, err) < 0) {
+                server_free(srv);
+                return -1;
+        }
         if (requeued || failed)
                 fprintf(stderr, "chidori: serve: from the last run of the server: %u queued session(s) queued again, "
-                                "%u running session(s) failed (interrupted by server restart)\n", requeued, failed);
+                                "%u running session(s) resumed by replay\n", requeued, failed);
         *ret = srv;
         return 0;
 }
@@ -277,7 +302,9 @@ void server_free(struct server *srv)
                 return;
         /* Waiting requests are answered (503), sessions cancelled. */
         waiters_free_all(srv);
+        replayers_free_all(srv);
         sessions_free_all(srv);
+        events_free_all(srv);
         if (srv->mhd)
                 MHD_run(srv->mhd);
         evloop_defer_cancel(srv->loop, on_resumed, srv);
@@ -285,6 +312,8 @@ void server_free(struct server *srv)
         evloop_io_del(srv->loop, srv->mhd_io);
         if (srv->mhd_timer)
                 evloop_timer_del(srv->loop, srv->mhd_timer);
+        if (srv->sweep)
+                evloop_timer_del(srv->loop, srv->sweep);
         if (srv->mhd)
                 MHD_stop_daemon(srv->mhd); /* closes the listening socket too */
         free(srv->stats.effects);
@@ -299,4 +328,9 @@ void server_set_draining(struct server *srv, bool draining)
 bool server_draining(const struct server *srv)
 {
         return srv->draining;
+}
+
+unsigned server_running(const struct server *srv)
+{
+        return srv->running;
 }

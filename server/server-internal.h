@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 struct policy;
+struct store_session;
 
 struct MHD_Connection;
 struct MHD_Daemon;
@@ -34,6 +35,8 @@ struct http_req {
         bool resumed;             /* the wait is over: answer it */
         unsigned wait_code;       /* the status when the session has settled (201, 200) */
         bool wait_shutdown;       /* the server stops: 503 */
+        char *canned;             /* resumed: answer this JSON body with canned_code */
+        unsigned canned_code;
         char wait_id[SESSION_ID_LEN + 1];
         const char *tenant;
 };
@@ -81,7 +84,7 @@ struct live {
         char *ns;
         cJSON *input;
         struct policy *profile;
-        const struct policy *profile_layers[2];
+        const struct policy *profile_layers[18]; /* the grants' layers and the profile, NULL-ended */
         struct session_config cfg;
         struct session_sink sink;
         const struct box_provider *boxes;
@@ -91,6 +94,17 @@ struct live {
         size_t n_intents;
         double started;
         bool queued, ended, deleted, shutting, box_started, store_failed;
+        /* Resume (RESUME mode over the store's journal): after a pause or a restart. */
+        bool resume;
+        struct replay *replay;
+        cJSON *decisions;         /* [{target, args, allow, who}]: approvals of this session, every run */
+        char *input_answer;       /* JSON text: the answer of the input the session paused at */
+        cJSON *pending;           /* what it paused at: {"approval": {...}} or {"input": {...}} */
+        uint64_t replayed;        /* calls answered from the journal in this run */
+        int64_t calls_seen;       /* the highest call id an event was sent for, every run */
+        int64_t calls_before;     /* ... in the runs before this one: not sent again */
+        uint64_t jbytes, jmax;    /* journal bytes written (every run), the limit (0: none) */
+        bool jfull;
 };
 
 /* A request waiting for a session to settle (wait, cancel). */
@@ -120,6 +134,9 @@ struct server {
         bool run_deferred;        /* MHD_run is queued for a resumed connection */
         unsigned running, queued;
         struct waiter *waiters;
+        struct stream *streams;   /* open SSE answers */
+        struct ev_timer *sweep;   /* --approval-ttl, --session-ttl */
+        struct replayer *replayers; /* POST /sessions/ID/replay runs */
 };
 
 /* ---- http.c ---- */
@@ -133,6 +150,21 @@ int http_reply(struct http_req *r, unsigned status, const char *ctype, const cha
 
 void http_suspend(struct http_req *r);
 void http_resume(struct http_req *r);
+/* Run MHD at the start of the next turn (a connection was resumed). */
+void http_kick(struct server *srv);
+
+/* ---- events.c: the session events and their SSE streams ---- */
+struct stream;
+/* Record event `event` of session id (data consumed) and send it to the
+ * session's open streams.  `batch`: it may wait for the next commit. */
+void events_emit(struct server *srv, const char *id, const char *event, cJSON *data, bool batch);
+/* The session settled: its streams end once what they hold is sent. */
+void events_settled(struct server *srv, const char *id);
+/* Answer r with the SSE stream of session id: the events after `after`,
+ * then live ones until it settles.  `status` 200 or 201 (with Location). */
+void events_stream(struct server *srv, struct http_req *r, const char *id, uint64_t after, unsigned status);
+/* The server stops: every stream ends. */
+void events_free_all(struct server *srv);
 
 /* ---- sessions.c ---- */
 void sessions_make_id(char out[SESSION_ID_LEN + 1]);
@@ -142,10 +174,30 @@ bool sessions_id_ok(const char *id);
 int sessions_create(struct server *srv, const char *id, const char *tenant, cJSON *input, struct policy *profile,
                     struct err **err);
 bool sessions_can_queue(const struct server *srv);
+/* Continue paused session id (status awaitingapproval / awaitinginput) in a
+ * fresh box: `decision` {target, args, allow, who} answers its approval, or
+ * `input_answer` (JSON text) its input.  Takes decision. */
+int sessions_resume(struct server *srv, const char *id, cJSON *decision, const char *input_answer,
+                    struct err **err);
 struct live *sessions_find(struct server *srv, const char *id);
 int sessions_cancel(struct server *srv, struct live *l, const char *why);
 int sessions_recover(struct server *srv, unsigned *ret_requeued, unsigned *ret_failed, struct err **err);
 void sessions_free_all(struct server *srv);
+struct replay;
+/* The journal of session id read back (runtime/journal.h): 0, or 1 when
+ * it has none; a journal of another chidori or format is an error. */
+int sessions_open_journal(struct server *srv, const char *id, struct replay **ret, struct err **err);
+
+/* ---- replay.c: POST /sessions/ID/replay ---- */
+struct replayer;
+/* Re-run session rec from its journal in a fresh box, performing nothing;
+ * r is answered {matched, result} when it ends. */
+void replay_route(struct server *srv, struct http_req *r, const struct store_session *rec);
+void replayers_free_all(struct server *srv);
+
+/* Deny the approvals pending past --approval-ttl; delete the finished
+ * sessions past --session-ttl. */
+void sessions_sweep(struct server *srv);
 
 /* ---- api.c ---- */
 /* Wake the requests waiting for session id (it settled). */
@@ -153,6 +205,9 @@ void waiters_wake(struct server *srv, const char *id);
 /* Wait (suspended) for session id to settle, at most ms; then answer. */
 int waiters_add(struct server *srv, struct http_req *r, const char *id, long ms, unsigned settled_code);
 void waiters_free_all(struct server *srv);
+
+/* The session's JSON (docs/serve.md, "The session"). */
+cJSON *api_session_json(const struct store_session *s);
 
 /* The request is complete (or too large): answer it. */
 void api_handle(struct server *srv, struct http_req *r);

@@ -95,9 +95,11 @@ struct server_run {
         const struct effect_table *effects;
         struct memstore *mem;
         bool shared_memory;
-        /* A box provider for one session (the CLI's: the same box as `run`). */
-        int (*boxes_new)(void *arg, const char *run_id, const struct box_provider **ret, void **ret_handle,
-                         struct err **err);
+        /* A box provider for one session (the CLI's: the same box as `run`),
+         * and the session's grants (workspace DIR/<id>, allowed hosts, tools)
+         * opened into cfg; cfg NULL: none (a replay performs nothing). */
+        int (*boxes_new)(void *arg, const char *run_id, struct session_config *cfg, const struct box_provider **ret,
+                         void **ret_handle, struct err **err);
         void (*boxes_free)(void *arg, void *handle);
         void *boxes_arg;
 };
@@ -114,6 +116,8 @@ struct server_config {
         unsigned max_running;
         unsigned max_queued;
         struct store *store;      /* opened by the caller, used (not owned) */
+        unsigned approval_ttl_s;  /* a pending approval older than this is denied (0: never) */
+        unsigned session_ttl_s;   /* a finished session older than this is deleted (0: never) */
         struct server_run run;
 };
 
@@ -123,5 +127,7 @@ void server_free(struct server *srv);
 /* SIGTERM: /readyz fails and new sessions get 503 draining. */
 void server_set_draining(struct server *srv, bool draining);
 bool server_draining(const struct server *srv);
+/* Sessions running now (their boxes). */
+unsigned server_running(const struct server *srv);
 
 #endif

@@ -9,26 +9,44 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "common/util.h"
 #include "policy/policy.h"
 #include "proto/json.h"
 #include "runtime/evloop.h"
+#include "runtime/journal.h"
+#include "runtime/outcome.h"
 #include "runtime/session.h"
 #include "server/server-internal.h"
 #include "server/store.h"
 
 /* ---- the journal over the store ---- */
 
-static int j_line(struct live *l, const cJSON *line, bool batch, struct err **err)
+/* final: written whatever the size (the header, the note saying the
+ * journal is full, the end line), as the file journal does. */
+static int j_line_f(struct live *l, const cJSON *line, bool batch, bool final, struct err **err)
 {
         if (l->deleted)
                 return 0;
+        if (l->jfull && !final)
+                return err_setc(err, JOURNAL_E_LIMIT, 0, "the journal of session %s is full", l->id);
         char *text = cJSON_PrintUnformatted(line);
         if (!text)
                 return err_set(err, ENOMEM, "journal");
+        size_t len = strlen(text) + 1;
+        if (!final && l->jmax && (len > l->jmax || l->jbytes > l->jmax - len)) {
+                free(text);
+                l->jfull = true;
+                return err_setc(err, JOURNAL_E_LIMIT, 0,
+                                "the journal of session %s: a line of %zu bytes would pass the limit (--max-journal)",
+                                l->id, len);
+        }
+        l->jbytes += len;
         int rc = store_journal_append(l->srv->store, l->id, text, batch, err);
         free(text);
         if (rc < 0)
@@ -36,9 +54,14 @@ static int j_line(struct live *l, const cJSON *line, bool batch, struct err **er
         return rc;
 }
 
+static int j_line(struct live *l, const cJSON *line, bool batch, struct err **err)
+{
+        return j_line_f(l, line, batch, false, err);
+}
+
 static int j_header(void *j, const cJSON *line, struct err **err)
 {
-        return j_line(j, line, false, err);
+        return j_line_f(j, line, false, true, err);
 }
 
 /* Before an effect visible outside the box: committed (with every pure
@@ -79,13 +102,12 @@ static int j_result(void *j, const cJSON *line, struct err **err)
 
 static int j_note(void *j, const cJSON *line, bool final, struct err **err)
 {
-        (void)final;
-        return j_line(j, line, false, err);
+        return j_line_f(j, line, false, final, err);
 }
 
 static int j_end(void *j, const cJSON *line, struct err **err)
 {
-        return j_line(j, line, false, err);
+        return j_line_f(j, line, false, true, err);
 }
 
 static int j_sync(void *j, struct err **err)
@@ -94,9 +116,12 @@ static int j_sync(void *j, struct err **err)
         return store_commit(l->srv->store, err);
 }
 
+/* The session's --max-journal, over every run of it (the store has
+ * counted what earlier runs wrote: live_start). */
 static void j_set_limit(void *j, uint64_t max)
 {
-        (void)j, (void)max;
+        struct live *l = j;
+        l->jmax = max;
 }
 
 static const struct journal_ops store_journal_ops = {
@@ -150,6 +175,7 @@ static struct ending ending_of(const struct session_outcome *o)
                 return (struct ending){ SESS_FAILED, RUN_SANDBOX_VIOLATION, 159, "SandboxViolation" };
         case SESSION_END_INTERRUPTED: return (struct ending){ SESS_CANCELLED, RUN_CANCELLED, 130, "Cancelled" };
         case SESSION_END_LIMIT: return (struct ending){ SESS_FAILED, RUN_LIMIT, 1, "Limit" };
+        case SESSION_END_EXIT: return (struct ending){ SESS_FAILED, RUN_AGENT_ERROR, o->exit_code, "Exit" };
         case SESSION_END_SPAWN:
                 return (struct ending){ SESS_FAILED, RUN_SPAWN, o->spawn_layer ? 78 : 70, "SpawnFailed" };
         case SESSION_END_EOF:
@@ -191,6 +217,10 @@ static void live_free(struct live *l)
         if (l->boxes_handle)
                 l->srv->run.boxes_free(l->srv->run.boxes_arg, l->boxes_handle);
         policy_free(l->profile);
+        replay_free(l->replay);
+        cJSON_Delete(l->decisions);
+        cJSON_Delete(l->pending);
+        free(l->input_answer);
         cJSON_Delete(l->input);
         free(l->ns);
         free(l->tenant);
@@ -205,6 +235,20 @@ struct live *sessions_find(struct server *srv, const char *id)
         return NULL;
 }
 
+/* The event `event` carrying the session's JSON as it is now; a settled
+ * session's streams end with it. */
+static void emit_session(struct server *srv, const char *id, const char *event)
+{
+        struct store_session rec = { 0 };
+        if (store_session_get(srv->store, id, &rec, NULL) != 0)
+                return;
+        bool settled = strcmp(rec.status, "queued") != 0 && strcmp(rec.status, "running") != 0;
+        events_emit(srv, id, event, api_session_json(&rec), false);
+        store_session_clear(&rec);
+        if (settled)
+                events_settled(srv, id);
+}
+
 static void set_status(struct live *l, enum sess_status st)
 {
         if (l->deleted)
@@ -213,7 +257,9 @@ static void set_status(struct live *l, enum sess_status st)
         if (store_session_update(l->srv->store, l->id, sess_status_name(st), NULL, NULL, -1, NULL, &err) < 0) {
                 fprintf(stderr, "chidori: serve: session %s: %s\n", l->id, err_msg(err));
                 err_free(err);
+                return;
         }
+        emit_session(l->srv, l->id, "status");
 }
 
 static void start_queued(struct server *srv);
@@ -241,6 +287,87 @@ static void defer_free(struct server *srv, struct live *l)
                 srv->free_deferred = true;
 }
 
+/* The stats of this run added to those of the session's earlier runs
+ * (a resume is a run); `effects` counts the calls performed, not those
+ * answered from the journal. */
+static char *stats_sum(struct live *l, const struct session_outcome *o)
+{
+        double wall = o->wall_ms, cpu = o->cpu_ms, peak = (double)o->peak_bytes;
+        double effects = o->effects > l->replayed ? (double)(o->effects - l->replayed) : 0;
+        struct store_session rec = { 0 };
+        if (l->resume && store_session_get(l->srv->store, l->id, &rec, NULL) == 0 && rec.stats) {
+                cJSON *p = cJSON_Parse(rec.stats);
+                const cJSON *w = cJSON_GetObjectItemCaseSensitive(p, "wall_ms");
+                const cJSON *c = cJSON_GetObjectItemCaseSensitive(p, "cpu_ms");
+                const cJSON *k = cJSON_GetObjectItemCaseSensitive(p, "peak_bytes");
+                const cJSON *e = cJSON_GetObjectItemCaseSensitive(p, "effects");
+                wall += cJSON_IsNumber(w) ? w->valuedouble : 0;
+                cpu += cJSON_IsNumber(c) ? c->valuedouble : 0;
+                if (cJSON_IsNumber(k) && k->valuedouble > peak)
+                        peak = k->valuedouble;
+                effects += cJSON_IsNumber(e) ? e->valuedouble : 0;
+                cJSON_Delete(p);
+        }
+        store_session_clear(&rec);
+        cJSON *stats = cJSON_CreateObject();
+        cJSON_AddNumberToObject(stats, "wall_ms", (double)(long long)(wall + 0.5));
+        cJSON_AddNumberToObject(stats, "cpu_ms", (double)(long long)(cpu + 0.5));
+        cJSON_AddNumberToObject(stats, "peak_bytes", peak);
+        cJSON_AddNumberToObject(stats, "effects", effects);
+        char *text = cJSON_PrintUnformatted(stats);
+        cJSON_Delete(stats);
+        return text;
+}
+
+/* The pending column: {"decisions": [...]} and what the session waits for. */
+static void save_pending(struct live *l, const cJSON *what)
+{
+        cJSON *p = cJSON_CreateObject();
+        cJSON_AddItemToObject(p, "decisions", l->decisions ? cJSON_Duplicate(l->decisions, 1) : cJSON_CreateArray());
+        cJSON_AddNumberToObject(p, "calls_seen", (double)l->calls_seen);
+        for (const cJSON *c = what ? what->child : NULL; c; c = c->next)
+                cJSON_AddItemToObject(p, c->string, cJSON_Duplicate(c, 1));
+        char *text = cJSON_PrintUnformatted(p);
+        cJSON_Delete(p);
+        struct err *err = NULL;
+        if (!text || store_session_set_pending(l->srv->store, l->id, text, &err) < 0) {
+                fprintf(stderr, "chidori: serve: session %s: %s\n", l->id, text ? err_msg(err) : "out of memory");
+                err_free(err);
+        }
+        free(text);
+}
+
+/* Paused ("pause is the worker exiting"): the box is gone, the journal
+ * holds everything; the session waits for approve / input. */
+static void ended_paused(struct live *l, const struct session_outcome *o)
+{
+        struct server *srv = l->srv;
+        srv->running--;
+        histogram_observe(&srv->stats.run_duration, o->wall_ms / 1000.0);
+        if (!l->deleted) {
+                struct err *err = NULL;
+                if (store_commit(srv->store, &err) < 0) {
+                        fprintf(stderr, "chidori: serve: session %s: %s\n", l->id, err_msg(err));
+                        err_free(err);
+                        err = NULL;
+                }
+                bool approval = cJSON_GetObjectItemCaseSensitive(l->pending, "approval") != NULL;
+                save_pending(l, l->pending);
+                char *stats = stats_sum(l, o);
+                if (store_session_update(srv->store, l->id,
+                                         sess_status_name(approval ? SESS_AWAITING_APPROVAL : SESS_AWAITING_INPUT), NULL,
+                                         NULL, -1, stats, &err) < 0) {
+                        fprintf(stderr, "chidori: serve: session %s: %s\n", l->id, err_msg(err));
+                        err_free(err);
+                }
+                free(stats);
+                emit_session(srv, l->id, "status");
+        }
+        live_unlink(srv, l);
+        waiters_wake(srv, l->id);
+        defer_free(srv, l);
+}
+
 static void sink_ended(void *arg, struct session *s)
 {
         struct live *l = arg;
@@ -249,6 +376,10 @@ static void sink_ended(void *arg, struct session *s)
         if (l->shutting)
                 return; /* sessions_free_all frees it */
         struct session_outcome *o = session_outcome(s);
+        if (o->end == SESSION_END_PAUSED && l->pending) {
+                ended_paused(l, o);
+                return;
+        }
         struct ending e = ending_of(o);
         srv->running--;
         srv->stats.runs[e.ending]++;
@@ -272,26 +403,13 @@ static void sink_ended(void *arg, struct session *s)
                         error = cJSON_PrintUnformatted(err);
                         cJSON_Delete(err);
                 }
-                cJSON *stats = cJSON_CreateObject();
-                cJSON_AddNumberToObject(stats, "wall_ms", (double)(long long)(o->wall_ms + 0.5));
-                cJSON_AddNumberToObject(stats, "cpu_ms", (double)(long long)(o->cpu_ms + 0.5));
-                cJSON_AddNumberToObject(stats, "peak_bytes", (double)o->peak_bytes);
-                cJSON_AddNumberToObject(stats, "effects", (double)o->effects);
-                char *stats_text = cJSON_PrintUnformatted(stats);
-                /* The journal's end line, as `run` writes it. */
-                cJSON *end = cJSON_CreateObject();
-                char ts[40];
-                utc_iso8601(ts, sizeof(ts));
-                cJSON_AddStringToObject(end, "type", "end");
-                cJSON_AddStringToObject(end, "outcome", e.status == SESS_DONE ? "ok" : run_ending_name(e.ending));
-                cJSON_AddNumberToObject(end, "exit", e.exit);
-                if (o->value)
-                        cJSON_AddItemToObject(end, "value", cJSON_Duplicate(o->value, 1));
-                if (o->error)
-                        cJSON_AddItemToObject(end, "error", cJSON_Duplicate(o->error, 1));
-                if (o->end != SESSION_END_DONE_OK && o->message)
-                        cJSON_AddStringToObject(end, "message", o->message);
-                cJSON_AddStringToObject(end, "ended", ts);
+                char *stats_text = stats_sum(l, o);
+                cJSON *stats = stats_text ? cJSON_Parse(stats_text) : cJSON_CreateObject();
+                /* The journal's end line, as `run` writes it, with the stats
+                 * summed over every run of the session. */
+                cJSON *end = session_outcome_end_line(o, e.status == SESS_DONE ? "ok" : run_ending_name(e.ending),
+                                                      e.exit);
+                cJSON_DeleteItemFromObjectCaseSensitive(end, "stats");
                 cJSON_AddItemToObject(end, "stats", stats);
                 j_end(l, end, NULL);
                 cJSON_Delete(end);
@@ -304,6 +422,7 @@ static void sink_ended(void *arg, struct session *s)
                 free(result);
                 free(error);
                 free(stats_text);
+                emit_session(srv, l->id, "done");
         }
         live_unlink(srv, l);
         waiters_wake(srv, l->id);
@@ -320,11 +439,43 @@ static void sink_status(void *arg, struct session *s, enum session_state st)
         }
 }
 
+/* The agent's log and console lines: event `log` {level, message}. */
+static void sink_log(void *arg, struct session *s, const char *tag, const char *msg, size_t len)
+{
+        (void)s;
+        struct live *l = arg;
+        if (l->deleted)
+                return;
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddStringToObject(d, "level", tag && strstr(tag, ":warn") ? "warn" : "info");
+        char *m = strndup(msg, len);
+        cJSON_AddStringToObject(d, "message", m ? m : "");
+        free(m);
+        events_emit(l->srv, l->id, "log", d, true);
+}
+
 static void sink_call(void *arg, struct session *s, int64_t id, const char *op, const char *decision)
 {
-        (void)s, (void)id;
+        (void)s;
         struct live *l = arg;
         struct server_stats *st = &l->srv->stats;
+        if (strcmp(decision, "replayed") == 0)
+                l->replayed++;
+        /* A call answered from the journal during a resume was sent when it
+         * was made; a log call is its `log` event; the reads of a streamed
+         * response body (http.read, http.close) are part of its `http` call,
+         * not one event per chunk. */
+        bool again = id <= l->calls_before; /* announced by an earlier run of the session */
+        if (id > l->calls_seen)
+                l->calls_seen = id;
+        bool part = strcmp(op, "http.read") == 0 || strcmp(op, "http.close") == 0;
+        if (!l->deleted && !again && !part && strcmp(decision, "replayed") != 0 && strcmp(op, "log") != 0) {
+                cJSON *d = cJSON_CreateObject();
+                cJSON_AddNumberToObject(d, "id", (double)id);
+                cJSON_AddStringToObject(d, "op", op);
+                cJSON_AddStringToObject(d, "decision", decision);
+                events_emit(l->srv, l->id, "call", d, true);
+        }
         for (size_t i = 0; i < st->n_effects; i++)
                 if (strcmp(st->effects[i].op, op) == 0 && strcmp(st->effects[i].decision, decision) == 0) {
                         st->effects[i].n++;
@@ -342,12 +493,169 @@ static void sink_call(void *arg, struct session *s, int64_t id, const char *op, 
         c->n = 1;
 }
 
+/* A decision taken for (target, args) in this session: 1 allow, -1 deny, 0 none. */
+static int decided(struct live *l, const char *target, const char *args, const char **who)
+{
+        const cJSON *d;
+        cJSON_ArrayForEach(d, l->decisions)
+        {
+                const cJSON *t = cJSON_GetObjectItemCaseSensitive(d, "target");
+                const cJSON *a = cJSON_GetObjectItemCaseSensitive(d, "args");
+                const cJSON *w = cJSON_GetObjectItemCaseSensitive(d, "who");
+                if (cJSON_IsString(t) && cJSON_IsString(a) && strcmp(t->valuestring, target) == 0 &&
+                    strcmp(a->valuestring, args) == 0) {
+                        *who = cJSON_IsString(w) ? w->valuestring : "";
+                        return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(d, "allow")) ? 1 : -1;
+                }
+        }
+        return 0;
+}
+
+static void pause_now(struct live *l, struct session *s, const char *kind, cJSON *what)
+{
+        cJSON_Delete(l->pending);
+        l->pending = cJSON_CreateObject();
+        cJSON_AddItemToObject(l->pending, kind, cJSON_Duplicate(what, 1));
+        cJSON_DeleteItemFromObjectCaseSensitive(what, "args_text");
+        if (!l->deleted)
+                events_emit(l->srv, l->id, kind, what, false);
+        else
+                cJSON_Delete(what);
+        struct err *err = NULL;
+        if (session_pause(s, &err) < 0) {
+                fprintf(stderr, "chidori: serve: session %s: cannot pause: %s\n", l->id, err_msg(err));
+                err_free(err);
+        }
+}
+
+/* A gated call needs approval: a decision this session took for the same
+ * (target, args) answers it; else the session pauses, asking. */
+static void sink_approval(void *arg, struct session *s, const struct session_approval *a)
+{
+        struct live *l = arg;
+        const char *who = NULL;
+        int d = decided(l, a->target, a->args, &who);
+        if (d) {
+                struct err *err = NULL;
+                char by[160];
+                snprintf(by, sizeof(by), "by tenant %s", who);
+                if (session_approve(s, a->id, d > 0, by, &err) < 0) {
+                        fprintf(stderr, "chidori: serve: session %s: %s\n", l->id, err_msg(err));
+                        err_free(err);
+                }
+                return;
+        }
+        cJSON *what = cJSON_CreateObject();
+        cJSON_AddNumberToObject(what, "id", (double)a->id);
+        cJSON_AddStringToObject(what, "target", a->target);
+        cJSON *args = cJSON_Parse(a->args);
+        cJSON_AddItemToObject(what, "args", args ? args : cJSON_CreateString(a->args));
+        cJSON_AddStringToObject(what, "reason", a->reason ? a->reason : "");
+        /* The args as the worker wrote them: what a decision is remembered by. */
+        cJSON_AddStringToObject(what, "args_text", a->args);
+        pause_now(l, s, "approval", what);
+}
+
+static void sink_input(void *arg, struct session *s, uint64_t id, const char *prompt)
+{
+        (void)id;
+        struct live *l = arg;
+        if (l->input_answer) {
+                char *answer = l->input_answer;
+                l->input_answer = NULL;
+                save_pending(l, NULL); /* taken: a later input is asked anew */
+                struct err *err = NULL;
+                if (session_input(s, answer, strlen(answer), &err) < 0) {
+                        fprintf(stderr, "chidori: serve: session %s: %s\n", l->id, err_msg(err));
+                        err_free(err);
+                }
+                free(answer);
+                return;
+        }
+        cJSON *what = cJSON_CreateObject();
+        cJSON_AddStringToObject(what, "prompt", prompt ? prompt : "");
+        pause_now(l, s, "input", what);
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+        while (n) {
+                ssize_t w = write(fd, p, n);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0)
+                        return -1;
+                p += w;
+                n -= (size_t)w;
+        }
+        return 0;
+}
+
+static int journal_to_fd(void *arg, const char *line, size_t len)
+{
+        int fd = *(int *)arg;
+        if (write_all(fd, line, len) < 0 || write_all(fd, "\n", 1) < 0)
+                return 1;
+        return 0;
+}
+
+/* The journal of session id in the store, read back as a replay source:
+ * 0 (*ret set), 1 it has none.  A journal of another format or chidori is
+ * refused (never a wrong replay). */
+int sessions_open_journal(struct server *srv, const char *id, struct replay **ret, struct err **err)
+{
+        *ret = NULL;
+        int fd = memfd_create("chidori-journal", MFD_CLOEXEC);
+        if (fd < 0)
+                return err_set(err, errno, "memfd_create");
+        int rc = store_journal_each(srv->store, id, journal_to_fd, &fd, err);
+        off_t size = lseek(fd, 0, SEEK_END);
+        if (rc < 0 || size <= 0) {
+                close(fd);
+                return rc < 0 ? -1 : 1;
+        }
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        uint64_t max = srv->run.limits.max_journal ? srv->run.limits.max_journal : BROKER_DEFAULT_MAX_JOURNAL;
+        struct replay *r = NULL;
+        rc = replay_open(path, max, &r, err);
+        close(fd);
+        if (rc < 0)
+                return -1;
+        const cJSON *h = replay_header(r);
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(h, "chidori");
+        const cJSON *p = cJSON_GetObjectItemCaseSensitive(h, "protocol");
+        if (!cJSON_IsString(v) || strcmp(v->valuestring, srv->run.version) != 0 || !cJSON_IsNumber(p) ||
+            p->valueint != 1) {
+                err_set(err, 0,
+                        "the journal of this session was written by chidori %s (journal format %d); this is "
+                        "chidori %s (format 1): it cannot replay it safely",
+                        cJSON_IsString(v) ? v->valuestring : "?", cJSON_IsNumber(p) ? p->valueint : 0,
+                        srv->run.version);
+                replay_free(r);
+                return -1;
+        }
+        *ret = r;
+        return 0;
+}
+
+/* The session ran before (paused, or the server stopped): RESUME. */
+static int open_resume(struct live *l, bool *ret_resume, struct err **err)
+{
+        int rc = sessions_open_journal(l->srv, l->id, &l->replay, err);
+        *ret_resume = rc == 0;
+        return rc < 0 ? -1 : 0;
+}
+
 static int live_start(struct live *l, struct err **err)
 {
         struct server *srv = l->srv;
         const struct server_run *run = &srv->run;
         l->profile_layers[0] = l->profile;
         l->profile_layers[1] = NULL;
+        if (open_resume(l, &l->resume, err) < 0 ||
+            store_journal_bytes(srv->store, l->id, &l->jbytes, err) < 0)
+                return -1;
         l->cfg = (struct session_config){
                 .script = run->script,
                 .filename = run->filename,
@@ -358,7 +666,10 @@ static int live_start(struct live *l, struct err **err)
                 .mem = run->mem,
                 .mem_ns = l->ns,
                 .journal = { &store_journal_ops, l },
-                .mode = SESSION_LIVE,
+                .mode = l->resume ? SESSION_RESUME : SESSION_LIVE,
+                .replay = { l->resume ? &replay_file_ops : NULL, l->replay },
+                .can_approve = true,
+                .can_input = true,
                 .deadline_ms = run->deadline_ms,
                 .limits = run->limits,
                 .effects = run->effects,
@@ -366,12 +677,30 @@ static int live_start(struct live *l, struct err **err)
                 .layers = l->profile ? l->profile_layers : NULL,
         };
         l->sink = (struct session_sink){
-                .call = sink_call, .status = sink_status, .ended = sink_ended, .arg = l,
+                .log = sink_log,
+                .call = sink_call,
+                .approval = sink_approval,
+                .input_request = sink_input,
+                .status = sink_status,
+                .ended = sink_ended,
+                .arg = l,
         };
-        if (run->boxes_new(run->boxes_arg, l->id, &l->boxes, &l->boxes_handle, err) < 0)
+        if (run->boxes_new(run->boxes_arg, l->id, &l->cfg, &l->boxes, &l->boxes_handle, err) < 0)
                 return -1;
+        /* The operator's CHIDORI_POLICY_LAYERS (set by the grants) and the
+         * session's profile: the stricter wins among all of them. */
+        if (l->profile) {
+                size_t n = 0;
+                for (const struct policy *const *g = l->cfg.layers; g && *g && n < 16; g++)
+                        l->profile_layers[n++] = *g;
+                l->profile_layers[n++] = l->profile;
+                l->profile_layers[n] = NULL;
+                l->cfg.layers = l->profile_layers;
+        }
         if (session_new(srv->loop, &l->cfg, &l->sink, l->boxes, &l->s, err) < 0)
                 return -1;
+        if (l->resume)
+                goto start; /* the journal goes on */
         /* The journal's header: what a replay needs to know. */
         cJSON *h = cJSON_CreateObject();
         char ts[40];
@@ -391,6 +720,7 @@ static int live_start(struct live *l, struct err **err)
         cJSON_Delete(h);
         if (rc < 0)
                 return -1;
+start:
         l->queued = false;
         srv->running++;
         l->started = mono_ms();
@@ -414,6 +744,7 @@ static void live_fail(struct live *l, const char *why)
                 cJSON_Delete(e);
                 store_session_update(srv->store, l->id, "failed", NULL, text, 70, NULL, NULL);
                 free(text);
+                emit_session(srv, l->id, "done");
         }
         srv->stats.runs[RUN_SERVER]++;
         live_unlink(srv, l);
@@ -462,12 +793,100 @@ int sessions_create(struct server *srv, const char *id, const char *tenant, cJSO
                 live_free(l);
                 return err_set(err, ENOMEM, "session");
         }
+        /* The approvals it took in earlier runs (a resume, a restart). */
+        struct store_session rec = { 0 };
+        if (store_session_get(srv->store, id, &rec, NULL) == 0 && rec.pending) {
+                cJSON *p = cJSON_Parse(rec.pending);
+                l->decisions = cJSON_DetachItemFromObjectCaseSensitive(p, "decisions");
+                const cJSON *cs = cJSON_GetObjectItemCaseSensitive(p, "calls_seen");
+                if (cJSON_IsNumber(cs))
+                        l->calls_seen = l->calls_before = (int64_t)cs->valuedouble;
+                const cJSON *ia = cJSON_GetObjectItemCaseSensitive(p, "input_answer");
+                if (cJSON_IsString(ia))
+                        l->input_answer = strdup(ia->valuestring);
+                cJSON_Delete(p);
+        }
+        store_session_clear(&rec);
         l->queued = true;
         l->next = srv->live;
         srv->live = l;
         srv->queued++;
         start_queued(srv);
         return 0;
+}
+
+int sessions_resume(struct server *srv, const char *id, cJSON *decision, const char *input_answer,
+                    struct err **err)
+{
+        struct store_session rec = { 0 };
+        int rc = store_session_get(srv->store, id, &rec, err);
+        if (rc != 0) {
+                cJSON_Delete(decision);
+                return rc < 0 ? -1 : err_set(err, ENOENT, "no session %s", id);
+        }
+        cJSON *p = rec.pending ? cJSON_Parse(rec.pending) : NULL;
+        cJSON *decisions = cJSON_DetachItemFromObjectCaseSensitive(p, "decisions");
+        if (!cJSON_IsArray(decisions)) {
+                cJSON_Delete(decisions);
+                decisions = cJSON_CreateArray();
+        }
+        if (decision) {
+                /* Who decided, in the journal (an allow is noted again by the
+                 * session when it performs the call, a deny is not). */
+                const cJSON *t = cJSON_GetObjectItemCaseSensitive(decision, "target");
+                const cJSON *w = cJSON_GetObjectItemCaseSensitive(decision, "who");
+                char msg[512];
+                snprintf(msg, sizeof(msg), "policy: `%.200s` %s by %s%.200s",
+                         cJSON_IsString(t) ? t->valuestring : "?",
+                         cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(decision, "allow")) ? "allowed" : "denied",
+                         cJSON_IsString(w) && strncmp(w->valuestring, "nobody", 6) != 0 ? "tenant " : "",
+                         cJSON_IsString(w) ? w->valuestring : "?");
+                cJSON *note = cJSON_CreateObject();
+                cJSON_AddStringToObject(note, "type", "note");
+                cJSON_AddStringToObject(note, "kind", "decided");
+                cJSON_AddStringToObject(note, "message", msg);
+                char *nt = cJSON_PrintUnformatted(note);
+                cJSON_Delete(note);
+                if (nt && store_journal_append(srv->store, id, nt, false, err) < 0) {
+                        free(nt);
+                        cJSON_Delete(p);
+                        cJSON_Delete(decision);
+                        cJSON_Delete(decisions);
+                        store_session_clear(&rec);
+                        return -1;
+                }
+                free(nt);
+                cJSON_AddItemToArray(decisions, decision);
+        }
+        const cJSON *cs = cJSON_GetObjectItemCaseSensitive(p, "calls_seen");
+        double calls_seen = cJSON_IsNumber(cs) ? cs->valuedouble : 0;
+        cJSON_Delete(p);
+        cJSON *np = cJSON_CreateObject();
+        cJSON_AddItemToObject(np, "decisions", decisions);
+        cJSON_AddNumberToObject(np, "calls_seen", calls_seen);
+        /* Kept until the session takes it: a restart before that keeps it too. */
+        if (input_answer)
+                cJSON_AddStringToObject(np, "input_answer", input_answer);
+        char *text = cJSON_PrintUnformatted(np);
+        cJSON_Delete(np);
+        rc = text ? store_session_set_pending(srv->store, id, text, err) : err_set(err, ENOMEM, "session");
+        free(text);
+        if (rc == 0)
+                rc = store_session_update(srv->store, id, "queued", NULL, NULL, -1, NULL, err);
+        cJSON *input = rc == 0 ? json_cjson_raw((struct json_span){ rec.input, strlen(rec.input) }) : NULL;
+        struct policy *profile = NULL;
+        if (rc == 0 && rec.policy_profile &&
+            policy_profile(rec.policy_profile, "session policy_profile", &profile, NULL) < 0)
+                policy_profile("untrusted", "session policy_profile (the stored name no longer resolves)", &profile,
+                               NULL);
+        if (rc == 0 && !input)
+                rc = err_set(err, ENOMEM, "session");
+        if (rc == 0)
+                rc = sessions_create(srv, id, rec.tenant, input, profile, err);
+        else
+                policy_free(profile);
+        store_session_clear(&rec);
+        return rc;
 }
 
 bool sessions_can_queue(const struct server *srv)
@@ -484,6 +903,8 @@ int sessions_cancel(struct server *srv, struct live *l, const char *why)
                         store_session_update(srv->store, l->id, "cancelled", NULL,
                                              "{\"name\":\"Cancelled\",\"message\":\"cancelled before it started\"}",
                                              130, NULL, NULL);
+                if (!l->deleted)
+                        emit_session(srv, l->id, "done");
                 srv->stats.runs[RUN_CANCELLED]++;
                 live_unlink(srv, l);
                 waiters_wake(srv, l->id);
@@ -496,8 +917,7 @@ int sessions_cancel(struct server *srv, struct live *l, const char *why)
 }
 
 /* At start: sessions a previous server left queued are queued again;
- * sessions it left running cannot be resumed by this build (no resume by
- * replay yet): they are failed, saying so. */
+ * sessions it left running are resumed by replay. */
 struct recover {
         struct server *srv;
         unsigned requeued, failed;
@@ -520,13 +940,23 @@ static int recover_queued(void *arg, const char *id)
         return 0;
 }
 
+/* A session the server was running when it stopped: resumed by replay of
+ * its journal (an effect in flight then is answered "interrupted by server
+ * restart", not performed again). */
 static int recover_running(void *arg, const char *id)
 {
         struct recover *r = arg;
-        store_session_update(r->srv->store, id, "failed", NULL,
-                             "{\"name\":\"ServerRestart\",\"message\":\"interrupted by server restart: the server "
-                             "stopped while this session ran, and this build cannot resume it by replay yet\"}",
-                             70, NULL, NULL);
+        struct err *err = NULL;
+        if (sessions_find(r->srv, id))
+                return 0; /* queued a moment ago (recover_queued) and started */
+        if (sessions_resume(r->srv, id, NULL, NULL, &err) < 0) {
+                fprintf(stderr, "chidori: serve: session %s cannot be resumed: %s\n", id, err_msg(err));
+                err_free(err);
+                store_session_update(r->srv->store, id, "failed", NULL,
+                                     "{\"name\":\"ServerRestart\",\"message\":\"interrupted by server restart, and "
+                                     "it could not be resumed\"}",
+                                     70, NULL, NULL);
+        }
         r->failed++;
         return 0;
 }
@@ -534,8 +964,8 @@ static int recover_running(void *arg, const char *id)
 int sessions_recover(struct server *srv, unsigned *ret_requeued, unsigned *ret_failed, struct err **err)
 {
         struct recover r = { srv, 0, 0 };
-        if (store_session_ids(srv->store, "running", recover_running, &r, err) < 0 ||
-            store_session_ids(srv->store, "queued", recover_queued, &r, err) < 0)
+        if (store_session_ids(srv->store, "queued", recover_queued, &r, err) < 0 ||
+            store_session_ids(srv->store, "running", recover_running, &r, err) < 0)
                 return -1;
         *ret_requeued = r.requeued;
         *ret_failed = r.failed;
@@ -560,5 +990,85 @@ void sessions_free_all(struct server *srv)
                 struct live *l = srv->dead;
                 srv->dead = l->next;
                 live_free(l);
+        }
+}
+
+/* ---- time to live ---- */
+
+/* now - secs, RFC 3339 as updated_at is written. */
+static void iso_ago(unsigned secs, char out[96])
+{
+        struct timeval tv;
+        gettimeofday(&tv, NULL);
+        time_t t = tv.tv_sec - (time_t)secs;
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        snprintf(out, 96, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                 tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(tv.tv_usec / 1000));
+}
+
+static int expire_approval(void *arg, const char *id)
+{
+        struct server *srv = arg;
+        if (sessions_find(srv, id) || srv->draining)
+                return 0;
+        struct store_session rec = { 0 };
+        if (store_session_get(srv->store, id, &rec, NULL) != 0)
+                return 0;
+        cJSON *p = rec.pending ? cJSON_Parse(rec.pending) : NULL;
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(p, "approval");
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(a, "target");
+        const cJSON *at = cJSON_GetObjectItemCaseSensitive(a, "args_text");
+        if (cJSON_IsString(t) && cJSON_IsString(at)) {
+                cJSON *dec = cJSON_CreateObject();
+                cJSON_AddStringToObject(dec, "target", t->valuestring);
+                cJSON_AddStringToObject(dec, "args", at->valuestring);
+                cJSON_AddBoolToObject(dec, "allow", false);
+                cJSON_AddStringToObject(dec, "who", "nobody: it expired (--approval-ttl)");
+                struct err *err = NULL;
+                if (sessions_resume(srv, id, dec, NULL, &err) < 0) {
+                        fprintf(stderr, "chidori: serve: session %s: expire its approval: %s\n", id, err_msg(err));
+                        err_free(err);
+                }
+        }
+        cJSON_Delete(p);
+        store_session_clear(&rec);
+        return 0;
+}
+
+static int expire_session(void *arg, const char *id)
+{
+        struct server *srv = arg;
+        if (sessions_find(srv, id))
+                return 0;
+        struct err *err = NULL;
+        if (store_session_delete(srv->store, id, &err) < 0) {
+                fprintf(stderr, "chidori: serve: session %s: delete past --session-ttl: %s\n", id, err_msg(err));
+                err_free(err);
+        }
+        return 0;
+}
+
+void sessions_sweep(struct server *srv)
+{
+        char before[96];
+        struct err *err = NULL;
+        if (srv->cfg.approval_ttl_s && !srv->draining) {
+                iso_ago(srv->cfg.approval_ttl_s, before);
+                if (store_session_ids_before(srv->store, "awaitingapproval", before, expire_approval, srv, &err) < 0) {
+                        fprintf(stderr, "chidori: serve: %s\n", err_msg(err));
+                        err_free(err);
+                        err = NULL;
+                }
+        }
+        if (srv->cfg.session_ttl_s) {
+                iso_ago(srv->cfg.session_ttl_s, before);
+                static const char *const finished[] = { "done", "failed", "cancelled" };
+                for (size_t i = 0; i < 3; i++)
+                        if (store_session_ids_before(srv->store, finished[i], before, expire_session, srv, &err) < 0) {
+                                fprintf(stderr, "chidori: serve: %s\n", err_msg(err));
+                                err_free(err);
+                                err = NULL;
+                        }
         }
 }

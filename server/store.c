@@ -43,12 +43,14 @@ static const char schema[] =
         "CREATE TABLE IF NOT EXISTS sessions("
         " id TEXT PRIMARY KEY, tenant TEXT NOT NULL, agent TEXT NOT NULL, status TEXT NOT NULL,"
         " policy_profile TEXT, input TEXT NOT NULL, result TEXT, error TEXT, exit INTEGER, stats TEXT,"
-        " created_at TEXT NOT NULL, updated_at TEXT NOT NULL);"
+        " created_at TEXT NOT NULL, updated_at TEXT NOT NULL, pending TEXT);"
         "CREATE INDEX IF NOT EXISTS sessions_tenant ON sessions(tenant, id);"
         "CREATE TABLE IF NOT EXISTS journal(session TEXT NOT NULL, seq INTEGER NOT NULL, line TEXT NOT NULL,"
         " PRIMARY KEY(session, seq));"
         "CREATE TABLE IF NOT EXISTS idempotency(tenant TEXT NOT NULL, key TEXT NOT NULL, session TEXT NOT NULL,"
-        " created INTEGER NOT NULL, PRIMARY KEY(tenant, key));";
+        " created INTEGER NOT NULL, PRIMARY KEY(tenant, key));"
+        "CREATE TABLE IF NOT EXISTS events(session TEXT NOT NULL, seq INTEGER NOT NULL, event TEXT NOT NULL,"
+        " data TEXT NOT NULL, PRIMARY KEY(session, seq));";
 
 int store_open(const char *dir, struct store **ret, struct err **err)
 {
@@ -99,7 +101,14 @@ int store_open(const char *dir, struct store **ret, struct err **err)
         if (rc == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
                 version = sqlite3_column_int(q, 0);
         sqlite3_finalize(q);
-        if (version == 0 && exec(st, "INSERT INTO schema_version VALUES (1)", err) < 0) {
+        /* Version 1 (part 1 of serve) had no events table: the schema above
+         * has just added it; version 2 adds sessions.pending. */
+        if (version == 1 && (exec(st, "ALTER TABLE sessions ADD COLUMN pending TEXT", err) < 0 ||
+                             exec(st, "UPDATE schema_version SET version = 2", err) < 0)) {
+                store_close(st);
+                return -1;
+        }
+        if (version == 0 && exec(st, "INSERT INTO schema_version VALUES (2)", err) < 0) {
                 store_close(st);
                 return -1;
         }
@@ -225,7 +234,8 @@ static char *col(sqlite3_stmt *q, int i)
         return t ? strdup((const char *)t) : NULL;
 }
 
-#define SESSION_COLS "id, tenant, agent, status, policy_profile, input, result, error, stats, created_at, updated_at, exit"
+#define SESSION_COLS \
+        "id, tenant, agent, status, policy_profile, input, result, error, stats, created_at, updated_at, exit, pending"
 
 static void row(sqlite3_stmt *q, struct store_session *s)
 {
@@ -241,6 +251,7 @@ static void row(sqlite3_stmt *q, struct store_session *s)
         s->created_at = col(q, 9);
         s->updated_at = col(q, 10);
         s->exit = sqlite3_column_type(q, 11) == SQLITE_NULL ? -1 : sqlite3_column_int(q, 11);
+        s->pending = col(q, 12);
 }
 
 void store_session_clear(struct store_session *s)
@@ -256,6 +267,7 @@ void store_session_clear(struct store_session *s)
         free(s->stats);
         free(s->created_at);
         free(s->updated_at);
+        free(s->pending);
         memset(s, 0, sizeof(*s));
 }
 
@@ -312,10 +324,11 @@ int store_session_delete(struct store *st, const char *id, struct err **err)
                 return -1;
         static const char *const sqls[] = {
                 "DELETE FROM journal WHERE session = ?",
+                "DELETE FROM events WHERE session = ?",
                 "DELETE FROM idempotency WHERE session = ?",
                 "DELETE FROM sessions WHERE id = ?",
         };
-        for (size_t i = 0; i < 3; i++) {
+        for (size_t i = 0; i < sizeof(sqls) / sizeof(sqls[0]); i++) {
                 sqlite3_stmt *q = NULL;
                 int rc = sqlite3_prepare_v2(st->db, sqls[i], -1, &q, NULL);
                 if (rc != SQLITE_OK) {
@@ -450,4 +463,119 @@ int store_status_counts(struct store *st, void (*fn)(void *arg, const char *stat
                 fn(arg, (const char *)sqlite3_column_text(q, 0), (uint64_t)sqlite3_column_int64(q, 1));
         sqlite3_finalize(q);
         return rc == SQLITE_DONE ? 0 : db_err(st, rc, err, "count the sessions");
+}
+
+int store_session_set_pending(struct store *st, const char *id, const char *pending, struct err **err)
+{
+        if (store_commit(st, err) < 0)
+                return -1;
+        sqlite3_stmt *q = NULL;
+        int rc = sqlite3_prepare_v2(st->db, "UPDATE sessions SET pending = ? WHERE id = ?", -1, &q, NULL);
+        if (rc != SQLITE_OK)
+                return db_err(st, rc, err, "update the session");
+        bind_text(q, 1, pending);
+        bind_text(q, 2, id);
+        return run_stmt(st, q, err, "update the session");
+}
+
+int store_event_append(struct store *st, const char *id, const char *event, const char *data, bool batch,
+                       uint64_t *ret_seq, struct err **err)
+{
+        if (!st->in_batch) {
+                if (exec(st, "BEGIN IMMEDIATE", err) < 0)
+                        return -1;
+                st->in_batch = true;
+        }
+        sqlite3_stmt *q = NULL;
+        int rc = sqlite3_prepare_v2(st->db,
+                                    "INSERT INTO events(session, seq, event, data) VALUES (?1, (SELECT "
+                                    "COALESCE(MAX(seq), 0) + 1 FROM events WHERE session = ?1), ?2, ?3) RETURNING seq",
+                                    -1, &q, NULL);
+        if (rc != SQLITE_OK)
+                return db_err(st, rc, err, "record the event");
+        bind_text(q, 1, id);
+        bind_text(q, 2, event);
+        bind_text(q, 3, data);
+        rc = sqlite3_step(q);
+        if (rc == SQLITE_ROW) {
+                *ret_seq = (uint64_t)sqlite3_column_int64(q, 0);
+                rc = sqlite3_step(q);
+        }
+        sqlite3_finalize(q);
+        if (rc != SQLITE_DONE)
+                return db_err(st, rc, err, "record the event");
+        st->batch_lines++;
+        if (!batch || st->batch_lines >= BATCH_MAX)
+                return store_commit(st, err);
+        return 0;
+}
+
+int store_events_each(struct store *st, const char *id, uint64_t after,
+                      int (*fn)(void *arg, uint64_t seq, const char *event, const char *data), void *arg,
+                      struct err **err)
+{
+        sqlite3_stmt *q = NULL;
+        int rc = sqlite3_prepare_v2(st->db, "SELECT seq, event, data FROM events WHERE session = ? AND seq > ? ORDER "
+                                            "BY seq",
+                                    -1, &q, NULL);
+        if (rc != SQLITE_OK)
+                return db_err(st, rc, err, "read the events");
+        bind_text(q, 1, id);
+        sqlite3_bind_int64(q, 2, (sqlite3_int64)after);
+        while ((rc = sqlite3_step(q)) == SQLITE_ROW)
+                if (fn(arg, (uint64_t)sqlite3_column_int64(q, 0), (const char *)sqlite3_column_text(q, 1),
+                       (const char *)sqlite3_column_text(q, 2)))
+                        break;
+        sqlite3_finalize(q);
+        return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_err(st, rc, err, "read the events");
+}
+
+int store_session_ids_before(struct store *st, const char *status, const char *before,
+                             int (*fn)(void *arg, const char *id), void *arg, struct err **err)
+{
+        sqlite3_stmt *q = NULL;
+        int rc = sqlite3_prepare_v2(st->db, "SELECT id FROM sessions WHERE status = ? AND updated_at < ? ORDER BY id "
+                                            "LIMIT 1000",
+                                    -1, &q, NULL);
+        if (rc != SQLITE_OK)
+                return db_err(st, rc, err, "list the sessions");
+        bind_text(q, 1, status);
+        bind_text(q, 2, before);
+        /* Collected first: fn may write (delete, update) the rows. */
+        char **ids = NULL;
+        size_t n = 0;
+        while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+                char **ni = realloc(ids, (n + 1) * sizeof(*ids));
+                if (!ni)
+                        break;
+                ids = ni;
+                ids[n] = col(q, 0);
+                if (ids[n])
+                        n++;
+        }
+        sqlite3_finalize(q);
+        int ret = rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_err(st, rc, err, "list the sessions");
+        for (size_t i = 0; i < n; i++) {
+                if (ret == 0)
+                        fn(arg, ids[i]);
+                free(ids[i]);
+        }
+        free(ids);
+        return ret;
+}
+
+int store_journal_bytes(struct store *st, const char *id, uint64_t *ret, struct err **err)
+{
+        sqlite3_stmt *q = NULL;
+        int rc = sqlite3_prepare_v2(st->db, "SELECT COALESCE(SUM(LENGTH(CAST(line AS BLOB)) + 1), 0) FROM journal "
+                                            "WHERE session = ?",
+                                    -1, &q, NULL);
+        if (rc != SQLITE_OK)
+                return db_err(st, rc, err, "read the journal");
+        bind_text(q, 1, id);
+        rc = sqlite3_step(q);
+        if (rc == SQLITE_ROW)
+                *ret = (uint64_t)sqlite3_column_int64(q, 0);
+        sqlite3_finalize(q);
+        return rc == SQLITE_ROW ? 0 : db_err(st, rc, err, "read the journal");
 }

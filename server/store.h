@@ -18,7 +18,7 @@ enum {
         STORE_E_VERSION,     /* written by a newer chidori (schema version) */
 };
 
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 #define STORE_DB_NAME "serve.db"
 
 struct store;
@@ -31,6 +31,7 @@ struct store_session {
         char *stats;          /* JSON {wall_ms, cpu_ms, peak_bytes, effects}, or NULL */
         char *created_at, *updated_at;
         int exit;             /* -1: none yet */
+        char *pending;        /* JSON {"approval": {...}} or {"input": {...}} while paused, or NULL */
 };
 void store_session_clear(struct store_session *s);
 
@@ -57,6 +58,11 @@ int store_session_list(struct store *st, const char *tenant, const char *status,
 int store_session_ids(struct store *st, const char *status, int (*fn)(void *arg, const char *id), void *arg,
                       struct err **err);
 
+/* Ids of (at most 1000) sessions with `status` last updated before `before`
+ * (RFC 3339, as updated_at), oldest first; fn may change them. */
+int store_session_ids_before(struct store *st, const char *status, const char *before,
+                             int (*fn)(void *arg, const char *id), void *arg, struct err **err);
+
 /* How many sessions have each status: fn per (status, count). */
 int store_status_counts(struct store *st, void (*fn)(void *arg, const char *status, uint64_t n), void *arg,
                         struct err **err);
@@ -69,7 +75,21 @@ int store_idem_get(struct store *st, const char *tenant, const char *key, char *
  * result: it goes with the next commit). */
 int store_journal_append(struct store *st, const char *id, const char *line, bool batch, struct err **err);
 int store_commit(struct store *st, struct err **err);
+/* Bytes of a session's journal lines (each with its newline, as NDJSON). */
+int store_journal_bytes(struct store *st, const char *id, uint64_t *ret, struct err **err);
 int store_journal_each(struct store *st, const char *id, int (*fn)(void *arg, const char *line, size_t len),
                        void *arg, struct err **err);
+
+/* The pending approval or input of a paused session (JSON text), NULL: none. */
+int store_session_set_pending(struct store *st, const char *id, const char *pending, struct err **err);
+
+/* The events of a session (SSE): a per-session sequence from 1.  append
+ * commits unless `batch` (then it goes with the next commit). */
+int store_event_append(struct store *st, const char *id, const char *event, const char *data, bool batch,
+                       uint64_t *ret_seq, struct err **err);
+/* Events with seq > after, in order; fn returning non-zero stops. */
+int store_events_each(struct store *st, const char *id, uint64_t after,
+                      int (*fn)(void *arg, uint64_t seq, const char *event, const char *data), void *arg,
+                      struct err **err);
 
 #endif

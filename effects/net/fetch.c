@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "common/text.h"
+#include "common/util.h"
 #include "effects/net/net.h"
 #include "runtime/runtime-internal.h"
 
@@ -57,6 +58,11 @@ static void on_done(void *arg, uint64_t id, const struct http_response *res, con
         struct broker *b = arg;
         if (res) {
                 cJSON *v = b->net->http_response_to_json(res);
+                /* A streamed body: the head now, the body through http.read. */
+                if (v && res->stream && !cJSON_AddNumberToObject(v, "stream", (double)id)) {
+                        cJSON_Delete(v);
+                        v = NULL;
+                }
                 if (v)
                         broker_complete(b, (int64_t)id, v, NULL);
                 else
@@ -113,6 +119,109 @@ int effect_http(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, st
         return r < 0 ? -1 : 1;
 }
 
+/* A chunk of a streamed body as the answer of an http.read call:
+ * {data_base64} (what arrived), with "done": true when it is the last, or
+ * {done: true}, or the error it broke off with. */
+static int chunk_answer(struct broker *b, struct http_chunk *c, cJSON **value, cJSON **error)
+{
+        *value = *error = NULL;
+        if (c->err && err_code(c->err) == HTTP_E_LIMIT) {
+                /* --max-queue, as for a whole body (on_done) */
+                char text[256];
+                broker_limit_text(b, LIMIT_HTTP, text, sizeof(text));
+                broker_limit_report(b, LIMIT_HTTP, NULL);
+                *error = broker_error_obj("Error", text, "ELIMIT");
+                err_free(c->err);
+                c->err = NULL;
+                return 0;
+        }
+        if (c->err) {
+                *error = broker_error_obj("Error", err_msg(c->err), b->net->http_error_name(err_code(c->err)));
+                err_free(c->err);
+                c->err = NULL;
+                return 0;
+        }
+        cJSON *v = cJSON_CreateObject();
+        if (c->len) {
+                char *b64 = base64_encode(c->data, c->len);
+                if (!b64 || !cJSON_AddStringToObject(v, "data_base64", b64)) {
+                        cJSON_Delete(v);
+                        v = NULL;
+                }
+                free(b64);
+        }
+        if (v && c->done)
+                cJSON_AddTrueToObject(v, "done");
+        free(c->data);
+        c->data = NULL;
+        if (!v) {
+                *error = broker_error_obj("Error", "http.read: out of memory", "internal");
+                return 0;
+        }
+        *value = v;
+        return 0;
+}
+
+static void on_read(void *arg, uint64_t read_id, struct http_chunk *c)
+{
+        struct broker *b = arg;
+        cJSON *value, *error;
+        chunk_answer(b, c, &value, &error);
+        broker_complete(b, (int64_t)read_id, value, error);
+}
+
+static int need_stream(struct broker *b, const cJSON *args, const char *op, uint64_t *ret, struct err **err)
+{
+        const cJSON *s = cJSON_GetObjectItemCaseSensitive(args, "stream");
+        if (!cJSON_IsNumber(s) || s->valuedouble < 1 || s->valuedouble != (double)(int64_t)s->valuedouble)
+                return err_set(err, 0, "%s: 'stream' must be the id of a streamed fetch", op);
+        if (!b->net || !b->http)
+                return err_set(err, 0, "%s: no open response body %.0f", op, s->valuedouble);
+        *ret = (uint64_t)s->valuedouble;
+        return 0;
+}
+
+/* http.read {stream}: the next piece of a streamed response body, as it
+ * arrives (answered later when nothing is buffered yet). */
+int effect_http_read(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
+{
+        uint64_t stream;
+        if (need_stream(b, args, "http.read", &stream, err) < 0)
+                return -1;
+        struct http_chunk c;
+        int r = b->net->http_read(b->http, stream, (uint64_t)id, on_read, b, &c, err);
+        if (r != 0)
+                return r;
+        if (c.err) {
+                /* The body broke off: its code (timeout, too_big, ...) for the agent. */
+                if (err_code(c.err) == HTTP_E_LIMIT) {
+                        err_free(c.err);
+                        return broker_limit_fail(b, LIMIT_HTTP, err);
+                }
+                *err = c.err;
+                return -1;
+        }
+        cJSON *error = NULL;
+        chunk_answer(b, &c, ret, &error);
+        if (error) {
+                cJSON_Delete(error);
+                return err_set(err, ENOMEM, "http.read");
+        }
+        return 0;
+}
+
+/* http.close {stream}: the agent gives the body up (the stream cancelled):
+ * the transfer is aborted; a read waiting on it is answered {done: true}. */
+int effect_http_close(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
+{
+        (void)id;
+        uint64_t stream;
+        if (need_stream(b, args, "http.close", &stream, err) < 0)
+                return -1;
+        *ret = cJSON_CreateBool(b->net->http_close(b->http, stream));
+        return 0;
+}
+
 /* Both engines (fetch, prompts) share the loop: the fetch engine's fds
  * first, then the prompt engine's; b->http_split remembers where. */
 size_t broker_http_fds(struct broker *b, struct pollfd *fds, size_t max, int *timeout_ms)
@@ -137,6 +246,16 @@ int broker_http_perform(struct broker *b, const struct pollfd *fds, size_t n, st
             a->http_perform(b->llm_http, fds ? fds + split : NULL, fds ? n - split : 0, err) < 0)
                 return -1;
         return 0;
+}
+
+/* call.cancel of a fetch or a prompt: the transfer leaves the multi
+ * handle and its connection is closed; the session answers the call. */
+void broker_http_cancel(struct broker *b, int64_t id)
+{
+        if (!b->net)
+                return;
+        if (!b->net->http_cancel(b->http, (uint64_t)id))
+                b->net->http_cancel(b->llm_http, (uint64_t)id);
 }
 
 void broker_http_free(struct broker *b)

@@ -56,6 +56,7 @@ struct http_engine {
         struct xfer *xfers;
         size_t pending;
         bool in_perform;
+        struct xfer *ended;  /* streams whose transfer is over, their buffer not yet read to the end */
 };
 
 struct xfer {
@@ -83,7 +84,20 @@ struct xfer {
         size_t body_cap, hdr_bytes, res_hcap;  /* body_cap is counted in cfg.inflight */
         bool too_big, headers_too_big, in_body, over_inflight;
         char errbuf[CURL_ERROR_SIZE];
+        /* a streamed body (http_request.stream): res.body is the buffer */
+        bool stream, head_sent, paused, ended;
+        size_t streamed;       /* body bytes taken in so far (the response cap counts them all) */
+        struct err *end_err;   /* how it ended, NULL: complete */
+        bool reading;          /* a read waits: read_id, read_fn, read_arg */
+        uint64_t read_id;
+        http_read_fn read_fn;
+        void *read_arg;
 };
+
+static void stream_feed(struct xfer *t);
+static void stream_trim(struct xfer *t);
+static void head_out(struct xfer *t);
+static bool is_redirect(long status);
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static CURLcode global_rc = CURLE_FAILED_INIT;
@@ -335,7 +349,20 @@ static size_t on_body(char *buf, size_t size, size_t nmemb, void *p)
         size_t n = size * nmemb;
         struct http_response *r = &t->res;
         t->in_body = true;
-        if (n > t->e->cfg.max_response_bytes - r->body_len) {
+        if (t->head_sent) {
+                /* A stream: the buffer is bounded; libcurl holds the data
+                 * while it is full and gives it again once resumed.  The
+                 * response cap counts the whole body. */
+                if (n > t->e->cfg.max_response_bytes - t->streamed) {
+                        t->too_big = true;
+                        return 0;
+                }
+                if (r->body_len > 0 && r->body_len + n > HTTP_STREAM_BUFFER) {
+                        t->paused = true;
+                        return CURL_WRITEFUNC_PAUSE;
+                }
+                t->streamed += n;
+        } else if (n > t->e->cfg.max_response_bytes - r->body_len) {
                 t->too_big = true;
                 return 0;
         }
@@ -362,6 +389,8 @@ static size_t on_body(char *buf, size_t size, size_t nmemb, void *p)
         }
         memcpy(r->body + r->body_len, buf, n);
         r->body_len += n;
+        if (t->head_sent)
+                stream_feed(t);
         return n;
 }
 
@@ -401,6 +430,15 @@ static size_t on_header(char *buf, size_t size, size_t nmemb, void *p)
                         end--;
                 r->status_text = strndup(buf + i, end - i);
                 return r->status_text ? n : 0;
+        }
+        if (len == 0 && !t->in_body && t->stream && !t->head_sent) {
+                /* The end of a header block: a stream's head goes out now,
+                 * unless it is an interim (1xx) or a redirect to follow. */
+                long status = 0;
+                curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+                if (status >= 200 && !(is_redirect(status) && t->redirect != HTTP_REDIRECT_MANUAL))
+                        head_out(t);
+                return n;
         }
         if (len == 0 || t->in_body)
                 return n;  /* end of the block, or trailers (not exposed) */
@@ -598,6 +636,7 @@ static void xfer_free(struct xfer *t)
         if (!t)
                 return;
         body_release(t);
+        err_free(t->end_err);
         if (t->easy)
                 curl_easy_cleanup(t->easy);
         curl_slist_free_all(t->slist);
@@ -735,6 +774,21 @@ static void finish(struct xfer *t, CURLcode rc)
 {
         struct http_engine *e = t->e;
         curl_multi_remove_handle(e->multi, t->easy);
+        if (t->head_sent) {
+                /* A stream: what is buffered stays for its reads, and
+                 * nothing else (a body nobody reads holds only its bytes). */
+                if (rc != CURLE_OK)
+                        t->end_err = transfer_error(t, rc);
+                t->ended = true;
+                stream_trim(t);
+                xfer_unlink(t);
+                t->next = e->ended;
+                if (e->ended)
+                        e->ended->prev = t;
+                e->ended = t;
+                stream_feed(t);
+                return;
+        }
         if (rc != CURLE_OK) {
                 fail(t, transfer_error(t, rc));
                 return;
@@ -769,7 +823,183 @@ static void finish(struct xfer *t, CURLcode rc)
                 fail(t, err);
                 return;
         }
+        if (t->stream) {
+                /* Complete before its head went out (a redirect answered
+                 * manually, no header block end seen): a stream all the same. */
+                head_out(t);
+                finish(t, CURLE_OK);
+                return;
+        }
         deliver(t, r, NULL);
+}
+
+/* ---- streamed bodies ---- */
+
+/* A stream whose transfer is over keeps its buffered bytes only: the easy
+ * handle, the request and the head go, the buffer shrinks to its bytes. */
+static void stream_trim(struct xfer *t)
+{
+        struct http_response *r = &t->res;
+        curl_easy_cleanup(t->easy);
+        t->easy = NULL;
+        curl_slist_free_all(t->slist);
+        t->slist = NULL;
+        free(t->body);
+        t->body = NULL;
+        t->body_len = 0;
+        headers_free(t->hdrs, t->nhdrs);
+        t->hdrs = NULL;
+        t->nhdrs = 0;
+        headers_free(r->headers, r->nheaders);
+        r->headers = NULL;
+        r->nheaders = 0;
+        if (t->body_cap > r->body_len) {
+                unsigned char *nb = NULL;
+                if (r->body_len == 0)
+                        free(r->body);
+                else if (!(nb = realloc(r->body, r->body_len)))
+                        return;
+                r->body = nb;
+                if (t->e->cfg.inflight)
+                        *t->e->cfg.inflight -= t->body_cap - r->body_len;
+                t->body_cap = r->body_len;
+        }
+}
+
+/* The head of a stream, through done; the transfer goes on. */
+static void head_out(struct xfer *t)
+{
+        struct http_response *r = &t->res;
+        char *eff = NULL;
+        long status = 0;
+        curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &eff);
+        r->status = status;
+        free(r->url);
+        r->url = strdup(eff ? eff : t->url);
+        r->redirected = t->hops > 0;
+        if (!r->status_text)
+                r->status_text = strdup("");
+        r->stream = true;
+        t->head_sent = true;
+        size_t kept = r->body_len;
+        r->body_len = 0;  /* the head carries no body */
+        t->done(t->arg, t->id, r, NULL);
+        r->body_len = kept;
+}
+
+/* Take what a read gets now: the buffer, else the end. */
+static void take(struct xfer *t, struct http_chunk *out)
+{
+        struct http_response *r = &t->res;
+        *out = (struct http_chunk){ 0 };
+        if (r->body_len > 0) {
+                out->data = malloc(r->body_len);
+                if (!out->data) {
+                        err_setc(&out->err, HTTP_E_INTERNAL, ENOMEM, "http: stream");
+                        return;
+                }
+                memcpy(out->data, r->body, r->body_len);
+                out->len = r->body_len;
+                r->body_len = 0;
+                if (t->paused && !t->ended) {
+                        t->paused = false;
+                        curl_easy_pause(t->easy, CURLPAUSE_CONT);
+                }
+                /* The last piece of a complete body says so: one read less. */
+                out->done = t->ended && !t->end_err;
+                return;
+        }
+        if (t->end_err) {
+                out->err = t->end_err;
+                t->end_err = NULL;
+        }
+        out->done = out->err == NULL;
+}
+
+static void stream_free(struct xfer *t)
+{
+        struct http_engine *e = t->e;
+        if (t->ended) {
+                if (t->prev)
+                        t->prev->next = t->next;
+                else
+                        e->ended = t->next;
+                if (t->next)
+                        t->next->prev = t->prev;
+        } else {
+                curl_multi_remove_handle(e->multi, t->easy);
+                xfer_unlink(t);
+        }
+        xfer_free(t);
+}
+
+/* Something arrived (bytes, or the end): answer the read waiting, if any. */
+static void stream_feed(struct xfer *t)
+{
+        if (!t->reading || (t->res.body_len == 0 && !t->ended))
+                return;
+        struct http_chunk c;
+        take(t, &c);
+        t->reading = false;
+        bool over = c.done || c.err;
+        uint64_t rid = t->read_id;
+        http_read_fn fn = t->read_fn;
+        void *arg = t->read_arg;
+        if (over && t->ended)
+                stream_free(t);
+        fn(arg, rid, &c);
+}
+
+static struct xfer *find_stream(struct http_engine *e, uint64_t stream)
+{
+        for (struct xfer *t = e ? e->xfers : NULL; t; t = t->next)
+                if (t->id == stream && t->head_sent)
+                        return t;
+        for (struct xfer *t = e ? e->ended : NULL; t; t = t->next)
+                if (t->id == stream)
+                        return t;
+        return NULL;
+}
+
+int http_read(struct http_engine *e, uint64_t stream, uint64_t read_id, http_read_fn fn, void *arg,
+              struct http_chunk *out, struct err **err)
+{
+        struct xfer *t = find_stream(e, stream);
+        if (!t)
+                return err_setc(err, HTTP_E_REQUEST, 0, "http.read: no open response body %llu",
+                                (unsigned long long)stream);
+        if (t->reading)
+                return err_setc(err, HTTP_E_REQUEST, 0, "http.read: body %llu is being read already",
+                                (unsigned long long)stream);
+        if (t->res.body_len == 0 && !t->ended) {
+                t->reading = true;
+                t->read_id = read_id;
+                t->read_fn = fn;
+                t->read_arg = arg;
+                return 1;
+        }
+        take(t, out);
+        if (t->ended && (out->done || out->err))
+                stream_free(t);
+        return 0;
+}
+
+bool http_close(struct http_engine *e, uint64_t stream)
+{
+        struct xfer *t = find_stream(e, stream);
+        if (!t)
+                return false;
+        bool reading = t->reading;
+        uint64_t rid = t->read_id;
+        http_read_fn fn = t->read_fn;
+        void *arg = t->read_arg;
+        stream_free(t);
+        if (reading) {
+                struct http_chunk c = { .done = true };
+                fn(arg, rid, &c);
+        }
+        return true;
 }
 
 /* ---- the engine ---- */
@@ -832,6 +1062,11 @@ void http_engine_free(struct http_engine *e)
                 xfer_unlink(t);
                 xfer_free(t);
         }
+        while (e->ended) {
+                struct xfer *t = e->ended;
+                e->ended = t->next;
+                xfer_free(t);
+        }
         curl_multi_cleanup(e->multi);
         free(e->socks);
         free(e);
@@ -860,6 +1095,7 @@ int http_start(struct http_engine *e, uint64_t id, const struct http_request *re
         t->done = done;
         t->arg = arg;
         t->redirect = req->redirect;
+        t->stream = req->stream;
         if (check_method(req->method, &t->method, err) < 0 || check_headers(req->headers, req->nheaders, err) < 0 ||
             check_url(req->url, &t->url, &t->host, &t->origin, err) < 0)
                 goto fail;
@@ -914,6 +1150,17 @@ bool http_cancel(struct http_engine *e, uint64_t id)
                 xfer_free(t);
                 return true;
         }
+        struct xfer *st = find_stream(e, id);
+        if (st) {
+                stream_free(st);
+                return true;
+        }
+        for (int pass = 0; e && pass < 2; pass++)
+                for (struct xfer *t = pass ? e->ended : e->xfers; t; t = t->next)
+                        if (t->reading && t->read_id == id) {
+                                t->reading = false;
+                                return true;
+                        }
         return false;
 }
 
@@ -1091,6 +1338,9 @@ int http_request_from_json(const cJSON *args, struct http_request **ret, struct 
         const cJSON *headers = cJSON_GetObjectItemCaseSensitive(args, "headers");
         const cJSON *body = cJSON_GetObjectItemCaseSensitive(args, "body_base64");
         const cJSON *redirect = cJSON_GetObjectItemCaseSensitive(args, "redirect");
+        const cJSON *stream = cJSON_GetObjectItemCaseSensitive(args, "stream");
+        if (stream && !cJSON_IsBool(stream))
+                return err_setc(err, HTTP_E_REQUEST, 0, "http: 'stream' must be a boolean");
         if (!cJSON_IsString(url))
                 return err_setc(err, HTTP_E_REQUEST, 0, "http: 'url' must be a string");
         if (method && !cJSON_IsNull(method) && !cJSON_IsString(method))
@@ -1116,6 +1366,7 @@ int http_request_from_json(const cJSON *args, struct http_request **ret, struct 
         if (!r)
                 return err_setc(err, HTTP_E_INTERNAL, ENOMEM, "http: request");
         r->redirect = mode;
+        r->stream = cJSON_IsTrue(stream);
         r->url = strdup(url->valuestring);
         if (!r->url)
                 goto oom;
@@ -1180,7 +1431,7 @@ cJSON *http_response_to_json(const struct http_response *res)
         bool ok = b64 && text && url && hs && cJSON_AddNumberToObject(o, "status", (double)res->status) &&
                   cJSON_AddStringToObject(o, "statusText", text) && cJSON_AddStringToObject(o, "url", url) &&
                   cJSON_AddBoolToObject(o, "redirected", res->redirected) &&
-                  cJSON_AddStringToObject(o, "body_base64", b64);
+                  (res->stream || cJSON_AddStringToObject(o, "body_base64", b64));
         for (size_t i = 0; ok && i < res->nheaders; i++) {
                 cJSON *pair = cJSON_CreateArray();
                 ok = pair && cJSON_AddItemToArray(hs, pair);

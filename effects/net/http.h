@@ -119,6 +119,7 @@ struct http_request {
         unsigned char *body;         /* may hold any bytes; NULL when body_len == 0 */
         size_t body_len;
         enum http_redirect redirect;
+        bool stream;                 /* the body piece by piece: done gets the head, http_read the rest */
 };
 
 struct http_response {
@@ -130,6 +131,7 @@ struct http_response {
         size_t nheaders;
         unsigned char *body;
         size_t body_len;
+        bool stream;                 /* the head of a streamed response: no body here (http_read) */
 };
 
 /* Called once per started transfer that is neither refused by http_start
@@ -153,8 +155,40 @@ void http_engine_free(struct http_engine *e);
 int http_start(struct http_engine *e, uint64_t id, const struct http_request *req, http_done_fn done,
                void *arg, struct err **err);
 
-/* Abort transfer `id` without calling its callback.  False if unknown. */
+/* Abort transfer `id` without calling its callback (a streamed one too,
+ * after its head; a read waiting on it is dropped without its callback);
+ * or, when `id` is a read waiting on a stream, drop that read.  False if
+ * neither. */
 bool http_cancel(struct http_engine *e, uint64_t id);
+
+/* ---- streamed bodies (http_request.stream) ----
+ * The head goes out through `done` (res->stream set, no body) as soon as
+ * the response's headers are in; the body then waits in a buffer of at most
+ * HTTP_STREAM_BUFFER bytes per stream (libcurl is paused while it is full,
+ * CURL_WRITEFUNC_PAUSE) and is taken with http_read, the stream named by
+ * the transfer's id.  The stream ends when a read returns `done` or an
+ * error, or with http_close. */
+#define HTTP_STREAM_BUFFER (1u << 20)
+
+struct http_chunk {
+        unsigned char *data;         /* malloc'd (the caller frees), NULL when len == 0 */
+        size_t len;
+        bool done;                   /* the body is complete: nothing more */
+        struct err *err;             /* the body broke off (owned by the caller) */
+};
+
+/* A chunk that came later for read `read_id` (the caller's id of the read). */
+typedef void (*http_read_fn)(void *arg, uint64_t read_id, struct http_chunk *chunk);
+
+/* 0: *out has what is buffered (or done, or the error); 1: nothing yet,
+ * fn is called once something arrives; -1: no such stream, or a read is
+ * already waiting on it (err, code HTTP_E_REQUEST). */
+int http_read(struct http_engine *e, uint64_t stream, uint64_t read_id, http_read_fn fn, void *arg,
+              struct http_chunk *out, struct err **err);
+
+/* Give up stream `stream`: the transfer is aborted (its connection closed)
+ * and a read waiting on it gets `done`.  False if unknown. */
+bool http_close(struct http_engine *e, uint64_t stream);
 
 /* Transfers started and not yet completed or cancelled. */
 size_t http_pending(const struct http_engine *e);
@@ -177,6 +211,8 @@ int http_perform(struct http_engine *e, const struct pollfd *fds, size_t nfds, s
  *                "body_base64"?: s, "redirect"?: "follow"|"error"|"manual"}
  * result value: {"status": n, "statusText": s, "url": s, "redirected": b,
  *                "headers": [[name, value]...], "body_base64": s}
+ * ("stream": true in the args: no body_base64 in the value; the broker
+ *  adds "stream": <id> and http.read {stream} calls bring the body)
  */
 
 /* Convert call args to a request (err code HTTP_E_REQUEST on bad shape). */

@@ -19,7 +19,7 @@
 #include "effects/net/http.h"
 #include "effects/net/llm.h"
 
-#define CHIDORI_NET_API_VERSION 2  /* 2: http_config.inflight, max_inflight */
+#define CHIDORI_NET_API_VERSION 3  /* 2: http_config.inflight, max_inflight; 3: http_cancel, streams */
 
 struct net_api {
         int version;
@@ -28,6 +28,10 @@ struct net_api {
         int (*http_start)(struct http_engine *e, uint64_t id, const struct http_request *req, http_done_fn done,
                           void *arg, struct err **err);
         size_t (*http_pending)(const struct http_engine *e);
+        bool (*http_cancel)(struct http_engine *e, uint64_t id);
+        int (*http_read)(struct http_engine *e, uint64_t stream, uint64_t read_id, http_read_fn fn, void *arg,
+                         struct http_chunk *out, struct err **err);
+        bool (*http_close)(struct http_engine *e, uint64_t stream);
         size_t (*http_fds)(struct http_engine *e, struct pollfd *fds, size_t max, int *timeout_ms);
         int (*http_perform)(struct http_engine *e, const struct pollfd *fds, size_t nfds, struct err **err);
         int (*http_request_from_json)(const struct cJSON *args, struct http_request **ret, struct err **err);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/strv.h"
 #include "common/text.h"
 #include "common/util.h"
 #include "effects/proc/subproc.h"
@@ -37,8 +38,6 @@ struct tools_registry {
 };
 
 /* ---- text helpers ---- */
-
-
 
 static const char *type_name(const cJSON *j)
 {
@@ -484,38 +483,6 @@ struct owned_spec {
         char **envp;
         char *stdin_buf;
 };
-
-struct strv {
-        char **v;
-        size_t n, cap;
-        bool failed;
-};
-
-static void strv_addf(struct strv *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void strv_addf(struct strv *s, const char *fmt, ...)
-{
-        if (s->failed)
-                return;
-        if (s->n + 2 > s->cap) {
-                size_t cap = s->cap ? s->cap * 2 : 16;
-                char **nv = realloc(s->v, cap * sizeof(*nv));
-                if (!nv) {
-                        s->failed = true;
-                        return;
-                }
-                s->v = nv;
-                s->cap = cap;
-        }
-        va_list ap;
-        va_start(ap, fmt);
-        int r = vasprintf(&s->v[s->n], fmt, ap);
-        va_end(ap);
-        if (r < 0) {
-                s->failed = true;
-                return;
-        }
-        s->v[++s->n] = NULL;
-}
 
 void tools_spec_free(struct subproc_spec *spec)
 {

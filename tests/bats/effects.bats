@@ -156,7 +156,7 @@ JS
   grep -q '"op":"random.bytes"' "$T/j.jsonl"
 }
 
-@test "timers run on a virtual clock: ordered, and nothing really waits" {
+@test "--virtual-time: timers run on a virtual clock: ordered, and nothing really waits" {
   agent a.js <<'JS'
 async function main() {
   const seen = [];
@@ -172,7 +172,7 @@ async function main() {
 }
 JS
   start=$(date +%s%N)
-  chid run --quiet "$T/a.js"
+  chid run --quiet --virtual-time "$T/a.js"
   elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
   assert_status 0
   assert_stdout '["a@10","b@10","tick1","tick2","c@3000","tick3"]'

@@ -5,70 +5,7 @@
 
 load helpers
 
-SERVER_PID=
-
-teardown() {
-  stop_server
-  rm -rf "$T"
-}
-
-# start_server [OPTIONS...]: serves $T/agent.js; sets SERVER_PID, URL (or
-# SOCK for unix:), waits (bounded) for the Listening: line.
-start_server() {
-  [[ -f $T/agent.js ]] || echo 'export default async (input) => ({ echo: input })' >"$T/agent.js"
-  "$CHIDORI" serve "$T/agent.js" "$@" >"$T/server.out" 2>"$T/server.err" </dev/null &
-  SERVER_PID=$!
-  local i
-  for ((i = 0; i < 200; i++)); do
-    if grep -q '^Listening: ' "$T/server.err"; then
-      URL=$(sed -n 's/^Listening: \(http:.*\)$/\1/p' "$T/server.err")
-      return 0
-    fi
-    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-      echo "server exited early:"; cat "$T/server.err"; SERVER_PID=; return 1
-    fi
-    sleep 0.05
-  done
-  echo "no Listening: line after 10 s:"; cat "$T/server.err"; return 1
-}
-
-stop_server() {
-  if [[ -n $SERVER_PID ]]; then
-    kill -TERM "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-    SERVER_PID=
-  fi
-}
-
-# req ARGS...: curl, setting $code (HTTP status), $body, $headers.
-req() {
-  local out
-  out=$(curl -sS -D "$T/.h" -o "$T/.b" -w '%{http_code}' --max-time 20 "$@") || true
-  code=$out
-  body=$(cat "$T/.b" 2>/dev/null || true)
-  headers=$(tr -d '\r' <"$T/.h" 2>/dev/null || true)
-}
-
-assert_code() {
-  if [[ $code != "$1" ]]; then
-    echo "expected HTTP $1, got $code"; echo "headers: $headers"; echo "body: $body"; return 1
-  fi
-}
-
-assert_body_has() {
-  if [[ $body != *"$1"* ]]; then
-    echo "expected the body to contain: $1"; echo "body: $body"; return 1
-  fi
-}
-
-assert_error_code() { # CODE: {"error": {"code": CODE, "message": ...}}
-  local got
-  got=$(jq -r '.error.code' <<<"$body")
-  if [[ $got != "$1" ]]; then
-    echo "expected error code $1, got $got"; echo "body: $body"; return 1
-  fi
-  [[ $(jq -r '.error.message | length > 0' <<<"$body") == true ]] || { echo "no message: $body"; return 1; }
-}
+load serve-helpers
 
 @test "serve: --help names the listen, token and limit options" {
   chid serve --help
@@ -305,17 +242,6 @@ print("closed" if s.recv(100) == b"" else "answered")
 }
 
 # ---- sessions (step 2: real boxed runs through the session engine) ----
-
-# wait_status ID STATUS: poll GET /sessions/ID until its status is STATUS (bounded: 60 s).
-wait_status() {
-  local i
-  for ((i = 0; i < 300; i++)); do
-    req "$URL/sessions/$1" "${@:3}"
-    [[ $(jq -r .status <<<"$body" 2>/dev/null) == "$2" ]] && return 0
-    sleep 0.2
-  done
-  echo "session $1 never reached $2: $body"; return 1
-}
 
 @test "serve sessions: POST /sessions runs the agent in a box and answers 201 once it settled, input as written" {
   echo 'export default async (input) => ({ echo: input, text: JSON.stringify(input) })' >"$T/agent.js"
@@ -563,19 +489,37 @@ wait_status() {
   assert_code 200
 }
 
-@test "serve sessions: routes of the contract not built yet answer 501 not_implemented, never a wrong answer" {
+@test "serve sessions: POST /sessions/ID/replay re-runs from the journal in a fresh box, performing nothing" {
+  cat >"$T/agent.js" <<'JS'
+export default async (input) => {
+  const r = Math.random(), t = Date.now();
+  await chidori.memory.set("n", String(input));
+  return { r, t, n: await chidori.memory.get("n") };
+};
+JS
   start_server --listen 127.0.0.1:0 --state-dir "$T/st"
-  req -X POST "$URL/sessions"
+  req -X POST -d '{"input": 3}' "$URL/sessions"
   local id; id=$(jq -r .id <<<"$body")
-  for r in approve input replay; do
-    req -X POST -d '{}' "$URL/sessions/$id/$r"
-    assert_code 501
-    assert_error_code not_implemented
-  done
-  req "$URL/sessions/$id/events"
-  assert_code 501
-  req -X POST "$URL/sessions/stream"
-  assert_code 501
+  local first; first=$(jq -c .result <<<"$body")
+  [[ $(jq -r .status <<<"$body") == done ]]
+  req -X POST "$URL/sessions/$id/replay"
+  assert_code 200
+  [[ $(jq -r .matched <<<"$body") == true ]]
+  # The same random number and clock: answered from the journal.
+  [[ $(jq -c .result <<<"$body") == "$first" ]]
+  req -X POST -d '{"x": 1}' "$URL/sessions/$id/replay"
+  assert_code 400
+  assert_error_code unknown_field
+  req -X POST "$URL/sessions/s0000000000000000000000000000/replay"
+  assert_code 404
+  # The agent changed: the replay diverges (not matched), and says where.
+  echo 'export default async () => ({ t: Date.now(), r: Math.random(), x: await chidori.memory.get("other") })' >"$T/agent.js"
+  stop_server
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st"
+  req -X POST "$URL/sessions/$id/replay"
+  assert_code 200
+  [[ $(jq -r .matched <<<"$body") == false ]]
+  [[ $(jq -r .error.message <<<"$body") == *"replay diverged"* ]]
 }
 
 @test "serve sessions: a damaged state database is refused at start, naming the file" {
@@ -598,11 +542,72 @@ wait_status() {
   [[ $(jq -r .status <<<"$body") == queued ]]
   kill -KILL "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=
   start_server --listen 127.0.0.1:0 --state-dir "$T/st" --max-running 1
-  grep -q '1 queued session(s) queued again, 1 running session(s) failed' "$T/server.err"
+  grep -q "1 queued session(s) queued again, 1 running session(s) resumed by replay" "$T/server.err" || { cat "$T/server.err"; false; }
   wait_status "$queued" done
   [[ $(jq -r .result <<<"$body") == 5 ]]
-  # Resume by replay is not built yet: the running one says so (issue 11, step 4).
+  # The running one is resumed (serve-approve.bats checks its result).
   req "$URL/sessions/$running"
-  [[ $(jq -r .status <<<"$body") == failed ]]
-  assert_body_has "interrupted by server restart"
+  [[ $(jq -r .status <<<"$body") == running ]]
+}
+
+@test "serve sessions: a finished session past --session-ttl is deleted with its journal; running ones are kept" {
+  echo 'export default async (input) => { if (input === "spin") { const t = Date.now(); while (Date.now() - t < 8000) {} } return input; }' >"$T/agent.js"
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --session-ttl 2
+  req -X POST -d '{"input": 1}' "$URL/sessions"
+  local id; id=$(jq -r .id <<<"$body")
+  [[ $(jq -r .status <<<"$body") == done ]]
+  req -X POST -d '{"input": "spin", "wait": false}' "$URL/sessions"
+  local spin; spin=$(jq -r .id <<<"$body")
+  local i
+  for ((i = 0; i < 100; i++)); do req "$URL/sessions/$id"; [[ $code == 404 ]] && break; sleep 0.1; done
+  assert_code 404
+  req "$URL/sessions/$id/journal"
+  assert_code 404
+  req "$URL/sessions/$spin"
+  assert_code 200
+  chid serve "$T/agent.js" --session-ttl 1d
+  assert_status 2
+  assert_stderr_has "--session-ttl '1d' is not valid"
+}
+
+@test "serve sessions: 100 concurrent sessions all settle done (--max-queued raised to fit), none lost" {
+  echo 'export default async (input) => input * 2' >"$T/agent.js"
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --max-queued 100
+  local i pids=()
+  for ((i = 0; i < 100; i++)); do
+    curl -sS -o "$T/c$i" -w '%{http_code}' --max-time 300 -X POST -d "{\"input\": $i, \"wait_ms\": 280000}" \
+      "$URL/sessions" >"$T/code$i" 2>/dev/null &
+    pids+=($!)
+  done
+  for i in "${pids[@]}"; do wait "$i" || true; done
+  for ((i = 0; i < 100; i++)); do
+    [[ $(cat "$T/code$i") == 201 ]] || { echo "session $i: $(cat "$T/code$i") $(cat "$T/c$i")"; return 1; }
+    [[ $(jq -r '.status + " " + (.result | tostring)' "$T/c$i") == "done $((i * 2))" ]] || { cat "$T/c$i"; return 1; }
+  done
+  req "$URL/sessions?status=done&limit=1000"
+  [[ $(jq '.sessions | length' <<<"$body") == 100 ]]
+  req "$URL/metrics"
+  assert_body_has 'chidori_runs_total{ending="ok"} 100'
+}
+
+@test "serve sessions: --max-journal bounds a session's journal in the store: the run stops, failed with Limit" {
+  echo 'export default async () => { for (let i = 0; i < 200; i++) await chidori.memory.set("k" + i, "x".repeat(100)); return "all" }' >"$T/agent.js"
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --max-journal 8K
+  req -X POST -d '{}' "$URL/sessions"
+  assert_code 201
+  [[ $(jq -r .status <<<"$body") == failed ]] || { echo "$body"; false; }
+  [[ $(jq -r .error.name <<<"$body") == Limit ]]
+  assert_body_has "journal"
+  local id; id=$(jq -r .id <<<"$body")
+  req "$URL/sessions/$id/journal"
+  (( ${#body} < 12000 ))
+  [[ $(tail -n 1 <<<"$body" | jq -r .type) == end ]]
+}
+
+@test "serve: libmicrohttpd (and the GnuTLS it brings) is loaded only by serve, not at every start" {
+  run ldd "$CHIDORI"
+  [[ $status -eq 0 && $output != *microhttpd* && $output != *gnutls* ]] || { echo "$output"; return 1; }
+  # serve itself loads it: its help works, and a server answers (the tests above).
+  chid serve --help
+  assert_status 0
 }

@@ -23,6 +23,21 @@ Endpoints (GET unless said otherwise; HEAD works wherever GET does):
                         last user message>" with the request's model and a
                         word-count usage
   /json                 a fixed JSON document (FIXED_JSON below)
+  /stall?ms=N&tag=T     sends the head (chunked), then nothing for up to N ms
+                        (at most 60000) while watching the connection; prints
+                        "fake_http: stall T: closed by the client" (or
+                        "... not closed") on stderr when it ends
+  /chunks?n=K&ms=N&tag=T  a chunked body of K chunks "chunk i\n" (K <= 100),
+                        N ms apart (<= 10000); before each it prints
+                        "fake_http: chunks T: sending i" on stderr
+  /gated?n=K&tag=T      a chunked body of K chunks "chunk i\n" (K <= 100); after
+                        each but the last it waits (at most 10 s) until
+                        /release?tag=T is asked, then prints "fake_http: gated
+                        T: released after chunk i" (or "... not released
+                        after chunk i") on stderr: a client that reads the
+                        body as it arrives can release it, one that waits for
+                        the whole body cannot
+  /release?tag=T        lets /gated?tag=T send its next chunk; "released"
 Anything else is 404 with {"error": "not found"}.
 """
 import argparse
@@ -31,6 +46,7 @@ import ipaddress
 import json
 import socket
 import sys
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
@@ -122,6 +138,10 @@ class Handler(BaseHTTPRequestHandler):
             "/echo": self.do_echo,
             "/v1/chat/completions": self.do_chat,
             "/json": self.do_json,
+            "/stall": self.do_stall,
+            "/chunks": self.do_chunks,
+            "/gated": self.do_gated,
+            "/release": self.do_release,
         }
         route = routes.get(path)
         if route is None:
@@ -223,6 +243,104 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_json(self, _body):
         self.send_json(200, FIXED_JSON)
+
+    def note(self, text):
+        sys.stderr.write("fake_http: " + text + "\n")
+        sys.stderr.flush()
+
+    def do_stall(self, _body):
+        q = self.query()
+        ms = self.qint(q, "ms", 10000, 0, 60000)
+        tag = q.get("tag", ["-"])[0][:40]
+        if ms is None:
+            return self.send(400, b"ms must be an integer from 0 to 60000")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+        self.close_connection = True
+        end = time.monotonic() + ms / 1000.0
+        conn = self.connection
+        while time.monotonic() < end:
+            conn.settimeout(max(0.001, min(0.05, end - time.monotonic())))
+            try:
+                data = conn.recv(1, socket.MSG_PEEK)
+            except socket.timeout:
+                continue
+            except OSError:
+                data = b""
+            if not data:
+                self.note("stall %s: closed by the client" % tag)
+                return
+        self.note("stall %s: not closed" % tag)
+        try:
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            pass
+
+    def do_gated(self, _body):
+        q = self.query()
+        n = self.qint(q, "n", 3, 0, 100)
+        tag = q.get("tag", ["-"])[0][:40]
+        if n is None:
+            return self.send(400, b"n must be 0..100")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+        g = gate(tag)
+        try:
+            for i in range(n):
+                piece = b"chunk %d\n" % i
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                self.wfile.flush()
+                if i + 1 < n:
+                    ok = g.acquire(timeout=10)
+                    self.note("gated %s: %s after chunk %d" % (tag, "released" if ok else "not released", i))
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:
+            self.close_connection = True
+
+    def do_release(self, _body):
+        gate(self.query().get("tag", ["-"])[0][:40]).release()
+        self.send(200, b"released")
+
+    def do_chunks(self, _body):
+        q = self.query()
+        n = self.qint(q, "n", 3, 0, 100)
+        ms = self.qint(q, "ms", 0, 0, 10000)
+        tag = q.get("tag", ["-"])[0][:40]
+        if n is None or ms is None:
+            return self.send(400, b"n must be 0..100 and ms 0..10000")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+        try:
+            for i in range(n):
+                if i:
+                    time.sleep(ms / 1000.0)
+                self.note("chunks %s: sending %d" % (tag, i))
+                piece = b"chunk %d\n" % i
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:
+            self.close_connection = True
+
+
+GATES = {}
+GATES_LOCK = threading.Lock()
+
+
+def gate(tag):
+    with GATES_LOCK:
+        return GATES.setdefault(tag, threading.Semaphore(0))
 
 
 class Server(ThreadingHTTPServer):

@@ -20,7 +20,7 @@
 /* main.c's, which a unit test does not link. */
 volatile sig_atomic_t launcher_stop_signal;
 
-static const char *find(const struct grants_strv *s, const char *name)
+static const char *find(const struct strv *s, const char *name)
 {
         size_t n = strlen(name);
         for (size_t i = 0; i < s->n; i++)
@@ -44,7 +44,7 @@ static void paths_absolute(void **state)
                 "SSL_CERT_FILE=certs/ca.pem",
                 NULL,
         };
-        struct grants_strv s = { 0 };
+        struct strv s = { 0 };
         assert_int_equal(grants_nested_env(env, "/srv/op", NULL, &s), 0);
         assert_string_equal(find(&s, "CHIDORI_POLICY_FILE"), "/srv/op/policy.json");
         assert_string_equal(find(&s, "CHIDORI_WORKER"), "/srv/op/bin/chidori-worker");
@@ -57,12 +57,12 @@ static void paths_absolute(void **state)
         assert_string_equal(find(&s, "TMPDIR"), "/var/tmp");
         assert_string_equal(find(&s, "SSL_CERT_FILE"), "/srv/op/certs/ca.pem");
         assert_int_equal(s.n, 9);
-        grants_strv_free(&s);
+        strv_clear(&s);
         /* cwd "/" does not double the slash */
         char *one[] = { "CHIDORI_WORKER=w", NULL };
         assert_int_equal(grants_nested_env(one, "/", NULL, &s), 0);
         assert_string_equal(find(&s, "CHIDORI_WORKER"), "/w");
-        grants_strv_free(&s);
+        strv_clear(&s);
 }
 
 static void only_what_is_needed(void **state)
@@ -94,7 +94,7 @@ static void only_what_is_needed(void **state)
                 NULL,
         };
         char *keep[] = { "TOOL_TOKEN", NULL };
-        struct grants_strv s = { 0 };
+        struct strv s = { 0 };
         assert_int_equal(grants_nested_env(env, "/op", keep, &s), 0);
         const char *want[] = { "CHIDORI_POLICY=inline", "CHIDORI_POLICY_PROFILE=untrusted", "CHIDORI_LLM_MODEL=m",
                                "CHIDORI_MAX_LOG=1M", "TOOL_TOKEN=t0k", "ASAN_OPTIONS=detect_leaks=1",
@@ -103,27 +103,27 @@ static void only_what_is_needed(void **state)
         for (size_t i = 0; i < s.n; i++)
                 assert_string_equal(s.v[i], want[i]);
         assert_null(s.v[s.n]);
-        grants_strv_free(&s);
+        strv_clear(&s);
         /* nothing at all: an empty, NULL-terminated vector */
         char *none[] = { NULL };
         assert_int_equal(grants_nested_env(none, "/op", NULL, &s), 0);
         assert_non_null(s.v);
         assert_null(s.v[0]);
-        grants_strv_free(&s);
+        strv_clear(&s);
 }
 
 static void relative_without_cwd(void **state)
 {
         (void)state;
         char *env[] = { "CHIDORI_WORKER=bin/w", NULL };
-        struct grants_strv s = { 0 };
+        struct strv s = { 0 };
         assert_int_equal(grants_nested_env(env, NULL, NULL, &s), -1);
         /* an absolute one needs no cwd; relative PATH entries are left out */
         char *abs[] = { "CHIDORI_WORKER=/bin/w", "PATH=bin:/usr/bin", NULL };
         assert_int_equal(grants_nested_env(abs, NULL, NULL, &s), 0);
         assert_string_equal(find(&s, "CHIDORI_WORKER"), "/bin/w");
         assert_string_equal(find(&s, "PATH"), "/usr/bin");
-        grants_strv_free(&s);
+        strv_clear(&s);
 }
 
 int main(void)

@@ -360,6 +360,68 @@ static void pending_one_at_a_time(void **state)
         evloop_free(loop);
 }
 
+/* call.cancel withdraws a parked call (the one being asked: the next is
+ * asked), an input wait and a timer: each is answered AbortError at once,
+ * the sink hears "cancelled", and a finished or unknown id is a no-op. */
+static void cancel_withdraws(void **state)
+{
+        (void)state;
+        struct evloop *loop = NULL;
+        struct err *e = NULL;
+        assert_int_equal(evloop_new(&loop, &e), 0);
+        struct t t;
+        t_init(&t, loop, ask_ws);
+        t_start(&t);
+        w_ready(&t);
+        w_send(&t, "{\"type\":\"call\",\"id\":1,\"op\":\"workspace.write\",\"args\":{\"path\":\"a\",\"data_base64\":\"eA==\"}}");
+        w_send(&t, "{\"type\":\"call\",\"id\":2,\"op\":\"workspace.write\",\"args\":{\"path\":\"b\",\"data_base64\":\"eA==\"}}");
+        w_send(&t, "{\"type\":\"call\",\"id\":3,\"op\":\"input\",\"args\":{\"prompt\":\"name?\"}}");
+        w_send(&t, "{\"type\":\"call\",\"id\":4,\"op\":\"timer.wait\",\"args\":{\"ms\":60000}}");
+        for (int i = 0; i < 20; i++)
+                pump(loop, 5);
+        assert_int_equal(t.rec.napprovals, 1);
+        assert_int_equal(t.rec.approvals[0], 1);
+        assert_int_equal(t.rec.ninputs, 1);
+        bool ok;
+        char msg[256];
+        /* The approval being asked, withdrawn: AbortError, then the cancel's own answer. */
+        w_send(&t, "{\"type\":\"call\",\"id\":5,\"op\":\"call.cancel\",\"args\":{\"id\":1}}");
+        assert_int_equal(w_result(&t, &ok, msg, sizeof(msg)), 1);
+        assert_false(ok);
+        assert_string_equal(msg, "This operation was aborted");
+        assert_int_equal(w_result(&t, &ok, msg, sizeof(msg)), 5);
+        assert_true(ok);
+        run_idle(loop);
+        assert_int_equal(t.rec.napprovals, 2); /* the next parked call is asked now */
+        assert_int_equal(t.rec.approvals[1], 2);
+        assert_int_equal(session_approve(t.s, 1, true, "x", &e), -1); /* no longer waiting */
+        err_free(e);
+        e = NULL;
+        /* The input wait and the timer. */
+        w_send(&t, "{\"type\":\"call\",\"id\":6,\"op\":\"call.cancel\",\"args\":{\"id\":3}}");
+        assert_int_equal(w_result(&t, &ok, msg, sizeof(msg)), 3);
+        assert_false(ok);
+        assert_int_equal(w_result(&t, &ok, msg, sizeof(msg)), 6);
+        w_send(&t, "{\"type\":\"call\",\"id\":7,\"op\":\"call.cancel\",\"args\":{\"id\":4}}");
+        assert_int_equal(w_result(&t, &ok, msg, sizeof(msg)), 4);
+        assert_false(ok);
+        assert_int_equal(w_result(&t, &ok, msg, sizeof(msg)), 7);
+        /* A finished id: a no-op answered false. */
+        w_send(&t, "{\"type\":\"call\",\"id\":8,\"op\":\"call.cancel\",\"args\":{\"id\":4}}");
+        cJSON *j = w_recv(&t);
+        assert_int_equal((int64_t)cJSON_GetObjectItem(j, "id")->valuedouble, 8);
+        assert_true(cJSON_IsFalse(cJSON_GetObjectItem(j, "value")));
+        cJSON_Delete(j);
+        assert_non_null(strstr(t.rec.decisions, "1:cancelled"));
+        assert_non_null(strstr(t.rec.decisions, "3:cancelled"));
+        assert_non_null(strstr(t.rec.decisions, "4:cancelled"));
+        w_send(&t, "{\"type\":\"done\",\"ok\":true,\"value\":null}");
+        run_until_ended(&t);
+        assert_int_equal(session_outcome(t.s)->end, SESSION_END_DONE_OK);
+        t_free(&t);
+        evloop_free(loop);
+}
+
 /* chidori.input without --answers: the sink is asked; session_input answers. */
 static void input_from_the_sink(void **state)
 {
@@ -642,7 +704,7 @@ static void slow_setup(void)
         assert_true(effects_table.nfamilies < 15);
         memcpy(slow_families, effects_table.families, effects_table.nfamilies * sizeof(slow_families[0]));
         slow_families[effects_table.nfamilies] =
-                (struct effect_family){ "test", NULL, slow_fds, slow_perform, NULL };
+                (struct effect_family){ "test", NULL, slow_fds, slow_perform, NULL, NULL };
         slow_table = (struct effect_table){ slow_find, slow_families, effects_table.nfamilies + 1 };
 }
 
@@ -907,6 +969,7 @@ int main(void)
                 cmocka_unit_test(replay_divergence),     cmocka_unit_test(resume_then_live),
                 cmocka_unit_test(two_sessions_one_loop), cmocka_unit_test(spawn_failure),
                 cmocka_unit_test(family_completion_order), cmocka_unit_test(pause_then_resume),
+                cmocka_unit_test(cancel_withdraws),
                 cmocka_unit_test(evloop_timers_and_deferred), cmocka_unit_test(evloop_removed_watcher_is_not_called),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
