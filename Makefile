@@ -151,7 +151,8 @@ $(BUILD)/chidori-worker: $(BUILD)/obj/engine/worker.o $(ENGINE_OBJ) $(call obj,c
 BROKER_CORE_OBJ := $(call obj,broker/lockdown.c $(CHAN_SRC) common/err.c) $(BUILD)/obj/gen/seccomp_bpf.o
 BROKER_OBJ := $(BROKER_CORE_OBJ) \
               $(call obj,broker/main.c $(BROKER_LIB_SRC) $(filter-out common/err.c,$(COMMON_SRC)) $(PROTO_SRC) \
-                $(RUNTIME_SRC) $(POLICY_SRC) $(filter-out $(NET_SRC),$(EFFECTS_SRC)) cli/report.c cli/sink.c sandbox/seccomp.c)
+                $(RUNTIME_SRC) $(POLICY_SRC) $(filter-out $(NET_SRC),$(EFFECTS_SRC)) cli/report.c cli/sink.c sandbox/seccomp.c \
+                sandbox/tz.c)
 BROKER_LIBS = $(call libs_of,libcjson sqlite3 libseccomp) -lpthread -ldl -lm
 $(BUILD)/chidori-broker: $(BROKER_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(BROKER_LIBS)

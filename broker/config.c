@@ -30,6 +30,9 @@
 #include "runtime/journal.h"
 #include "policy/policy.h"
 #include "runtime/evloop.h"
+#include "common/budget.h"
+#include "runtime/header.h"
+#include "sandbox/tz.h"
 #include "runtime/outcome.h"
 #include "runtime/session.h"
 #include "sandbox/seccomp.h"
@@ -63,14 +66,15 @@ static const struct key {
         enum key_kind kind;
         size_t off;
 } keys[] = {
-        KEY("agent", K_STR, agent), KEY("agent_dir", K_STR, agent_dir), KEY("run_id", K_STR, run_id),
+        KEY("agent", K_STR, agent), KEY("agent_dir", K_STR, agent_dir), KEY("agent_path", K_STR, agent_path), KEY("run_id", K_STR, run_id),
         KEY("deadline_ms", K_NUM, deadline_ms), KEY("js_deadline_ms", K_NUM, js_deadline_ms),
         KEY("cpu_secs", K_NUM, cpu_secs), KEY("json", K_FLAG, json), KEY("quiet", K_FLAG, quiet),
         KEY("untrusted", K_FLAG, untrusted), KEY("trusted", K_FLAG, trusted),
         KEY("policy_profile", K_STR, policy_profile), KEY("policy_inline", K_STR, policy_inline),
         KEY("state_dir", K_STR, state_dir), KEY("mem_ns", K_STR, mem_ns), KEY("input", K_STR, input),
         KEY("journal_fd", K_FD, journal_fd), KEY("replay_fd", K_FD, replay_fd),
-        KEY("replay_agent_given", K_FLAG, replay_agent_given),
+        KEY("replay_agent_given", K_FLAG, replay_agent_given), KEY("replay_file", K_STR, replay_file), KEY("agent_from_journal", K_FLAG, agent_from_journal),
+        KEY("virtual_time", K_FLAG, virtual_time), KEY("max_timers", K_NUM, max_timers),
         KEY("input_file", K_STR, input_file), KEY("input_fd", K_FD, input_fd),
         KEY("answers_file", K_STR, answers_file), KEY("answers_fd", K_FD, answers_fd),
         KEY("policy_file", K_STR, policy_file), KEY("policy_fd", K_FD, policy_fd),
@@ -147,10 +151,15 @@ static int config_one(const char *kv, struct broker_config *c, struct err **err)
 /* The checks between keys. */
 static int config_check(const struct broker_config *c, struct err **err)
 {
-        if (!c->agent || !c->agent[0] || c->agent[0] == '/')
+        if (c->agent_from_journal) {
+                if (c->agent || c->agent_dir || c->replay_fd < 0)
+                        return err_set(err, 0, "config: agent_from_journal goes with replay_fd and without agent, "
+                                               "agent_dir");
+        } else if (!c->agent || !c->agent[0] || c->agent[0] == '/') {
                 return err_set(err, 0, "config: no agent (a path relative to the agent folder)");
-        if (!c->agent_dir || c->agent_dir[0] != '/')
+        } else if (!c->agent_dir || c->agent_dir[0] != '/') {
                 return err_set(err, 0, "config: no agent_dir (an absolute path)");
+        }
         if (c->journal_fd >= 0 && c->replay_fd >= 0)
                 return err_set(err, 0, "config: journal_fd and replay_fd together (a replay writes no journal)");
         if (c->state_dir && c->state_dir[0] != '/')
@@ -218,7 +227,10 @@ struct run {
         struct workspace *ws;
         struct ssrf_allow *allow;
         struct llm_config *llm;
-        bool no_jit;
+        bool no_jit, virtual_time;
+        char *agent_abs;           /* agent_from_journal: the header's agent */
+        char *agent_dir_buf;       /* agent_from_journal: its folder, its name */
+        const char *tz;            /* the box's zone (a replay's: the header's) */
 };
 
 static void on_stop(void *arg, int sig)
@@ -253,26 +265,16 @@ static void on_running(void *arg)
 static void journal_header(struct run *r, const char *script)
 {
         const struct broker_config *c = r->c;
-        char ts[40], agent[4200];
-        utc_iso8601(ts, sizeof(ts));
+        char agent[4200];
         sha256_hex(script, strlen(script), r->sha256);
-        snprintf(agent, sizeof(agent), "%s/%s", c->agent_dir, c->agent);
+        snprintf(agent, sizeof(agent), "%s%s%s", c->agent_dir, strcmp(c->agent_dir, "/") ? "/" : "", c->agent);
         const char *slash = strrchr(c->agent, '/');
-        cJSON *h = cJSON_CreateObject();
-        cJSON_AddStringToObject(h, "type", "header");
-        cJSON_AddStringToObject(h, "chidori", CHIDORI_VERSION);
-        cJSON_AddNumberToObject(h, "protocol", 1);
-        cJSON_AddStringToObject(h, "run_id", c->run_id);
-        cJSON_AddStringToObject(h, "agent", agent);
-        cJSON_AddStringToObject(h, "agent_sha256", r->sha256);
-        cJSON_AddStringToObject(h, "filename", slash ? slash + 1 : c->agent);
-        cJSON_AddStringToObject(h, "memory_ns", r->ns);
-        cJSON_AddStringToObject(h, "tz", c->tz && c->tz[0] ? c->tz : "UTC"); /* replay runs in the same zone */
-        cJSON_AddStringToObject(h, "values", "exact");
-        cJSON_AddItemToObject(h, "input", cJSON_Duplicate(r->input, 1));
-        if (r->env) /* process.env: replay hands the agent the same values */
-                cJSON_AddItemToObject(h, "env", cJSON_Duplicate(r->env, 1));
-        cJSON_AddStringToObject(h, "started", ts);
+        const struct journal_header_info info = {
+                .version = CHIDORI_VERSION, .run_id = c->run_id, .agent = agent, .agent_sha256 = r->sha256,
+                .filename = slash ? slash + 1 : c->agent, .memory_ns = r->ns, .tz = c->tz,
+                .virtual_time = c->virtual_time, .input = r->input, .env = r->env,
+        };
+        cJSON *h = journal_header_line(&info);
         journal_file_ops.header(r->journal, h, NULL);
         cJSON_Delete(h);
 }
@@ -284,15 +286,15 @@ static void journal_end(struct run *r, const struct session_outcome *o, int code
         cJSON_Delete(e);
 }
 
-static int load_agent(int chan, const struct broker_config *c, char **ret, struct err **err)
+static int load_agent(int chan, const struct broker_config *c, const struct run *r, char **ret, struct err **err)
 {
-        int fd = chan_boxes_open(chan, c->agent, err);
+        int fd = r->agent_abs ? chan_boxes_open_agent(chan, r->agent_abs, err) : chan_boxes_open(chan, c->agent, err);
         if (fd < 0)
                 return -1;
         size_t len = 0;
-        int r = read_fd(fd, c->agent, AGENT_MAX, ret, &len, err);
+        int rc = read_fd(fd, c->agent, AGENT_MAX, ret, &len, err);
         close(fd);
-        return r;
+        return rc;
 }
 
 static int run_session(int chan, const struct broker_config *c, struct run *r, char *script, int *ret_code,
@@ -309,6 +311,7 @@ static int run_session(int chan, const struct broker_config *c, struct run *r, c
         r->cb = &cb;
         cb.no_jit = r->no_jit;
         cb.cpu_budget_ms = c->js_deadline_ms;
+        cb.tz = r->tz;
         cb.on_stop = on_stop;
         cb.on_broken = on_broken;
         cb.cb_arg = r;
@@ -338,7 +341,9 @@ static int run_session(int chan, const struct broker_config *c, struct run *r, c
                         .max_log = (uint64_t)c->max_log, .max_journal = (uint64_t)c->max_journal,
                         .max_vfs = (uint64_t)c->max_vfs, .max_memory_store = (uint64_t)c->max_memory_store,
                         .max_workspace_write = (uint64_t)c->max_workspace_write,
+                        .max_timers = (uint64_t)c->max_timers,
                 },
+                .virtual_time = r->virtual_time,
                 .auto_approve = c->auto_approve,
                 .workspace = r->ws,
                 .http_allow = r->allow,
@@ -543,17 +548,83 @@ static void close_read_fds(const struct broker_config *c)
                         close((int)fds[i]);
 }
 
+/* What a replay takes from the journal's header, as chidori replay does:
+ * the zone, the clock, process.env, and (agent_from_journal) the agent. */
+static int replay_settings(struct broker_config *c, struct run *r, const cJSON *h, int *code, struct err **err)
+{
+        *code = EXIT_USAGE;
+        const cJSON *tz = cJSON_GetObjectItemCaseSensitive(h, "tz");
+        if (tz && !cJSON_IsString(tz))
+                return err_set(err, 0, "replay: the journal header's \"tz\" is not a string");
+        r->tz = tz ? tz->valuestring : NULL; /* journals from before --tz: UTC */
+        struct err *te = NULL;
+        if (tz_check(r->tz, &te) < 0) {
+                err_set(err, 0, "replay: the journal's time zone %s", err_msg(te));
+                err_free(te);
+                return -1;
+        }
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(h, "time");
+        r->virtual_time = !cJSON_IsString(t) || strcmp(t->valuestring, "real") != 0;
+        c->virtual_time = r->virtual_time;
+        c->tz = r->tz;
+        const cJSON *env = cJSON_GetObjectItemCaseSensitive(h, "env"), *ev;
+        if (env && !cJSON_IsObject(env))
+                return err_set(err, 0, "replay: the journal header's \"env\" is not an object");
+        cJSON_ArrayForEach(ev, env)
+        {
+                if (!cJSON_IsString(ev))
+                        return err_set(err, 0, "replay: the journal header's \"env\" has a value that is not a string");
+        }
+        cJSON_Delete(r->env);
+        r->env = env ? cJSON_Duplicate(env, 1) : NULL;
+        if (env && !r->env)
+                return err_set(err, ENOMEM, "replay");
+        if (!c->agent_from_journal)
+                return 0;
+        const cJSON *agent = cJSON_GetObjectItemCaseSensitive(h, "agent");
+        if (!cJSON_IsString(agent))
+                return err_set(err, 0, "replay: the journal header names no agent; pass --agent FILE");
+        if (strcmp(agent->valuestring, "-") == 0)
+                return err_set(err, 0, "replay: the journal's agent was read from stdin; give it again with --agent "
+                                       "FILE, or --agent - to read it from stdin");
+        const char *p = agent->valuestring;
+        const char *slash = strrchr(p, '/');
+        if (p[0] != '/' || !slash[1] || strlen(p) >= CHAN_PATH_MAX)
+                return err_set(err, 0, "replay: the journal header's agent '%.200s' is not an absolute file path; "
+                                       "pass --agent FILE", p);
+        r->agent_abs = strdup(p);
+        r->agent_dir_buf = strdup(p);
+        if (!r->agent_abs || !r->agent_dir_buf)
+                return err_set(err, ENOMEM, "replay");
+        char *d = r->agent_dir_buf, *ds = strrchr(d, '/');
+        *ds = '\0';
+        c->agent_dir = ds == d ? "/" : d;
+        c->agent = ds + 1;
+        *code = EXIT_PROTOCOL;
+        return 0;
+}
+
 /* What the run reads besides the agent (after COMMIT: a journal and the
  * memory store hold what agents wrote): the replay source, the input, the
  * memory namespace and store, the journal.  *code is set for a failure
  * that is not EXIT_PROTOCOL. */
 static int open_inputs(struct broker_config *c, struct run *r, int *code, struct err **err)
 {
-        if (c->replay_fd >= 0 && replay_open_fd((int)c->replay_fd, "the journal", 0, NULL, &r->replay, err) < 0) {
+        struct budget load = {
+                .deadline_at = c->deadline_ms > 0 ? mono_ms() + (double)c->deadline_ms : 0, .stop = &r->stop,
+        };
+        if (c->replay_fd >= 0 &&
+            replay_open_fd((int)c->replay_fd, c->replay_file ? c->replay_file : "the journal",
+                           (uint64_t)c->max_journal, &load, &r->replay, err) < 0) {
                 *code = EXIT_USAGE;
                 return err_wrap(err, "replay");
         }
+        c->replay_fd = -1; /* the replay owns it now */
         const cJSON *h = r->replay ? replay_header(r->replay) : NULL;
+        r->tz = c->tz;
+        r->virtual_time = c->virtual_time;
+        if (h && replay_settings(c, r, h, code, err) < 0)
+                return -1;
         const cJSON *hin = h ? cJSON_GetObjectItemCaseSensitive(h, "input") : NULL;
         const cJSON *hid = h ? cJSON_GetObjectItemCaseSensitive(h, "run_id") : NULL;
         if (cJSON_IsString(hid))
@@ -566,7 +637,7 @@ static int open_inputs(struct broker_config *c, struct run *r, int *code, struct
                 return err_set(err, ENOMEM, "config: input");
         if (c->mem_ns)
                 r->ns = strdup(c->mem_ns);
-        else if (asprintf(&r->ns, "%s/%s", c->agent_dir, c->agent) < 0)
+        else if (asprintf(&r->ns, "%s%s%s", c->agent_dir, strcmp(c->agent_dir, "/") ? "/" : "", c->agent) < 0)
                 r->ns = NULL;
         if (!r->ns)
                 return err_set(err, ENOMEM, "config");
@@ -581,17 +652,20 @@ static int open_inputs(struct broker_config *c, struct run *r, int *code, struct
 static int replay_same_agent(const struct run *r, const char *script, struct err **err)
 {
         const cJSON *sha = cJSON_GetObjectItemCaseSensitive(replay_header(r->replay), "agent_sha256");
-        char now[65];
+        const struct broker_config *c = r->c;
+        char now[65], full[4200];
+        snprintf(full, sizeof(full), "%s%s%s", c->agent_dir, strcmp(c->agent_dir, "/") ? "/" : "", c->agent);
+        const char *path = r->agent_abs ? r->agent_abs : c->agent_path ? c->agent_path : full;
         sha256_hex(script, strlen(script), now);
-        if (cJSON_IsString(sha) && strcmp(sha->valuestring, now) != 0 && r->c->replay_agent_given) {
-                fprintf(stderr, "chidori: replay: warning: %s/%s differs from the recorded agent (sha256 %s, journal "
+        if (cJSON_IsString(sha) && strcmp(sha->valuestring, now) != 0 && c->replay_agent_given) {
+                fprintf(stderr, "chidori: replay: warning: %s differs from the recorded agent (sha256 %s, journal "
                                 "has %s); replaying it anyway because --agent names it\n",
-                        r->c->agent_dir, r->c->agent, now, sha->valuestring);
+                        path, now, sha->valuestring);
                 return 0;
         }
         if (cJSON_IsString(sha) && strcmp(sha->valuestring, now) != 0)
                 return err_set(err, 0, "replay: %s has changed since the journal was recorded (sha256 %s, journal "
-                                       "has %s); replay needs the same agent", r->c->agent, now, sha->valuestring);
+                                       "has %s); replay needs the same agent", path, now, sha->valuestring);
         return 0;
 }
 
@@ -639,12 +713,21 @@ int broker_run(int chan, int config_fd)
         close_read_fds(&c);
         /* The operator's configuration is parsed: commit to what may be
          * spawned before reading anything an agent wrote. */
-        if (chan_boxes_commit(chan, 0, c.agent_dir, NULL, 0, NULL, 0, NULL, 0, &e) < 0)
+        if (chan_boxes_commit(chan, 0, c.agent_from_journal ? "" : c.agent_dir, NULL, 0, NULL, 0, NULL, 0, &e) < 0)
                 goto fail;
         if (open_inputs(&c, &r, &code, &e) < 0)
                 goto fail_code;
-        if (load_agent(chan, &c, &script, &e) < 0)
-                goto fail;
+        if (load_agent(chan, &c, &r, &script, &e) < 0) {
+                /* chidori run's words for the agent it could not read. */
+                code = r.agent_abs ? EXIT_USAGE : EXIT_PROTOCOL;
+                if (r.agent_abs) {
+                        struct err *w = NULL;
+                        err_set(&w, e->errnum, "replay: load agent: open '%s'", r.agent_abs);
+                        err_free(e);
+                        e = w;
+                }
+                goto fail_code;
+        }
         if (r.replay && replay_same_agent(&r, script, &e) < 0) {
                 code = EXIT_AGENT_ERROR;
                 goto fail_code;
@@ -681,6 +764,8 @@ out:
                 net_api(NULL)->llm_config_clear(r.llm);
         free(r.llm);
         free(r.ns);
+        free(r.agent_abs);
+        free(r.agent_dir_buf);
         chan_blob_unmap(&blob);
         return code;
 }

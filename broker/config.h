@@ -6,6 +6,7 @@
  * malformed value is an error: the monitor wrote it):
  *   agent=REL            the agent file, beneath the agent folder (OPEN_AGENT_FILE)
  *   agent_dir=/ABS       the agent folder (the COMMIT names it)
+ *   agent_path=PATH      the agent as the operator named it, for messages
  *   run_id=run-HEX       the run's id
  *   deadline_ms=N        the run's deadline (0: none)
  *   js_deadline_ms=N     the engine's CPU budget (0: none; absent: 60000, or
@@ -28,8 +29,13 @@
  *   replay_fd=N          replay this journal (a descriptor the monitor opened for
  *                        reading): the agent must be the recorded one, the input
  *                        and run id are the journal's, no call is performed
+ *   replay_file=PATH     the journal's path as the operator gave it (messages)
  *   replay_agent_given=0|1  replay's --agent named the agent: a changed one is
  *                        replayed with a warning instead of refused
+ *   agent_from_journal=1 replay without --agent: no agent/agent_dir; the agent
+ *                        is the journal header's, asked of the monitor by
+ *                        OPEN_AGENT (an absolute path) once the header is read
+ *   virtual_time=0|1     --virtual-time (a replay takes the journal's clock)
  *   answers_file=PATH, answers_fd=N   --answers: its path (for messages) and
  *                        the descriptor the monitor opened
  *   policy_file=PATH, policy_fd=N | policy_errno=E   CHIDORI_POLICY_FILE: its
@@ -38,8 +44,10 @@
  *   tools_file=PATH, tools_fd=N | tools_errno=E      --tools, the same way
  *   workspace=/ABS       --workspace (attached at its path by the monitor)
  *   max_calls=N, max_queue=N, max_log=N, max_journal=N, max_vfs=N,
- *   max_memory_store=N, max_workspace_write=N   the parent's limits (0: default)
- *   tz=ZONE              --tz, for the journal's header ("" or absent: UTC)
+ *   max_memory_store=N, max_workspace_write=N, max_timers=N   the parent's
+ *                        limits (0: default)
+ *   tz=ZONE              --tz: the box's zone, in the journal's header ("" or
+ *                        absent: UTC; a replay takes the journal's)
  *   env=NAME=VALUE       one entry of process.env (--env); repeatable
  *   allow_host=SPEC      --allow-host; repeatable
  *   llm=CHIDORI_LLM_NAME=VALUE   the model provider's settings (docs/llm.md),
@@ -64,18 +72,19 @@
 
 struct broker_config {
         const char *agent, *agent_dir, *run_id;
+        const char *agent_path;            /* as the operator named it (messages); NULL: agent_dir/agent */
         long deadline_ms, js_deadline_ms, cpu_secs;
         long jit;                          /* -1 auto, 0, 1 */
-        bool json, quiet, untrusted, trusted, replay_agent_given, auto_approve;
+        bool json, quiet, untrusted, trusted, replay_agent_given, auto_approve, virtual_time, agent_from_journal;
         const char *policy_profile, *policy_inline;
         const char *state_dir, *mem_ns, *input;
         long journal_fd;                   /* -1: none */
         long replay_fd;                    /* -1: none */
-        const char *answers_file, *policy_file, *tools_file, *input_file;
+        const char *answers_file, *policy_file, *tools_file, *input_file, *replay_file;
         long answers_fd, policy_fd, tools_fd, tty_fd, input_fd, net_lib_fd, input_arg_fd; /* -1: none */
         long policy_errno, tools_errno;
         const char *workspace, *tz;
-        long max_calls, max_queue, max_log, max_journal, max_vfs, max_memory_store, max_workspace_write;
+        long max_calls, max_queue, max_log, max_journal, max_vfs, max_memory_store, max_workspace_write, max_timers;
         long http_max_response, http_timeout_ms;
         const char *pids_source;           /* "--pids 8" etc., for the pids-too-low report */
         long pids_max;

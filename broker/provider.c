@@ -205,6 +205,8 @@ static int spawn(void *arg, struct evloop *loop, const struct box_request *req, 
         m.spawn.n_argv = 1;
         m.spawn.jit = o->no_jit ? 0 : 1;
         m.spawn.cpu_budget_ms = o->cpu_budget_ms > 0 ? (uint64_t)o->cpu_budget_ms : 0;
+        if (o->tz && strlen(o->tz) < sizeof(m.spawn.tz))
+                memcpy(m.spawn.tz, o->tz, strlen(o->tz) + 1);
         if (req->deadline_at > 0) {
                 double left = ceil(req->deadline_at - mono_ms());
                 m.spawn.deadline_ms = left < 1 ? 1 : left > (double)UINT32_MAX ? UINT32_MAX : (uint32_t)left;
@@ -347,6 +349,21 @@ int chan_boxes_open(int chan, const char *rel, struct err **err)
                 return -1;
         if (m.opened.errnum)
                 return err_set(err, m.opened.errnum, "agent file '%s'", rel);
+        return fd;
+}
+
+int chan_boxes_open_agent(int chan, const char *abs, struct err **err)
+{
+        union chan_msg m;
+        chan_init(&m, CHAN_OPEN_AGENT, 1);
+        if (strlen(abs) >= sizeof(m.open_agent.path))
+                return err_set(err, ENAMETOOLONG, "agent file '%s'", abs);
+        memcpy(m.open_agent.path, abs, strlen(abs) + 1);
+        int fd = -1;
+        if (chan_send(chan, &m, NULL, 0, err) < 0 || recv_one(chan, CHAN_OPENED, &m, &fd, err) < 0)
+                return -1;
+        if (m.opened.errnum)
+                return err_set(err, m.opened.errnum, "agent file '%s'", abs);
         return fd;
 }
 

@@ -46,12 +46,17 @@ struct chan_boxes {
          * only when it narrows the operator's posture): */
         bool no_jit;                       /* the JIT off */
         long cpu_budget_ms;                /* the engine's CPU budget; 0: the monitor's */
+        const char *tz;                    /* the box's zone (a replay's: the journal's); NULL: the monitor's */
 };
 
 /* Watch `chan` on `loop` and fill o->provider.  Set on_stop/on_broken/cb_arg after. */
 int chan_boxes_init(struct chan_boxes *o, int chan, struct evloop *loop, struct err **err);
 /* Stop watching; boxes not ended are forgotten (their events never come). */
 void chan_boxes_free(struct chan_boxes *o);
+
+/* OPEN_AGENT (chidori replay without --agent): the journal's agent, an
+ * absolute path; the file's descriptor, or -1 with err.  Blocking. */
+int chan_boxes_open_agent(int chan, const char *abs, struct err **err);
 
 /* HELLO, then WELCOME (its flags in *ret_flags).  Blocking; before the loop. */
 int chan_boxes_hello(int chan, unsigned *ret_flags, struct err **err);

@@ -23,6 +23,7 @@ static const struct {
         { CHAN_OPEN_AGENT_FILE, "OPEN_AGENT_FILE", sizeof(struct chan_open_agent_file), CHAN_FROM_BROKER },
         { CHAN_KILL, "KILL", sizeof(struct chan_kill), CHAN_FROM_BROKER },
         { CHAN_RESULT, "RESULT", sizeof(struct chan_result), CHAN_FROM_BROKER },
+        { CHAN_OPEN_AGENT, "OPEN_AGENT", sizeof(struct chan_open_agent), CHAN_FROM_BROKER },
         { CHAN_WELCOME, "WELCOME", sizeof(struct chan_welcome), CHAN_FROM_MONITOR },
         { CHAN_SPAWNED, "SPAWNED", sizeof(struct chan_spawned), CHAN_FROM_MONITOR },
         { CHAN_SPAWN_FAILED, "SPAWN_FAILED", sizeof(struct chan_spawn_failed), CHAN_FROM_MONITOR },
@@ -150,6 +151,17 @@ static int check_fields(const union chan_msg *m, struct err **err)
                                      CHAN_PATH_MAX);
                 if (p[0] == '\0' || p[0] == '/')
                         return PROTO("OPEN_AGENT_FILE: the path must be relative and not empty");
+                return 0;
+        }
+        case CHAN_OPEN_AGENT: {
+                const char *p = m->open_agent.path;
+                if (!terminated(p, CHAN_PATH_MAX))
+                        return PROTO("OPEN_AGENT: the path is not NUL-terminated within %d bytes", CHAN_PATH_MAX);
+                if (p[0] != '/' || p[1] == '\0')
+                        return PROTO("OPEN_AGENT: the path must be absolute and name a file");
+                for (const char *d = p; (d = strstr(d, "..")); d += 2)
+                        if (d[-1] == '/' && (d[2] == '/' || d[2] == '\0'))
+                                return PROTO("OPEN_AGENT: the path has a '..' component");
                 return 0;
         }
         case CHAN_OPENED:

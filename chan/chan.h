@@ -13,7 +13,7 @@
  * the receiver treats the peer as broken (the monitor kills the run, exit 70).
  *
  * broker -> monitor: HELLO, COMMIT (once, first after HELLO: the spawn
- * allowlist), SPAWN, OPEN_AGENT_FILE, KILL, RESULT.
+ * allowlist), SPAWN, OPEN_AGENT_FILE, OPEN_AGENT (replay), KILL, RESULT.
  * monitor -> broker: WELCOME (answer to HELLO), SPAWNED, SPAWN_FAILED,
  * OPENED, BOX_ENDED, STOP.  docs/architecture.md lists them with their
  * fields and descriptors.
@@ -52,6 +52,7 @@ enum chan_type {
         CHAN_OPEN_AGENT_FILE,
         CHAN_KILL,
         CHAN_RESULT,
+        CHAN_OPEN_AGENT,
         /* monitor -> broker */
         CHAN_WELCOME = 64,
         CHAN_SPAWNED,
@@ -148,6 +149,15 @@ struct chan_open_agent_file {
         char path[CHAN_PATH_MAX];      /* relative, NUL-terminated, not empty */
 };
 
+/* OPEN_AGENT: `chidori replay` without --agent only (the monitor refuses it
+ * otherwise, and a second time): the agent the journal's header names, an
+ * absolute path without "..".  The monitor opens it (a regular file) and
+ * makes its folder the agent folder; answer OPENED. */
+struct chan_open_agent {
+        struct chan_hdr h;
+        char path[CHAN_PATH_MAX];      /* absolute, NUL-terminated */
+};
+
 /* OPENED: 1 fd when errnum == 0, else none. */
 struct chan_opened {
         struct chan_hdr h;
@@ -204,6 +214,7 @@ union chan_msg {
         struct chan_spawned spawned;
         struct chan_spawn_failed spawn_failed;
         struct chan_open_agent_file open_agent_file;
+        struct chan_open_agent open_agent;
         struct chan_opened opened;
         struct chan_kill kill;
         struct chan_result result;

@@ -116,7 +116,7 @@ int handover_run(struct handover *h, const struct handover_run *r)
                 return fail("the broker's user", e, err_code(e) == BROKER_E_USAGE ? EXIT_USAGE : EXIT_PROTOCOL);
         if (chan_blob_create("config", (const char *const *)h->strs, h->n, &s.config_fd, &e) < 0)
                 return fail("the broker's configuration", e, EXIT_PROTOCOL);
-        int agent_dirfd = open(r->agent_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        int agent_dirfd = r->agent_dir ? open(r->agent_dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
         struct broker b;
         int rc = monitor_start_broker(&s, &b, &e);
         close(s.config_fd);
@@ -134,7 +134,8 @@ int handover_run(struct handover *h, const struct handover_run *r)
         cli_boxes_init(&boxes, &so, NULL);
         struct monitor_serve ms = {
                 .chan = b.chan, .boxes = &boxes.provider, .exit_fd = cli_boxes_exit_fd,
-                .agent_dirfd = agent_dirfd, .deadline_ms = r->sb->deadline_ms, .broker_pidfd = b.pidfd,
+                .agent_dirfd = agent_dirfd, .agent_dir = r->agent_dir, .agent_from_broker = r->agent_from_broker,
+                .deadline_ms = r->sb->deadline_ms, .broker_pidfd = b.pidfd,
                 .stop = &launcher_stop_signal,
                 .welcome_flags = (b.mode == BROKER_ROOTLESS ? CHAN_WELCOME_ROOTLESS : 0) |
                                  (b.mode == BROKER_UID0 ? CHAN_WELCOME_UID0 : 0),

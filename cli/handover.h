@@ -35,7 +35,8 @@ void handover_free(struct handover *h);
 struct handover_run {
         const struct sandbox_opts *sb;     /* the operator's box options */
         const char *run_id;                /* the cgroup leaf's suffix (hex) */
-        const char *agent_dir;             /* absolute: OPEN_AGENT_FILE beneath it */
+        const char *agent_dir;             /* absolute: OPEN_AGENT_FILE beneath it; NULL: agent_from_broker */
+        bool agent_from_broker;            /* chidori replay without --agent (monitor/serve.h) */
         const char *state_dir, *workspace; /* absolute or NULL: attached read-write */
         const char *broker_user;           /* --broker-user, or NULL */
 };

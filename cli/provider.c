@@ -125,6 +125,8 @@ static int spawn(void *arg, struct evloop *loop, const struct box_request *req, 
                 sb.jit = 0;
         if (req->cpu_budget_ms > 0 && (sb.engine_cpu_ms <= 0 || req->cpu_budget_ms < sb.engine_cpu_ms))
                 sb.engine_cpu_ms = req->cpu_budget_ms;
+        if (req->tz)
+                sb.tz = req->tz;
         so.sandbox = &sb;
         int sr = spawn_worker(&so, &b->w, &serr);
         memcpy(o->spawn->banner, so.banner, sizeof(so.banner));

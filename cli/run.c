@@ -30,6 +30,7 @@
 #include "proto/json.h"
 #include "runtime/evloop.h"
 #include "runtime/journal.h"
+#include "runtime/header.h"
 #include "runtime/outcome.h"
 #include "sandbox/seccomp.h"
 #include "sandbox/tz.h"
@@ -256,29 +257,13 @@ static void run_ctx_free(struct run_ctx *c)
 
 static void journal_header(struct run_ctx *c, const char *tz, bool virtual_time)
 {
-        char ts[40];
-        utc_iso8601(ts, sizeof(ts));
-        cJSON *h = cJSON_CreateObject();
-        cJSON_AddStringToObject(h, "type", "header");
-        cJSON_AddStringToObject(h, "chidori", CHIDORI_VERSION);
-        cJSON_AddNumberToObject(h, "protocol", 1);
-        cJSON_AddStringToObject(h, "run_id", c->run_id);
-        cJSON_AddStringToObject(h, "agent", c->agent.abspath ? c->agent.abspath : "-"); /* "-": read from stdin */
-        cJSON_AddStringToObject(h, "agent_sha256", c->agent.sha256);
-        cJSON_AddStringToObject(h, "filename", c->agent.filename);
-        cJSON_AddStringToObject(h, "memory_ns", c->ns);
-        cJSON_AddStringToObject(h, "tz", tz ? tz : TZ_DEFAULT); /* replay runs in the same zone */
-        /* The clock the run's timers used; replay uses the same.  Journals
-         * without it are older, from when timers were always virtual. */
-        cJSON_AddStringToObject(h, "time", virtual_time ? "virtual" : "real");
-        /* Values (args, results, input) are the JSON text the worker wrote,
-         * recorded as it is; replay compares args as text.  Journals
-         * without it are older: their values were printed again by cJSON. */
-        cJSON_AddStringToObject(h, "values", "exact");
-        cJSON_AddItemToObject(h, "input", cJSON_Duplicate(c->input, 1));
-        if (c->env) /* process.env: replay hands the agent the same values */
-                cJSON_AddItemToObject(h, "env", cJSON_Duplicate(c->env, 1));
-        cJSON_AddStringToObject(h, "started", ts);
+        const struct journal_header_info info = {
+                .version = CHIDORI_VERSION, .run_id = c->run_id,
+                .agent = c->agent.abspath ? c->agent.abspath : "-", /* "-": read from stdin */
+                .agent_sha256 = c->agent.sha256, .filename = c->agent.filename, .memory_ns = c->ns, .tz = tz,
+                .virtual_time = virtual_time, .input = c->input, .env = c->env,
+        };
+        cJSON *h = journal_header_line(&info);
         journal_file_ops.header(c->journal, h, NULL);  /* a huge --input may pass --max-journal: then the first call stops */
         cJSON_Delete(h);
 }
@@ -1015,52 +1000,112 @@ fail:
         return -1;
 }
 
-static int run_broker(struct run_opts *o)
+/* What a run and a replay hand over alike: the run id, the engine's limits,
+ * the output, the policy's sources, the parent's limits. */
+static void handover_common(struct handover *h, const struct run_opts *o, const char *run_id)
 {
-        struct handover h;
-        handover_init(&h);
-        _cleanup_free_ char *agent = realpath(o->agent_path, NULL), *ws = NULL, *state = NULL;
-        char run_id[40];
-        int code = EXIT_USAGE;
+        handover_add(h, "run_id=%s", run_id);
+        if (o->sb.deadline_ms > 0)
+                handover_add(h, "deadline_ms=%ld", o->sb.deadline_ms);
+        if (o->js_deadline_ms >= 0)
+                handover_add(h, "js_deadline_ms=%ld", o->js_deadline_ms);
+        handover_add(h, "jit=%s", o->sb.jit < 0 ? "auto" : o->sb.jit ? "1" : "0");
+        handover_add(h, "cpu_secs=%ld", sandbox_cpu_secs(&o->sb, true));
+        char src[64];
+        pids_source(o, src, sizeof(src));
+        handover_add(h, "pids_source=%s", src);
+        handover_add(h, "pids_max=%llu", (unsigned long long)o->sb.pids_max);
+        handover_add(h, "json=%d", o->json);
+        handover_add(h, "quiet=%d", o->quiet);
+        handover_policy(h, o);
+        handover_limits(h, o);
+}
+
+/* The agent file as the operator named it: its folder and name, printed
+ * in agent_load's words when it cannot be resolved.  *ret owns both. */
+static int handover_agent(struct handover *h, const char *path, const char *who, char **ret)
+{
+        char *agent = realpath(path, NULL);
         if (!agent) {
                 /* agent_load's words (escaped: the path is the caller's). */
                 char msg[PATH_MAX + 128];
                 int e = errno;
-                snprintf(msg, sizeof(msg), e == ENOENT ? "agent file '%s' not found: %s" : "load agent: open '%s': %s",
-                         o->agent_path, strerror(e));
+                snprintf(msg, sizeof(msg), e == ENOENT ? "%sagent file '%s' not found: %s" : "%sload agent: open '%s': %s",
+                         who, path, strerror(e));
                 text_fput_line(stderr, "chidori: ", msg, strlen(msg));
-                goto out;
+                return -1;
         }
         char *slash = strrchr(agent, '/');
         *slash = '\0';
-        const char *dir = slash == agent ? "/" : agent;
+        handover_add(h, "agent=%s", slash + 1);
+        *ret = strdup(slash == agent ? "/" : agent);
+        free(agent);
+        if (!*ret)
+                return -1;
+        handover_add(h, "agent_dir=%s", *ret);
+        return 0;
+}
+
+static int run_broker(struct run_opts *o)
+{
+        struct handover h;
+        handover_init(&h);
+        _cleanup_free_ char *agent = NULL, *ws = NULL, *state = NULL;
+        char run_id[40];
+        int code = EXIT_USAGE;
+        if (handover_agent(&h, o->agent_path, "", &agent) < 0)
+                goto out;
         make_run_id(run_id);
-        handover_add(&h, "agent=%s", slash + 1);
-        handover_add(&h, "agent_dir=%s", dir);
-        handover_add(&h, "run_id=%s", run_id);
-        if (o->sb.deadline_ms > 0)
-                handover_add(&h, "deadline_ms=%ld", o->sb.deadline_ms);
-        if (o->js_deadline_ms >= 0)
-                handover_add(&h, "js_deadline_ms=%ld", o->js_deadline_ms);
-        handover_add(&h, "jit=%s", o->sb.jit < 0 ? "auto" : o->sb.jit ? "1" : "0");
-        handover_add(&h, "cpu_secs=%ld", sandbox_cpu_secs(&o->sb, true));
-        char src[64];
-        pids_source(o, src, sizeof(src));
-        handover_add(&h, "pids_source=%s", src);
-        handover_add(&h, "pids_max=%llu", (unsigned long long)o->sb.pids_max);
-        handover_add(&h, "json=%d", o->json);
-        handover_add(&h, "quiet=%d", o->quiet);
+        handover_common(&h, o, run_id);
         if (o->sb.tz)
                 handover_add(&h, "tz=%s", o->sb.tz);
+        if (o->virtual_time)
+                handover_add(&h, "virtual_time=1");
         if (o->mem_ns)
                 handover_add(&h, "mem_ns=%s", o->mem_ns);
-        handover_policy(&h, o);
-        handover_limits(&h, o);
         if (handover_grants(&h, o, &ws) < 0 || handover_io(&h, o) < 0 || handover_state_dir(o, &state) < 0)
                 goto out;
         handover_add(&h, "state_dir=%s", state);
         struct handover_run r = {
-                .sb = &o->sb, .run_id = run_id + 4, .agent_dir = dir, .state_dir = state, .workspace = ws,
+                .sb = &o->sb, .run_id = run_id + 4, .agent_dir = agent, .state_dir = state, .workspace = ws,
+        };
+        code = handover_run(&h, &r);
+out:
+        handover_free(&h);
+        return code;
+}
+
+/* chidori replay through the broker: the journal is opened here and read
+ * there (it is hostile input); without --agent the broker names the
+ * journal's agent back (OPEN_AGENT). */
+static int replay_broker(struct run_opts *o, const char *journal, const char *agent_override)
+{
+        struct handover h;
+        handover_init(&h);
+        _cleanup_free_ char *agent = NULL;
+        int code = EXIT_USAGE;
+        int fd = open(journal, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0) {
+                char msg[PATH_MAX + 128];
+                snprintf(msg, sizeof(msg), "replay: open journal '%s': %s", journal, strerror(errno));
+                text_fput_line(stderr, "chidori: ", msg, strlen(msg));
+                goto out;
+        }
+        handover_add(&h, "replay_file=%s", journal);
+        handover_fd(&h, "replay_fd", fd);
+        if (agent_override) {
+                if (handover_agent(&h, agent_override, "replay: ", &agent) < 0)
+                        goto out;
+                handover_add(&h, "replay_agent_given=1");
+                handover_add(&h, "agent_path=%s", agent_override);
+        } else {
+                handover_add(&h, "agent_from_journal=1");
+        }
+        char run_id[40];
+        make_run_id(run_id); /* the cgroup's; the run keeps the journal's id */
+        handover_common(&h, o, run_id);
+        struct handover_run r = {
+                .sb = &o->sb, .run_id = run_id + 4, .agent_dir = agent, .agent_from_broker = !agent_override,
         };
         code = handover_run(&h, &r);
 out:
@@ -1323,6 +1368,8 @@ int cmd_replay(int argc, char **argv)
                 return usage_error("replay", "no journal file given");
         if (sandbox_opts_check(&o.sb) < 0 || pids_check("replay", &o) < 0)
                 return EXIT_USAGE;
+        if (broker_wanted(&o, agent_override && strcmp(agent_override, "-") == 0))
+                return replay_broker(&o, argv[optind], agent_override);
         struct run_ctx ctx = { 0 };
         struct err *err = NULL;
         int code = EXIT_USAGE;

@@ -45,7 +45,9 @@ int monitor_commit_accept(struct monitor_commit *c, const struct chan_commit *m,
         const char *const *s = b.strs;
         static const char path_rule[] = "an absolute path without ..";
         const char *bad = NULL, *rule = path_rule;
-        if (!path_ok(s[0]))
+        /* The agent folder: "" while it is not known (a replay's, named by
+         * the journal); the monitor keeps its own (serve.h agent_dir). */
+        if (s[0][0] && !path_ok(s[0]))
                 bad = "the agent folder";
         for (size_t i = 1; !bad && i < 1 + m->n_commands + m->n_ro_binds; i++)
                 if (!path_ok(s[i]))

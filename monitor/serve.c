@@ -22,6 +22,7 @@
 #include "monitor/serve.h"
 #include "runtime/evloop.h"
 #include "sandbox/box.h"
+#include "sandbox/tz.h"
 
 #define GRACE_DEFAULT_MS 2000
 
@@ -43,6 +44,8 @@ struct srv {
         struct evloop *loop;
         struct ev_timer *grace;
         struct monitor_commit commit;
+        int agent_dirfd;         /* m->agent_dirfd, or OPEN_AGENT's (owned then) */
+        char *agent_dir;         /* OPEN_AGENT's folder (owned); else m->agent_dir */
         struct mbox *boxes;
         uint64_t next_box;       /* numbers given so far: 1..next_box-1 */
         bool hello, done, quiet, stop_sent;
@@ -194,6 +197,23 @@ static void on_box_exit(struct evloop *loop, struct ev_io *io, int fd, uint32_t 
 
 /* ---- the broker's requests ---- */
 
+static bool zone_exists(const char *tz)
+{
+        if (strcmp(tz, "UTC") == 0)
+                return true;
+        int dfd = open(TZ_ZONEINFO, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return false;
+        struct err *e = NULL;
+        int fd = monitor_open_agent_file(dfd, tz, &e); /* beneath, a regular file */
+        err_free(e);
+        close(dfd);
+        if (fd < 0)
+                return false;
+        close(fd);
+        return true;
+}
+
 static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
 {
         struct chan_blob spec;
@@ -219,6 +239,12 @@ static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
         /* The monitor's posture: its own worker and the operator's sandbox
          * options (the provider's); of the broker's limits only a shorter
          * deadline, a shorter CPU budget and the JIT off are taken. */
+        /* The zone: a name chan_decode checked, of a file the host has
+         * beneath its zoneinfo (the box shows it read-only with /usr). */
+        if (sp->tz[0] && !zone_exists(sp->tz)) {
+                send_failed(s, sp->h.id, ENOENT, BOX_E_SETUP, "the time zone asked for is not one this host has");
+                return;
+        }
         long d = s->m->deadline_ms;
         if (sp->deadline_ms > 0 && (d <= 0 || (long)sp->deadline_ms < d))
                 d = (long)sp->deadline_ms;
@@ -231,7 +257,7 @@ static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
         b->next = s->boxes;
         s->boxes = b;
         struct box_request req = {
-                .kind = BOX_WORKER, .deadline_at = d > 0 ? mono_ms() + (double)d : 0,
+                .kind = BOX_WORKER, .deadline_at = d > 0 ? mono_ms() + (double)d : 0, .tz = sp->tz[0] ? sp->tz : NULL,
                 .no_jit = sp->jit == 0,
                 .cpu_budget_ms = sp->cpu_budget_ms > (uint64_t)LONG_MAX ? 0 : (long)sp->cpu_budget_ms,
         };
@@ -260,10 +286,52 @@ static void on_open(struct srv *s, const struct chan_open_agent_file *o)
         chan_init(&m, CHAN_OPENED, o->h.id);
         int fd = -1;
         struct err *e = NULL;
-        if (s->m->agent_dirfd < 0)
+        if (s->agent_dirfd < 0)
                 m.opened.errnum = EACCES;
-        else if ((fd = monitor_open_agent_file(s->m->agent_dirfd, o->path, &e)) < 0)
+        else if ((fd = monitor_open_agent_file(s->agent_dirfd, o->path, &e)) < 0)
                 m.opened.errnum = e && e->errnum > 0 ? e->errnum : EINVAL;
+        err_free(e);
+        send_msg(s, &m, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
+        if (fd >= 0)
+                close(fd);
+}
+
+/* The journal's agent (chidori replay without --agent): the path is the
+ * journal's, opened with the operator's rights as `chidori replay` always
+ * did; the file goes to the broker, which runs it only if its sha256 is the
+ * recorded one (docs/decisions.md). */
+static void on_open_agent(struct srv *s, const struct chan_open_agent *o)
+{
+        if (!s->m->agent_from_broker || s->agent_dir) {
+                broken(s, "sent OPEN_AGENT, which this run does not take (or twice)");
+                return;
+        }
+        union chan_msg m;
+        chan_init(&m, CHAN_OPENED, o->h.id);
+        int fd = -1;
+        struct err *e = NULL;
+        char *dir = strdup(o->path);
+        char *slash = dir ? strrchr(dir, '/') : NULL;
+        if (!slash) {
+                m.opened.errnum = ENOMEM;
+        } else {
+                *slash = '\0';
+                int dfd = open(slash == dir ? "/" : dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (dfd < 0)
+                        m.opened.errnum = errno;
+                else if ((fd = monitor_open_agent_file(dfd, slash + 1, &e)) < 0)
+                        m.opened.errnum = e && e->errnum > 0 ? e->errnum : EINVAL;
+                if (fd >= 0) {
+                        if (slash == dir)
+                                strcpy(dir, "/");
+                        s->agent_dirfd = dfd;
+                        s->agent_dir = dir;
+                        dir = NULL;
+                } else if (dfd >= 0) {
+                        close(dfd);
+                }
+        }
+        free(dir);
         err_free(e);
         send_msg(s, &m, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
         if (fd >= 0)
@@ -311,6 +379,7 @@ static void on_message(struct srv *s, const union chan_msg *m, const int *fds, s
                 return;
         case CHAN_SPAWN: on_spawn(s, &m->spawn, nfds ? fds[0] : -1); return;
         case CHAN_OPEN_AGENT_FILE: on_open(s, &m->open_agent_file); return;
+        case CHAN_OPEN_AGENT: on_open_agent(s, &m->open_agent); return;
         case CHAN_KILL: on_kill(s, m->kill.box); return;
         case CHAN_RESULT:
                 s->code = m->result.exit_code;
@@ -407,7 +476,7 @@ static void reap_broker(int pidfd, long wait_ms, char *how, size_t n)
 
 int monitor_serve(const struct monitor_serve *m, struct err **err)
 {
-        struct srv s = { .m = m, .next_box = 1 };
+        struct srv s = { .m = m, .next_box = 1, .agent_dirfd = m->agent_dirfd };
         struct ev_io *chan_io = NULL;
         if (evloop_new(&s.loop, err) < 0)
                 return EXIT_PROTOCOL;
@@ -441,6 +510,10 @@ int monitor_serve(const struct monitor_serve *m, struct err **err)
         evloop_timer_del(s.loop, s.grace);
         evloop_free(s.loop);
         monitor_commit_free(&s.commit);
+        if (s.agent_dir) {
+                close(s.agent_dirfd);
+                free(s.agent_dir);
+        }
         long g = m->grace_ms > 0 ? m->grace_ms : GRACE_DEFAULT_MS;
         char how[128];
         switch (s.end) {

@@ -9,6 +9,8 @@
  *                       operator's -> SPAWNED + fds, or SPAWN_FAILED
  *   SPAWN tool/bundle-> SPAWN_FAILED (ENOSYS: not served yet, issue 10 part 2)
  *   OPEN_AGENT_FILE  -> OPENED (+ fd) beneath agent_dirfd (monitor/agentfile.c)
+ *   OPEN_AGENT       -> (agent_from_broker only, once) OPENED (+ fd) of the
+ *                       journal's agent; its folder becomes the agent folder
  *   KILL {box}       -> the box killed; its BOX_ENDED follows
  *   RESULT {code}    -> every box still running killed and reaped, the broker
  *                       reaped; monitor_serve returns the code
@@ -42,6 +44,10 @@ struct monitor_serve {
          * without killing it.  May be NULL. */
         int (*exit_fd)(void *provider_arg, void *handle);
         int agent_dirfd;                   /* OPEN_AGENT_FILE beneath it; -1: refused (EACCES) */
+        const char *agent_dir;             /* its path, as the monitor resolved it; NULL: none yet */
+        /* chidori replay without --agent: the agent is the journal's, which
+         * only the broker reads; one OPEN_AGENT names it (agent_dirfd -1). */
+        bool agent_from_broker;
         long deadline_ms;                  /* the operator's ceiling per box (0 = none) */
         unsigned welcome_flags;            /* CHAN_WELCOME_* */
         int broker_pidfd;                  /* the broker (killed and reaped at the end); -1: none (tests) */

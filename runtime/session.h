@@ -210,6 +210,7 @@ struct box_request {
          * (monitor/serve.c; a request can only narrow): */
         bool no_jit;              /* the JIT off (the broker's policy is not permissive) */
         long cpu_budget_ms;       /* the engine's CPU budget, if shorter than the provider's; 0 = its own */
+        const char *tz;           /* the box's time zone (a replay's is the journal's); NULL = the provider's */
 };
 
 enum box_end_reason {

@@ -19,6 +19,7 @@
 #include "policy/policy.h"
 #include "proto/json.h"
 #include "runtime/evloop.h"
+#include "runtime/header.h"
 #include "runtime/journal.h"
 #include "runtime/outcome.h"
 #include "runtime/session.h"
@@ -701,21 +702,16 @@ static int live_start(struct live *l, struct err **err)
                 return -1;
         if (l->resume)
                 goto start; /* the journal goes on */
-        /* The journal's header: what a replay needs to know. */
-        cJSON *h = cJSON_CreateObject();
-        char ts[40];
-        utc_iso8601(ts, sizeof(ts));
-        cJSON_AddStringToObject(h, "type", "header");
-        cJSON_AddStringToObject(h, "chidori", srv->run.version);
-        cJSON_AddNumberToObject(h, "protocol", 1);
-        cJSON_AddStringToObject(h, "run_id", l->id);
-        cJSON_AddStringToObject(h, "agent", run->agent_abspath);
-        cJSON_AddStringToObject(h, "agent_sha256", run->agent_sha256);
-        cJSON_AddStringToObject(h, "filename", run->filename);
-        cJSON_AddStringToObject(h, "memory_ns", l->ns);
-        cJSON_AddStringToObject(h, "values", "exact");
-        cJSON_AddItemToObject(h, "input", cJSON_Duplicate(l->input, 1));
-        cJSON_AddStringToObject(h, "started", ts);
+        /* The journal's header: what a replay needs to know (a server's
+         * sessions run in UTC, on real time). */
+        const struct journal_header_info info = {
+                .version = srv->run.version, .run_id = l->id, .agent = run->agent_abspath,
+                .agent_sha256 = run->agent_sha256, .filename = run->filename, .memory_ns = l->ns,
+                .virtual_time = l->cfg.virtual_time, .input = l->input,
+        };
+        cJSON *h = journal_header_line(&info);
+        if (!h)
+                return err_set(err, ENOMEM, "journal header");
         int rc = j_header(l, h, err);
         cJSON_Delete(h);
         if (rc < 0)

@@ -225,6 +225,24 @@ static void test_fields(void **state)
         memset(m.open_agent_file.path, 'a', CHAN_PATH_MAX);
         send_raw(&m, m.h.len, NULL, 0);
         refused("not NUL-terminated");
+        /* OPEN_AGENT (a replay's agent): absolute, a file, no "..". */
+        chan_init(&m, CHAN_OPEN_AGENT, 1);
+        snprintf(m.open_agent.path, CHAN_PATH_MAX, "agent.js");
+        send_raw(&m, m.h.len, NULL, 0);
+        refused("OPEN_AGENT: the path must be absolute");
+        snprintf(m.open_agent.path, CHAN_PATH_MAX, "/");
+        send_raw(&m, m.h.len, NULL, 0);
+        refused("OPEN_AGENT: the path must be absolute and name a file");
+        snprintf(m.open_agent.path, CHAN_PATH_MAX, "/tmp/../etc/shadow");
+        send_raw(&m, m.h.len, NULL, 0);
+        refused("OPEN_AGENT: the path has a '..' component");
+        snprintf(m.open_agent.path, CHAN_PATH_MAX, "/tmp/a..b/..c/agent.js");
+        assert_int_equal(chan_send(sv[0], &m, NULL, 0, NULL), 0); /* ".." only as a whole component */
+        union chan_msg got;
+        int fds[CHAN_MAX_FDS];
+        size_t nfds = 0;
+        assert_int_equal(chan_recv(sv[1], CHAN_FROM_BROKER, &got, fds, &nfds, NULL), 0);
+        assert_string_equal(got.open_agent.path, "/tmp/a..b/..c/agent.js");
         chan_init(&m, CHAN_RESULT, 1);
         m.result.exit_code = 256;
         send_raw(&m, m.h.len, NULL, 0);

@@ -489,6 +489,63 @@ static void serve_stop(void **state)
         mon_free(&m);
 }
 
+/* OPEN_AGENT (chidori replay without --agent): taken once, only when the
+ * run says so; its folder becomes the agent folder for OPEN_AGENT_FILE. */
+static void serve_open_agent(void **state)
+{
+        (void)state;
+        char dir[] = "/tmp/chidori-test-serve.XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        char path[128], other[128];
+        snprintf(path, sizeof(path), "%s/a.js", dir);
+        FILE *f = fopen(path, "w");
+        fputs("hi", f);
+        fclose(f);
+        snprintf(other, sizeof(other), "%s/b.js", dir);
+        f = fopen(other, "w");
+        fputs("bee", f);
+        fclose(f);
+        struct mon m;
+        struct err *e = NULL;
+        /* Not a replay without --agent: refused, the broker is broken. */
+        mon_start(&m);
+        mon_run(&m);
+        b_hello(&m);
+        union chan_msg msg;
+        chan_init(&msg, CHAN_OPEN_AGENT, 1);
+        snprintf(msg.open_agent.path, sizeof(msg.open_agent.path), "%s", path);
+        b_send(&m, &msg, NULL, 0);
+        assert_int_equal(mon_join(&m), 70);
+        assert_non_null(strstr(m.msg, "sent OPEN_AGENT, which this run does not take"));
+        mon_free(&m);
+        /* A replay's: the agent, then its folder's files; a second one is refused. */
+        mon_start(&m);
+        m.ms.agent_from_broker = true;
+        mon_run(&m);
+        b_hello(&m);
+        assert_int_equal(chan_boxes_open(m.broker, "b.js", &e), -1); /* no folder yet */
+        assert_int_equal(e->errnum, EACCES);
+        err_free(e);
+        e = NULL;
+        int fd = chan_boxes_open_agent(m.broker, path, &e);
+        assert_true(fd >= 0);
+        char buf[8] = { 0 };
+        assert_int_equal(read(fd, buf, sizeof(buf)), 2);
+        assert_string_equal(buf, "hi");
+        close(fd);
+        fd = chan_boxes_open(m.broker, "b.js", &e);
+        assert_true(fd >= 0);
+        close(fd);
+        snprintf(msg.open_agent.path, sizeof(msg.open_agent.path), "%s", other);
+        b_send(&m, &msg, NULL, 0);
+        assert_int_equal(mon_join(&m), 70);
+        assert_non_null(strstr(m.msg, "(or twice)"));
+        mon_free(&m);
+        unlink(path);
+        unlink(other);
+        rmdir(dir);
+}
+
 /* OPEN_AGENT_FILE: a file beneath the agent folder, nothing outside it. */
 static void serve_open_agent_file(void **state)
 {
@@ -784,7 +841,7 @@ int main(void)
                 cmocka_unit_test(serve_happy_path),      cmocka_unit_test(serve_spawn_refused),
                 cmocka_unit_test(serve_protocol_break),  cmocka_unit_test(serve_out_of_order),
                 cmocka_unit_test(serve_broker_dies),     cmocka_unit_test(serve_stop),
-                cmocka_unit_test(serve_open_agent_file), cmocka_unit_test(provider_session_done),
+                cmocka_unit_test(serve_open_agent_file), cmocka_unit_test(serve_open_agent), cmocka_unit_test(provider_session_done),
                 cmocka_unit_test(provider_session_stop), cmocka_unit_test(provider_monitor_gone),
                 cmocka_unit_test(provider_session_deadline), cmocka_unit_test(config_parse),
         };
