@@ -129,6 +129,10 @@ int handover_run(struct handover *h, const struct handover_run *r)
                 return fail("start the broker (chidori-broker)", e,
                             err_code(e) == BROKER_E_LAYER ? EXIT_LAYER_UNAVAILABLE : EXIT_PROTOCOL);
         }
+        /* A broker weaker than designed (the uid-0 fallback, no Landlock)
+         * is said with the banner; --require-sandbox refused it already. */
+        if (b.notes[0] && !r->quiet)
+                fprintf(stderr, "chidori: note: %s\n", b.notes);
         struct spawn_opts so = { .worker_path = worker, .run_id = r->run_id, .sandbox = r->sb };
         struct cli_boxes boxes;
         cli_boxes_init(&boxes, &so, NULL);

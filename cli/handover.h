@@ -37,6 +37,7 @@ struct handover_run {
         const char *run_id;                /* the cgroup leaf's suffix (hex) */
         const char *agent_dir;             /* absolute: OPEN_AGENT_FILE beneath it; NULL: agent_from_broker */
         bool agent_from_broker;            /* chidori replay without --agent (monitor/serve.h) */
+        bool quiet;                        /* --quiet: no note of a weakened broker posture */
         const char *state_dir, *workspace; /* absolute or NULL: attached read-write */
         const char *broker_user;           /* --broker-user, or NULL */
 };

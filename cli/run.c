@@ -40,6 +40,7 @@
 
 struct run_opts {
         const char *agent_path;
+        const char *broker_user;  /* --broker-user NAME|UID (else CHIDORI_BROKER_USER, monitor/broker.c) */
         const char *input_json;
         const char *input_file;
         const char *journal_path;
@@ -548,6 +549,10 @@ static void run_help(void)
                BOUNDS_OPTIONS_HELP
                SANDBOX_OPTIONS_HELP
                "  --no-isolate          run the engine inside this process (embedders, debugging)\n"
+               "  --broker-user USER    the user the broker (the process that parses the worker's frames\n"
+               "                        and does http) runs as when chidori runs as root: a name or uid,\n"
+               "                        never 0 or 65534 (default: user chidori-broker, else uid 65533)\n"
+               "                        [CHIDORI_BROKER_USER]\n"
                "                        [CHIDORI_ISOLATE=off]\n"
                "  --isolate             run the engine in a separate worker process (default)\n"
                "                        [CHIDORI_ISOLATE=process]\n"
@@ -573,7 +578,7 @@ static void run_help(void)
 enum {
         OPT_INPUT = 256, OPT_INPUT_FILE, OPT_JOURNAL, OPT_ANSWERS, OPT_STATE_DIR, OPT_MEM_NS,
         OPT_JS_DEADLINE, OPT_NO_ISOLATE, OPT_ISOLATE, OPT_JSON, OPT_QUIET, OPT_UNTRUSTED, OPT_TRUSTED, OPT_TZ,
-        OPT_FORCE, OPT_AGENT_NAME, OPT_ENV, OPT_VIRTUAL_TIME,
+        OPT_FORCE, OPT_AGENT_NAME, OPT_ENV, OPT_VIRTUAL_TIME, OPT_BROKER_USER,
 };
 
 static const struct option run_longopts[] = {
@@ -595,6 +600,7 @@ static const struct option run_longopts[] = {
         { "agent-name", required_argument, NULL, OPT_AGENT_NAME },
         { "env", required_argument, NULL, OPT_ENV },
         { "virtual-time", no_argument, NULL, OPT_VIRTUAL_TIME },
+        { "broker-user", required_argument, NULL, OPT_BROKER_USER },
         { "help", no_argument, NULL, 'h' },
         SANDBOX_LONGOPTS,
         GRANTS_LONGOPTS,
@@ -621,6 +627,11 @@ static int common_opt(const char *cmd, int c, struct run_opts *o)
         case OPT_UNTRUSTED: o->untrusted = true; return 1;
         case OPT_TRUSTED: o->trusted = true; return 1;
         case OPT_QUIET: o->quiet = true; return 1;
+        case OPT_BROKER_USER:
+                if (!*optarg)
+                        return usage_error(cmd, "--broker-user: expected a user name or a uid"), -1;
+                o->broker_user = optarg;
+                return 1;
         }
         return 0;
 }
@@ -1068,6 +1079,7 @@ static int run_broker(struct run_opts *o)
         handover_add(&h, "state_dir=%s", state);
         struct handover_run r = {
                 .sb = &o->sb, .run_id = run_id + 4, .agent_dir = agent, .state_dir = state, .workspace = ws,
+                .broker_user = o->broker_user, .quiet = o->quiet,
         };
         code = handover_run(&h, &r);
 out:
@@ -1106,6 +1118,7 @@ static int replay_broker(struct run_opts *o, const char *journal, const char *ag
         handover_common(&h, o, run_id);
         struct handover_run r = {
                 .sb = &o->sb, .run_id = run_id + 4, .agent_dir = agent, .agent_from_broker = !agent_override,
+                .broker_user = o->broker_user, .quiet = o->quiet,
         };
         code = handover_run(&h, &r);
 out:
@@ -1272,6 +1285,7 @@ static void replay_help(void)
                BOUNDS_OPTIONS_HELP
                SANDBOX_OPTIONS_HELP
                "  --no-isolate          run the engine inside this process [CHIDORI_ISOLATE=off]\n"
+               "  --broker-user USER    the broker's user as root (see chidori run --help) [CHIDORI_BROKER_USER]\n"
                "  --isolate             run the engine in a worker process (default)\n"
                "  --json                print {ok, value|error, exit, stats}\n"
                "  --quiet               do not print the banner\n"
@@ -1334,6 +1348,7 @@ int cmd_replay(int argc, char **argv)
                 { "isolate", no_argument, NULL, OPT_ISOLATE },
                 { "json", no_argument, NULL, OPT_JSON },
                 { "quiet", no_argument, NULL, OPT_QUIET },
+                { "broker-user", required_argument, NULL, OPT_BROKER_USER },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
