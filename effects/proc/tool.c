@@ -1,6 +1,10 @@
 /* effects/proc/tool.c — the `tool` effect: a command from --tools, boxed by
  * default (effects/proc/tools.c), its args on stdin, its output the value.
  * What every child shares (environment, cgroup place, caps): proc.c.
+ * One process: the subprocess engine starts it here.  Under the broker
+ * (cfg->children->tool_boxes, issue 10) the monitor starts it (SPAWN kind
+ * tool) and the engine drives the stdio it hands back (a remote child);
+ * the result is built the same way either way.
  */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
