@@ -13,6 +13,7 @@
 
 #include "broker/config.h"
 #include "broker/provider.h"
+#include "broker/tools.h"
 #include "chan/chan.h"
 #include "cli/cli.h"
 #include "common/exit.h"
@@ -87,7 +88,7 @@ static const struct key {
         KEY("max_memory_store", K_NUM, max_memory_store), KEY("max_workspace_write", K_NUM, max_workspace_write),
         KEY("http_max_response", K_NUM, http_max_response), KEY("http_timeout_ms", K_NUM, http_timeout_ms),
         KEY("auto_approve", K_FLAG, auto_approve), KEY("pids_source", K_STR, pids_source),
-        KEY("pids_max", K_NUM, pids_max),
+        KEY("pids_max", K_NUM, pids_max), KEY("max_tools", K_NUM, max_tools),
 };
 
 /* One "key=value": into its field, or a repeatable key's list. */
@@ -315,6 +316,8 @@ static int run_session(int chan, const struct broker_config *c, struct run *r, c
         cb.on_stop = on_stop;
         cb.on_broken = on_broken;
         cb.cb_arg = r;
+        struct broker_children children;
+        broker_tools_children(&children, &cb.provider, c->max_tools);
         const char *slash = strrchr(c->agent, '/');
         struct session_config cfg = {
                 .script = script,
@@ -351,6 +354,7 @@ static int run_session(int chan, const struct broker_config *c, struct run *r, c
                 .http_timeout_ms = c->http_timeout_ms,
                 .tools = r->tools,
                 .llm = r->llm,
+                .children = r->tools ? &children : NULL,
         };
         struct cli_sink sink;
         cli_sink_init(&sink, c->json, c->deadline_ms > 0 ? mono_ms() + (double)c->deadline_ms : 0, &r->stop);
@@ -515,7 +519,8 @@ static int open_operator(const struct broker_config *c, struct run *r, struct er
                 return -1;
         if (c->replay_fd < 0 && load_input(c, r, err) < 0)
                 return -1;
-        if (c->tools_file && tools_load_opened(c->tools_file, (int)c->tools_fd, (int)c->tools_errno, &r->tools, &e) < 0) {
+        if (c->tools_file && tools_load_opened(c->tools_file, (int)c->tools_fd, (int)c->tools_errno,
+                                                TOOLS_LOAD_NO_FILES, &r->tools, &e) < 0) {
                 err_set(err, 0, "--tools %s", err_msg(e));
                 err_free(e);
                 return -1;
@@ -713,8 +718,10 @@ int broker_run(int chan, int config_fd)
         close_read_fds(&c);
         /* The operator's configuration is parsed: commit to what may be
          * spawned before reading anything an agent wrote. */
-        if (chan_boxes_commit(chan, 0, c.agent_from_journal ? "" : c.agent_dir, NULL, 0, NULL, 0, NULL, 0, &e) < 0)
-                goto fail;
+        if (broker_tools_commit(chan, c.agent_from_journal ? "" : c.agent_dir, r.tools, &e) < 0) {
+                code = err_code(e) == 0 && !e->errnum ? EXIT_USAGE : EXIT_PROTOCOL;
+                goto fail_code;
+        }
         if (open_inputs(&c, &r, &code, &e) < 0)
                 goto fail_code;
         if (load_agent(chan, &c, &r, &script, &e) < 0) {

@@ -46,6 +46,7 @@
  *   max_calls=N, max_queue=N, max_log=N, max_journal=N, max_vfs=N,
  *   max_memory_store=N, max_workspace_write=N, max_timers=N   the parent's
  *                        limits (0: default)
+ *   max_tools=N          --max-tools (0: the default, 4)
  *   tz=ZONE              --tz: the box's zone, in the journal's header ("" or
  *                        absent: UTC; a replay takes the journal's)
  *   env=NAME=VALUE       one entry of process.env (--env); repeatable
@@ -85,6 +86,7 @@ struct broker_config {
         long policy_errno, tools_errno;
         const char *workspace, *tz;
         long max_calls, max_queue, max_log, max_journal, max_vfs, max_memory_store, max_workspace_write, max_timers;
+        long max_tools;
         long http_max_response, http_timeout_ms;
         const char *pids_source;           /* "--pids 8" etc., for the pids-too-low report */
         long pids_max;

@@ -19,6 +19,7 @@ struct chan_box {
         uint64_t req;            /* the SPAWN's id */
         uint64_t box;            /* the monitor's number, once SPAWNED */
         struct box_events ev;
+        bool tool;               /* SPAWN kind tool: 3 fds, no banner */
         bool started, kill_on_start, finish_asked;
 };
 
@@ -103,11 +104,22 @@ static size_t on_message(struct chan_boxes *o, const union chan_msg *m, const in
                         go_broken(o, "SPAWNED for request %llu, which is not waiting", (unsigned long long)m->h.id);
                         return 0;
                 }
+                if ((m->spawned.kind == CHAN_BOX_TOOL) != b->tool) {
+                        go_broken(o, "SPAWNED of kind %u for request %llu", m->spawned.kind,
+                                  (unsigned long long)m->h.id);
+                        return 0;
+                }
                 b->started = true;
                 b->box = m->spawned.box;
-                snprintf(o->banner, sizeof(o->banner), "%s", m->spawned.banner);
                 if (b->kill_on_start)
                         send_kill(o, b);
+                if (b->tool) {
+                        b->ev.started(b->ev.arg, &(struct box_started){ .frame_fd = -1, .stdin_fd = fds[0],
+                                                                        .stdout_fd = fds[1], .stderr_fd = fds[2],
+                                                                        .banner = "" });
+                        return 3;
+                }
+                snprintf(o->banner, sizeof(o->banner), "%s", m->spawned.banner);
                 b->ev.started(b->ev.arg,
                               &(struct box_started){ .frame_fd = fds[0], .stderr_fd = fds[1], .banner = m->spawned.banner });
                 return 2;
@@ -187,20 +199,70 @@ static void send_kill(struct chan_boxes *o, struct chan_box *b)
         }
 }
 
+static size_t count(char *const *v)
+{
+        size_t n = 0;
+        while (v && v[n])
+                n++;
+        return n;
+}
+
+/* A tool's spec: program, argv, env names, "ro:" binds (chan.h, SPAWN). */
+static int tool_spec(const struct box_request *req, union chan_msg *m, int *blob, struct err **err)
+{
+        size_t na = count(req->argv), ne = count(req->env_names), nb = count(req->ro_binds);
+        if (na == 0)
+                return err_set(err, 0, "start the tool: no program");
+        if (1 + na + ne + nb > CHAN_BLOB_STRINGS)
+                return err_set(err, E2BIG, "start the tool: more than %u strings", CHAN_BLOB_STRINGS);
+        char **strs = calloc(1 + na + ne + nb, sizeof(*strs));
+        if (!strs)
+                return err_set(err, ENOMEM, "start the tool");
+        size_t k = 0;
+        strs[k++] = req->argv[0];
+        for (size_t i = 0; i < na; i++)
+                strs[k++] = req->argv[i];
+        for (size_t i = 0; i < ne; i++)
+                strs[k++] = req->env_names[i];
+        int r = 0;
+        for (size_t i = 0; i < nb && r == 0; i++)
+                if (asprintf(&strs[k++], "ro:%s", req->ro_binds[i]) < 0)
+                        strs[--k] = NULL, r = err_set(err, ENOMEM, "start the tool");
+        if (r == 0)
+                r = chan_blob_create("spawn", (const char *const *)strs, k, blob, err);
+        for (size_t i = 1 + na + ne; i < k; i++)
+                free(strs[i]);
+        free(strs);
+        m->spawn.kind = CHAN_BOX_TOOL;
+        m->spawn.n_argv = (uint32_t)na;
+        m->spawn.n_env = (uint32_t)ne;
+        m->spawn.n_binds = (uint32_t)nb;
+        m->spawn.flags = req->host ? CHAN_SPAWN_HOST : 0;
+        m->spawn.deadline_ms = req->timeout_ms <= 0 ? 1 : req->timeout_ms > UINT32_MAX ? UINT32_MAX
+                                                                                         : (uint32_t)req->timeout_ms;
+        return r;
+}
+
 static int spawn(void *arg, struct evloop *loop, const struct box_request *req, const struct box_events *ev,
                  void **ret_handle, struct err **err)
 {
         (void)loop;
         struct chan_boxes *o = arg;
+        bool tool = req->kind == BOX_TOOL;
         if (o->broken)
-                return err_set(err, 0, "start the worker: the monitor's channel: %s", o->why);
-        /* The monitor starts its own worker: the spec names it, nothing more. */
-        const char *spec[] = { "chidori-worker", "chidori-worker" };
-        int blob = -1;
-        if (chan_blob_create("spawn", spec, 2, &blob, err) < 0)
-                return -1;
+                return err_set(err, 0, "start the %s: the monitor's channel: %s", tool ? "tool" : "worker", o->why);
         union chan_msg m;
         chan_init(&m, CHAN_SPAWN, ++o->next_req);
+        int blob = -1;
+        if (tool) {
+                if (tool_spec(req, &m, &blob, err) < 0)
+                        return -1;
+                goto send;
+        }
+        /* The monitor starts its own worker: the spec names it, nothing more. */
+        const char *spec[] = { "chidori-worker", "chidori-worker" };
+        if (chan_blob_create("spawn", spec, 2, &blob, err) < 0)
+                return -1;
         m.spawn.kind = CHAN_BOX_WORKER;
         m.spawn.n_argv = 1;
         m.spawn.jit = o->no_jit ? 0 : 1;
@@ -211,16 +273,18 @@ static int spawn(void *arg, struct evloop *loop, const struct box_request *req, 
                 double left = ceil(req->deadline_at - mono_ms());
                 m.spawn.deadline_ms = left < 1 ? 1 : left > (double)UINT32_MAX ? UINT32_MAX : (uint32_t)left;
         }
+send:;
         struct chan_box *b = calloc(1, sizeof(*b));
         if (!b) {
                 close(blob);
-                return err_set(err, ENOMEM, "start the worker");
+                return err_set(err, ENOMEM, "start the %s", tool ? "tool" : "worker");
         }
+        b->tool = tool;
         int r = chan_send(o->chan, &m, &blob, 1, err);
         close(blob);
         if (r < 0) {
                 free(b);
-                return err_wrap(err, "start the worker: ask the monitor");
+                return err_wrap(err, "start the %s: ask the monitor", tool ? "tool" : "worker");
         }
         b->req = m.h.id;
         b->ev = *ev;

@@ -126,6 +126,8 @@ static int check_fields(const union chan_msg *m, struct err **err)
                         return PROTO("SPAWN: unknown box kind %u", s->kind);
                 if (s->jit > 1)
                         return PROTO("SPAWN: jit %u (expected 0 or 1)", s->jit);
+                if ((s->flags & ~CHAN_SPAWN_HOST) || (s->flags && s->kind != CHAN_BOX_TOOL))
+                        return PROTO("SPAWN: flags %#x for kind %u", s->flags, s->kind);
                 if (!terminated(s->tz, sizeof(s->tz)) || !tz_ok(s->tz))
                         return PROTO("SPAWN: the time zone is not a zone name");
                 if (s->n_argv == 0)

@@ -104,8 +104,11 @@ struct chan_commit {
 enum chan_box_kind { CHAN_BOX_WORKER = 1, CHAN_BOX_TOOL, CHAN_BOX_BUNDLE };
 
 /* SPAWN: start a box.  1 fd: a blob of 1 + n_argv + n_env + n_binds strings:
- * the program (absolute), argv, env ("NAME=value", names from the COMMIT),
- * then binds as "ro:/path" or "rw:/path".  Limits are ceilings the monitor
+ * the program (absolute), argv, env, then binds as "ro:/path" or "rw:/path".
+ * A tool's env entries are variable NAMES from the COMMIT: the monitor gives
+ * each the value it has in its own environment (the operator's, as the run
+ * started), so the values never pass through the broker.  A tool's
+ * deadline_ms is its timeout (required).  Limits are ceilings the monitor
  * clamps to the operator's (0 = the operator's). */
 struct chan_spawn {
         struct chan_hdr h;
@@ -120,8 +123,10 @@ struct chan_spawn {
         uint32_t n_argv;
         uint32_t n_env;
         uint32_t n_binds;
+        uint32_t flags;         /* CHAN_SPAWN_* */
         char tz[CHAN_TZ_MAX];   /* NUL-terminated, "" = UTC */
 };
+#define CHAN_SPAWN_HOST 1u      /* kind tool only: "sandbox": false (COMMIT must allow it) */
 
 /* SPAWNED: the box runs.  fds: worker 2 (frame socket, stderr read end),
  * tool and bundle 3 (stdin write end, stdout and stderr read ends). */

@@ -63,12 +63,37 @@ _Atomic int *worker_stop_flag(struct worker *w);
 /* Find chidori-worker: $CHIDORI_WORKER, next to this binary, libexec. */
 int find_worker(char **ret_path, struct err **err);
 
+/* ---- toolbox.c: tools the monitor starts for the broker (SPAWN kind tool) ---- */
+struct cgroup_run;
+struct cli_tool;
+struct cli_tools {
+        const char *self_exe;                /* this chidori, absolute; NULL: tools refused */
+        const struct sandbox_opts *sandbox;  /* the operator's posture (--require-sandbox, --cgroup-parent) */
+        bool host_ok;                        /* "sandbox": false may run, as host_uid:host_gid (never 0) */
+        uid_t host_uid;
+        gid_t host_gid;
+        struct cgroup_run *run_cg;           /* the run's cgroup (its worker's), or NULL */
+        uint64_t next_place;                 /* call-<n> places made so far */
+};
+/* Start the tool of a BOX_TOOL request: fds[0] its stdin's write end,
+ * fds[1], fds[2] its stdout's and stderr's read ends (close-on-exec). */
+int cli_tool_start(struct cli_tools *c, const struct box_request *req, struct cli_tool **ret, int fds[3],
+                   struct err **err);
+/* Readable once it has exited. */
+int cli_tool_pidfd(const struct cli_tool *t);
+/* Kill it and its session first if asked, reap it (blocking: it has exited
+ * or was killed), remove its cgroup place, free it. */
+void cli_tool_end(struct cli_tool *t, bool kill_first, int *ret_status);
+
 /* ---- provider.c: the box provider of `run` and `replay` ---- */
 struct grants;
+struct cli_box;
 struct cli_boxes {
         struct box_provider provider;
         struct spawn_opts *spawn;   /* how to start the worker; its banner is filled in */
         struct grants *grants;      /* told the run's cgroup (nested runs and tools go below it) */
+        struct cli_tools tools;     /* BOX_TOOL requests (the monitor's; self_exe NULL: refused) */
+        struct cli_box *live_tools; /* tools running: ended before the worker's cgroup goes */
 };
 void cli_boxes_init(struct cli_boxes *o, struct spawn_opts *so, struct grants *grants);
 /* The box's pidfd (readable once the worker has exited), -1 in-process: the

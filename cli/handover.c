@@ -136,6 +136,16 @@ int handover_run(struct handover *h, const struct handover_run *r)
         struct spawn_opts so = { .worker_path = worker, .run_id = r->run_id, .sandbox = r->sb };
         struct cli_boxes boxes;
         cli_boxes_init(&boxes, &so, NULL);
+        /* Tools (SPAWN kind tool): "sandbox": false ones run as the
+         * broker's uid and gid — the broker uid as root, the caller rootless
+         * — never as uid 0 (the uid-0 fallback refuses them). */
+        _cleanup_free_ char *self = realpath("/proc/self/exe", NULL);
+        boxes.tools = (struct cli_tools){
+                .self_exe = self, .sandbox = r->sb,
+                .host_uid = b.mode == BROKER_ROOT ? s.uid : getuid(),
+                .host_gid = b.mode == BROKER_ROOT ? s.gid : getgid(),
+        };
+        boxes.tools.host_ok = b.mode != BROKER_UID0 && boxes.tools.host_uid != 0 && boxes.tools.host_gid != 0;
         struct monitor_serve ms = {
                 .chan = b.chan, .boxes = &boxes.provider, .exit_fd = cli_boxes_exit_fd,
                 .agent_dirfd = agent_dirfd, .agent_dir = r->agent_dir, .agent_from_broker = r->agent_from_broker,

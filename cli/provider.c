@@ -31,6 +31,9 @@ struct cli_box {
         struct ev_io *notify_io;
         struct ev_timer *deadline;
         bool ended;
+        bool have_cg;            /* owner->tools.run_cg is this worker's cgroup */
+        struct cli_tool *tool;   /* a tool (BOX_TOOL), not a worker */
+        struct cli_box *tnext;   /* in owner->live_tools */
 };
 
 static void box_free(struct cli_box *b)
@@ -51,6 +54,24 @@ static void reap(struct cli_box *b, bool kill_first, enum box_end_reason reason,
         evloop_timer_del(b->loop, b->deadline);
         b->deadline = NULL;
         struct box_ended e = { .reason = reason, .syscall_nr = nr };
+        if (b->tool) {
+                for (struct cli_box **p = &b->owner->live_tools; *p; p = &(*p)->tnext)
+                        if (*p == b) {
+                                *p = b->tnext;
+                                break;
+                        }
+                cli_tool_end(b->tool, kill_first, &e.wait_status);
+                struct box_events ev = b->ev;
+                box_free(b);
+                ev.ended(ev.arg, &e);
+                return;
+        }
+        /* The tools' places are below the worker's cgroup: they go first. */
+        if (b->have_cg) {
+                while (b->owner->live_tools)
+                        reap(b->owner->live_tools, true, BOX_KILLED, 0);
+                b->owner->tools.run_cg = NULL;
+        }
         struct sandbox_usage usage;
         struct err *err = NULL;
         if (b->owner->grants)
@@ -107,6 +128,40 @@ static void on_notify(struct evloop *loop, struct ev_io *io, int fd, uint32_t re
         }
 }
 
+/* A tool for the broker (cli/toolbox.c); the deadline is the backstop. */
+static int spawn_tool(struct cli_boxes *o, struct cli_box *b, const struct box_request *req, void **ret_handle,
+                      struct err **err)
+{
+        int fds[3];
+        struct err *terr = NULL;
+        if (cli_tool_start(&o->tools, req, &b->tool, fds, &terr) < 0) {
+                struct box_events ev = b->ev;
+                free(b);
+                ev.failed(ev.arg, terr, false);
+                err_free(terr);
+                *ret_handle = NULL;
+                return 0;
+        }
+        b->tnext = o->live_tools;
+        o->live_tools = b;
+        if (req->deadline_at > 0 && evloop_timer_add(b->loop, req->deadline_at, on_deadline, b, &b->deadline, err) < 0) {
+                for (int i = 0; i < 3; i++)
+                        close(fds[i]);
+                b->ev.ended = no_report;
+                struct box_events ev = b->ev;
+                reap(b, true, BOX_KILLED, 0);
+                ev.failed(ev.arg, *err, false);
+                err_free(*err);
+                *err = NULL;
+                *ret_handle = NULL;
+                return 0;
+        }
+        *ret_handle = b;
+        b->ev.started(b->ev.arg, &(struct box_started){ .frame_fd = -1, .stdin_fd = fds[0], .stdout_fd = fds[1],
+                                                        .stderr_fd = fds[2], .banner = "" });
+        return 0;
+}
+
 static int spawn(void *arg, struct evloop *loop, const struct box_request *req, const struct box_events *ev,
                  void **ret_handle, struct err **err)
 {
@@ -117,6 +172,8 @@ static int spawn(void *arg, struct evloop *loop, const struct box_request *req, 
         b->owner = o;
         b->loop = loop;
         b->ev = *ev;
+        if (req->kind == BOX_TOOL)
+                return spawn_tool(o, b, req, ret_handle, err);
         struct err *serr = NULL;
         /* A request narrows the operator's posture, never widens it. */
         struct spawn_opts so = *o->spawn;
@@ -140,6 +197,11 @@ static int spawn(void *arg, struct evloop *loop, const struct box_request *req, 
         /* Nested runs and tools go below the run's cgroup (one budget). */
         if (o->grants)
                 grants_set_cgroup(o->grants, b->w.have_sr ? b->w.sr.cg : NULL);
+        /* Tools the monitor starts go below the run's (first worker's) cgroup. */
+        if (!o->tools.run_cg && b->w.have_sr && b->w.sr.cg) {
+                o->tools.run_cg = b->w.sr.cg;
+                b->have_cg = true;
+        }
         if ((b->w.notify_fd >= 0 &&
              evloop_io_add(loop, b->w.notify_fd, EPOLLIN, on_notify, b, &b->notify_io, err) < 0) ||
             (req->deadline_at > 0 && evloop_timer_add(loop, req->deadline_at, on_deadline, b, &b->deadline, err) < 0)) {
@@ -190,5 +252,7 @@ int cli_boxes_exit_fd(void *arg, void *handle)
 {
         (void)arg;
         struct cli_box *b = handle;
+        if (b->tool)
+                return cli_tool_pidfd(b->tool);
         return b->w.in_process ? -1 : b->w.pidfd;
 }

@@ -859,6 +859,8 @@ static int handover_grants(struct handover *h, const struct run_opts *o, char **
                 handover_add(h, "auto_approve=1");
         if (g->tools_file)
                 handover_file(h, "tools", g->tools_file);
+        if (g->max_tools)
+                handover_add(h, "max_tools=%ld", g->max_tools);
         for (char **e = environ; *e; e++)
                 if (strncmp(*e, "CHIDORI_LLM_", 12) == 0 && strchr(*e, '='))
                         handover_add(h, "llm=%s", *e);

@@ -87,12 +87,14 @@ int monitor_spawn_allowed(const struct monitor_commit *c, const struct chan_spaw
                               1 + (size_t)m->n_argv + m->n_env + m->n_binds);
         if (!in(c->commands, c->n_commands, s[0], strlen(s[0])))
                 return REFUSE("SPAWN of a tool: '%.200s' is not a committed command", s[0]);
-        for (size_t i = 1 + m->n_argv; i < 1 + m->n_argv + m->n_env; i++) {
-                const char *eq = strchr(s[i], '=');
-                if (!eq || !in(c->env_names, c->n_env_names, s[i], (size_t)(eq - s[i])))
-                        return REFUSE("SPAWN of a tool: environment entry '%.*s' is not committed",
-                                      eq ? (int)(eq - s[i]) : 200, s[i]);
-        }
+        if ((m->flags & CHAN_SPAWN_HOST) && !(c->flags & CHAN_COMMIT_UNSANDBOXED_TOOLS))
+                return REFUSE("SPAWN of a tool outside a box: the COMMIT allows no \"sandbox\": false tool");
+        if (m->deadline_ms == 0)
+                return REFUSE("SPAWN of a tool without a timeout");
+        /* Names only: the monitor gives them its own values. */
+        for (size_t i = 1 + m->n_argv; i < 1 + m->n_argv + m->n_env; i++)
+                if (!in(c->env_names, c->n_env_names, s[i], strlen(s[i])))
+                        return REFUSE("SPAWN of a tool: environment variable '%.200s' is not committed", s[i]);
         for (size_t i = 1 + m->n_argv + m->n_env; i < spec->nstrings; i++)
                 if (strncmp(s[i], "ro:", 3) != 0 || !in(c->ro_binds, c->n_ro_binds, s[i] + 3, strlen(s[i] + 3)))
                         return REFUSE("SPAWN of a tool: bind '%.200s' is not a committed read-only bind", s[i]);

@@ -36,7 +36,10 @@ int monitor_commit_accept(struct monitor_commit *c, const struct chan_commit *m,
 /* A SPAWN of a tool (kind CHAN_BOX_TOOL) with its mapped spec blob
  * (1 + n_argv + n_env + n_binds strings: program, argv, env, binds): before
  * COMMIT, or a program not among the commands, an env entry whose name was
- * not committed, a bind that is not "ro:" + a committed ro bind, is refused
+ * not committed (tools' env entries are names: the monitor takes the values
+ * from its own environment), a bind that is not "ro:" + a committed ro
+ * bind, CHAN_SPAWN_HOST without CHAN_COMMIT_UNSANDBOXED_TOOLS, or no
+ * deadline, is refused
  * (COMMIT_E_REFUSED) with the reason.  Other kinds: only "after COMMIT". */
 int monitor_spawn_allowed(const struct monitor_commit *c, const struct chan_spawn *m, const struct chan_blob *spec,
                           struct err **err);

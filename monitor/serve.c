@@ -25,6 +25,8 @@
 #include "sandbox/tz.h"
 
 #define GRACE_DEFAULT_MS 2000
+#define TOOL_TIMEOUT_MAX_MS 3600000L  /* a tool's timeout at most (effects/proc/tools.h's limit) */
+#define TOOL_BACKSTOP_MS 5000L        /* after it, if neither its box nor the broker ended it */
 
 struct srv;
 
@@ -33,6 +35,7 @@ struct mbox {
         struct srv *srv;
         uint64_t id;             /* the box's number on the channel */
         uint64_t req;            /* the SPAWN's request id (echoed) */
+        uint32_t kind;           /* CHAN_BOX_* */
         void *handle;            /* the provider's */
         struct ev_io *exit_io;
         bool in_spawn;           /* inside boxes->spawn: freed by its caller */
@@ -98,6 +101,17 @@ static void ev_started(void *arg, const struct box_started *st)
         struct mbox *b = arg;
         struct srv *s = b->srv;
         b->started = true;
+        if (b->kind == CHAN_BOX_TOOL) {
+                union chan_msg m;
+                chan_init(&m, CHAN_SPAWNED, b->req);
+                m.spawned.box = b->id;
+                m.spawned.kind = CHAN_BOX_TOOL;
+                int fds[3] = { st->stdin_fd, st->stdout_fd, st->stderr_fd };
+                send_msg(s, &m, fds, 3);
+                for (int i = 0; i < 3; i++)
+                        close(fds[i]);
+                return;
+        }
         int fds[2] = { st->frame_fd, st->stderr_fd };
         if (fds[1] < 0) {
                 /* No stderr (a fake or in-process box): an empty pipe says so. */
@@ -214,6 +228,35 @@ static bool zone_exists(const char *tz)
         return true;
 }
 
+/* A tool's request from its checked spec: program, argv, env names, "ro:"
+ * binds (monitor_spawn_allowed has vouched for each).  The vectors point
+ * into the spec (NULL-terminated copies of the pointers, in *ret_v). */
+static int tool_request(const struct chan_spawn *sp, const struct chan_blob *spec, struct box_request *req,
+                        char ***ret_v)
+{
+        size_t na = sp->n_argv, ne = sp->n_env, nb = sp->n_binds;
+        char **v = calloc(na + 1 + ne + 1 + nb + 1, sizeof(*v));
+        if (!(*ret_v = v))
+                return -1;
+        const char *const *s = spec->strs;
+        v[0] = (char *)s[0];  /* the program, absolute, for argv[0] as declared */
+        for (size_t i = 1; i < na; i++)
+                v[i] = (char *)s[1 + i];
+        for (size_t i = 0; i < ne; i++)
+                v[na + 1 + i] = (char *)s[1 + na + i];
+        for (size_t i = 0; i < nb; i++)
+                v[na + 1 + ne + 1 + i] = (char *)s[1 + na + ne + i] + 3;  /* past "ro:" */
+        long t = sp->deadline_ms > TOOL_TIMEOUT_MAX_MS ? TOOL_TIMEOUT_MAX_MS : (long)sp->deadline_ms;
+        *req = (struct box_request){
+                .kind = BOX_TOOL, .argv = v, .env_names = v + na + 1, .ro_binds = v + na + 1 + ne + 1,
+                .host = (sp->flags & CHAN_SPAWN_HOST) != 0, .timeout_ms = t,
+                /* The box's deadline (launch --deadline) and the broker's
+                 * KILL come first; this is the backstop. */
+                .deadline_at = mono_ms() + (double)(t + TOOL_BACKSTOP_MS),
+        };
+        return 0;
+}
+
 static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
 {
         struct chan_blob spec;
@@ -224,16 +267,16 @@ static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
                 err_free(e);
                 return;
         }
-        int r = monitor_spawn_allowed(&s->commit, sp, &spec, &e);
-        chan_blob_unmap(&spec);
-        if (r < 0) {
+        if (monitor_spawn_allowed(&s->commit, sp, &spec, &e) < 0) {
+                chan_blob_unmap(&spec);
                 send_failed(s, sp->h.id, 0, CHAN_SPAWN_E_REFUSED, err_msg(e));
                 err_free(e);
                 return;
         }
-        if (sp->kind != CHAN_BOX_WORKER) {
+        if (sp->kind == CHAN_BOX_BUNDLE) {
+                chan_blob_unmap(&spec);
                 send_failed(s, sp->h.id, ENOSYS, CHAN_SPAWN_E_REFUSED,
-                            "the monitor does not start tool or bundle boxes yet (issue 10 part 2)");
+                            "the monitor does not start bundle boxes yet (issue 10 part 2)");
                 return;
         }
         /* The monitor's posture: its own worker and the operator's sandbox
@@ -242,28 +285,35 @@ static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
         /* The zone: a name chan_decode checked, of a file the host has
          * beneath its zoneinfo (the box shows it read-only with /usr). */
         if (sp->tz[0] && !zone_exists(sp->tz)) {
+                chan_blob_unmap(&spec);
                 send_failed(s, sp->h.id, ENOENT, BOX_E_SETUP, "the time zone asked for is not one this host has");
                 return;
         }
         long d = s->m->deadline_ms;
         if (sp->deadline_ms > 0 && (d <= 0 || (long)sp->deadline_ms < d))
                 d = (long)sp->deadline_ms;
-        struct mbox *b = calloc(1, sizeof(*b));
-        if (!b) {
-                send_failed(s, sp->h.id, ENOMEM, BOX_E_SETUP, "start the worker: out of memory");
-                return;
-        }
-        *b = (struct mbox){ .srv = s, .id = s->next_box++, .req = sp->h.id, .in_spawn = true };
-        b->next = s->boxes;
-        s->boxes = b;
         struct box_request req = {
                 .kind = BOX_WORKER, .deadline_at = d > 0 ? mono_ms() + (double)d : 0, .tz = sp->tz[0] ? sp->tz : NULL,
                 .no_jit = sp->jit == 0,
                 .cpu_budget_ms = sp->cpu_budget_ms > (uint64_t)LONG_MAX ? 0 : (long)sp->cpu_budget_ms,
         };
+        char **tv = NULL;
+        struct mbox *b = calloc(1, sizeof(*b));
+        if (!b || (sp->kind == CHAN_BOX_TOOL && tool_request(sp, &spec, &req, &tv) < 0)) {
+                free(b);
+                chan_blob_unmap(&spec);
+                send_failed(s, sp->h.id, ENOMEM, BOX_E_SETUP, "start the box: out of memory");
+                return;
+        }
+        *b = (struct mbox){ .srv = s, .id = s->next_box++, .req = sp->h.id, .kind = sp->kind, .in_spawn = true };
+        b->next = s->boxes;
+        s->boxes = b;
         struct box_events ev = { .started = ev_started, .failed = ev_failed, .ended = ev_ended, .arg = b };
         const struct box_provider *p = s->m->boxes;
-        if (p->spawn(p->arg, s->loop, &req, &ev, &b->handle, &e) < 0) {
+        int r = p->spawn(p->arg, s->loop, &req, &ev, &b->handle, &e);
+        free(tv);
+        chan_blob_unmap(&spec);
+        if (r < 0) {
                 send_failed(s, sp->h.id, e ? e->errnum : 0, err_code(e), err_msg(e));
                 err_free(e);
                 b->ended = true;

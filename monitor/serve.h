@@ -7,7 +7,11 @@
  *                       worker it found, the operator's sandbox options),
  *                       the deadline the broker asks for only within the
  *                       operator's -> SPAWNED + fds, or SPAWN_FAILED
- *   SPAWN tool/bundle-> SPAWN_FAILED (ENOSYS: not served yet, issue 10 part 2)
+ *   SPAWN tool       -> checked against the COMMIT, then a BOX_TOOL request to
+ *                       `boxes` (program, argv, env names, ro binds, "sandbox":
+ *                       false, its timeout) -> SPAWNED + stdin, stdout, stderr
+ *                       (or SPAWN_FAILED); its exit fd watched like a worker's
+ *   SPAWN bundle     -> SPAWN_FAILED (ENOSYS: not served yet)
  *   OPEN_AGENT_FILE  -> OPENED (+ fd) beneath agent_dirfd (monitor/agentfile.c)
  *   OPEN_AGENT       -> (agent_from_broker only, once) OPENED (+ fd) of the
  *                       journal's agent; its folder becomes the agent folder

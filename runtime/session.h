@@ -37,6 +37,7 @@ struct ssrf_allow;
 struct tools_registry;
 struct llm_config;
 struct effect_table;
+struct box_provider;
 
 /* The parent's own limits: what a worker can make this process hold or do
  * (docs/sandbox.md, "The parent's limits").  The launcher fills every field
@@ -87,6 +88,11 @@ struct broker_children {
         int (*place)(void *arg, uint64_t id, char **ret_env, struct err **err);
         void (*release)(void *arg, uint64_t id);
         void *place_arg;
+        /* Where tools start instead of as subprocesses of this process:
+         * the broker's channel to the monitor (broker/config.c fills it; a
+         * BOX_TOOL request, the child's stdio back in box_started).  NULL:
+         * effects/proc/subproc.c starts them here (the one-process run). */
+        const struct box_provider *tool_boxes;
 };
 
 /* How a session runs: live (perform every effect), replay (answer every
@@ -200,7 +206,10 @@ void session_outcome_clear(struct session_outcome *o);
  * supervisor (deadline, seccomp notification, memory watchdog, kill) lives
  * behind the provider, which reports the box's end once, with why. */
 
-enum box_kind { BOX_WORKER };
+enum box_kind {
+        BOX_WORKER,
+        BOX_TOOL,                 /* a command from --tools (issue 10: the monitor starts it) */
+};
 
 struct box_request {
         enum box_kind kind;
@@ -211,6 +220,14 @@ struct box_request {
         bool no_jit;              /* the JIT off (the broker's policy is not permissive) */
         long cpu_budget_ms;       /* the engine's CPU budget, if shorter than the provider's; 0 = its own */
         const char *tz;           /* the box's time zone (a replay's is the journal's); NULL = the provider's */
+
+        /* BOX_TOOL (the provider checks it against what the operator
+         * declared: monitor/commit.c): */
+        char *const *argv;        /* argv[0] the program, absolute; NULL-terminated */
+        char *const *env_names;   /* variables it gets, with the provider's values; NULL-terminated or NULL */
+        char *const *ro_binds;    /* host paths bound read-only into its box; NULL-terminated or NULL */
+        bool host;                /* "sandbox": false: no box (never as root) */
+        long timeout_ms;          /* the tool's timeout (the box's deadline) */
 };
 
 enum box_end_reason {
@@ -232,9 +249,10 @@ struct box_ended {
 };
 
 struct box_started {
-        int frame_fd;             /* connected SOCK_STREAM socket: the session's from now (it closes it) */
+        int frame_fd;             /* connected SOCK_STREAM socket: the session's from now (it closes it); tool: -1 */
         int stderr_fd;            /* the worker's stderr, or -1: the session's from now */
         const char *banner;       /* the Isolation: line's text */
+        int stdin_fd, stdout_fd;  /* BOX_TOOL: its stdin's write end, stdout's read end (and stderr_fd) */
 };
 
 struct box_events {

@@ -36,6 +36,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <grp.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -160,13 +161,66 @@ __attribute__((noreturn)) static void init_main(char **cmd, int report, int aliv
         _exit(0); /* as pid 1: the kernel kills what is left in the namespace */
 }
 
+/* --as UID:GID (the monitor's, for a broker's tool: issue 10): T and I
+ * become that user for good once the pid namespace exists (made as root,
+ * so no user namespace is needed) and before C starts — no supplementary
+ * groups, no capability left (a uid change from 0 clears them),
+ * no_new_privs.  The death signal, which a credential change clears, is
+ * set again. */
+static int parse_as(const char *spec, uid_t *ret_uid, gid_t *ret_gid)
+{
+        unsigned long u, g;
+        char *end;
+        errno = 0;
+        u = strtoul(spec, &end, 10);
+        if (errno || end == spec || *end != ':' || u == 0 || u > 0xfffffffeul)
+                return -1;
+        const char *gs = end + 1;
+        g = strtoul(gs, &end, 10);
+        if (errno || end == gs || *end || g == 0 || g > 0xfffffffeul)
+                return -1;
+        *ret_uid = (uid_t)u;
+        *ret_gid = (gid_t)g;
+        return 0;
+}
+
+static int drop_to(uid_t u, gid_t g)
+{
+        pid_t parent = getppid();
+        if (geteuid() == 0) {
+                if (setgroups(0, NULL) < 0 || setresgid(g, g, g) < 0 || setresuid(u, u, u) < 0)
+                        return -1;
+        } else if (geteuid() != u || getegid() != g) {
+                errno = EPERM;
+                return -1;
+        }
+        if (getuid() == 0 || geteuid() == 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                return -1;
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+                _exit(128 + SIGKILL); /* the run is gone already */
+        return 0;
+}
+
 int cmd_host_tool(int argc, char **argv)
 {
         int i = 1;
+        bool as = false;
+        uid_t as_uid = 0;
+        gid_t as_gid = 0;
+        if (i + 1 < argc && strcmp(argv[i], "--as") == 0) {
+                if (parse_as(argv[i + 1], &as_uid, &as_gid) < 0) {
+                        fprintf(stderr, "chidori: _host-tool: --as %s: expected UID:GID, neither 0\n", argv[i + 1]);
+                        return EXIT_USAGE;
+                }
+                as = true;
+                i += 2;
+        }
         if (i < argc && strcmp(argv[i], "--") == 0)
                 i++;
         if (i >= argc) {
-                fprintf(stderr, "chidori: _host-tool is internal: chidori _host-tool -- PROGRAM [ARGS...]\n");
+                fprintf(stderr, "chidori: _host-tool is internal: chidori _host-tool [--as UID:GID] -- PROGRAM "
+                                "[ARGS...]\n");
                 return EXIT_USAGE;
         }
         char **cmd = argv + i;
@@ -191,10 +245,21 @@ int cmd_host_tool(int argc, char **argv)
         if (init == 0) {
                 close(report[0]);
                 close(alive[1]);
+                if (as && drop_to(as_uid, as_gid) < 0) {
+                        fprintf(stderr, "chidori: _host-tool: become %u:%u: %s\n", (unsigned)as_uid,
+                                (unsigned)as_gid, strerror(errno));
+                        _exit(EXIT_PROTOCOL);
+                }
                 init_main(cmd, report[1], alive[0], in_ns);
         }
         close(report[1]);
         close(alive[0]);
+        if (as && drop_to(as_uid, as_gid) < 0) {
+                fprintf(stderr, "chidori: _host-tool: become %u:%u: %s\n", (unsigned)as_uid, (unsigned)as_gid,
+                        strerror(errno));
+                kill(init, SIGKILL);
+                return EXIT_PROTOCOL;
+        }
         /* Our stdio stays open for nobody but C: the broker waits for EOF. */
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         for (int fd = 0; fd < 3 && null >= 0; fd++)

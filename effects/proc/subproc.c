@@ -75,6 +75,11 @@ struct child {
         double start, deadline, drain_until;  /* mono_ms; 0 = none */
         long kill_grace_ms;
         double kill_at;        /* SIGTERM was sent: SIGKILL the group then; 0 = none */
+        /* Started elsewhere (subproc_remote_new): no pid here; stopping is
+         * kill(), its end comes by subproc_remote_ended. */
+        bool remote, kill_sent;
+        subproc_kill_fn kill;
+        void *kill_arg;
 };
 
 struct slot {
@@ -113,6 +118,12 @@ static void signal_child(struct child *c, int sig)
 {
         if (c->reaped)
                 return;
+        if (c->remote) {
+                if (!c->kill_sent && c->kill)
+                        c->kill(c->kill_arg, false);
+                c->kill_sent = true;
+                return;
+        }
         if (syscall(SYS_pidfd_send_signal, c->pidfd, sig, NULL, 0) < 0 && errno == ENOSYS)
                 kill(c->pid, sig);
 }
@@ -124,7 +135,8 @@ static void kill_group(struct child *c)
         if (c->reaped)
                 return;
         signal_child(c, SIGKILL);
-        killpg(c->pid, SIGKILL);
+        if (!c->remote)
+                killpg(c->pid, SIGKILL);
 }
 
 /* Begin stopping: at once, or gracefully (see the top of the file). */
@@ -132,7 +144,7 @@ static void stop(struct child *c)
 {
         if (c->reaped || c->kill_at > 0)
                 return;
-        if (c->kill_grace_ms > 0) {
+        if (c->kill_grace_ms > 0 && !c->remote) {
                 signal_child(c, SIGTERM);
                 c->kill_at = mono_ms() + (double)c->kill_grace_ms;
         } else {
@@ -169,8 +181,8 @@ static void unlink_child(struct child **list, struct child *c)
  * once reaped. */
 static bool try_reap(struct child *c)
 {
-        if (c->reaped)
-                return true;
+        if (c->reaped || c->remote)
+                return c->reaped;
         siginfo_t si;
         memset(&si, 0, sizeof(si));
         if (waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &si, WEXITED | WNOHANG | WNOWAIT) < 0) {
@@ -199,8 +211,8 @@ static bool try_reap(struct child *c)
 /* Block until reaped (teardown only: the child has been sent SIGKILL). */
 static void reap_blocking(struct child *c)
 {
-        if (c->reaped)
-                return;
+        if (c->reaped || c->remote)
+                return;  /* remote: whoever started it reaps it (it was told to kill it) */
         siginfo_t si;
         for (;;) {
                 int r = c->pidfd >= 0 ? waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &si, WEXITED) : -1;
@@ -533,7 +545,9 @@ bool subproc_cancel(struct subproc_engine *e, uint64_t id)
         close_fd(&c->in_fd);
         close_fd(&c->out.fd);
         close_fd(&c->err.fd);
-        if (try_reap(c)) {
+        if (c->remote && c->kill && !c->reaped)
+                c->kill(c->kill_arg, true);  /* its end is not ours to wait for */
+        if (c->remote || try_reap(c)) {
                 child_free(c);
         } else {
                 c->next = e->doomed;
@@ -581,11 +595,101 @@ void subproc_engine_free(struct subproc_engine *e)
                 for (struct child *c = lists[i], *next; c; c = next) {
                         next = c->next;
                         kill_group(c);
+                        if (c->remote && c->kill && !c->reaped)
+                                c->kill(c->kill_arg, true);  /* its events find no engine now */
                         reap_blocking(c);
                         child_free(c);
                 }
         free(e->slots);
         free(e);
+}
+
+/* ---- children started elsewhere ---- */
+
+int subproc_remote_new(struct subproc_engine *e, uint64_t id, const struct subproc_spec *spec, subproc_kill_fn kill,
+                       void *kill_arg, subproc_done_fn done, void *arg, struct err **err)
+{
+        if (find(e->live, id))
+                return err_setc(err, SUBPROC_E_SPEC, 0, "subproc: id %llu is already running",
+                                (unsigned long long)id);
+        struct child *c = calloc(1, sizeof(*c));
+        if (!c || (spec->stdin_len && !(c->in = malloc(spec->stdin_len)))) {
+                free(c);
+                return err_setc(err, SUBPROC_E_SPAWN, ENOMEM, "subproc");
+        }
+        if (spec->stdin_len)
+                memcpy(c->in, spec->stdin_data, spec->stdin_len);
+        c->in_len = spec->stdin_len;
+        c->pidfd = c->in_fd = c->out.fd = c->err.fd = -1;
+        c->remote = true;
+        c->kill = kill;
+        c->kill_arg = kill_arg;
+        c->id = id;
+        c->serial = e->next_serial++;
+        c->done = done;
+        c->arg = arg;
+        c->out.max = spec->max_stdout_bytes ? spec->max_stdout_bytes : SUBPROC_DEFAULT_MAX_OUTPUT;
+        c->err.max = spec->max_stderr_bytes ? spec->max_stderr_bytes : SUBPROC_DEFAULT_MAX_OUTPUT;
+        c->start = mono_ms();
+        c->deadline = spec->timeout_ms > 0 ? c->start + (double)spec->timeout_ms : 0;
+        struct child **tail = &e->live;
+        while (*tail)
+                tail = &(*tail)->next;
+        *tail = c;
+        e->pending++;
+        return 0;
+}
+
+static struct child *remote(struct subproc_engine *e, uint64_t id)
+{
+        struct child *c = e ? find(e->live, id) : NULL;
+        return c && c->remote ? c : NULL;
+}
+
+int subproc_remote_started(struct subproc_engine *e, uint64_t id, int fds[3])
+{
+        struct child *c = remote(e, id);
+        if (!c || c->out.fd >= 0 || c->reaped ||
+            set_nonblock(fds[0]) < 0 || set_nonblock(fds[1]) < 0 || set_nonblock(fds[2]) < 0)
+                return -1;
+        c->in_fd = take_fd(&fds[0]);
+        c->out.fd = take_fd(&fds[1]);
+        c->err.fd = take_fd(&fds[2]);
+        if (c->kill_sent || c->timed_out)
+                close_fd(&c->in_fd);
+        else if (c->in_len == 0)
+                close_fd(&c->in_fd);
+        else
+                pump_stdin(c);
+        return 0;
+}
+
+void subproc_remote_ended(struct subproc_engine *e, uint64_t id, bool started, int wait_status)
+{
+        struct child *c = remote(e, id);
+        if (!c || c->reaped)
+                return;
+        c->reaped = true;
+        if (WIFEXITED(wait_status)) {
+                c->code = CLD_EXITED;
+                c->status = WEXITSTATUS(wait_status);
+        } else {
+                c->code = CLD_KILLED;
+                c->status = WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : SIGKILL;
+        }
+        close_fd(&c->in_fd);
+        c->drain_until = started ? mono_ms() + SUBPROC_DRAIN_MS : 0;
+}
+
+bool subproc_remote_forget(struct subproc_engine *e, uint64_t id)
+{
+        struct child *c = remote(e, id);
+        if (!c)
+                return false;
+        unlink_child(&e->live, c);
+        e->pending--;
+        child_free(c);
+        return true;
 }
 
 /* ---- the loop ---- */

@@ -154,4 +154,26 @@ size_t subproc_fds(struct subproc_engine *e, struct pollfd *fds, size_t max, int
  * without waiting.  Returns 0, or -1 with err if poll itself failed. */
 int subproc_perform(struct subproc_engine *e, const struct pollfd *fds, size_t nfds, struct err **err);
 
+/* ---- children started elsewhere (issue 10: the monitor starts a broker's
+ * tools; the broker drives their stdio here, as for its own) ----
+ *
+ *      subproc_remote_new(e, id, &spec, kill, karg, on_done, arg, &err);  // asked, not started yet
+ *      ... subproc_remote_started(e, id, fds);    // its stdin, stdout, stderr (taken)
+ *      ... subproc_remote_ended(e, id, true, ws); // its wait status; then as a reaped child
+ *      or  subproc_remote_forget(e, id);          // it never started: no callback
+ *
+ * Only spec's stdin, timeout and output caps are used.  Stopping it (its
+ * timeout, subproc_cancel) calls kill(karg, false) once: the caller has it
+ * killed and reports the end later; subproc_engine_free calls
+ * kill(karg, true) for each one left: the engine is gone, its events must
+ * not come here any more.  The result is as for a child of its own. */
+typedef void (*subproc_kill_fn)(void *arg, bool engine_gone);
+int subproc_remote_new(struct subproc_engine *e, uint64_t id, const struct subproc_spec *spec, subproc_kill_fn kill,
+                       void *kill_arg, subproc_done_fn done, void *arg, struct err **err);
+/* -1 (nothing taken) if `id` is not a remote child waiting to start. */
+int subproc_remote_started(struct subproc_engine *e, uint64_t id, int fds[3]);
+/* started false: it ended before its stdio came (nothing to drain). */
+void subproc_remote_ended(struct subproc_engine *e, uint64_t id, bool started, int wait_status);
+bool subproc_remote_forget(struct subproc_engine *e, uint64_t id);
+
 #endif

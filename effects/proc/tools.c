@@ -69,6 +69,7 @@ struct parser {
         const char *origin;
         struct jpath jp;
         struct err **err;
+        bool no_files;  /* TOOLS_LOAD_NO_FILES */
 };
 
 
@@ -229,7 +230,7 @@ static int parse_command(struct parser *ps, const cJSON *j, struct tool *t)
         if (strchr(prog, '/')) {
                 if (!is_clean_abs(prog, true))
                         r = perr(ps, "\"%s\" must be an absolute path or a bare program name", clean);
-                else if (!is_exec_file(prog))
+                else if (!ps->no_files && !is_exec_file(prog))
                         r = perr(ps, "\"%s\" is not an executable file", clean);
         } else if (!found_in_path(prog)) {
                 r = perr(ps, "program \"%s\" not found in PATH=%s", clean, TOOLS_PATH);
@@ -278,7 +279,7 @@ static int parse_ro_bind(struct parser *ps, const cJSON *j, struct tool *t)
                 if (!is_clean_abs(t->ro_bind[i], false) || strcmp(t->ro_bind[i], "/") == 0)
                         r = perr(ps, "\"%s\" must be an absolute path other than /, without ':', '.' or '..' "
                                      "components", clean);
-                else if (stat(t->ro_bind[i], &st) < 0)
+                else if (!ps->no_files && stat(t->ro_bind[i], &st) < 0)
                         r = perr(ps, "\"%s\" does not exist", clean);
                 jpath_pop(&ps->jp, old);
                 if (r < 0)
@@ -396,7 +397,16 @@ static int parse_doc(struct parser *ps, const cJSON *doc, struct tools_registry 
         return 0;
 }
 
+static int parse_flags(const char *json, size_t len, const char *origin, unsigned flags,
+                       struct tools_registry **ret, struct err **err);
+
 int tools_parse(const char *json, size_t len, const char *origin, struct tools_registry **ret, struct err **err)
+{
+        return parse_flags(json, len, origin, 0, ret, err);
+}
+
+static int parse_flags(const char *json, size_t len, const char *origin, unsigned flags,
+                       struct tools_registry **ret, struct err **err)
 {
         if (!origin)
                 origin = "tools";
@@ -425,7 +435,7 @@ int tools_parse(const char *json, size_t len, const char *origin, struct tools_r
                 cJSON_Delete(doc);
                 return err_setc(err, TOOLS_E_IO, ENOMEM, "%s", origin);
         }
-        struct parser ps = { .origin = origin, .err = err };
+        struct parser ps = { .origin = origin, .err = err, .no_files = (flags & TOOLS_LOAD_NO_FILES) != 0 };
         int r = parse_doc(&ps, doc, reg);
         cJSON_Delete(doc);
         if (r < 0) {
@@ -438,10 +448,11 @@ int tools_parse(const char *json, size_t len, const char *origin, struct tools_r
 
 int tools_load(const char *path, struct tools_registry **ret, struct err **err)
 {
-        return tools_load_opened(path, 0, 0, ret, err);
+        return tools_load_opened(path, 0, 0, 0, ret, err);
 }
 
-int tools_load_opened(const char *path, int fd, int errnum, struct tools_registry **ret, struct err **err)
+int tools_load_opened(const char *path, int fd, int errnum, unsigned flags, struct tools_registry **ret,
+                      struct err **err)
 {
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
@@ -453,7 +464,22 @@ int tools_load_opened(const char *path, int fd, int errnum, struct tools_registr
                         return err_setc(err, TOOLS_E_IO, 0, "%s: larger than the 1 MiB limit", path);
                 return err_setc(err, TOOLS_E_IO, e, "%s: cannot be read", path);
         }
-        return tools_parse(text, len, path, ret, err);
+        return parse_flags(text, len, path, flags, ret, err);
+}
+
+char *tools_program(const struct tool_def *t)
+{
+        const char *prog = t->command[0];
+        if (strchr(prog, '/'))
+                return strdup(prog);
+        char dirs[] = TOOLS_PATH;
+        for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+                char *p = NULL;
+                if (asprintf(&p, "%s/%s", d, prog) >= 0 && is_exec_file(p))
+                        return p;
+                free(p);
+        }
+        return NULL;
 }
 
 const struct tool_def *tools_find(const struct tools_registry *reg, const char *name)

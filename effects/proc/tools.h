@@ -93,8 +93,17 @@ int tools_parse(const char *json, size_t len, const char *origin, struct tools_r
  * the path as given. */
 int tools_load(const char *path, struct tools_registry **ret, struct err **err);
 /* The same from a descriptor the monitor opened (read_opened: fd > 0, or
- * the errno of its failed open); messages name `path`. */
-int tools_load_opened(const char *path, int fd, int errnum, struct tools_registry **ret, struct err **err);
+ * the errno of its failed open); messages name `path`.  flags
+ * TOOLS_LOAD_NO_FILES: absolute programs and ro_bind paths are not looked
+ * at (the broker cannot see the host's files: the monitor starts the tool,
+ * and a missing one fails at its call). */
+#define TOOLS_LOAD_NO_FILES 1u
+int tools_load_opened(const char *path, int fd, int errnum, unsigned flags, struct tools_registry **ret,
+                      struct err **err);
+
+/* The tool's program, absolute: command[0] itself, or a bare name's first
+ * match in TOOLS_PATH; NULL when not found (malloc'd). */
+char *tools_program(const struct tool_def *t);
 
 void tools_free(struct tools_registry *reg);
 

@@ -82,11 +82,45 @@ JS
   assert_stdout '{"write":"refused","shadow":"refused"}'
   [[ ! -e /tmp/chidori-tool-probe ]]
   if [[ $(id -u) == 0 ]]; then
-    chid run --quiet --tools "$T/tools.json" --input '"escape_host"' "$T/e.js"
+    # The one-process run starts it as the caller: root.
+    CHIDORI_RUN_BROKER=0 chid run --quiet --tools "$T/tools.json" --input '"escape_host"' "$T/e.js"
     assert_status 0
     assert_stdout '{"write":"wrote","shadow":"read"}'
     rm -f /tmp/chidori-tool-probe
+    # Through the broker the monitor starts it as the broker's uid, never
+    # root: the host is there, root's files are not (the test folder is
+    # made traversable: that uid runs only what it can read).
+    chmod 755 "$T"
+    CHIDORI_RUN_BROKER=1 chid run --quiet --tools "$T/tools.json" --input '"escape_host"' "$T/e.js"
+    assert_status 0
+    assert_stdout '{"write":"wrote","shadow":"refused"}'
+    rm -f /tmp/chidori-tool-probe
   fi
+}
+
+@test "a \"sandbox\": false tool through the broker runs as the broker's uid with no capability; one-process it is root" {
+  [[ $(id -u) == 0 ]] || skip "as root only: the contrast is uid 0 against the broker's uid"
+  cat >"$T/who.sh" <<'SH'
+#!/bin/sh
+read -r line
+caps=$(sed -n 's/^CapEff:[[:space:]]*//p' /proc/self/status)
+nnp=$(sed -n 's/^NoNewPrivs:[[:space:]]*//p' /proc/self/status)
+printf '{"uid":%s,"gid":%s,"caps":"%s","nnp":%s}\n' "$(id -u)" "$(id -g)" "$caps" "$nnp"
+SH
+  chmod 755 "$T" "$T/who.sh"
+  echo "{\"who\": {\"command\": [\"$T/who.sh\"], \"sandbox\": false}}" >"$T/tools.json"
+  agent w.js <<'JS'
+module.exports = async () => chidori.tool('who', {});
+JS
+  CHIDORI_RUN_BROKER=0 chid run --quiet --tools "$T/tools.json" "$T/w.js"
+  assert_status 0
+  [[ $output == '{"uid":0,"gid":0,'* ]] || { echo "one-process: $output"; return 1; }
+  CHIDORI_RUN_BROKER=1 chid run --quiet --tools "$T/tools.json" "$T/w.js"
+  assert_status 0
+  [[ $output =~ ^\{\"uid\":([0-9]+),\"gid\":([0-9]+),\"caps\":\"0000000000000000\",\"nnp\":1\}$ ]] ||
+    { echo "broker: $output"; return 1; }
+  [[ ${BASH_REMATCH[1]} != 0 && ${BASH_REMATCH[1]} != 65534 && ${BASH_REMATCH[2]} != 0 ]] ||
+    { echo "broker: $output"; return 1; }
 }
 
 @test "tool failures name the tool and the cause" {

@@ -362,6 +362,9 @@ teardown() {
 orphan_tools() { # a tool that starts background children, one of them in a session of its own
   MARK="sleep 1000.$$$RANDOM"
   mkdir -p "$T/op"
+  # Through the broker a host tool runs as the broker's uid: it must be
+  # able to reach the script.
+  chmod 755 "$T"
   cat >"$T/bg.sh" <<SH
 #!/bin/sh
 read -r line

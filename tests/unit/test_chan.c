@@ -260,6 +260,14 @@ static void test_fields(void **state)
         m.spawn.n_env = 0xffffffffu;
         send_raw(&m, m.h.len, NULL, 0);
         refused("more than 4096 strings");
+        m.spawn.n_env = 0;
+        m.spawn.flags = 2;
+        send_raw(&m, m.h.len, NULL, 0);
+        refused("SPAWN: flags 0x2");
+        m.spawn.kind = CHAN_BOX_WORKER;
+        m.spawn.flags = CHAN_SPAWN_HOST;
+        send_raw(&m, m.h.len, NULL, 0);
+        refused("SPAWN: flags 0x1 for kind 1");
         chan_init(&m, CHAN_HELLO, 1);
         m.hello.version = 2;
         send_raw(&m, m.h.len, NULL, 0);

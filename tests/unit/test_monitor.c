@@ -40,12 +40,14 @@ static void commit(struct monitor_commit *c)
 }
 
 /* A tool SPAWN of strs (program, argv..., env..., binds...) with the counts given. */
-static int spawn(const struct monitor_commit *c, const char *const *strs, uint32_t argv, uint32_t env, uint32_t binds,
-                 const char *want)
+static int spawn_flags(const struct monitor_commit *c, const char *const *strs, uint32_t argv, uint32_t env,
+                       uint32_t binds, uint32_t flags, uint32_t deadline, const char *want)
 {
         union chan_msg m;
         chan_init(&m, CHAN_SPAWN, 2);
         m.spawn.kind = CHAN_BOX_TOOL;
+        m.spawn.flags = flags;
+        m.spawn.deadline_ms = deadline;
         m.spawn.n_argv = argv, m.spawn.n_env = env, m.spawn.n_binds = binds;
         int fd = blob(strs, 1 + argv + env + binds);
         struct chan_blob b;
@@ -65,6 +67,12 @@ static int spawn(const struct monitor_commit *c, const char *const *strs, uint32
         return r;
 }
 
+static int spawn(const struct monitor_commit *c, const char *const *strs, uint32_t argv, uint32_t env, uint32_t binds,
+                 const char *want)
+{
+        return spawn_flags(c, strs, argv, env, binds, 0, 1000, want);
+}
+
 static void test_spawn_before_commit(void **state)
 {
         (void)state;
@@ -79,14 +87,20 @@ static void test_allowed_and_refused(void **state)
         struct monitor_commit c = { 0 };
         commit(&c);
         assert_string_equal(c.agent_dir, "/srv/agent");
-        const char *ok[] = { "/usr/bin/jq", "jq", ".", "PATH=/usr/bin", "ro:/srv/data" };
+        const char *ok[] = { "/usr/bin/jq", "jq", ".", "PATH", "ro:/srv/data" };
         assert_int_equal(spawn(&c, ok, 2, 1, 1, NULL), 0);
         const char *prog[] = { "/bin/sh", "sh", "-c", "id" };
         spawn(&c, prog, 3, 0, 0, "'/bin/sh' is not a committed command");
-        const char *env[] = { "/usr/bin/jq", "jq", "LD_PRELOAD=/tmp/x.so" };
-        spawn(&c, env, 1, 1, 0, "environment entry 'LD_PRELOAD' is not committed");
-        const char *noeq[] = { "/usr/bin/jq", "jq", "PATH" };
-        spawn(&c, noeq, 1, 1, 0, "environment entry 'PATH' is not committed");
+        const char *env[] = { "/usr/bin/jq", "jq", "LD_PRELOAD" };
+        spawn(&c, env, 1, 1, 0, "environment variable 'LD_PRELOAD' is not committed");
+        /* Values are the monitor's: a broker cannot set one. */
+        const char *val[] = { "/usr/bin/jq", "jq", "PATH=/tmp" };
+        spawn(&c, val, 1, 1, 0, "environment variable 'PATH=/tmp' is not committed");
+        /* "sandbox": false only when the COMMIT allows it; a timeout always. */
+        spawn_flags(&c, ok, 2, 1, 1, CHAN_SPAWN_HOST, 1000, "the COMMIT allows no \"sandbox\": false tool");
+        spawn_flags(&c, ok, 2, 1, 1, 0, 0, "without a timeout");
+        c.flags |= CHAN_COMMIT_UNSANDBOXED_TOOLS;
+        assert_int_equal(spawn_flags(&c, ok, 2, 1, 1, CHAN_SPAWN_HOST, 1000, NULL), 0);
         const char *rw[] = { "/usr/bin/git", "git", "rw:/srv/data" };
         spawn(&c, rw, 1, 0, 1, "bind 'rw:/srv/data' is not a committed read-only bind");
         const char *other[] = { "/usr/bin/git", "git", "ro:/etc" };

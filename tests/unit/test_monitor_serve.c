@@ -55,6 +55,10 @@ struct fake {
         _Atomic int spawns, finished, killed;
         _Atomic int worker_fd;    /* the worker's end of the last box's frame socket */
         _Atomic int exit_w;       /* the last box's exit trigger */
+        char tool_argv0[64];      /* the last BOX_TOOL request's */
+        long tool_timeout;
+        bool tool_host;
+        int tool_end[3];          /* the tool's ends of its stdio pipes */
 };
 
 /* The deadline as the monitor's supervisor meets it: the box is killed
@@ -96,6 +100,22 @@ static int fake_spawn(void *arg, struct evloop *loop, const struct box_request *
         b->exit_r = p[0];
         b->exit_w = p[1];
         b->loop = loop;
+        if (req->kind == BOX_TOOL) {
+                /* A tool: three pipes, no deadline timer here (the test kills it). */
+                snprintf(f->tool_argv0, sizeof(f->tool_argv0), "%s", req->argv[0]);
+                f->tool_timeout = req->timeout_ms;
+                f->tool_host = req->host;
+                int in[2], out[2], er[2];
+                if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(er, O_CLOEXEC) < 0)
+                        return err_set(err, errno, "fake tool");
+                f->tool_end[0] = in[0], f->tool_end[1] = out[1], f->tool_end[2] = er[1];
+                close(sv[0]), close(sv[1]);
+                f->exit_w = p[1];
+                *ret = b;
+                ev->started(ev->arg, &(struct box_started){ .frame_fd = -1, .stdin_fd = in[1], .stdout_fd = out[0],
+                                                            .stderr_fd = er[0] });
+                return 0;
+        }
         if (req->deadline_at > 0 && evloop_timer_add(loop, req->deadline_at, fake_deadline, b, &b->deadline, err) < 0)
                 return -1;
         f->worker_fd = sv[1];
@@ -233,7 +253,8 @@ static void b_commit(struct mon *m)
         assert_int_equal(chan_boxes_commit(m->broker, 0, "/tmp", cmds, 1, NULL, 0, NULL, 0, &e), 0);
 }
 
-static void b_spawn(struct mon *m, uint32_t kind, const char *program, uint64_t id)
+static void b_spawn_opts(struct mon *m, uint32_t kind, const char *program, uint64_t id, uint32_t deadline,
+                         uint32_t flags)
 {
         const char *spec[] = { program, program };
         int blob = -1;
@@ -243,8 +264,15 @@ static void b_spawn(struct mon *m, uint32_t kind, const char *program, uint64_t 
         chan_init(&msg, CHAN_SPAWN, id);
         msg.spawn.kind = kind;
         msg.spawn.n_argv = 1;
+        msg.spawn.deadline_ms = deadline;
+        msg.spawn.flags = flags;
         b_send(m, &msg, &blob, 1);
         close(blob);
+}
+
+static void b_spawn(struct mon *m, uint32_t kind, const char *program, uint64_t id)
+{
+        b_spawn_opts(m, kind, program, id, 0, 0);
 }
 
 /* SPAWN a worker and take SPAWNED: its box number; frame fd in *ffd. */
@@ -334,8 +362,9 @@ static void serve_happy_path(void **state)
         mon_free(&m);
 }
 
-/* A SPAWN before COMMIT, or of a tool the COMMIT did not name, is refused
- * (SPAWN_FAILED, code 100) and nothing starts; tool boxes are not served yet. */
+/* A SPAWN before COMMIT, or of a tool the COMMIT did not name, without a
+ * timeout or outside a box it did not allow, is refused (SPAWN_FAILED, code
+ * 100) and nothing starts; a committed tool starts with its stdio. */
 static void serve_spawn_refused(void **state)
 {
         (void)state;
@@ -355,8 +384,39 @@ static void serve_spawn_refused(void **state)
         assert_int_equal(msg.spawn_failed.code, CHAN_SPAWN_E_REFUSED);
         b_spawn(&m, CHAN_BOX_TOOL, "/usr/bin/jq", 3);
         b_expect(&m, CHAN_SPAWN_FAILED, &msg, NULL, NULL);
-        assert_int_equal(msg.spawn_failed.errnum, ENOSYS);
+        assert_non_null(strstr(msg.spawn_failed.message, "without a timeout"));
+        /* Outside a box, when the COMMIT allowed none. */
+        b_spawn_opts(&m, CHAN_BOX_TOOL, "/usr/bin/jq", 3, 500, CHAN_SPAWN_HOST);
+        b_expect(&m, CHAN_SPAWN_FAILED, &msg, NULL, NULL);
+        assert_non_null(strstr(msg.spawn_failed.message, "allows no \"sandbox\": false tool"));
         assert_int_equal(m.fake.spawns, 0);
+        /* A committed tool: the provider's BOX_TOOL, its stdio as SPAWNED's
+         * three descriptors; KILL ends it. */
+        b_spawn_opts(&m, CHAN_BOX_TOOL, "/usr/bin/jq", 5, 500, 0);
+        int fds[CHAN_MAX_FDS];
+        size_t nfds = 0;
+        b_expect(&m, CHAN_SPAWNED, &msg, fds, &nfds);
+        assert_int_equal(msg.spawned.kind, CHAN_BOX_TOOL);
+        assert_int_equal(nfds, 3);
+        assert_string_equal(m.fake.tool_argv0, "/usr/bin/jq");
+        assert_int_equal(m.fake.tool_timeout, 500);
+        assert_false(m.fake.tool_host);
+        assert_int_equal(write(fds[0], "{}\n", 3), 3);  /* its stdin */
+        char buf[8];
+        assert_int_equal(read(m.fake.tool_end[0], buf, sizeof(buf)), 3);
+        assert_int_equal(write(m.fake.tool_end[1], "1", 1), 1);  /* its stdout */
+        assert_int_equal(read(fds[1], buf, sizeof(buf)), 1);
+        for (int i = 0; i < 3; i++)
+                close(fds[i]), close(m.fake.tool_end[i]);
+        uint64_t box = msg.spawned.box;
+        chan_init(&msg, CHAN_KILL, 0);
+        msg.kill.box = box;
+        b_send(&m, &msg, NULL, 0);
+        b_expect(&m, CHAN_BOX_ENDED, &msg, NULL, NULL);
+        assert_int_equal(msg.box_ended.box, box);
+        assert_int_equal(msg.box_ended.reason, CHAN_END_KILLED);
+        close(m.fake.exit_w);
+        m.fake.spawns = 0;
         /* A box that cannot start: the provider's failure, layer code kept. */
         m.fake.fail_layer = true;
         b_spawn(&m, CHAN_BOX_WORKER, "/w", 4);

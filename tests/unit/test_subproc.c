@@ -755,10 +755,84 @@ static void test_grace_cancel_and_free(void **state)
         assert_int_equal(x.calls, 0);
 }
 
+/* ---- children started elsewhere (the monitor starts a broker's tools) ---- */
+
+static int remote_kills, remote_gone;
+
+static void remote_kill(void *arg, bool engine_gone)
+{
+        (void)arg;
+        remote_kills++;
+        remote_gone += engine_gone;
+}
+
+/* Its stdio comes later; stdin is written, stdout read to EOF, the exit
+ * status is the one reported; the timeout asks for a kill once. */
+static void test_remote_child(void **state)
+{
+        (void)state;
+        struct subproc_engine *e = engine();
+        struct res x = { 0 };
+        struct err *err = NULL;
+        remote_kills = remote_gone = 0;
+        struct subproc_spec spec = { .stdin_data = "{}\n", .stdin_len = 3, .timeout_ms = 10000 };
+        assert_int_equal(subproc_remote_new(e, 7, &spec, remote_kill, NULL, on_done, &x, &err), 0);
+        assert_int_equal(subproc_pending(e), 1);
+        run(e, 100);  /* nothing to do until it starts */
+        assert_int_equal(x.calls, 0);
+        int in[2], out[2], er[2];
+        assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+        assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+        assert_int_equal(pipe2(er, O_CLOEXEC), 0);
+        int fds[3] = { in[1], out[0], er[0] };
+        assert_int_equal(subproc_remote_started(e, 7, fds), 0);
+        assert_int_equal(subproc_remote_started(e, 7, fds), -1);  /* once */
+        char buf[8];
+        assert_int_equal(read(in[0], buf, sizeof(buf)), 3);
+        assert_int_equal(write(out[1], "[1]", 3), 3);
+        assert_int_equal(write(er[1], "warn", 4), 4);
+        close(in[0]), close(out[1]), close(er[1]);
+        subproc_remote_ended(e, 7, true, 3 << 8);
+        run(e, 2000);
+        assert_int_equal(x.calls, 1);
+        assert_true(x.exited);
+        assert_int_equal(x.code, 3);
+        assert_string_equal(x.out, "[1]");
+        assert_string_equal(x.err, "warn");
+        assert_int_equal(remote_kills, 0);
+        res_clear(&x);
+
+        /* Its timeout: one kill; then the end it reports (SIGKILL). */
+        spec.timeout_ms = 50;
+        assert_int_equal(subproc_remote_new(e, 8, &spec, remote_kill, NULL, on_done, &x, &err), 0);
+        run(e, 300);
+        assert_int_equal(remote_kills, 1);
+        assert_int_equal(x.calls, 0);
+        subproc_remote_ended(e, 8, false, SIGKILL);
+        run(e, 1000);
+        assert_int_equal(x.calls, 1);
+        assert_true(x.timed_out);
+        assert_false(x.exited);
+        assert_int_equal(x.sig, SIGKILL);
+        res_clear(&x);
+
+        /* Never started: forgotten, no callback; one left at engine_free
+         * hears that the engine is gone. */
+        assert_int_equal(subproc_remote_new(e, 9, &spec, remote_kill, NULL, on_done, &x, &err), 0);
+        assert_true(subproc_remote_forget(e, 9));
+        assert_false(subproc_remote_forget(e, 9));
+        spec.timeout_ms = 0;
+        assert_int_equal(subproc_remote_new(e, 10, &spec, remote_kill, NULL, on_done, &x, &err), 0);
+        subproc_engine_free(e);
+        assert_int_equal(remote_gone, 1);
+        assert_int_equal(x.calls, 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_echo_cat),
+                cmocka_unit_test(test_remote_child),
                 cmocka_unit_test(test_large_stdin_stdout),
                 cmocka_unit_test(test_child_not_reading_stdin),
                 cmocka_unit_test(test_exit_codes_and_stderr),
