@@ -150,7 +150,7 @@ int handover_run(struct handover *h, const struct handover_run *r)
                 .chan = b.chan, .boxes = &boxes.provider, .exit_fd = cli_boxes_exit_fd,
                 .agent_dirfd = agent_dirfd, .agent_dir = r->agent_dir, .agent_from_broker = r->agent_from_broker,
                 .deadline_ms = r->sb->deadline_ms, .broker_pidfd = b.pidfd,
-                .stop = &launcher_stop_signal,
+                .stop = &launcher_stop_signal, .prestart = r->prestart,
                 .welcome_flags = (b.mode == BROKER_ROOTLESS ? CHAN_WELCOME_ROOTLESS : 0) |
                                  (b.mode == BROKER_UID0 ? CHAN_WELCOME_UID0 : 0),
         };

@@ -5,6 +5,8 @@
 #define CHIDORI_CLI_HANDOVER_H
 
 #include <stdbool.h>
+
+#include "monitor/serve.h"
 #include <stddef.h>
 
 #include "monitor/broker.h"
@@ -38,6 +40,7 @@ struct handover_run {
         const char *agent_dir;             /* absolute: OPEN_AGENT_FILE beneath it; NULL: agent_from_broker */
         bool agent_from_broker;            /* chidori replay without --agent (monitor/serve.h) */
         bool quiet;                        /* --quiet: no note of a weakened broker posture */
+        struct monitor_prestart prestart;  /* the worker to start while the broker starts */
         const char *state_dir, *workspace; /* absolute or NULL: attached read-write */
         const char *broker_user;           /* --broker-user, or NULL */
 };

@@ -1060,6 +1060,26 @@ static int handover_agent(struct handover *h, const char *path, const char *who,
         return 0;
 }
 
+/* The worker the broker will ask for, when the CLI can tell its posture
+ * without reading a policy: chidori run's default (permissive) or
+ * --untrusted, with no CHIDORI_POLICY* source.  The broker resolves it the
+ * same way (broker/config.c); a different ask only costs the early box. */
+static void prestart_posture(const struct run_opts *o, struct monitor_prestart *w)
+{
+        const char *f = getenv("CHIDORI_POLICY_FILE"), *i = getenv("CHIDORI_POLICY"),
+                   *p = getenv("CHIDORI_POLICY_PROFILE");
+        if ((f && *f) || (i && *i) || (p && *p) || (o->untrusted && o->trusted) ||
+            (o->sb.tz && strlen(o->sb.tz) >= sizeof(w->tz)))
+                return;
+        bool strict = o->untrusted;
+        w->on = true;
+        w->no_jit = o->sb.jit == 0 || (o->sb.jit < 0 && strict);
+        w->cpu_budget_ms = o->js_deadline_ms >= 0 ? o->js_deadline_ms
+                           : strict             ? CLI_JS_BUDGET_UNTRUSTED_MS
+                                                : CLI_JS_BUDGET_DEFAULT_MS;
+        snprintf(w->tz, sizeof(w->tz), "%s", o->sb.tz ? o->sb.tz : "");
+}
+
 static int run_broker(struct run_opts *o)
 {
         struct handover h;
@@ -1084,6 +1104,7 @@ static int run_broker(struct run_opts *o)
                 .sb = &o->sb, .run_id = run_id + 4, .agent_dir = agent, .state_dir = state, .workspace = ws,
                 .broker_user = o->broker_user, .quiet = o->quiet,
         };
+        prestart_posture(o, &r.prestart);
         code = handover_run(&h, &r);
 out:
         handover_free(&h);

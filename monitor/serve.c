@@ -40,6 +40,12 @@ struct mbox {
         struct ev_io *exit_io;
         bool in_spawn;           /* inside boxes->spawn: freed by its caller */
         bool started, finishing, ended;
+        /* Started before the broker asked (monitor_serve.prestart): no
+         * message about it goes out until a SPAWN claims it. */
+        bool parked;
+        int frame_fd, stderr_fd; /* parked and started: its descriptors */
+        char banner[CHAN_BANNER_MAX];
+        struct monitor_prestart posture;
 };
 
 struct srv {
@@ -50,6 +56,7 @@ struct srv {
         int agent_dirfd;         /* m->agent_dirfd, or OPEN_AGENT's (owned then) */
         char *agent_dir;         /* OPEN_AGENT's folder (owned); else m->agent_dir */
         struct mbox *boxes;
+        struct mbox *parked;     /* the worker started ahead, until claimed */
         uint64_t next_box;       /* numbers given so far: 1..next_box-1 */
         bool hello, done, quiet, stop_sent;
         enum { END_RESULT, END_BROKEN, END_GRACE } end;
@@ -96,6 +103,33 @@ static void box_unlink(struct srv *s, struct mbox *b)
 
 /* ---- the box provider's events ---- */
 
+/* SPAWNED for a worker: its frame socket and stderr go to the broker. */
+static void send_worker(struct srv *s, struct mbox *b, int frame_fd, int stderr_fd, const char *banner)
+{
+        int fds[2] = { frame_fd, stderr_fd };
+        if (fds[1] < 0) {
+                /* No stderr (a fake or in-process box): an empty pipe says so. */
+                int p[2];
+                if (pipe2(p, O_CLOEXEC) == 0) {
+                        close(p[1]);
+                        fds[1] = p[0];
+                }
+        }
+        union chan_msg m;
+        chan_init(&m, CHAN_SPAWNED, b->req);
+        m.spawned.box = b->id;
+        m.spawned.kind = CHAN_BOX_WORKER;
+        snprintf(m.spawned.banner, sizeof(m.spawned.banner), "%s", banner ? banner : "");
+        if (fds[1] >= 0)
+                send_msg(s, &m, fds, 2);
+        else
+                broken(s, "could not be given the box's descriptors (%s)", strerror(errno));
+        /* The broker has its copies now (the session owns them there). */
+        close(frame_fd);
+        if (fds[1] >= 0)
+                close(fds[1]);
+}
+
 static void ev_started(void *arg, const struct box_started *st)
 {
         struct mbox *b = arg;
@@ -112,28 +146,13 @@ static void ev_started(void *arg, const struct box_started *st)
                         close(fds[i]);
                 return;
         }
-        int fds[2] = { st->frame_fd, st->stderr_fd };
-        if (fds[1] < 0) {
-                /* No stderr (a fake or in-process box): an empty pipe says so. */
-                int p[2];
-                if (pipe2(p, O_CLOEXEC) == 0) {
-                        close(p[1]);
-                        fds[1] = p[0];
-                }
+        if (b->parked) {
+                b->frame_fd = st->frame_fd;
+                b->stderr_fd = st->stderr_fd;
+                snprintf(b->banner, sizeof(b->banner), "%s", st->banner ? st->banner : "");
+                return;
         }
-        union chan_msg m;
-        chan_init(&m, CHAN_SPAWNED, b->req);
-        m.spawned.box = b->id;
-        m.spawned.kind = CHAN_BOX_WORKER;
-        snprintf(m.spawned.banner, sizeof(m.spawned.banner), "%s", st->banner ? st->banner : "");
-        if (fds[1] >= 0)
-                send_msg(s, &m, fds, 2);
-        else
-                broken(s, "could not be given the box's descriptors (%s)", strerror(errno));
-        /* The broker has its copies now (the session owns them there). */
-        close(st->frame_fd);
-        if (fds[1] >= 0)
-                close(fds[1]);
+        send_worker(s, b, st->frame_fd, st->stderr_fd, st->banner);
 }
 
 static void send_failed(struct srv *s, uint64_t req, int errnum, int code, const char *msg)
@@ -149,7 +168,8 @@ static void send_failed(struct srv *s, uint64_t req, int errnum, int code, const
 static void ev_failed(void *arg, const struct err *e, bool layer)
 {
         struct mbox *b = arg;
-        send_failed(b->srv, b->req, e ? e->errnum : 0, layer ? BOX_E_LAYER : err_code(e), err_msg(e));
+        if (!b->parked) /* a parked one failing is forgotten: the SPAWN starts another */
+                send_failed(b->srv, b->req, e ? e->errnum : 0, layer ? BOX_E_LAYER : err_code(e), err_msg(e));
         b->ended = true;
 }
 
@@ -170,6 +190,19 @@ static void ev_ended(void *arg, const struct box_ended *be)
 {
         struct mbox *b = arg;
         struct srv *s = b->srv;
+        if (b->parked) {
+                if (b->started) {
+                        close(b->frame_fd);
+                        if (b->stderr_fd >= 0)
+                                close(b->stderr_fd);
+                }
+                if (s->parked == b)
+                        s->parked = NULL;
+                b->ended = true;
+                if (!b->in_spawn)
+                        box_unlink(s, b);
+                return;
+        }
         union chan_msg m;
         chan_init(&m, CHAN_BOX_ENDED, 0);
         m.box_ended.box = b->id;
@@ -257,6 +290,75 @@ static int tool_request(const struct chan_spawn *sp, const struct chan_blob *spe
         return 0;
 }
 
+/* Start box b (filled, not linked yet) with the provider; a failure is
+ * reported by ev_failed (or here) and the box forgotten. */
+static void start_box(struct srv *s, struct mbox *b, const struct box_request *req)
+{
+        struct err *e = NULL;
+        b->in_spawn = true;
+        b->next = s->boxes;
+        s->boxes = b;
+        struct box_events ev = { .started = ev_started, .failed = ev_failed, .ended = ev_ended, .arg = b };
+        const struct box_provider *p = s->m->boxes;
+        if (p->spawn(p->arg, s->loop, req, &ev, &b->handle, &e) < 0) {
+                if (!b->parked)
+                        send_failed(s, b->req, e ? e->errnum : 0, err_code(e), err_msg(e));
+                err_free(e);
+                e = NULL;
+                b->ended = true;
+        }
+        b->in_spawn = false;
+        if (b->ended || !b->started) {
+                box_unlink(s, b);
+                return;
+        }
+        int xfd = s->m->exit_fd ? s->m->exit_fd(p->arg, b->handle) : -1;
+        if (xfd >= 0 && evloop_io_add(s->loop, xfd, EPOLLIN, on_box_exit, b, &b->exit_io, &e) < 0) {
+                broken(s, "could not be served: watch its box (%s)", err_msg(e));
+                err_free(e);
+        }
+}
+
+/* The worker started ahead (monitor_serve.prestart), while the broker
+ * started: the first worker SPAWN takes it when it asks for the same
+ * posture; otherwise it is killed unseen and a box started as asked. */
+static bool claim_parked(struct srv *s, const struct chan_spawn *sp)
+{
+        struct mbox *b = s->parked;
+        if (!b || sp->kind != CHAN_BOX_WORKER)
+                return false;
+        s->parked = NULL;
+        const struct monitor_prestart *w = &b->posture;
+        if (b->ended || !b->started || w->no_jit != (sp->jit == 0) || (uint64_t)w->cpu_budget_ms != sp->cpu_budget_ms ||
+            strcmp(w->tz, sp->tz) != 0) {
+                box_finish(s, b, true); /* still parked: its end goes unreported */
+                return false;
+        }
+        b->parked = false;
+        b->req = sp->h.id;
+        send_worker(s, b, b->frame_fd, b->stderr_fd, b->banner);
+        return true;
+}
+
+static void prestart(struct srv *s)
+{
+        const struct monitor_prestart *w = &s->m->prestart;
+        struct mbox *b = calloc(1, sizeof(*b));
+        if (!b)
+                return;
+        *b = (struct mbox){ .srv = s, .id = s->next_box++, .kind = CHAN_BOX_WORKER, .parked = true, .posture = *w };
+        long d = s->m->deadline_ms;
+        struct box_request req = {
+                .kind = BOX_WORKER, .deadline_at = d > 0 ? mono_ms() + (double)d : 0, .tz = w->tz[0] ? w->tz : NULL,
+                .no_jit = w->no_jit, .cpu_budget_ms = w->cpu_budget_ms,
+        };
+        start_box(s, b, &req);
+        /* Still listed (started, not ended): it waits for its SPAWN. */
+        for (struct mbox *x = s->boxes; x; x = x->next)
+                if (x == b)
+                        s->parked = b;
+}
+
 static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
 {
         struct chan_blob spec;
@@ -289,6 +391,10 @@ static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
                 send_failed(s, sp->h.id, ENOENT, BOX_E_SETUP, "the time zone asked for is not one this host has");
                 return;
         }
+        if (claim_parked(s, sp)) {
+                chan_blob_unmap(&spec);
+                return;
+        }
         long d = s->m->deadline_ms;
         if (sp->deadline_ms > 0 && (d <= 0 || (long)sp->deadline_ms < d))
                 d = (long)sp->deadline_ms;
@@ -305,29 +411,10 @@ static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
                 send_failed(s, sp->h.id, ENOMEM, BOX_E_SETUP, "start the box: out of memory");
                 return;
         }
-        *b = (struct mbox){ .srv = s, .id = s->next_box++, .req = sp->h.id, .kind = sp->kind, .in_spawn = true };
-        b->next = s->boxes;
-        s->boxes = b;
-        struct box_events ev = { .started = ev_started, .failed = ev_failed, .ended = ev_ended, .arg = b };
-        const struct box_provider *p = s->m->boxes;
-        int r = p->spawn(p->arg, s->loop, &req, &ev, &b->handle, &e);
+        *b = (struct mbox){ .srv = s, .id = s->next_box++, .req = sp->h.id, .kind = sp->kind };
+        start_box(s, b, &req);
         free(tv);
         chan_blob_unmap(&spec);
-        if (r < 0) {
-                send_failed(s, sp->h.id, e ? e->errnum : 0, err_code(e), err_msg(e));
-                err_free(e);
-                b->ended = true;
-        }
-        b->in_spawn = false;
-        if (b->ended || !b->started) {
-                box_unlink(s, b);
-                return;
-        }
-        int xfd = s->m->exit_fd ? s->m->exit_fd(p->arg, b->handle) : -1;
-        if (xfd >= 0 && evloop_io_add(s->loop, xfd, EPOLLIN, on_box_exit, b, &b->exit_io, &e) < 0) {
-                broken(s, "could not be served: watch its box (%s)", err_msg(e));
-                err_free(e);
-        }
 }
 
 static void on_open(struct srv *s, const struct chan_open_agent_file *o)
@@ -534,6 +621,11 @@ int monitor_serve(const struct monitor_serve *m, struct err **err)
                 evloop_free(s.loop);
                 return EXIT_PROTOCOL;
         }
+        /* The worker's box starts while the broker does (it reads its
+         * config, the policy, the agent): the slow part of a run's start
+         * is done once, in parallel. */
+        if (m->prestart.on)
+                prestart(&s);
         while (!s.done) {
                 check_stop(&s);
                 struct err *e = NULL;

@@ -32,10 +32,20 @@
 #define CHIDORI_MONITOR_SERVE_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/err.h"
 #include "runtime/session.h"
+
+/* The worker a run will ask for, started before it asks (monitor/serve.c
+ * prestart): taken by the first worker SPAWN of the same posture. */
+struct monitor_prestart {
+        bool on;
+        bool no_jit;
+        long cpu_budget_ms;
+        char tz[64];                       /* CHAN_TZ_MAX; "" = UTC */
+};
 
 struct monitor_serve {
         int chan;                          /* the monitor's end (not closed here) */
@@ -57,6 +67,7 @@ struct monitor_serve {
         int broker_pidfd;                  /* the broker (killed and reaped at the end); -1: none (tests) */
         const volatile sig_atomic_t *stop; /* the signal that asked the monitor to stop, or 0; may be NULL */
         long grace_ms;                     /* after STOP, before the broker is killed (0: 2000) */
+        struct monitor_prestart prestart;  /* .on: start the first worker ahead */
 };
 
 /* Serve the broker until the run ends (above).  Returns the exit code:

@@ -549,6 +549,57 @@ static void serve_stop(void **state)
         mon_free(&m);
 }
 
+/* The worker started ahead: the first worker SPAWN of its posture takes
+ * it (no second box); one of another posture kills it unreported. */
+static void serve_prestart(void **state)
+{
+        (void)state;
+        struct mon m;
+        mon_start(&m);
+        m.ms.prestart = (struct monitor_prestart){ .on = true, .no_jit = true };
+        mon_run(&m);
+        b_hello(&m);
+        b_commit(&m);
+        /* Started before any SPAWN. */
+        for (int i = 0; i < 500 && m.fake.spawns < 1; i++)
+                usleep(10 * 1000);
+        assert_int_equal(m.fake.spawns, 1);
+        int ffd = -1;
+        assert_int_equal(b_spawn_worker(&m, 5, &ffd), 1);
+        assert_int_equal(m.fake.spawns, 1);
+        assert_int_equal(write(ffd, "ping", 4), 4);
+        char buf[8] = { 0 };
+        assert_int_equal(read(m.fake.worker_fd, buf, sizeof(buf)), 4);
+        assert_string_equal(buf, "ping");
+        close(ffd);
+        close(m.fake.worker_fd);
+        b_result(&m, 0);
+        assert_int_equal(mon_join(&m), 0);
+        close(m.fake.exit_w);
+        mon_free(&m);
+
+        mon_start(&m);
+        m.ms.prestart = (struct monitor_prestart){ .on = true, .no_jit = false, .cpu_budget_ms = 60000 };
+        mon_run(&m);
+        b_hello(&m);
+        b_commit(&m);
+        int first_worker = -1;
+        /* The SPAWN asks for the JIT off: another box; the early one is
+         * killed and its end never reaches the broker (b_expect would see
+         * BOX_ENDED before SPAWNED). */
+        for (int i = 0; i < 500 && m.fake.spawns < 1; i++)
+                usleep(10 * 1000);
+        first_worker = m.fake.worker_fd;
+        assert_int_equal(b_spawn_worker(&m, 6, NULL), 2);
+        assert_int_equal(m.fake.spawns, 2);
+        assert_int_equal(m.fake.killed, 1);
+        close(first_worker);
+        close(m.fake.worker_fd);
+        b_result(&m, 0);
+        assert_int_equal(mon_join(&m), 0);
+        mon_free(&m);
+}
+
 /* OPEN_AGENT (chidori replay without --agent): taken once, only when the
  * run says so; its folder becomes the agent folder for OPEN_AGENT_FILE. */
 static void serve_open_agent(void **state)
@@ -901,7 +952,7 @@ int main(void)
                 cmocka_unit_test(serve_happy_path),      cmocka_unit_test(serve_spawn_refused),
                 cmocka_unit_test(serve_protocol_break),  cmocka_unit_test(serve_out_of_order),
                 cmocka_unit_test(serve_broker_dies),     cmocka_unit_test(serve_stop),
-                cmocka_unit_test(serve_open_agent_file), cmocka_unit_test(serve_open_agent), cmocka_unit_test(provider_session_done),
+                cmocka_unit_test(serve_open_agent_file), cmocka_unit_test(serve_open_agent), cmocka_unit_test(serve_prestart), cmocka_unit_test(provider_session_done),
                 cmocka_unit_test(provider_session_stop), cmocka_unit_test(provider_monitor_gone),
                 cmocka_unit_test(provider_session_deadline), cmocka_unit_test(config_parse),
         };
