@@ -874,7 +874,11 @@ JS
   BG_PIDS+=("$cp")
   w=
   for i in $(seq 1000); do
-    w=$(pgrep -P "$cp" | head -n 1) || true
+    # The run's children: the broker and the worker's box (pick the box).
+    w=
+    for c in $(pgrep -P "$cp"); do
+      [[ $(readlink "/proc/$c/exe" 2>/dev/null) == *chidori-broker* ]] || w=$c
+    done
     [[ -n $w ]] && grep -q $'^Seccomp_filters:\t2' "/proc/$w/status" 2>/dev/null && break
     sleep 0.01
   done
