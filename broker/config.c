@@ -67,7 +67,8 @@ static const struct key {
         enum key_kind kind;
         size_t off;
 } keys[] = {
-        KEY("agent", K_STR, agent), KEY("agent_dir", K_STR, agent_dir), KEY("agent_path", K_STR, agent_path), KEY("run_id", K_STR, run_id),
+        KEY("agent", K_STR, agent), KEY("agent_dir", K_STR, agent_dir), KEY("agent_path", K_STR, agent_path),
+        KEY("agent_stdin", K_FLAG, agent_stdin), KEY("agent_fd", K_FD, agent_fd), KEY("run_id", K_STR, run_id),
         KEY("deadline_ms", K_NUM, deadline_ms), KEY("js_deadline_ms", K_NUM, js_deadline_ms),
         KEY("cpu_secs", K_NUM, cpu_secs), KEY("json", K_FLAG, json), KEY("quiet", K_FLAG, quiet),
         KEY("untrusted", K_FLAG, untrusted), KEY("trusted", K_FLAG, trusted),
@@ -152,7 +153,12 @@ static int config_one(const char *kv, struct broker_config *c, struct err **err)
 /* The checks between keys. */
 static int config_check(const struct broker_config *c, struct err **err)
 {
-        if (c->agent_from_journal) {
+        if (c->agent_stdin) {
+                if (c->agent_fd < 0 || !c->agent || !c->agent[0] || strchr(c->agent, '/') || c->agent_dir ||
+                    c->agent_from_journal)
+                        return err_set(err, 0, "config: agent_stdin goes with agent_fd and a plain agent name, "
+                                               "without agent_dir");
+        } else if (c->agent_from_journal) {
                 if (c->agent || c->agent_dir || c->replay_fd < 0)
                         return err_set(err, 0, "config: agent_from_journal goes with replay_fd and without agent, "
                                                "agent_dir");
@@ -179,7 +185,7 @@ static int config_check(const struct broker_config *c, struct err **err)
             (c->tools_file && (c->tools_fd >= 0) == (c->tools_errno != 0)))
                 return err_set(err, 0, "config: a file needs its descriptor or the errno of its open, one of them");
         const long fds[] = { c->journal_fd, c->replay_fd, c->answers_fd, c->policy_fd, c->tools_fd, c->tty_fd,
-                             c->input_fd, c->net_lib_fd, c->input_arg_fd };
+                             c->input_fd, c->net_lib_fd, c->input_arg_fd, c->agent_fd };
         for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
                 for (size_t j = i + 1; j < sizeof(fds) / sizeof(fds[0]); j++)
                         if (fds[i] >= 0 && fds[i] == fds[j])
@@ -191,7 +197,7 @@ int broker_config_parse(const char *const *strs, size_t n, struct broker_config 
 {
         *c = (struct broker_config){ .run_id = "run-0", .js_deadline_ms = -1, .jit = -1, .journal_fd = -1,
                                      .replay_fd = -1, .answers_fd = -1, .input_fd = -1, .policy_fd = -1,
-                                     .tools_fd = -1, .tty_fd = -1, .net_lib_fd = -1,
+                                     .tools_fd = -1, .tty_fd = -1, .net_lib_fd = -1, .agent_fd = -1,
                                      .input_arg_fd = -1 };
         for (size_t i = 0; i < n; i++)
                 if (config_one(strs[i], c, err) < 0)
@@ -268,7 +274,10 @@ static void journal_header(struct run *r, const char *script)
         const struct broker_config *c = r->c;
         char agent[4200];
         sha256_hex(script, strlen(script), r->sha256);
-        snprintf(agent, sizeof(agent), "%s%s%s", c->agent_dir, strcmp(c->agent_dir, "/") ? "/" : "", c->agent);
+        if (c->agent_stdin)
+                snprintf(agent, sizeof(agent), "-"); /* "-": read from stdin */
+        else
+                snprintf(agent, sizeof(agent), "%s%s%s", c->agent_dir, strcmp(c->agent_dir, "/") ? "/" : "", c->agent);
         const char *slash = strrchr(c->agent, '/');
         const struct journal_header_info info = {
                 .version = CHIDORI_VERSION, .run_id = c->run_id, .agent = agent, .agent_sha256 = r->sha256,
@@ -289,6 +298,12 @@ static void journal_end(struct run *r, const struct session_outcome *o, int code
 
 static int load_agent(int chan, const struct broker_config *c, const struct run *r, char **ret, struct err **err)
 {
+        if (c->agent_stdin) {
+                size_t n = 0;
+                int rc = read_fd((int)c->agent_fd, "stdin", AGENT_MAX, ret, &n, err);
+                close((int)c->agent_fd);
+                return rc < 0 ? err_wrap(err, "read the agent from stdin") : 0;
+        }
         int fd = r->agent_abs ? chan_boxes_open_agent(chan, r->agent_abs, err) : chan_boxes_open(chan, c->agent, err);
         if (fd < 0)
                 return -1;
@@ -584,6 +599,14 @@ static int replay_settings(struct broker_config *c, struct run *r, const cJSON *
         r->env = env ? cJSON_Duplicate(env, 1) : NULL;
         if (env && !r->env)
                 return err_set(err, ENOMEM, "replay");
+        if (c->agent_stdin) {
+                /* replay --agent -: named as the run named it. */
+                const cJSON *fn = cJSON_GetObjectItemCaseSensitive(h, "filename");
+                if (cJSON_IsString(fn) && fn->valuestring[0] && !strchr(fn->valuestring, '/') &&
+                    strlen(fn->valuestring) <= 255)
+                        c->agent = fn->valuestring;
+                return 0;
+        }
         if (!c->agent_from_journal)
                 return 0;
         const cJSON *agent = cJSON_GetObjectItemCaseSensitive(h, "agent");
@@ -642,7 +665,8 @@ static int open_inputs(struct broker_config *c, struct run *r, int *code, struct
                 return err_set(err, ENOMEM, "config: input");
         if (c->mem_ns)
                 r->ns = strdup(c->mem_ns);
-        else if (asprintf(&r->ns, "%s%s%s", c->agent_dir, strcmp(c->agent_dir, "/") ? "/" : "", c->agent) < 0)
+        else if (c->agent_stdin ? asprintf(&r->ns, "stdin:%s", c->agent) < 0
+                                : asprintf(&r->ns, "%s%s%s", c->agent_dir, strcmp(c->agent_dir, "/") ? "/" : "", c->agent) < 0)
                 r->ns = NULL;
         if (!r->ns)
                 return err_set(err, ENOMEM, "config");
@@ -659,7 +683,10 @@ static int replay_same_agent(const struct run *r, const char *script, struct err
         const cJSON *sha = cJSON_GetObjectItemCaseSensitive(replay_header(r->replay), "agent_sha256");
         const struct broker_config *c = r->c;
         char now[65], full[4200];
-        snprintf(full, sizeof(full), "%s%s%s", c->agent_dir, strcmp(c->agent_dir, "/") ? "/" : "", c->agent);
+        if (c->agent_stdin)
+                snprintf(full, sizeof(full), "-");
+        else
+                snprintf(full, sizeof(full), "%s%s%s", c->agent_dir, strcmp(c->agent_dir, "/") ? "/" : "", c->agent);
         const char *path = r->agent_abs ? r->agent_abs : c->agent_path ? c->agent_path : full;
         sha256_hex(script, strlen(script), now);
         if (cJSON_IsString(sha) && strcmp(sha->valuestring, now) != 0 && c->replay_agent_given) {
@@ -718,7 +745,7 @@ int broker_run(int chan, int config_fd)
         close_read_fds(&c);
         /* The operator's configuration is parsed: commit to what may be
          * spawned before reading anything an agent wrote. */
-        if (broker_tools_commit(chan, c.agent_from_journal ? "" : c.agent_dir, r.tools, &e) < 0) {
+        if (broker_tools_commit(chan, c.agent_from_journal || c.agent_stdin ? "" : c.agent_dir, r.tools, &e) < 0) {
                 code = err_code(e) == 0 && !e->errnum ? EXIT_USAGE : EXIT_PROTOCOL;
                 goto fail_code;
         }

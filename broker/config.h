@@ -7,6 +7,9 @@
  *   agent=REL            the agent file, beneath the agent folder (OPEN_AGENT_FILE)
  *   agent_dir=/ABS       the agent folder (the COMMIT names it)
  *   agent_path=PATH      the agent as the operator named it, for messages
+ *   agent_stdin=1, agent_fd=N   the agent was read from stdin (AGENT '-'): its
+ *                        text in a sealed memfd, agent= its name (--agent-name,
+ *                        stdin.js; a replay's: the journal's filename), no folder
  *   run_id=run-HEX       the run's id
  *   deadline_ms=N        the run's deadline (0: none)
  *   js_deadline_ms=N     the engine's CPU budget (0: none; absent: 60000, or
@@ -77,6 +80,8 @@ struct broker_config {
         long deadline_ms, js_deadline_ms, cpu_secs;
         long jit;                          /* -1 auto, 0, 1 */
         bool json, quiet, untrusted, trusted, replay_agent_given, auto_approve, virtual_time, agent_from_journal;
+        bool agent_stdin;                  /* the agent came from stdin: agent_fd, no folder */
+        long agent_fd;                     /* agent_stdin: its text, a sealed memfd */
         const char *policy_profile, *policy_inline;
         const char *state_dir, *mem_ns, *input;
         long journal_fd;                   /* -1: none */

@@ -801,10 +801,19 @@ static int load_run_agent(const struct run_opts *o, struct run_ctx *c, bool agen
  * While the switch is being built: CHIDORI_RUN_BROKER=1 hands a run to
  * chidori-broker (cli/handover.c) when it needs nothing the broker cannot
  * do yet (an agent from stdin, --no-isolate). */
-static bool broker_wanted(const struct run_opts *o, bool agent_stdin)
+/* --broker-user names the broker's user; --no-isolate runs no broker. */
+static int broker_user_check(const char *cmd, const struct run_opts *o)
+{
+        if (o->broker_user && o->in_process)
+                return usage_error(cmd, "--broker-user names the user of the broker process, and --no-isolate runs "
+                                        "none (the engine runs in this process): drop one of them"), -1;
+        return 0;
+}
+
+static bool broker_wanted(const struct run_opts *o)
 {
         const char *v = getenv("CHIDORI_RUN_BROKER");
-        return v && strcmp(v, "1") == 0 && !agent_stdin && !o->in_process;
+        return v && strcmp(v, "1") == 0 && !o->in_process;
 }
 
 /* The policy's sources, as select_policy reads them: the broker chooses. */
@@ -874,11 +883,11 @@ static int handover_grants(struct handover *h, const struct run_opts *o, char **
         return 0;
 }
 
-/* Text in a sealed memfd, read from its start. */
-static int text_memfd(const char *text, int *ret, struct err **err)
+/* Bytes in a sealed memfd, read from its start. */
+static int bytes_memfd(const char *name, const char *text, size_t len, int *ret, struct err **err)
 {
-        int fd = memfd_create("input", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-        size_t len = strlen(text), off = 0;
+        int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        size_t off = 0;
         while (fd >= 0 && off < len) {
                 ssize_t n = write(fd, text + off, len - off);
                 if (n <= 0) {
@@ -929,7 +938,7 @@ static int handover_io(struct handover *h, const struct run_opts *o)
                 /* Longer than a blob string may be: a sealed memfd of its own. */
                 int fd = -1;
                 struct err *err = NULL;
-                if (text_memfd(o->input_json, &fd, &err) < 0) {
+                if (bytes_memfd("input", o->input_json, strlen(o->input_json), &fd, &err) < 0) {
                         fprintf(stderr, "chidori: --input: %s\n", err_msg(err));
                         err_free(err);
                         return -1;
@@ -1080,14 +1089,34 @@ static void prestart_posture(const struct run_opts *o, struct monitor_prestart *
         snprintf(w->tz, sizeof(w->tz), "%s", o->sb.tz ? o->sb.tz : "");
 }
 
-static int run_broker(struct run_opts *o)
+/* An agent read from stdin: its text in a sealed memfd (the broker reads
+ * it; nothing here looks at it), named by --agent-name or stdin.js. */
+static int handover_stdin_agent(struct handover *h, const char *name)
+{
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        struct err *err = NULL;
+        int fd = -1;
+        if (read_fd(STDIN_FILENO, "stdin", (size_t)16 << 20, &text, &len, &err) < 0 ||
+            bytes_memfd("agent", text, len, &fd, &err) < 0) {
+                fprintf(stderr, "chidori: read the agent from stdin: %s\n", err_msg(err));
+                err_free(err);
+                return -1;
+        }
+        handover_add(h, "agent_stdin=1");
+        handover_add(h, "agent=%s", name);
+        return handover_fd(h, "agent_fd", fd);
+}
+
+static int run_broker(struct run_opts *o, bool agent_stdin)
 {
         struct handover h;
         handover_init(&h);
         _cleanup_free_ char *agent = NULL, *ws = NULL, *state = NULL;
         char run_id[40];
         int code = EXIT_USAGE;
-        if (handover_agent(&h, o->agent_path, "", &agent) < 0)
+        if (agent_stdin ? handover_stdin_agent(&h, o->agent_name ? o->agent_name : "stdin.js") < 0
+                        : handover_agent(&h, o->agent_path, "", &agent) < 0)
                 goto out;
         make_run_id(run_id);
         handover_common(&h, o, run_id);
@@ -1129,7 +1158,11 @@ static int replay_broker(struct run_opts *o, const char *journal, const char *ag
         }
         handover_add(&h, "replay_file=%s", journal);
         handover_fd(&h, "replay_fd", fd);
-        if (agent_override) {
+        if (agent_override && strcmp(agent_override, "-") == 0) {
+                if (handover_stdin_agent(&h, "stdin.js") < 0)
+                        goto out;
+                handover_add(&h, "replay_agent_given=1");
+        } else if (agent_override) {
                 if (handover_agent(&h, agent_override, "replay: ", &agent) < 0)
                         goto out;
                 handover_add(&h, "replay_agent_given=1");
@@ -1240,10 +1273,10 @@ int cmd_run(int argc, char **argv)
                 return usage_error("run", "one agent file expected, got also '%s'", argv[optind + 1]);
         o.agent_path = argv[optind];
         bool agent_stdin = strcmp(o.agent_path, "-") == 0;
-        if (check_run_opts(&o, agent_stdin) < 0)
+        if (check_run_opts(&o, agent_stdin) < 0 || broker_user_check("run", &o) < 0)
                 return EXIT_USAGE;
-        if (broker_wanted(&o, agent_stdin))
-                return run_broker(&o);
+        if (broker_wanted(&o))
+                return run_broker(&o, agent_stdin);
 
         struct run_ctx ctx = { 0 };
         int code = EXIT_USAGE;
@@ -1405,9 +1438,9 @@ int cmd_replay(int argc, char **argv)
         }
         if (optind >= argc)
                 return usage_error("replay", "no journal file given");
-        if (sandbox_opts_check(&o.sb) < 0 || pids_check("replay", &o) < 0)
+        if (sandbox_opts_check(&o.sb) < 0 || pids_check("replay", &o) < 0 || broker_user_check("replay", &o) < 0)
                 return EXIT_USAGE;
-        if (broker_wanted(&o, agent_override && strcmp(agent_override, "-") == 0))
+        if (broker_wanted(&o))
                 return replay_broker(&o, argv[optind], agent_override);
         struct run_ctx ctx = { 0 };
         struct err *err = NULL;
