@@ -714,3 +714,56 @@ JS
   cat "$T/.out" "$T/.err"
   [[ $status -eq 2 && $(<"$T/.out") == '{"ok":false,"error":{"name":"UsageError","message":"agent file '"'$T/agent/nope.js'"' not found: No such file or directory"},"exit":2}' ]]
 }
+
+@test "broker: chidori run --broker-user: the broker runs as that uid; 0 and 65534 are refused (exit 2)" {
+  is_root || skip "needs root (a rootless broker keeps the caller's uid)"
+  export CHIDORI_BROKER="$BUILD_DIR/chidori-broker"
+  echo 'function main() { for (;;) {} }' >"$T/agent/b.js"
+  CHIDORI_RUN_BROKER=1 "$CHIDORI" run --broker-user 4242 --state-dir "$T/state" --deadline 20000 \
+    "$T/agent/b.js" >"$T/.out" 2>"$T/.err" </dev/null &
+  local p=$! b=""
+  for _ in $(seq 100); do grep -q '^Policy:' "$T/.err" 2>/dev/null && break; sleep 0.1; done
+  for c in $(ps -o pid= --ppid "$p"); do
+    [[ $(cat "/proc/$c/comm") == chidori-broker ]] && b=$c
+  done
+  st=$(cat "/proc/$b/status" 2>/dev/null || true)
+  kill -TERM "$p" || true; set +e; wait "$p"; set -e
+  cat "$T/.err"
+  [[ -n $b && $st == *$'\nUid:\t4242\t4242\t4242\t4242\n'* ]]
+  # The same run without it: the default broker uid.
+  CHIDORI_RUN_BROKER=1 "$CHIDORI" run --state-dir "$T/state" --deadline 20000 "$T/agent/b.js" \
+    >"$T/.out" 2>"$T/.err" </dev/null &
+  p=$! b=""
+  for _ in $(seq 100); do grep -q '^Policy:' "$T/.err" 2>/dev/null && break; sleep 0.1; done
+  for c in $(ps -o pid= --ppid "$p"); do
+    [[ $(cat "/proc/$c/comm") == chidori-broker ]] && b=$c
+  done
+  st=$(cat "/proc/$b/status" 2>/dev/null || true)
+  kill -TERM "$p"; set +e; wait "$p"; set -e
+  [[ -n $b && $st == *$'\nUid:\t65533\t'* ]]
+  echo 'module.exports = () => 1' >"$T/agent/c.js"
+  for u in 0 65534 root nobody; do
+    CHIDORI_RUN_BROKER=1 chid run --quiet --broker-user "$u" "$T/agent/c.js"
+    assert_status 2
+    assert_stderr_has "chidori: the broker's user:"
+  done
+  chid run --quiet --no-isolate --broker-user 4242 "$T/agent/c.js"
+  assert_status 2
+  assert_stderr_has "--no-isolate runs none"
+}
+
+@test "broker: chidori run - : an agent from stdin goes to the broker in a sealed memfd; its replay takes it from stdin again" {
+  export CHIDORI_BROKER="$BUILD_DIR/chidori-broker"
+  echo 'module.exports = async (i) => [i, await chidori.memory.get("nope")]' >"$T/agent/s.js"
+  run env CHIDORI_RUN_BROKER=1 "$CHIDORI" run --quiet --input 3 --journal "$T/s.jsonl" - <"$T/agent/s.js"
+  [[ $status -eq 0 && $output == '[3,null]' ]]
+  # It is the broker that ran it: without one, no run.
+  run env CHIDORI_RUN_BROKER=1 CHIDORI_BROKER=/nonexistent/chidori-broker "$CHIDORI" run --quiet - <"$T/agent/s.js"
+  [[ $status -eq 70 && $output == *"start the broker"* ]]
+  head -n1 "$T/s.jsonl" | grep -q '"agent":"-","agent_sha256":"[0-9a-f]*","filename":"stdin.js","memory_ns":"stdin:stdin.js"'
+  run env CHIDORI_RUN_BROKER=1 "$CHIDORI" replay --quiet --agent - "$T/s.jsonl" <"$T/agent/s.js"
+  [[ $status -eq 0 && $output == '[3,null]' ]]
+  CHIDORI_RUN_BROKER=1 chid replay --quiet "$T/s.jsonl"
+  assert_status 2
+  assert_stderr_has "the journal's agent was read from stdin; give it again with --agent FILE"
+}
