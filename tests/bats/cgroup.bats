@@ -3,7 +3,7 @@
 # same assertions run against cgroup v2 in the qemu guest, tests/vm/).
 load helpers
 
-P="$BATS_TEST_DIRNAME/../../build/probes"
+P="${CHIDORI_BUILD:-$BATS_TEST_DIRNAME/../../build}/probes"
 
 # Every chidori cgroup directory below the hierarchies we may use.
 chidori_cgroups() {

@@ -75,9 +75,9 @@ module.exports = async function (urls) {
 };
 JS
   jq -R -s 'split("\n") | map(select(length > 0) | split(" ")[1])' "$SRVDIR/urls" >"$SRVDIR/urls.json"
-  "$BATS_TEST_DIRNAME/../../build/chidori" run --quiet --http-timeout 5000 --input-file "$SRVDIR/urls.json" \
+  "$CHIDORI" run --quiet --http-timeout 5000 --input-file "$SRVDIR/urls.json" \
     "$SRVDIR/battery.js" >"$SRVDIR/closed.json" 2>"$SRVDIR/closed.err" || true
-  "$BATS_TEST_DIRNAME/../../build/chidori" run --quiet --http-timeout 5000 --allow-host 127.0.0.1 \
+  "$CHIDORI" run --quiet --http-timeout 5000 --allow-host 127.0.0.1 \
     --input-file "$SRVDIR/urls.json" "$SRVDIR/battery.js" >"$SRVDIR/open.json" 2>"$SRVDIR/open.err" || true
 }
 

@@ -12,7 +12,7 @@ load helpers
 
 # The plain build's probes, also under `make asan`: an instrumented probe's
 # leak check at exit uses ptrace, which launch's filter refuses (as cgroup.bats).
-P="$BATS_TEST_DIRNAME/../../build/probes"
+P="${CHIDORI_BUILD:-$BATS_TEST_DIRNAME/../../build}/probes"
 
 eval "helpers_$(declare -f setup)"
 eval "helpers_$(declare -f teardown)"

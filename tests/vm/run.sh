@@ -89,7 +89,11 @@ fi
 FILES+=("$SCRIPT" "$HERE")      # the harness itself (cases, lib) at its host path
 for f in "$@"; do FILES+=("$(realpath -e "$f")"); done
 if ((REPO_DIRS)); then
-  for d in build tests examples; do [[ -d $REPO/$d ]] && FILES+=("$REPO/$d"); done
+  for d in tests examples; do [[ -d $REPO/$d ]] && FILES+=("$REPO/$d"); done
+  # The build under test (CHIDORI_BUILD: build-asan for make asan) at the
+  # guest's $REPO/build, where the cases look.
+  b=${CHIDORI_BUILD:-$REPO/build}
+  [[ -d $b ]] && FILES+=("$b=$REPO/build")
 fi
 [[ -x /usr/bin/bash ]] && FILES+=(/usr/bin/bash)   # for cases written in bash; /bin/sh stays busybox
 while read -r f; do [[ -e $f ]] && FILES+=("$f") || log "vm-include: $f not found on the host, skipped"; done < <(
