@@ -275,7 +275,7 @@ static const struct effect_family families[] = {
         { "workspace", NULL, NULL, NULL, NULL, NULL },
         { "template", NULL, NULL, NULL, NULL, NULL },
         { "net", NULL, broker_http_fds, broker_http_perform, broker_http_free, broker_http_cancel },
-        { "proc", NULL, broker_procs_fds, broker_procs_perform, broker_procs_free, NULL },
+        { "proc", NULL, broker_procs_fds, broker_procs_perform, broker_procs_free, broker_procs_cancel },
         { "fs", NULL, NULL, NULL, broker_fs_free, NULL },
         { "time", NULL, broker_timers_fds, broker_timers_perform, broker_timers_free, broker_timers_cancel },
 };

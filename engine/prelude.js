@@ -842,26 +842,34 @@ const chidori = {
                         return v.text;
                 }]);
         },
-        // tool(name, args) -> the JSON value the tool printed.
-        tool(name, args) {
+        // tool(name, args, {signal}) -> the JSON value the tool printed.
+        tool(name, args, options) {
+                let signal;
                 try {
                         needString('chidori.tool: name', name);
+                        signal = plainOptions('chidori.tool: options', options).signal;
                 } catch (e) {
                         return rejected(e);
                 }
-                return hostCall('tool', { name, args: args === undefined ? null : args });
+                return signalled('tool', { name, args: args === undefined ? null : args }, signal);
         },
-        // callAgent(path, input, {policy}) -> the other agent's result.
+        // callAgent(path, input, {policy, signal}) -> the other agent's result.
         callAgent(path, input, options) {
-                let args;
+                let args, signal;
                 try {
                         needPath('chidori.callAgent: path', path);
-                        args = { path, input: input === undefined ? null : input,
-                                 options: plainOptions('chidori.callAgent: options', options) };
+                        const o = plainOptions('chidori.callAgent: options', options);
+                        signal = o.signal;
+                        const sent = {};
+                        const ks = ownKeys(o);
+                        for (let i = 0; i < ks.length; i++)
+                                if (typeof ks[i] === 'string' && ks[i] !== 'signal')
+                                        sent[ks[i]] = o[ks[i]];
+                        args = { path, input: input === undefined ? null : input, options: sent };
                 } catch (e) {
                         return rejected(e);
                 }
-                return hostCall('agent.call', args);
+                return signalled('agent.call', args, signal);
         },
         workspace: {
                 list(path) {
@@ -1261,6 +1269,21 @@ function hostCallCancellable(op, args) {
                 if (id)
                         cancelCall(id);
         } };
+}
+// A host call an AbortSignal may give up (tool, callAgent): call.cancel
+// stops the child in the parent; the promise rejects with the parent's
+// AbortError.  An already aborted signal rejects at once, with its reason.
+function signalled(op, args, signal) {
+        if (signal === undefined || signal === null)
+                return hostCall(op, args);
+        if (typeof signal !== 'object' || typeof signal.addEventListener !== 'function')
+                return rejected(new TypeErrorC('chidori.' + (op === 'tool' ? 'tool' : 'callAgent') +
+                                               ': options.signal must be an AbortSignal'));
+        if (signal.aborted)
+                return rejected(signal.reason);
+        const c = hostCallCancellable(op, args);
+        signal.addEventListener('abort', () => c.cancel(), { once: true });
+        return c.promise;
 }
 function setTimeout(fn, delay, ...args) {
         return addTimer(fn, delay, args, false);

@@ -286,5 +286,6 @@ const char *effect_agent_code(int code);
 size_t broker_procs_fds(struct broker *b, struct pollfd *fds, size_t max, int *timeout_ms);
 int broker_procs_perform(struct broker *b, const struct pollfd *fds, size_t n, struct err **err);
 void broker_procs_free(struct broker *b);
+void broker_procs_cancel(struct broker *b, int64_t id);
 
 #endif

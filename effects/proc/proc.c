@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "effects/proc/proc.h"
@@ -80,6 +81,23 @@ int broker_procs_perform(struct broker *b, const struct pollfd *fds, size_t n, s
         if (!b->procs || subproc_pending(b->procs) == 0)
                 return 0;
         return subproc_perform(b->procs, fds, n, err);
+}
+
+/* call.cancel of a tool or a nested run: the child (and its process
+ * group, or its box through the monitor) is killed now; its result would
+ * be dropped anyway, its cost is not.  The session answers the call. */
+void broker_procs_cancel(struct broker *b, int64_t id)
+{
+        struct pending_call *pc = broker_pending(b, id);
+        if (!pc || !subproc_cancel(b->procs, (uint64_t)id))
+                return;
+        if (strcmp(pc->op, "tool") == 0)
+                b->ntools--;
+        else if (strcmp(pc->op, "agent.call") == 0)
+                b->nnested--;
+        proc_release_place(b, id);
+        if (pc->scratch)
+                unlink(pc->scratch); /* the nested run's journal, never to be copied */
 }
 
 void broker_procs_free(struct broker *b)

@@ -263,3 +263,46 @@ JS
   assert_status 0
   assert_stdout '[{"token":"t0k","secret":"unset","path":"/usr/local/bin:/usr/bin:/bin"},{"token":"unset","secret":"unset","path":"/usr/local/bin:/usr/bin:/bin"}]'
 }
+
+@test "a tool call given up with an AbortSignal is killed in the parent: its effect never happens; without the signal it runs to its end" {
+  chmod 755 "$T"
+  mkdir -m 0777 "$T/out"   # the host tool may run as the broker's uid
+  cat >"$T/late.sh" <<SH
+#!/bin/sh
+cat >/dev/null
+sleep 2
+echo done >"$T/out/marker"
+echo '"finished"'
+SH
+  chmod +x "$T/late.sh"
+  for box in true false; do
+    printf '{"late": {"command": ["%s"], "sandbox": %s, "timeout_ms": 10000}}\n' "$T/late.sh" "$box" >"$T/late.json"
+    agent a.js <<'JS'
+module.exports = async function main(input) {
+  const ac = new AbortController();
+  const t0 = Date.now();
+  setTimeout(() => ac.abort(), 200);
+  let r;
+  try { r = await chidori.tool("late", {}, { signal: input.abort ? ac.signal : undefined }); }
+  catch (e) { r = e.name + ":" + e.code; }
+  return [r, Date.now() - t0 < 1500];
+};
+JS
+    rm -f "$T/out/marker"
+    chid run --quiet --tools "$T/late.json" --input '{"abort":true}' --journal "$T/j.jsonl" "$T/a.js"
+    assert_status 0
+    assert_stdout '["AbortError:ABORT_ERR",true]'
+    sleep 2.5
+    [[ ! -e $T/out/marker ]]
+    grep -q '"op":"call.cancel"' "$T/j.jsonl"
+    chid replay --quiet "$T/j.jsonl"
+    assert_status 0
+    assert_stdout '["AbortError:ABORT_ERR",true]'
+    # The control: the same call without the signal finishes (a boxed tool
+    # cannot write the host's folder: the marker is the host tool's only).
+    chid run --quiet --tools "$T/late.json" --input '{"abort":false}' "$T/a.js"
+    assert_status 0
+    assert_stdout '["finished",false]'
+    if [[ $box == false ]]; then [[ -e $T/out/marker ]]; fi
+  done
+}
