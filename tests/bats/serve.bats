@@ -540,7 +540,17 @@ JS
   req -X POST -d '{"input": 5, "wait": false}' "$URL/sessions"
   local queued; queued=$(jq -r .id <<<"$body")
   [[ $(jq -r .status <<<"$body") == queued ]]
+  # The spinning session's box, seen from outside; it must not outlive the server.
+  local box="" i
+  for ((i = 0; i < 100; i++)); do box=$(pgrep -P "$SERVER_PID" | head -n 1) || true; [[ -n $box ]] && break; sleep 0.05; done
+  [[ -n $box ]]
   kill -KILL "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=
+  for ((i = 0; i < 100; i++)); do
+    st=$(awk '{print $3}' "/proc/$box/stat" 2>/dev/null) || st=gone
+    [[ $st == gone || $st == Z ]] && break
+    sleep 0.05
+  done
+  [[ $st == gone || $st == Z ]] # dead (a zombie until init reaps it), not spinning on
   start_server --listen 127.0.0.1:0 --state-dir "$T/st" --max-running 1
   grep -q "1 queued session(s) queued again, 1 running session(s) resumed by replay" "$T/server.err" || { cat "$T/server.err"; false; }
   wait_status "$queued" done
