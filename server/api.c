@@ -212,6 +212,9 @@ static void route_metrics(struct server *srv, struct http_req *r)
         for (int e = 0; e < RUN_ENDING_MAX; e++)
                 fprintf(f, "chidori_runs_total{ending=\"%s\"} %llu\n", run_ending_name(e),
                         (unsigned long long)st->runs[e]);
+        metric_head(f, "pauses_total", "counter", "Runs paused (not ended) to wait for a decision, by what they wait for.");
+        fprintf(f, "chidori_pauses_total{for=\"approval\"} %llu\n", (unsigned long long)st->pauses[0]);
+        fprintf(f, "chidori_pauses_total{for=\"input\"} %llu\n", (unsigned long long)st->pauses[1]);
         metric_head(f, "memory_limit_kills_total", "counter", "Runs ended by the memory ceiling.");
         fprintf(f, "chidori_memory_limit_kills_total %llu\n", (unsigned long long)st->memory_kills);
         metric_hist(f, "run_duration_seconds", "Wall time of a run, from its box's request to its end.",

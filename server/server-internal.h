@@ -69,6 +69,7 @@ struct server_stats {
         uint64_t by_class[6];     /* 1xx..5xx answers (index status/100) */
         uint64_t runs[RUN_ENDING_MAX];        /* runs (a resume is a run) by ending */
         uint64_t memory_kills;    /* runs ended by the memory ceiling */
+        uint64_t pauses[2];       /* runs paused for an approval [0], for input [1] */
         struct histogram run_duration, box_start;
         /* effects by (op, decision): a small table filled as they come */
         struct effect_count { char op[32]; char decision[12]; uint64_t n; } *effects;

@@ -353,6 +353,7 @@ static void ended_paused(struct live *l, const struct session_outcome *o)
                         err = NULL;
                 }
                 bool approval = cJSON_GetObjectItemCaseSensitive(l->pending, "approval") != NULL;
+                srv->stats.pauses[approval ? 0 : 1]++;
                 save_pending(l, l->pending);
                 char *stats = stats_sum(l, o);
                 if (store_session_update(srv->store, l->id,

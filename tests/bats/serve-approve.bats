@@ -75,6 +75,11 @@ JS
   # Each call is announced once, whatever the number of runs it took (a resume does not repeat it).
   [[ -z $(awk '/^event: call$/ { c = 1; next } c && /^data: / { sub(/^data: /, ""); print; c = 0 }' "$T/sse" | jq -r .id | sort | uniq -d) ]]
   [[ $(grep -c '^event: call$' "$T/sse") == 4 ]]
+  # Pauses are counted apart from the runs' endings: two for approvals, one for input.
+  req "$URL/metrics"
+  grep -q '^chidori_pauses_total{for="approval"} 2$' <<<"$body"
+  grep -q '^chidori_pauses_total{for="input"} 1$' <<<"$body"
+  grep -q '^chidori_runs_total{ending="ok"} 1$' <<<"$body"
 }
 
 @test "serve approve: another tenant cannot approve (404); a settled session has nothing to approve (409)" {
