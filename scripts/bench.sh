@@ -202,13 +202,15 @@ measure S "$N_START" -T "$((30 * SCALE_T))" -- \
   files "$tmp/jsc_files" "$tmp/web.js" "$tmp/prelude.js" ::: \
   inproc "$CH" run --quiet --no-isolate "$tmp/hello.js" ::: \
   proc "$CH" run --quiet --unsafe-disable="$ALL_OFF" "$tmp/hello.js" ::: \
+  one env CHIDORI_RUN_BROKER=0 "$CH" run --quiet "$tmp/hello.js" ::: \
   full "$CH" run --quiet "$tmp/hello.js" \
   "${bw_js[@]+"${bw_js[@]}"}"
 rule; head_row "what (+ms/ratio vs jsc_hello)"; rule
 row "jsc_hello: bare C, JSC context + one eval" S bare
 row "chidori run --no-isolate (engine in the launcher)" S inproc bare
 row "chidori run, process isolation only (all layers off)" S proc bare
-row "chidori run (full sandbox: every layer)" S full bare
+row "chidori run, one process (CHIDORI_RUN_BROKER=0: before the split)" S one bare
+row "chidori run (full sandbox: every layer; monitor + broker)" S full bare
 [[ $have_bwrap == 1 ]] && row "peer: bwrap --unshare-all --ro-bind / / --dev /dev jsc_hello" S bw_js bare
 row "diagnostic: bare JSC + eval web.js + prelude.js (jsc_files)" S files bare
 rule
@@ -216,6 +218,8 @@ iso=$(calc 'a - b' "$(v S proc med)" "$(v S inproc med)")
 lay=$(calc 'a - b' "$(v S full med)" "$(v S proc med)")
 target "process isolation over the bare engine (process-only - --no-isolate)" "$iso" ms "<" 1
 target "all OS layers over the unsandboxed worker (full - process-only)" "$lay" ms "<=" 1.5
+split=$(calc 'a - b' "$(v S full med)" "$(v S one med)")
+target "monitor + broker over the one-process parent (full - one process)" "$split" ms "<=" 0.5
 printf '  %-70s %9s ms   (reference, no target)\n' "chidori --no-isolate over bare jsc_hello" "$(calc 'a - b' "$(v S inproc med)" "$(v S bare med)")"
 printf '  %-70s %9s ms   (reference, no target)\n' "chidori full sandbox over bare jsc_hello" "$(calc 'a - b' "$(v S full med)" "$(v S bare med)")"
 [[ $have_bwrap == 1 ]] && printf '  %-70s %9s ms   (reference, no target)\n' "peer: bwrap over bare jsc_hello" "$(calc 'a - b' "$(v S bw_js med)" "$(v S bare med)")"
