@@ -522,21 +522,10 @@ static long ms_until(double at)
         return (double)l < d ? l + 1 : l;
 }
 
-static int hop_setup(struct xfer *t, struct err **err)
+/* The hop's request headers, as t->slist (NULL before): the agent's, in
+ * order; then suppressions of libcurl's defaults that fetch does not send. */
+static int hop_headers(struct xfer *t, struct err **err)
 {
-        struct http_engine *e = t->e;
-        CURL *c = t->easy;
-        curl_easy_reset(c);
-        curl_slist_free_all(t->slist);
-        t->slist = NULL;
-
-        long left = ms_until(t->deadline);
-        if (left <= 0)
-                return err_setc(err, HTTP_E_TIMEOUT, 0, "http: request timed out after %ld ms", e->cfg.timeout_ms);
-        t->hop_budget_ms = left;
-
-        /* Headers: the agent's, in order; then suppressions of libcurl's
-         * defaults that fetch does not send. */
         struct curl_slist *sl = NULL;
         for (size_t i = 0; i < t->nhdrs; i++) {
                 const char *v = t->hdrs[i].value;
@@ -566,6 +555,28 @@ static int hop_setup(struct xfer *t, struct err **err)
                 sl = n;
         }
         t->slist = sl;
+        return 0;
+oom:
+        curl_slist_free_all(sl);
+        return err_setc(err, HTTP_E_INTERNAL, ENOMEM, "http: request headers");
+}
+
+/* Configure the easy handle for the next hop (t->url) and add it to the
+ * multi handle: the time left, the headers, the method and body, the caps. */
+static int hop_setup(struct xfer *t, struct err **err)
+{
+        struct http_engine *e = t->e;
+        CURL *c = t->easy;
+        curl_easy_reset(c);
+        curl_slist_free_all(t->slist);
+        t->slist = NULL;
+
+        long left = ms_until(t->deadline);
+        if (left <= 0)
+                return err_setc(err, HTTP_E_TIMEOUT, 0, "http: request timed out after %ld ms", e->cfg.timeout_ms);
+        t->hop_budget_ms = left;
+        if (hop_headers(t, err) < 0)
+                return -1;
 
         CURLcode rc = CURLE_OK;
 #define SET(opt, val)                                      \
@@ -616,9 +627,6 @@ static int hop_setup(struct xfer *t, struct err **err)
         if (mc != CURLM_OK)
                 return err_setc(err, HTTP_E_INTERNAL, 0, "http: start transfer: %s", curl_multi_strerror(mc));
         return 0;
-oom:
-        curl_slist_free_all(sl);
-        return err_setc(err, HTTP_E_INTERNAL, ENOMEM, "http: request headers");
 }
 
 /* ---- transfer lifetime ---- */
