@@ -1337,6 +1337,39 @@ void http_request_free(struct http_request *req)
         free(req);
 }
 
+/* The request's headers from `list` ([name, value] string pairs, or NULL):
+ * -1 with *err set (HTTP_E_REQUEST for a bad pair, HTTP_E_INTERNAL out of
+ * memory). */
+static int request_headers(struct http_request *r, const cJSON *list, struct err **err)
+{
+        size_t cap = 0;
+        const cJSON *h;
+        cJSON_ArrayForEach(h, list)
+        {
+                const cJSON *k = cJSON_GetArrayItem(h, 0), *v = cJSON_GetArrayItem(h, 1);
+                if (!cJSON_IsArray(h) || cJSON_GetArraySize(h) != 2 || !cJSON_IsString(k) || !cJSON_IsString(v))
+                        return err_setc(err, HTTP_E_REQUEST, 0,
+                                        "http: 'headers' must be an array of [name, value] string pairs");
+                if (r->nheaders >= HEADERS_MAX)
+                        return err_setc(err, HTTP_E_REQUEST, 0, "http: more than %d request headers", HEADERS_MAX);
+                char *kb = NULL, *vb = NULL;
+                int ek = iso_encode(k->valuestring, &kb), ev = ek < 0 ? ek : iso_encode(v->valuestring, &vb);
+                if (ek == -EINVAL || ev == -EINVAL) {
+                        free(kb);
+                        return err_setc(err, HTTP_E_REQUEST, 0,
+                                        "http: header '%.64s' has characters above U+00FF", k->valuestring);
+                }
+                int pushed = ek < 0 || ev < 0 ? -1
+                                              : header_push(&r->headers, &r->nheaders, &cap, kb, strlen(kb), vb,
+                                                            strlen(vb));
+                free(kb);
+                free(vb);
+                if (pushed < 0)
+                        return err_setc(err, HTTP_E_INTERNAL, ENOMEM, "http: request");
+        }
+        return 0;
+}
+
 int http_request_from_json(const cJSON *args, struct http_request **ret, struct err **err)
 {
         if (!cJSON_IsObject(args))
@@ -1380,35 +1413,9 @@ int http_request_from_json(const cJSON *args, struct http_request **ret, struct 
                 goto oom;
         if (cJSON_IsString(method) && !(r->method = strdup(method->valuestring)))
                 goto oom;
-        size_t cap = 0;
-        const cJSON *h, *list = cJSON_IsArray(headers) ? headers : NULL;
-        cJSON_ArrayForEach(h, list)
-        {
-                const cJSON *k = cJSON_GetArrayItem(h, 0), *v = cJSON_GetArrayItem(h, 1);
-                if (!cJSON_IsArray(h) || cJSON_GetArraySize(h) != 2 || !cJSON_IsString(k) || !cJSON_IsString(v)) {
-                        http_request_free(r);
-                        return err_setc(err, HTTP_E_REQUEST, 0,
-                                        "http: 'headers' must be an array of [name, value] string pairs");
-                }
-                if (r->nheaders >= HEADERS_MAX) {
-                        http_request_free(r);
-                        return err_setc(err, HTTP_E_REQUEST, 0, "http: more than %d request headers", HEADERS_MAX);
-                }
-                char *kb = NULL, *vb = NULL;
-                int ek = iso_encode(k->valuestring, &kb), ev = ek < 0 ? ek : iso_encode(v->valuestring, &vb);
-                if (ek == -EINVAL || ev == -EINVAL) {
-                        free(kb);
-                        http_request_free(r);
-                        return err_setc(err, HTTP_E_REQUEST, 0,
-                                        "http: header '%.64s' has characters above U+00FF", k->valuestring);
-                }
-                int pushed = ek < 0 || ev < 0 ? -1
-                                              : header_push(&r->headers, &r->nheaders, &cap, kb, strlen(kb), vb,
-                                                            strlen(vb));
-                free(kb);
-                free(vb);
-                if (pushed < 0)
-                        goto oom;
+        if (request_headers(r, cJSON_IsArray(headers) ? headers : NULL, err) < 0) {
+                http_request_free(r);
+                return -1;
         }
         if (cJSON_IsString(body) && body->valuestring[0]) {
                 if (base64_decode(body->valuestring, strlen(body->valuestring), &r->body, &r->body_len) < 0) {
