@@ -647,6 +647,29 @@ static int open_resume(struct live *l, bool *ret_resume, struct err **err)
         return rc < 0 ? -1 : 0;
 }
 
+/* The journal's header: what a replay needs to know. */
+static int live_header(struct live *l, struct err **err)
+{
+        const struct server_run *run = &l->srv->run;
+        cJSON *h = cJSON_CreateObject();
+        char ts[40];
+        utc_iso8601(ts, sizeof(ts));
+        cJSON_AddStringToObject(h, "type", "header");
+        cJSON_AddStringToObject(h, "chidori", run->version);
+        cJSON_AddNumberToObject(h, "protocol", 1);
+        cJSON_AddStringToObject(h, "run_id", l->id);
+        cJSON_AddStringToObject(h, "agent", run->agent_abspath);
+        cJSON_AddStringToObject(h, "agent_sha256", run->agent_sha256);
+        cJSON_AddStringToObject(h, "filename", run->filename);
+        cJSON_AddStringToObject(h, "memory_ns", l->ns);
+        cJSON_AddStringToObject(h, "values", "exact");
+        cJSON_AddItemToObject(h, "input", cJSON_Duplicate(l->input, 1));
+        cJSON_AddStringToObject(h, "started", ts);
+        int rc = j_header(l, h, err);
+        cJSON_Delete(h);
+        return rc;
+}
+
 static int live_start(struct live *l, struct err **err)
 {
         struct server *srv = l->srv;
@@ -699,28 +722,9 @@ static int live_start(struct live *l, struct err **err)
         }
         if (session_new(srv->loop, &l->cfg, &l->sink, l->boxes, &l->s, err) < 0)
                 return -1;
-        if (l->resume)
-                goto start; /* the journal goes on */
-        /* The journal's header: what a replay needs to know. */
-        cJSON *h = cJSON_CreateObject();
-        char ts[40];
-        utc_iso8601(ts, sizeof(ts));
-        cJSON_AddStringToObject(h, "type", "header");
-        cJSON_AddStringToObject(h, "chidori", srv->run.version);
-        cJSON_AddNumberToObject(h, "protocol", 1);
-        cJSON_AddStringToObject(h, "run_id", l->id);
-        cJSON_AddStringToObject(h, "agent", run->agent_abspath);
-        cJSON_AddStringToObject(h, "agent_sha256", run->agent_sha256);
-        cJSON_AddStringToObject(h, "filename", run->filename);
-        cJSON_AddStringToObject(h, "memory_ns", l->ns);
-        cJSON_AddStringToObject(h, "values", "exact");
-        cJSON_AddItemToObject(h, "input", cJSON_Duplicate(l->input, 1));
-        cJSON_AddStringToObject(h, "started", ts);
-        int rc = j_header(l, h, err);
-        cJSON_Delete(h);
-        if (rc < 0)
+        /* A resumed session's journal goes on; a new one starts with its header. */
+        if (!l->resume && live_header(l, err) < 0)
                 return -1;
-start:
         l->queued = false;
         srv->running++;
         l->started = mono_ms();
