@@ -137,17 +137,52 @@ static size_t launch_env(const char *const *names, size_t n, char **env, char **
         return nowned;
 }
 
-int cmd_launch(int argc, char **argv)
-{
+/* What the command line asks for; launch_args_clear frees the binds. */
+struct launch_args {
         struct sandbox_opts so;
-        sandbox_opts_init(&so);
-        if (sandbox_opts_env(&so) < 0)
-                return EXIT_USAGE;
         struct box_bind binds[64];
-        size_t nbinds = 0;
-        bool quiet = false;
+        size_t nbinds;
+        bool quiet;
         const char *setenv_names[LAUNCH_ENV_MAX];
-        size_t nsetenv = 0;
+        size_t nsetenv;
+};
+
+static void launch_args_clear(struct launch_args *a)
+{
+        for (size_t i = 0; i < a->nbinds; i++) {
+                free((char *)a->binds[i].src);
+                free((char *)a->binds[i].dst);
+        }
+        a->nbinds = 0;
+}
+
+static int add_bind(struct launch_args *a, const char *arg, bool rw)
+{
+        if (a->nbinds == ARRAY_SIZE(a->binds)) {
+                fprintf(stderr, "chidori: at most %zu binds\n", ARRAY_SIZE(a->binds));
+                return -1;
+        }
+        if (parse_bind(arg, rw, &a->binds[a->nbinds]) < 0)
+                return -1;
+        a->nbinds++;
+        return 0;
+}
+
+static int add_setenv(struct launch_args *a, const char *name)
+{
+        if (!env_name_ok(name) || a->nsetenv == LAUNCH_ENV_MAX) {
+                fprintf(stderr, "chidori: --setenv '%s': expected a variable name ([A-Za-z_][A-Za-z0-9_]*), "
+                                "at most %d of them\n", name, LAUNCH_ENV_MAX);
+                return -1;
+        }
+        a->setenv_names[a->nsetenv++] = name;
+        return 0;
+}
+
+/* The options, up to PROGRAM (argv[optind] after it): -1 to go on, or the
+ * exit code (--help, a usage error). */
+static int launch_parse(int argc, char **argv, struct launch_args *a)
+{
         static const struct option longopts[] = {
                 { "ro-bind", required_argument, NULL, OPT_RO_BIND },
                 { "bind", required_argument, NULL, OPT_BIND },
@@ -158,6 +193,9 @@ int cmd_launch(int argc, char **argv)
                 SANDBOX_LONGOPTS,
                 { NULL, 0, NULL, 0 },
         };
+        sandbox_opts_init(&a->so);
+        if (sandbox_opts_env(&a->so) < 0)
+                return EXIT_USAGE;
         optind = 1;
         opterr = 0;
         int c;
@@ -165,7 +203,7 @@ int cmd_launch(int argc, char **argv)
         while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
                 if (c == '?' || c == ':')
                         return cli_bad_option("launch", argc, argv, longopts);
-                int h = sandbox_opts_parse(&so, "launch", c, optarg);
+                int h = sandbox_opts_parse(&a->so, "launch", c, optarg);
                 if (h < 0)
                         return EXIT_USAGE;
                 if (h > 0)
@@ -173,23 +211,14 @@ int cmd_launch(int argc, char **argv)
                 switch (c) {
                 case OPT_RO_BIND:
                 case OPT_BIND:
-                        if (nbinds == ARRAY_SIZE(binds)) {
-                                fprintf(stderr, "chidori: at most %zu binds\n", ARRAY_SIZE(binds));
+                        if (add_bind(a, optarg, c == OPT_BIND) < 0)
                                 return EXIT_USAGE;
-                        }
-                        if (parse_bind(optarg, c == OPT_BIND, &binds[nbinds]) < 0)
-                                return EXIT_USAGE;
-                        nbinds++;
                         break;
-                case OPT_QUIET_L: quiet = true; break;
-                case OPT_SECCOMP_ERRNO: so.seccomp_errno = true; break;
+                case OPT_QUIET_L: a->quiet = true; break;
+                case OPT_SECCOMP_ERRNO: a->so.seccomp_errno = true; break;
                 case OPT_SETENV:
-                        if (!env_name_ok(optarg) || nsetenv == LAUNCH_ENV_MAX) {
-                                fprintf(stderr, "chidori: --setenv '%s': expected a variable name ([A-Za-z_][A-Za-z0-9_]*), "
-                                                "at most %d of them\n", optarg, LAUNCH_ENV_MAX);
+                        if (add_setenv(a, optarg) < 0)
                                 return EXIT_USAGE;
-                        }
-                        setenv_names[nsetenv++] = optarg;
                         break;
                 case 'h': launch_help(); return EXIT_OK;
                 default: return cli_bad_option("launch", argc, argv, longopts);
@@ -199,25 +228,27 @@ int cmd_launch(int argc, char **argv)
                 fprintf(stderr, "chidori: launch needs a program: chidori launch [OPTIONS] -- PROGRAM [ARGS]\n");
                 return EXIT_USAGE;
         }
-        if (sandbox_opts_check(&so) < 0)
+        if (sandbox_opts_check(&a->so) < 0)
                 return EXIT_USAGE;
-        _cleanup_free_ char *prog = resolve_program(argv[optind]);
-        if (!prog) {
-                fprintf(stderr, "chidori: launch: program '%s' not found\n", argv[optind]);
-                return 127;
-        }
+        return -1;
+}
+
+/* Start PROGRAM (resolved to prog) in a box and wait for it: its exit
+ * status, or the sandbox's code. */
+static int launch_box(struct launch_args *a, const char *prog, char **prog_argv)
+{
         char *env[LAUNCH_FIXED_ENV + LAUNCH_ENV_MAX + 1];
         char *owned[LAUNCH_ENV_MAX];
-        size_t nowned = launch_env(setenv_names, nsetenv, env, owned);
+        size_t nowned = launch_env(a->setenv_names, a->nsetenv, env, owned);
         struct sandbox_run sr;
         struct err *err = NULL;
         struct box_opts bo = {
                 .worker = false,
                 .program = prog,
-                .argv = argv + optind,
+                .argv = prog_argv,
                 .envp = env,
-                .binds = binds,
-                .nbinds = nbinds,
+                .binds = a->binds,
+                .nbinds = a->nbinds,
                 .fd0 = 0, .fd1 = 1, .fd2 = 2,
                 .frame_fd = -1, .stage2_fd = -1,
         };
@@ -226,21 +257,33 @@ int cmd_launch(int argc, char **argv)
         if (getrandom(rb, sizeof(rb), 0) != (ssize_t)sizeof(rb))
                 memset(rb, 0, sizeof(rb));
         snprintf(run_id, sizeof(run_id), "launch-%02x%02x%02x%02x%02x%02x", rb[0], rb[1], rb[2], rb[3], rb[4], rb[5]);
-        int code = sandbox_start(&so, &bo, run_id, &sr, &err);
+        int code = sandbox_start(&a->so, &bo, run_id, &sr, &err);
         if (code != 0) {
                 fprintf(stderr, "chidori: %s\n", err_msg(err));
                 err_free(err);
-                goto out;
+        } else {
+                if (!a->quiet)
+                        fprintf(stderr, "Isolation: %s\n", sr.banner);
+                code = sandbox_wait(&a->so, &sr, &launcher_stop_signal, NULL);
         }
-        if (!quiet)
-                fprintf(stderr, "Isolation: %s\n", sr.banner);
-        code = sandbox_wait(&so, &sr, &launcher_stop_signal, NULL);
-out:
         for (size_t i = 0; i < nowned; i++)
                 free(owned[i]);
-        for (size_t i = 0; i < nbinds; i++) {
-                free((char *)binds[i].src);
-                free((char *)binds[i].dst);
+        return code;
+}
+
+int cmd_launch(int argc, char **argv)
+{
+        struct launch_args a = { .nbinds = 0 };
+        int code = launch_parse(argc, argv, &a);
+        if (code < 0) {
+                _cleanup_free_ char *prog = resolve_program(argv[optind]);
+                if (prog) {
+                        code = launch_box(&a, prog, argv + optind);
+                } else {
+                        fprintf(stderr, "chidori: launch: program '%s' not found\n", argv[optind]);
+                        code = 127;
+                }
         }
+        launch_args_clear(&a);
         return code;
 }

@@ -24,6 +24,7 @@
 #include "cli/grants.h"
 #include "cli/options.h"
 #include "cli/suggest.h"
+#include "common/cleanup.h"
 #include "common/text.h"
 #include "common/util.h"
 #include "effects/effects.h"
@@ -395,34 +396,38 @@ static void on_stop_pipe(struct evloop *loop, struct ev_io *io, int fd, uint32_t
                         "at once)\n", server_running(st->srv), st->grace_s);
 }
 
-int cmd_serve(int argc, char **argv)
+/* ---- the command line ---- */
+
+static const struct option serve_longopts[] = {
+        { "listen", required_argument, NULL, SVOPT_LISTEN },
+        { "token-file", required_argument, NULL, SVOPT_TOKEN_FILE },
+        { "max-body", required_argument, NULL, SVOPT_MAX_BODY },
+        { "conn-timeout", required_argument, NULL, SVOPT_CONN_TIMEOUT },
+        { "max-connections", required_argument, NULL, SVOPT_MAX_CONNS },
+        { "max-running", required_argument, NULL, SVOPT_MAX_RUNNING },
+        { "max-queued", required_argument, NULL, SVOPT_MAX_QUEUED },
+        { "trusted", no_argument, NULL, SVOPT_TRUSTED },
+        { "untrusted", no_argument, NULL, SVOPT_UNTRUSTED },
+        { "quiet", no_argument, NULL, SVOPT_QUIET },
+        { "state-dir", required_argument, NULL, SVOPT_STATE_DIR },
+        { "shared-memory", no_argument, NULL, SVOPT_SHARED_MEMORY },
+        { "js-deadline", required_argument, NULL, SVOPT_JS_DEADLINE },
+        { "grace", required_argument, NULL, SVOPT_GRACE },
+        { "approval-ttl", required_argument, NULL, SVOPT_APPROVAL_TTL },
+        { "session-ttl", required_argument, NULL, SVOPT_SESSION_TTL },
+        { "shared-workspace", no_argument, NULL, SVOPT_SHARED_WORKSPACE },
+        SANDBOX_LONGOPTS,
+        BOUNDS_LONGOPTS,
+        GRANTS_LONGOPTS,
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+};
+
+/* The defaults, then the environment: 0, or -1 after a usage error. */
+static int serve_opts_init(struct serve_opts *o)
 {
-        static const struct option longopts[] = {
-                { "listen", required_argument, NULL, SVOPT_LISTEN },
-                { "token-file", required_argument, NULL, SVOPT_TOKEN_FILE },
-                { "max-body", required_argument, NULL, SVOPT_MAX_BODY },
-                { "conn-timeout", required_argument, NULL, SVOPT_CONN_TIMEOUT },
-                { "max-connections", required_argument, NULL, SVOPT_MAX_CONNS },
-                { "max-running", required_argument, NULL, SVOPT_MAX_RUNNING },
-                { "max-queued", required_argument, NULL, SVOPT_MAX_QUEUED },
-                { "trusted", no_argument, NULL, SVOPT_TRUSTED },
-                { "untrusted", no_argument, NULL, SVOPT_UNTRUSTED },
-                { "quiet", no_argument, NULL, SVOPT_QUIET },
-                { "state-dir", required_argument, NULL, SVOPT_STATE_DIR },
-                { "shared-memory", no_argument, NULL, SVOPT_SHARED_MEMORY },
-                { "js-deadline", required_argument, NULL, SVOPT_JS_DEADLINE },
-                { "grace", required_argument, NULL, SVOPT_GRACE },
-                { "approval-ttl", required_argument, NULL, SVOPT_APPROVAL_TTL },
-                { "session-ttl", required_argument, NULL, SVOPT_SESSION_TTL },
-                { "shared-workspace", no_argument, NULL, SVOPT_SHARED_WORKSPACE },
-                SANDBOX_LONGOPTS,
-                BOUNDS_LONGOPTS,
-                GRANTS_LONGOPTS,
-                { "help", no_argument, NULL, 'h' },
-                { NULL, 0, NULL, 0 },
-        };
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        struct serve_opts o = {
+        *o = (struct serve_opts){
                 .listen = SERVE_DEFAULT_LISTEN,
                 .max_body = SERVE_DEFAULT_MAX_BODY,
                 .conn_timeout = SERVE_DEFAULT_CONN_TIMEOUT,
@@ -432,90 +437,61 @@ int cmd_serve(int argc, char **argv)
                 .js_deadline_ms = -1,
                 .grace = 30,
         };
-        sandbox_opts_init(&o.sb);
-        bounds_opts_init(&o.lim);
+        sandbox_opts_init(&o->sb);
+        bounds_opts_init(&o->lim);
         const char *env_js = getenv("CHIDORI_JS_DEADLINE_MS");
-        if (env_js && *env_js && parse_nonneg(env_js, &o.js_deadline_ms) < 0) {
+        if (env_js && *env_js && parse_nonneg(env_js, &o->js_deadline_ms) < 0) {
                 fprintf(stderr, "chidori: CHIDORI_JS_DEADLINE_MS='%s' is not a number of milliseconds (expected an "
                                 "integer >= 0)\n", env_js);
-                return EXIT_USAGE;
+                return -1;
         }
-        if (sandbox_opts_env(&o.sb) < 0 || bounds_opts_env(&o.lim) < 0 || grants_opts_env(&o.gr) < 0)
-                return EXIT_USAGE;
-        optind = 1;
-        opterr = 0;
-        int c;
-        while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-                if (c == '?' || c == ':')
-                        return cli_bad_option("serve", argc, argv, longopts);
-                int h = sandbox_opts_parse(&o.sb, "serve", c, optarg);
-                if (h == 0)
-                        h = bounds_opts_parse(&o.lim, "serve", c, optarg);
-                if (h == 0)
-                        h = grants_opts_parse(&o.gr, "serve", c, optarg);
-                if (h < 0)
-                        return EXIT_USAGE;
-                if (h > 0)
-                        continue;
-                switch (c) {
-                case SVOPT_STATE_DIR: o.state_dir = optarg; break;
-                case SVOPT_SHARED_MEMORY: o.shared_memory = true; break;
-                case SVOPT_JS_DEADLINE:
-                        if (parse_count("--js-deadline", optarg, 0, 86400000L, &o.js_deadline_ms) < 0)
-                                return EXIT_USAGE;
-                        break;
-                case SVOPT_GRACE:
-                        if (parse_count("--grace", optarg, 0, 86400, &o.grace) < 0)
-                                return EXIT_USAGE;
-                        break;
-                case SVOPT_SHARED_WORKSPACE: o.shared_workspace = true; break;
-                case SVOPT_APPROVAL_TTL:
-                        if (parse_count("--approval-ttl", optarg, 0, 31536000L, &o.approval_ttl) < 0)
-                                return EXIT_USAGE;
-                        break;
-                case SVOPT_SESSION_TTL:
-                        if (parse_count("--session-ttl", optarg, 0, 315360000L, &o.session_ttl) < 0)
-                                return EXIT_USAGE;
-                        break;
-                case SVOPT_LISTEN: o.listen = optarg; break;
-                case SVOPT_TOKEN_FILE: o.token_file = optarg; break;
-                case SVOPT_MAX_BODY: {
-                        struct err *e = NULL;
-                        if (cgroup_parse_size(optarg, &o.max_body, &e) < 0 || o.max_body == 0 ||
-                            o.max_body > ((uint64_t)1 << 30)) {
-                                char q[128];
-                                usage_error("--max-body '%s' is not valid (expected a size from 1 byte to 1G, e.g. "
-                                            "64K or 1M)%s%s",
-                                            text_quote(optarg, strnlen(optarg, 64), q, sizeof(q)), e ? ": " : "",
-                                            e ? err_msg(e) : "");
-                                err_free(e);
-                                return EXIT_USAGE;
-                        }
-                        break;
-                }
-                case SVOPT_CONN_TIMEOUT:
-                        if (parse_count("--conn-timeout", optarg, 1, 3600, &o.conn_timeout) < 0)
-                                return EXIT_USAGE;
-                        break;
-                case SVOPT_MAX_CONNS:
-                        if (parse_count("--max-connections", optarg, 1, 65536, &o.max_conns) < 0)
-                                return EXIT_USAGE;
-                        break;
-                case SVOPT_MAX_RUNNING:
-                        if (parse_count("--max-running", optarg, 1, 4096, &o.max_running) < 0)
-                                return EXIT_USAGE;
-                        break;
-                case SVOPT_MAX_QUEUED:
-                        if (parse_count("--max-queued", optarg, 0, 1000000, &o.max_queued) < 0)
-                                return EXIT_USAGE;
-                        break;
-                case SVOPT_TRUSTED: o.trusted = true; break;
-                case SVOPT_UNTRUSTED: o.untrusted = true; break;
-                case SVOPT_QUIET: o.quiet = true; break;
-                case 'h': serve_help(); return EXIT_OK;
-                default: return cli_bad_option("serve", argc, argv, longopts);
-                }
+        if (sandbox_opts_env(&o->sb) < 0 || bounds_opts_env(&o->lim) < 0 || grants_opts_env(&o->gr) < 0)
+                return -1;
+        return 0;
+}
+
+static int parse_max_body(const char *arg, uint64_t *ret)
+{
+        struct err *e = NULL;
+        if (cgroup_parse_size(arg, ret, &e) < 0 || *ret == 0 || *ret > ((uint64_t)1 << 30)) {
+                char q[128];
+                usage_error("--max-body '%s' is not valid (expected a size from 1 byte to 1G, e.g. 64K or 1M)%s%s",
+                            text_quote(arg, strnlen(arg, 64), q, sizeof(q)), e ? ": " : "", e ? err_msg(e) : "");
+                err_free(e);
+                return -1;
         }
+        return 0;
+}
+
+/* One of serve's own options: 0 taken, -1 a usage error (printed), 1 not
+ * one of them. */
+static int serve_option(struct serve_opts *o, int c, const char *arg)
+{
+        switch (c) {
+        case SVOPT_STATE_DIR: o->state_dir = arg; return 0;
+        case SVOPT_SHARED_MEMORY: o->shared_memory = true; return 0;
+        case SVOPT_JS_DEADLINE: return parse_count("--js-deadline", arg, 0, 86400000L, &o->js_deadline_ms);
+        case SVOPT_GRACE: return parse_count("--grace", arg, 0, 86400, &o->grace);
+        case SVOPT_SHARED_WORKSPACE: o->shared_workspace = true; return 0;
+        case SVOPT_APPROVAL_TTL: return parse_count("--approval-ttl", arg, 0, 31536000L, &o->approval_ttl);
+        case SVOPT_SESSION_TTL: return parse_count("--session-ttl", arg, 0, 315360000L, &o->session_ttl);
+        case SVOPT_LISTEN: o->listen = arg; return 0;
+        case SVOPT_TOKEN_FILE: o->token_file = arg; return 0;
+        case SVOPT_MAX_BODY: return parse_max_body(arg, &o->max_body);
+        case SVOPT_CONN_TIMEOUT: return parse_count("--conn-timeout", arg, 1, 3600, &o->conn_timeout);
+        case SVOPT_MAX_CONNS: return parse_count("--max-connections", arg, 1, 65536, &o->max_conns);
+        case SVOPT_MAX_RUNNING: return parse_count("--max-running", arg, 1, 4096, &o->max_running);
+        case SVOPT_MAX_QUEUED: return parse_count("--max-queued", arg, 0, 1000000, &o->max_queued);
+        case SVOPT_TRUSTED: o->trusted = true; return 0;
+        case SVOPT_UNTRUSTED: o->untrusted = true; return 0;
+        case SVOPT_QUIET: o->quiet = true; return 0;
+        default: return 1;
+        }
+}
+
+/* The operands and the checks across options, after getopt. */
+static int serve_check_args(int argc, char **argv, struct serve_opts *o)
+{
         if (optind >= argc)
                 return usage_error("no agent file given (chidori serve AGENT [OPTIONS])");
         if (argc - optind > 1) {
@@ -523,240 +499,327 @@ int cmd_serve(int argc, char **argv)
                 return usage_error("one agent file expected, got also '%s'",
                                    text_quote(argv[optind + 1], strnlen(argv[optind + 1], 200), q, sizeof(q)));
         }
-        if (o.trusted && o.untrusted)
+        if (o->trusted && o->untrusted)
                 return usage_error("give --trusted or --untrusted, not both");
-        if (sandbox_opts_check(&o.sb) < 0)
+        if (sandbox_opts_check(&o->sb) < 0)
                 return EXIT_USAGE;
-        if (!(o.sb.disable & (1u << LAYER_CGROUP)) && o.sb.pids_max < ENGINE_PIDS_MIN)
+        if (!(o->sb.disable & (1u << LAYER_CGROUP)) && o->sb.pids_max < ENGINE_PIDS_MIN)
                 return usage_error("process limit too low to start the engine (--pids %llu; at least %d needed)",
-                                   (unsigned long long)o.sb.pids_max, ENGINE_PIDS_MIN);
-        if (o.state_dir && state_dir_check(o.state_dir) < 0)
+                                   (unsigned long long)o->sb.pids_max, ENGINE_PIDS_MIN);
+        if (o->state_dir && state_dir_check(o->state_dir) < 0)
                 return EXIT_USAGE;
-        o.agent_path = argv[optind];
-        if (strcmp(o.agent_path, "-") == 0)
+        o->agent_path = argv[optind];
+        if (strcmp(o->agent_path, "-") == 0)
                 return usage_error("serve runs an agent file; it cannot be read from stdin ('-')");
+        return -1;
+}
 
-        int code = EXIT_USAGE;
-        struct err *err = NULL;
-        struct auth *auth = NULL;
-        struct agent agent = { 0 };
-        struct policy *pol = NULL;
-        struct evloop *loop = NULL;
-        struct serve_state st = { 0 };
-        struct ev_io *stop_io = NULL;
-        int fd = -1;
-        char *unix_path = NULL;
-        char *state_dir = NULL;
-        char *worker_path = NULL;
-        struct store *store = NULL;
-        struct memstore *mem = NULL;
+/* -1 to go on, or the exit code (--help, a usage error). */
+static int serve_parse(int argc, char **argv, struct serve_opts *o)
+{
+        if (serve_opts_init(o) < 0)
+                return EXIT_USAGE;
+        optind = 1;
+        opterr = 0;
+        int c;
+        while ((c = getopt_long(argc, argv, ":h", serve_longopts, NULL)) != -1) {
+                if (c == '?' || c == ':')
+                        return cli_bad_option("serve", argc, argv, serve_longopts);
+                if (c == 'h') {
+                        serve_help();
+                        return EXIT_OK;
+                }
+                int h = sandbox_opts_parse(&o->sb, "serve", c, optarg);
+                if (h == 0)
+                        h = bounds_opts_parse(&o->lim, "serve", c, optarg);
+                if (h == 0)
+                        h = grants_opts_parse(&o->gr, "serve", c, optarg);
+                if (h == 0 && (h = serve_option(o, c, optarg)) > 0)
+                        return cli_bad_option("serve", argc, argv, serve_longopts);
+                if (h < 0)
+                        return EXIT_USAGE;
+        }
+        return serve_check_args(argc, argv, o);
+}
 
-        /* Tokens first: the listening decision depends on them. */
+/* ---- the run: each step returns -1 to go on, or the exit code ---- */
+
+/* What serve holds while it runs; serve_close frees it. */
+struct serve_run {
+        struct auth *auth;
+        struct agent agent;
+        struct policy *pol;
+        char *worker_path;
+        char *state_dir;
+        struct memstore *mem;
+        struct store *store;
+        int fd;                   /* the listening socket until the server has it */
+        char *unix_path;          /* unlinked at the end */
+        char desc[PATH_MAX + 16]; /* http://HOST:PORT or unix:PATH */
+        struct evloop *loop;
+        struct ev_io *stop_io;
+        struct serve_state st;
+        struct serve_boxes sbx;   /* the server's boxes_arg */
+        struct err *err;
+};
+
+/* Tokens first: the listening decision depends on them. */
+static int serve_tokens(struct serve_opts *o, struct serve_run *r)
+{
         const char *env_token = getenv("CHIDORI_SERVE_TOKEN");
-        if (o.token_file && env_token && *env_token)
+        if (o->token_file && env_token && *env_token)
                 return usage_error("give --token-file or CHIDORI_SERVE_TOKEN, not both");
-        if (o.token_file) {
-                if (auth_load_file(o.token_file, &auth, &err) < 0) {
+        if (o->token_file) {
+                if (auth_load_file(o->token_file, &r->auth, &r->err) < 0) {
                         char q[PATH_MAX];
                         fprintf(stderr, "chidori: serve: --token-file '%s': %s\n",
-                                text_quote(o.token_file, strlen(o.token_file), q, sizeof(q)), err_msg(err));
-                        goto out;
+                                text_quote(o->token_file, strlen(o->token_file), q, sizeof(q)), err_msg(r->err));
+                        return EXIT_USAGE;
                 }
         } else if (env_token && *env_token) {
-                if (auth_new_token(env_token, &auth, &err) < 0) {
-                        fprintf(stderr, "chidori: serve: CHIDORI_SERVE_TOKEN: %s\n", err_msg(err));
-                        goto out;
+                if (auth_new_token(env_token, &r->auth, &r->err) < 0) {
+                        fprintf(stderr, "chidori: serve: CHIDORI_SERVE_TOKEN: %s\n", err_msg(r->err));
+                        return EXIT_USAGE;
                 }
-        } else if (auth_new_open(&auth, &err) < 0) {
-                fprintf(stderr, "chidori: serve: %s\n", err_msg(err));
-                goto out;
+        } else if (auth_new_open(&r->auth, &r->err) < 0) {
+                fprintf(stderr, "chidori: serve: %s\n", err_msg(r->err));
+                return EXIT_USAGE;
         }
+        return -1;
+}
 
-        if (agent_load(o.agent_path, &agent, &err) < 0) {
-                text_fput_line(stderr, "chidori: serve: ", err_msg(err), strlen(err_msg(err)));
-                code = err_code(err) == AGENT_E_BUNDLE || err_code(err) == AGENT_E_IMPORT ? EXIT_AGENT_ERROR
-                                                                                           : EXIT_USAGE;
-                goto out;
+/* The agent, the policy (and what it implies for the JIT and the CPU
+ * budget), and the engine worker's binary. */
+static int serve_load(struct serve_opts *o, struct serve_run *r)
+{
+        if (agent_load(o->agent_path, &r->agent, &r->err) < 0) {
+                text_fput_line(stderr, "chidori: serve: ", err_msg(r->err), strlen(err_msg(r->err)));
+                return err_code(r->err) == AGENT_E_BUNDLE || err_code(r->err) == AGENT_E_IMPORT ? EXIT_AGENT_ERROR
+                                                                                               : EXIT_USAGE;
         }
         struct policy_sources src = {
                 .surface = POLICY_SURFACE_SERVE,
-                .flag_untrusted = o.untrusted,
-                .flag_trusted = o.trusted,
+                .flag_untrusted = o->untrusted,
+                .flag_trusted = o->trusted,
                 .env_file = getenv("CHIDORI_POLICY_FILE"),
                 .env_inline = getenv("CHIDORI_POLICY"),
                 .env_profile = getenv("CHIDORI_POLICY_PROFILE"),
         };
         char *warning = NULL;
-        if (policy_select(&src, &pol, &warning, &err) < 0) {
-                fprintf(stderr, "chidori: %s\n", err_msg(err));
-                goto out;
+        if (policy_select(&src, &r->pol, &warning, &r->err) < 0) {
+                fprintf(stderr, "chidori: %s\n", err_msg(r->err));
+                return EXIT_USAGE;
         }
         if (warning)
                 fprintf(stderr, "chidori: warning: %s\n", warning);
         free(warning);
         /* As `run`: no JIT and a shorter CPU budget under a policy that is not permissive. */
-        if (o.sb.jit < 0 && policy_fallback(pol) != POLICY_ALLOW)
-                o.sb.jit = 0;
-        if (o.js_deadline_ms < 0)
-                o.js_deadline_ms = policy_fallback(pol) != POLICY_ALLOW ? 10000 : 60000;
-        o.sb.engine_cpu_ms = o.js_deadline_ms;
-        if (find_worker(&worker_path, &err) < 0) {
-                fprintf(stderr, "chidori: serve: %s\n", err_msg(err));
-                goto out;
+        if (o->sb.jit < 0 && policy_fallback(r->pol) != POLICY_ALLOW)
+                o->sb.jit = 0;
+        if (o->js_deadline_ms < 0)
+                o->js_deadline_ms = policy_fallback(r->pol) != POLICY_ALLOW ? 10000 : 60000;
+        o->sb.engine_cpu_ms = o->js_deadline_ms;
+        if (find_worker(&r->worker_path, &r->err) < 0) {
+                fprintf(stderr, "chidori: serve: %s\n", err_msg(r->err));
+                return EXIT_USAGE;
         }
-        if (o.state_dir ? !(state_dir = strdup(o.state_dir)) : memstore_default_dir(&state_dir, &err) < 0) {
-                fprintf(stderr, "chidori: serve: %s; choose a place with --state-dir DIR\n", err_msg(err));
-                goto out;
+        return -1;
+}
+
+/* The state directory, the agent memory and the sessions' store in it. */
+static int serve_open_state(struct serve_opts *o, struct serve_run *r)
+{
+        if (o->state_dir ? !(r->state_dir = strdup(o->state_dir)) : memstore_default_dir(&r->state_dir, &r->err) < 0) {
+                fprintf(stderr, "chidori: serve: %s; choose a place with --state-dir DIR\n", err_msg(r->err));
+                return EXIT_USAGE;
         }
         /* The memory store first: it makes the state directory (and its parents, 0700). */
-        if (memstore_open(state_dir, &mem, &err) < 0) {
+        if (memstore_open(r->state_dir, &r->mem, &r->err) < 0) {
                 fprintf(stderr, "chidori: serve: open the memory store: %s; choose another place with --state-dir "
-                                "DIR\n", err_msg(err));
-                goto out;
+                                "DIR\n", err_msg(r->err));
+                return EXIT_USAGE;
         }
-        if (store_open(state_dir, &store, &err) < 0) {
-                fprintf(stderr, "chidori: serve: %s\n", err_msg(err));
-                code = EXIT_PROTOCOL;
-                goto out;
+        if (store_open(r->state_dir, &r->store, &r->err) < 0) {
+                fprintf(stderr, "chidori: serve: %s\n", err_msg(r->err));
+                return EXIT_PROTOCOL;
         }
+        return -1;
+}
 
-        char desc[PATH_MAX + 16];
+/* The listening socket; anything but loopback or a unix socket needs a token. */
+static int serve_listen(struct serve_opts *o, struct serve_run *r)
+{
         bool loopback = true;
-        if (strncmp(o.listen, "unix:", 5) == 0) {
-                fd = listen_unix(o.listen + 5, desc, sizeof(desc));
-                if (fd >= 0)
-                        unix_path = strdup(o.listen + 5);
+        if (strncmp(o->listen, "unix:", 5) == 0) {
+                r->fd = listen_unix(o->listen + 5, r->desc, sizeof(r->desc));
+                if (r->fd >= 0)
+                        r->unix_path = strdup(o->listen + 5);
         } else {
-                fd = listen_tcp(o.listen, desc, sizeof(desc), &loopback);
+                r->fd = listen_tcp(o->listen, r->desc, sizeof(r->desc), &loopback);
         }
-        if (fd < 0)
-                goto out; /* printed; a usage error or a bind failure: 2 */
-        if (!loopback && !auth_required(auth)) {
+        if (r->fd < 0)
+                return EXIT_USAGE; /* printed; a usage error or a bind failure: 2 */
+        if (!loopback && !auth_required(r->auth)) {
                 fprintf(stderr, "chidori: serve: refusing to listen on %s without a token: anyone who reaches it "
                                 "could run the agent; set a token (--token-file FILE or CHIDORI_SERVE_TOKEN), or "
-                                "listen on loopback (127.0.0.1) or a unix socket\n", desc);
-                code = EXIT_LAYER_UNAVAILABLE;
-                goto out;
+                                "listen on loopback (127.0.0.1) or a unix socket\n", r->desc);
+                return EXIT_LAYER_UNAVAILABLE;
         }
+        return -1;
+}
 
-        if (evloop_new(&loop, &err) < 0 || pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0 ||
-            evloop_io_add(loop, stop_pipe[0], EPOLLIN, on_stop_pipe, &st, &stop_io, &err) < 0) {
-                fprintf(stderr, "chidori: serve: %s\n", err ? err_msg(err) : strerror(errno));
-                code = EXIT_PROTOCOL;
-                goto out;
+/* The event loop, and SIGINT/SIGTERM/SIGHUP writing to its stop pipe. */
+static int serve_signals(struct serve_opts *o, struct serve_run *r)
+{
+        (void)o;
+        if (evloop_new(&r->loop, &r->err) < 0 || pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0 ||
+            evloop_io_add(r->loop, stop_pipe[0], EPOLLIN, on_stop_pipe, &r->st, &r->stop_io, &r->err) < 0) {
+                fprintf(stderr, "chidori: serve: %s\n", r->err ? err_msg(r->err) : strerror(errno));
+                return EXIT_PROTOCOL;
         }
         struct sigaction sa = { .sa_handler = on_serve_signal };
         sigemptyset(&sa.sa_mask);
         static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
         for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
                 sigaction(sigs[i], &sa, NULL);
+        return -1;
+}
 
-        struct serve_boxes sbx = { .worker_path = worker_path, .sb = &o.sb, .o = &o };
-        {
-                /* What the sessions will be handed, checked once now: a bad
-                 * --workspace, --tools or --allow-host is a usage error. */
-                struct grants g;
-                struct session_config probe = { 0 };
-                if (session_grants(&sbx, NULL, &g, &probe, &err) < 0) {
-                        fprintf(stderr, "chidori: serve: %s\n", err_msg(err));
-                        code = err_code(err) == GRANTS_E_USAGE ? EXIT_USAGE : EXIT_PROTOCOL;
-                        goto out;
-                }
-                grants_close(&g);
+/* What the sessions will be handed, checked once now: a bad --workspace,
+ * --tools or --allow-host is a usage error. */
+static int serve_check_grants(struct serve_opts *o, struct serve_run *r)
+{
+        r->sbx = (struct serve_boxes){ .worker_path = r->worker_path, .sb = &o->sb, .o = o };
+        struct grants g;
+        struct session_config probe = { 0 };
+        if (session_grants(&r->sbx, NULL, &g, &probe, &r->err) < 0) {
+                fprintf(stderr, "chidori: serve: %s\n", err_msg(r->err));
+                return err_code(r->err) == GRANTS_E_USAGE ? EXIT_USAGE : EXIT_PROTOCOL;
         }
+        grants_close(&g);
+        return -1;
+}
+
+/* The server on the loop, handed the listening socket; then the banner. */
+static int serve_start(struct serve_opts *o, struct serve_run *r)
+{
         struct server_config cfg = {
-                .listen_fd = fd,
-                .listen_desc = desc,
-                .max_body = (size_t)o.max_body,
-                .conn_timeout_s = (unsigned)o.conn_timeout,
-                .max_conns = (unsigned)o.max_conns,
-                .auth = auth,
-                .agent = o.agent_path,
-                .max_running = (unsigned)o.max_running,
-                .max_queued = (unsigned)o.max_queued,
-                .store = store,
-                .approval_ttl_s = (unsigned)o.approval_ttl,
-                .session_ttl_s = (unsigned)o.session_ttl,
+                .listen_fd = r->fd,
+                .listen_desc = r->desc,
+                .max_body = (size_t)o->max_body,
+                .conn_timeout_s = (unsigned)o->conn_timeout,
+                .max_conns = (unsigned)o->max_conns,
+                .auth = r->auth,
+                .agent = o->agent_path,
+                .max_running = (unsigned)o->max_running,
+                .max_queued = (unsigned)o->max_queued,
+                .store = r->store,
+                .approval_ttl_s = (unsigned)o->approval_ttl,
+                .session_ttl_s = (unsigned)o->session_ttl,
                 .run = {
                         .version = CHIDORI_VERSION,
-                        .script = agent.script,
-                        .filename = agent.filename,
-                        .agent_abspath = agent.abspath,
-                        .agent_sha256 = agent.sha256,
-                        .esm = agent.esm,
-                        .policy = pol,
-                        .js_deadline_ms = o.js_deadline_ms,
-                        .deadline_ms = o.sb.deadline_ms,
-                        .limits = o.lim,
+                        .script = r->agent.script,
+                        .filename = r->agent.filename,
+                        .agent_abspath = r->agent.abspath,
+                        .agent_sha256 = r->agent.sha256,
+                        .esm = r->agent.esm,
+                        .policy = r->pol,
+                        .js_deadline_ms = o->js_deadline_ms,
+                        .deadline_ms = o->sb.deadline_ms,
+                        .limits = o->lim,
                         .effects = &effects_table,
-                        .mem = mem,
-                        .shared_memory = o.shared_memory,
+                        .mem = r->mem,
+                        .shared_memory = o->shared_memory,
                         .boxes_new = boxes_new,
                         .boxes_free = boxes_free,
-                        .boxes_arg = &sbx,
+                        .boxes_arg = &r->sbx,
                 },
         };
-        fd = -1; /* the server's now, whatever happens */
-        if (server_new(loop, &cfg, &st.srv, &err) < 0) {
-                fprintf(stderr, "chidori: serve: %s\n", err_msg(err));
-                code = EXIT_PROTOCOL;
-                goto out;
+        r->fd = -1; /* the server's now, whatever happens */
+        if (server_new(r->loop, &cfg, &r->st.srv, &r->err) < 0) {
+                fprintf(stderr, "chidori: serve: %s\n", err_msg(r->err));
+                return EXIT_PROTOCOL;
         }
-        if (!o.quiet) {
+        if (!o->quiet) {
                 char pdesc[512];
-                policy_describe(pol, pdesc, sizeof(pdesc));
+                policy_describe(r->pol, pdesc, sizeof(pdesc));
                 fprintf(stderr, "Policy: %s\n", pdesc);
                 fprintf(stderr, "Tokens: %s\n",
-                        !auth_required(auth)                 ? "none (loopback only)"
-                        : auth_tenant_count(auth) == 1 ? "one"
-                                                       : "per tenant");
+                        !auth_required(r->auth)                 ? "none (loopback only)"
+                        : auth_tenant_count(r->auth) == 1 ? "one"
+                                                          : "per tenant");
         }
         /* The line a supervisor (and the tests) wait for: printed with --quiet too. */
-        fprintf(stderr, "Listening: %s\n", desc);
+        fprintf(stderr, "Listening: %s\n", r->desc);
         fflush(stderr);
-        st.grace_s = o.grace;
-        while (!st.stop) {
-                if (st.draining) {
-                        double left = st.drain_until - mono_ms();
-                        if (server_running(st.srv) == 0 || left <= 0)
+        r->st.grace_s = o->grace;
+        return -1;
+}
+
+/* Until a stop signal (on_stop_pipe), or the end of the drain: 0, or
+ * EXIT_PROTOCOL if the loop fails. */
+static int serve_loop(struct serve_opts *o, struct serve_run *r)
+{
+        (void)o;
+        struct serve_state *st = &r->st;
+        while (!st->stop) {
+                int timeout = -1;
+                if (st->draining) {
+                        double left = st->drain_until - mono_ms();
+                        if (server_running(st->srv) == 0 || left <= 0)
                                 break;
-                        if (evloop_run_once(loop, left < 200 ? (int)left + 1 : 200, &err) < 0) {
-                                fprintf(stderr, "chidori: serve: %s\n", err_msg(err));
-                                code = EXIT_PROTOCOL;
-                                goto out;
-                        }
-                        continue;
+                        timeout = left < 200 ? (int)left + 1 : 200;
                 }
-                if (evloop_run_once(loop, -1, &err) < 0) {
-                        fprintf(stderr, "chidori: serve: %s\n", err_msg(err));
-                        code = EXIT_PROTOCOL;
-                        goto out;
+                if (evloop_run_once(r->loop, timeout, &r->err) < 0) {
+                        fprintf(stderr, "chidori: serve: %s\n", err_msg(r->err));
+                        return EXIT_PROTOCOL;
                 }
         }
-        code = EXIT_OK;
-out:
-        server_free(st.srv);
-        if (stop_io)
-                evloop_io_del(loop, stop_io);
-        evloop_free(loop);
+        return EXIT_OK;
+}
+
+static void serve_close(struct serve_run *r)
+{
+        server_free(r->st.srv);
+        if (r->stop_io)
+                evloop_io_del(r->loop, r->stop_io);
+        evloop_free(r->loop);
         if (stop_pipe[0] >= 0) {
                 close(stop_pipe[0]);
                 close(stop_pipe[1]);
                 stop_pipe[0] = stop_pipe[1] = -1;
         }
-        if (fd >= 0)
-                close(fd);
-        if (unix_path) {
-                unlink(unix_path);
-                free(unix_path);
+        if (r->fd >= 0)
+                close(r->fd);
+        if (r->unix_path) {
+                unlink(r->unix_path);
+                free(r->unix_path);
         }
-        store_close(store);
-        memstore_close(mem);
-        free(state_dir);
-        free(worker_path);
-        policy_free(pol);
-        agent_free(&agent);
-        auth_free(auth);
-        err_free(err);
+        store_close(r->store);
+        memstore_close(r->mem);
+        free(r->state_dir);
+        free(r->worker_path);
+        policy_free(r->pol);
+        agent_free(&r->agent);
+        auth_free(r->auth);
+        err_free(r->err);
+}
+
+/* The steps of serve in their order (the comment of each says why there):
+ * each returns -1 to go on, or the exit code; serve_loop always ends it. */
+int cmd_serve(int argc, char **argv)
+{
+        static int (*const steps[])(struct serve_opts *, struct serve_run *) = {
+                serve_tokens,  serve_load,         serve_open_state, serve_listen,
+                serve_signals, serve_check_grants, serve_start,      serve_loop,
+        };
+        struct serve_opts o;
+        int code = serve_parse(argc, argv, &o);
+        if (code >= 0)
+                return code;
+        struct serve_run r = { .fd = -1 };
+        for (size_t i = 0; code < 0 && i < ARRAY_SIZE(steps); i++)
+                code = steps[i](&o, &r);
+        serve_close(&r);
         return code;
 }

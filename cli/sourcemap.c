@@ -332,20 +332,12 @@ struct frame {
         bool in_bundle;
 };
 
-/* Rewrite error.stack, .file, .line and .column of a done frame's error.
- * Frames in generated code (esbuild's helpers, chidori's entry and shims) are
- * dropped, as the prelude drops its own. */
-int sourcemap_map_error(const struct sourcemap *m, const char *bundle, cJSON *error, struct err **err)
+/* Split the stack `st` into its lines (the last one takes the rest past
+ * MAX_FRAMES - 1): those in the bundle get a position to look up, in order,
+ * in pos[].  Returns the number of lines; *ret_npos that of positions. */
+static size_t split_stack(const char *st, const char *bundle, struct frame *fr, struct sourcemap_pos *pos,
+                          size_t *ret_npos)
 {
-        if (!cJSON_IsObject(error))
-                return 0;
-        cJSON *stack = cJSON_GetObjectItemCaseSensitive(error, "stack");
-        cJSON *file = cJSON_GetObjectItemCaseSensitive(error, "file");
-        cJSON *line = cJSON_GetObjectItemCaseSensitive(error, "line");
-        cJSON *col = cJSON_GetObjectItemCaseSensitive(error, "column");
-        const char *st = cJSON_IsString(stack) ? stack->valuestring : "";
-        struct frame fr[MAX_FRAMES];
-        struct sourcemap_pos pos[MAX_FRAMES + 1];
         size_t nf = 0, npos = 0;
         for (const char *p = st; *p;) {
                 const char *nl = strchr(p, '\n');
@@ -361,26 +353,24 @@ int sourcemap_map_error(const struct sourcemap *m, const char *bundle, cJSON *er
                         pos[npos++] = (struct sourcemap_pos){ .line = l, .col = c };
                 p += len + (nl ? 1 : 0);
         }
-        bool at = cJSON_IsString(file) && strcmp(file->valuestring, bundle) == 0 && cJSON_IsNumber(line) &&
-                  cJSON_IsNumber(col) && line->valuedouble >= 1 && line->valuedouble <= UINT_MAX &&
-                  col->valuedouble >= 1 && col->valuedouble <= UINT_MAX;
-        size_t at_index = npos;
-        if (at)
-                pos[npos++] = (struct sourcemap_pos){ .line = (unsigned)line->valuedouble,
-                                                      .col = (unsigned)col->valuedouble };
-        if (npos == 0)
-                return 0;
-        if (sourcemap_lookup(m, pos, npos, err) < 0)
-                return -1;
+        *ret_npos = npos;
+        return nf;
+}
 
-        /* The new stack. */
+/* The new stack (malloc'd; NULL out of memory): a frame in the bundle names
+ * its source position, one in generated code (no source) is dropped.
+ * *ret_first: the index in pos[] of the first frame in the agent's files,
+ * -1 if none. */
+static char *mapped_stack(const struct sourcemap *m, const char *st, const struct frame *fr, size_t nf,
+                          const struct sourcemap_pos *pos, size_t npos, int *ret_first)
+{
         size_t cap = strlen(st) + 1;
         for (size_t i = 0; i < npos; i++)
                 if (sourcemap_source(m, pos[i].src))
                         cap += strlen(sourcemap_source(m, pos[i].src)) + 24;
-        _cleanup_free_ char *out = malloc(cap);
+        char *out = malloc(cap);
         if (!out)
-                return err_set(err, ENOMEM, "source map");
+                return NULL;
         size_t o = 0, k = 0;
         int first = -1;
         for (size_t i = 0; i < nf; i++) {
@@ -407,25 +397,63 @@ int sourcemap_map_error(const struct sourcemap *m, const char *bundle, cJSON *er
                 }
         }
         out[o] = '\0';
+        *ret_first = first;
+        return out;
+}
+
+/* Rewrite error.stack, .file, .line and .column of a done frame's error.
+ * Frames in generated code (esbuild's helpers, chidori's entry and shims) are
+ * dropped, as the prelude drops its own. */
+int sourcemap_map_error(const struct sourcemap *m, const char *bundle, cJSON *error, struct err **err)
+{
+        if (!cJSON_IsObject(error))
+                return 0;
+        cJSON *stack = cJSON_GetObjectItemCaseSensitive(error, "stack");
+        cJSON *file = cJSON_GetObjectItemCaseSensitive(error, "file");
+        cJSON *line = cJSON_GetObjectItemCaseSensitive(error, "line");
+        cJSON *col = cJSON_GetObjectItemCaseSensitive(error, "column");
+        const char *st = cJSON_IsString(stack) ? stack->valuestring : "";
+        struct frame fr[MAX_FRAMES];
+        struct sourcemap_pos pos[MAX_FRAMES + 1];
+        size_t npos;
+        size_t nf = split_stack(st, bundle, fr, pos, &npos);
+        bool at = cJSON_IsString(file) && strcmp(file->valuestring, bundle) == 0 && cJSON_IsNumber(line) &&
+                  cJSON_IsNumber(col) && line->valuedouble >= 1 && line->valuedouble <= UINT_MAX &&
+                  col->valuedouble >= 1 && col->valuedouble <= UINT_MAX;
+        size_t at_index = npos;
+        if (at)
+                pos[npos++] = (struct sourcemap_pos){ .line = (unsigned)line->valuedouble,
+                                                      .col = (unsigned)col->valuedouble };
+        if (npos == 0)
+                return 0;
+        if (sourcemap_lookup(m, pos, npos, err) < 0)
+                return -1;
+
+        int first;
+        _cleanup_free_ char *out = mapped_stack(m, st, fr, nf, pos, npos, &first);
+        if (!out)
+                return err_set(err, ENOMEM, "source map");
         if (cJSON_IsString(stack) && !cJSON_SetValuestring(stack, out))
                 return err_set(err, ENOMEM, "source map");
+        if (!at)
+                return 0;
 
         /* The error's own position: where it was thrown, else the first
          * frame in the agent's files; none if neither is mapped. */
         const struct sourcemap_pos *where = NULL;
-        if (at && sourcemap_source(m, pos[at_index].src))
+        if (sourcemap_source(m, pos[at_index].src))
                 where = &pos[at_index];
-        else if (at && first >= 0)
+        else if (first >= 0)
                 where = &pos[first];
-        if (at && where) {
-                if (!cJSON_SetValuestring(file, sourcemap_source(m, where->src)))
-                        return err_set(err, ENOMEM, "source map");
-                cJSON_SetNumberValue(line, where->orig_line);
-                cJSON_SetNumberValue(col, where->orig_col);
-        } else if (at) {
+        if (!where) {
                 cJSON_DeleteItemFromObjectCaseSensitive(error, "file");
                 cJSON_DeleteItemFromObjectCaseSensitive(error, "line");
                 cJSON_DeleteItemFromObjectCaseSensitive(error, "column");
+                return 0;
         }
+        if (!cJSON_SetValuestring(file, sourcemap_source(m, where->src)))
+                return err_set(err, ENOMEM, "source map");
+        cJSON_SetNumberValue(line, where->orig_line);
+        cJSON_SetNumberValue(col, where->orig_col);
         return 0;
 }

@@ -209,73 +209,57 @@ static void run_loop(struct engine *e)
         }
 }
 
-/* Read the init frame and start the agent.  The run may end right here
- * (protocol error, syntax error, synchronous agent). */
-static void start_run(struct engine *e)
+/* The fields of the init frame the prelude's start hook is given. */
+struct init_fields {
+        JSValueRef script, filename, run_id, input, env;
+        bool esm, virtual_time;
+        double deadline_ms;
+};
+
+/* A string field of the init frame, `dflt` when absent or null; NULL after
+ * a protocol failure. */
+static JSValueRef init_string(struct engine *e, JSObjectRef init, const char *name, const char *dflt)
+{
+        JSValueRef v = get_prop(e->ctx, init, name);
+        if (JSValueIsUndefined(e->ctx, v) || JSValueIsNull(e->ctx, v)) {
+                JSStringRef d = JSStringCreateWithUTF8CString(dflt);
+                v = JSValueMakeString(e->ctx, d);
+                JSStringRelease(d);
+        } else if (!JSValueIsString(e->ctx, v)) {
+                engine_fail_protocol(e, "init frame: \"%s\" is not a string", name);
+                return NULL;
+        }
+        return v;
+}
+
+/* "time": "real" (timers are timer.wait calls) or "virtual" (decision 6;
+ * the default of a parent that does not say).  -1 after a protocol failure. */
+static int init_time_mode(struct engine *e, JSObjectRef init, bool *ret_virtual)
 {
         JSContextRef ctx = e->ctx;
-        JSValueRef v = engine_read_json_frame(e, "init");
-        if (!v)
-                return;
-        JSObjectRef init = (JSObjectRef)v;
-        JSValueRef script = get_prop(ctx, init, "script");
-        if (!script || !JSValueIsString(ctx, script)) {
-                engine_fail_protocol(e, "init frame has no string \"script\"");
-                return;
-        }
-        JSValueRef filename = get_prop(ctx, init, "filename");
-        if (JSValueIsUndefined(ctx, filename) || JSValueIsNull(ctx, filename)) {
-                JSStringRef def = JSStringCreateWithUTF8CString("agent.js");
-                filename = JSValueMakeString(ctx, def);
-                JSStringRelease(def);
-        } else if (!JSValueIsString(ctx, filename)) {
-                engine_fail_protocol(e, "init frame: \"filename\" is not a string");
-                return;
-        }
-        JSValueRef run_id = get_prop(ctx, init, "run_id");
-        if (JSValueIsUndefined(ctx, run_id) || JSValueIsNull(ctx, run_id)) {
-                JSStringRef empty = JSStringCreateWithUTF8CString("");
-                run_id = JSValueMakeString(ctx, empty);
-                JSStringRelease(empty);
-        } else if (!JSValueIsString(ctx, run_id)) {
-                engine_fail_protocol(e, "init frame: \"run_id\" is not a string");
-                return;
-        }
-        JSValueRef esm = get_prop(ctx, init, "esm");
-        if (!JSValueIsUndefined(ctx, esm) && !JSValueIsBoolean(ctx, esm)) {
-                engine_fail_protocol(e, "init frame: \"esm\" is not a boolean");
-                return;
-        }
-        bool is_esm = JSValueToBoolean(ctx, esm);
-        /* "real" (timers are timer.wait calls) or "virtual" (decision 6; the
-         * default of a parent that does not say). */
-        bool virtual_time = true;
         JSValueRef time_mode = get_prop(ctx, init, "time");
-        if (!JSValueIsUndefined(ctx, time_mode)) {
-                JSStringRef real = JSStringCreateWithUTF8CString("real");
-                JSStringRef virt = JSStringCreateWithUTF8CString("virtual");
-                bool is_real = JSValueIsString(ctx, time_mode) && JSValueIsStrictEqual(ctx, time_mode, JSValueMakeString(ctx, real));
-                bool is_virt = JSValueIsString(ctx, time_mode) && JSValueIsStrictEqual(ctx, time_mode, JSValueMakeString(ctx, virt));
-                JSStringRelease(real);
-                JSStringRelease(virt);
-                if (!is_real && !is_virt) {
-                        engine_fail_protocol(e, "init frame: \"time\" must be \"real\" or \"virtual\"");
-                        return;
-                }
-                virtual_time = is_virt;
+        *ret_virtual = true;
+        if (JSValueIsUndefined(ctx, time_mode))
+                return 0;
+        JSStringRef real = JSStringCreateWithUTF8CString("real");
+        JSStringRef virt = JSStringCreateWithUTF8CString("virtual");
+        bool is_real = JSValueIsString(ctx, time_mode) && JSValueIsStrictEqual(ctx, time_mode, JSValueMakeString(ctx, real));
+        bool is_virt = JSValueIsString(ctx, time_mode) && JSValueIsStrictEqual(ctx, time_mode, JSValueMakeString(ctx, virt));
+        JSStringRelease(real);
+        JSStringRelease(virt);
+        if (!is_real && !is_virt) {
+                engine_fail_protocol(e, "init frame: \"time\" must be \"real\" or \"virtual\"");
+                return -1;
         }
-        JSValueRef input = get_prop(ctx, init, "input");
-        if (JSValueIsUndefined(ctx, input))
-                input = JSValueMakeNull(ctx);
-        /* process.env: the variables the operator passed with --env (an
-         * object of strings; the prelude checks each value). */
-        JSValueRef env = get_prop(ctx, init, "env");
-        if (JSValueIsUndefined(ctx, env) || JSValueIsNull(ctx, env)) {
-                env = JSValueMakeNull(ctx);
-        } else if (!JSValueIsObject(ctx, env) || JSValueIsArray(ctx, env)) {
-                engine_fail_protocol(e, "init frame: \"env\" is not an object");
-                return;
-        }
+        *ret_virtual = is_virt;
+        return 0;
+}
+
+/* limits.js_deadline_ms: the CPU budget in ms (0: none, the default);
+ * -1 after a protocol failure. */
+static int init_deadline(struct engine *e, JSObjectRef init, double *ret_ms)
+{
+        JSContextRef ctx = e->ctx;
         double deadline_ms = 0;
         JSValueRef limits = get_prop(ctx, init, "limits");
         if (JSValueIsObject(ctx, limits)) {
@@ -289,20 +273,71 @@ static void start_run(struct engine *e)
         }
         if (!(deadline_ms >= 0 && deadline_ms <= 1e12)) {
                 engine_fail_protocol(e, "init frame: limits.js_deadline_ms must be a number of milliseconds >= 0");
-                return;
+                return -1;
         }
-        uint64_t ms = (uint64_t)deadline_ms;
-        engine_set_cpu_budget(e, ms + ((double)ms < deadline_ms));  /* round up */
+        *ret_ms = deadline_ms;
+        return 0;
+}
+
+/* Check and read the init frame's fields, in the order a bad one is
+ * reported: -1 after a protocol failure. */
+static int read_init(struct engine *e, JSObjectRef init, struct init_fields *f)
+{
+        JSContextRef ctx = e->ctx;
+        f->script = get_prop(ctx, init, "script");
+        if (!f->script || !JSValueIsString(ctx, f->script)) {
+                engine_fail_protocol(e, "init frame has no string \"script\"");
+                return -1;
+        }
+        if (!(f->filename = init_string(e, init, "filename", "agent.js")) ||
+            !(f->run_id = init_string(e, init, "run_id", "")))
+                return -1;
+        JSValueRef esm = get_prop(ctx, init, "esm");
+        if (!JSValueIsUndefined(ctx, esm) && !JSValueIsBoolean(ctx, esm)) {
+                engine_fail_protocol(e, "init frame: \"esm\" is not a boolean");
+                return -1;
+        }
+        f->esm = JSValueToBoolean(ctx, esm);
+        if (init_time_mode(e, init, &f->virtual_time) < 0)
+                return -1;
+        f->input = get_prop(ctx, init, "input");
+        if (JSValueIsUndefined(ctx, f->input))
+                f->input = JSValueMakeNull(ctx);
+        /* process.env: the variables the operator passed with --env (an
+         * object of strings; the prelude checks each value). */
+        f->env = get_prop(ctx, init, "env");
+        if (JSValueIsUndefined(ctx, f->env) || JSValueIsNull(ctx, f->env)) {
+                f->env = JSValueMakeNull(ctx);
+        } else if (!JSValueIsObject(ctx, f->env) || JSValueIsArray(ctx, f->env)) {
+                engine_fail_protocol(e, "init frame: \"env\" is not an object");
+                return -1;
+        }
+        return init_deadline(e, init, &f->deadline_ms);
+}
+
+/* Read the init frame and start the agent.  The run may end right here
+ * (protocol error, syntax error, synchronous agent). */
+static void start_run(struct engine *e)
+{
+        JSContextRef ctx = e->ctx;
+        JSValueRef v = engine_read_json_frame(e, "init");
+        if (!v)
+                return;
+        struct init_fields f;
+        if (read_init(e, (JSObjectRef)v, &f) < 0)
+                return;
+        uint64_t ms = (uint64_t)f.deadline_ms;
+        engine_set_cpu_budget(e, ms + ((double)ms < f.deadline_ms));  /* round up */
         if (engine_backstop_start(e) < 0) {
                 engine_fail_protocol(e, "cannot start the CPU-limit backstop thread");
                 return;
         }
 
-        JSStringRef src = JSValueToStringCopy(ctx, script, NULL);
-        JSStringRef file = JSValueToStringCopy(ctx, filename, NULL);
+        JSStringRef src = JSValueToStringCopy(ctx, f.script, NULL);
+        JSStringRef file = JSValueToStringCopy(ctx, f.filename, NULL);
         unsigned prefix_len = 0;
         JSValueRef exc = NULL;
-        JSObjectRef wrapper = engine_compile(e, src, file, is_esm, &prefix_len, &exc);
+        JSObjectRef wrapper = engine_compile(e, src, file, f.esm, &prefix_len, &exc);
         JSStringRelease(src);
         JSStringRelease(file);
         if (exc) {
@@ -311,8 +346,8 @@ static void start_run(struct engine *e)
         }
         if (!wrapper)
                 return;
-        JSValueRef argv[8] = { wrapper, input, run_id, filename, JSValueMakeNumber(ctx, prefix_len),
-                               JSValueMakeBoolean(ctx, is_esm), env, JSValueMakeBoolean(ctx, virtual_time) };
+        JSValueRef argv[8] = { wrapper, f.input, f.run_id, f.filename, JSValueMakeNumber(ctx, prefix_len),
+                               JSValueMakeBoolean(ctx, f.esm), f.env, JSValueMakeBoolean(ctx, f.virtual_time) };
         call_hook(e, e->hook_start, 8, argv);
 }
 

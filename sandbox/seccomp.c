@@ -388,15 +388,11 @@ static int add_broker_conditional(scmp_filter_ctx ctx, struct err **err)
         return 0;
 }
 
-static int add_conditional(scmp_filter_ctx ctx, enum seccomp_profile p, bool jit, uint32_t deny,
-                           struct err **err)
+/* clone: never a new namespace; the worker only threads.  clone3 hides its
+ * flags in memory: answer ENOSYS so glibc uses clone. */
+static int cond_clone(scmp_filter_ctx ctx, bool worker, struct err **err)
 {
-        bool worker = p == SECCOMP_STAGE1_WORKER || p == SECCOMP_STAGE2_WORKER;
-        bool broker = p == SECCOMP_BROKER1 || p == SECCOMP_BROKER2;
         const uint32_t allow = SCMP_ACT_ALLOW;
-        if (broker)
-                return add_broker_conditional(ctx, err);
-        /* clone: never a new namespace; the worker only threads. */
         if (worker) {
                 struct scmp_arg_cmp c[] = { SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_THREAD | CLONE_NS_FLAGS, CLONE_THREAD) };
                 if (add(ctx, allow, "clone", 1, c, err) < 0)
@@ -406,89 +402,124 @@ static int add_conditional(scmp_filter_ctx ctx, enum seccomp_profile p, bool jit
                 if (add(ctx, allow, "clone", 1, c, err) < 0)
                         return -1;
         }
-        /* clone3 hides its flags in memory: answer ENOSYS so glibc uses clone. */
-        if (add(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL, err) < 0)
-                return -1;
-        /* ioctl: never TIOCSTI (type into a terminal), TIOCLINUX, or
-         * TIOCSCTTY (take a terminal over after setsid); a number with any
-         * high bit set is refused too, since the kernel would truncate it
-         * (CVE-2019-10063). */
+        return add(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL, err);
+}
+
+/* ioctl: never TIOCSTI (type into a terminal), TIOCLINUX, or TIOCSCTTY
+ * (take a terminal over after setsid); a number with any high bit set is
+ * refused too, since the kernel would truncate it (CVE-2019-10063).  The
+ * worker gets a short list of harmless ones only. */
+static int cond_ioctl(scmp_filter_ctx ctx, bool worker, struct err **err)
+{
         if (worker) {
                 static const unsigned long ok[] = { TCGETS, FIONREAD, FIOCLEX, FIONCLEX, TIOCGWINSZ };
                 for (size_t i = 0; i < ARRAY_SIZE(ok); i++) {
                         struct scmp_arg_cmp c[] = { EQ64(1, ok[i]) };
-                        if (add(ctx, allow, "ioctl", 1, c, err) < 0)
+                        if (add(ctx, SCMP_ACT_ALLOW, "ioctl", 1, c, err) < 0)
                                 return -1;
                 }
-        } else {
-                static const uint64_t refused[] = { TIOCSCTTY, TIOCSTI, TIOCLINUX };
-                _Static_assert(TIOCSCTTY < TIOCSTI && TIOCSTI < TIOCLINUX, "sorted");
-                if (allow_all_but(ctx, "ioctl", 1, refused, ARRAY_SIZE(refused), err) < 0)
-                        return -1;
+                return 0;
         }
-        /* mmap/mprotect: no new executable memory unless the JIT is on. */
+        static const uint64_t refused[] = { TIOCSCTTY, TIOCSTI, TIOCLINUX };
+        _Static_assert(TIOCSCTTY < TIOCSTI && TIOCSTI < TIOCLINUX, "sorted");
+        return allow_all_but(ctx, "ioctl", 1, refused, ARRAY_SIZE(refused), err);
+}
+
+/* mmap/mprotect: no new executable memory in stage 2 unless the JIT is on. */
+static int cond_mmap(scmp_filter_ctx ctx, enum seccomp_profile p, bool jit, struct err **err)
+{
+        const uint32_t allow = SCMP_ACT_ALLOW;
         bool exec_ok = jit || !(p == SECCOMP_STAGE2_WORKER);
         if (exec_ok) {
                 if (add(ctx, allow, "mmap", 0, NULL, err) < 0 || add(ctx, allow, "mprotect", 0, NULL, err) < 0 ||
                     add(ctx, allow, "pkey_mprotect", 0, NULL, err) < 0)
                         return -1;
-        } else {
-                struct scmp_arg_cmp c[] = { SCMP_A2_32(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0) };
-                if (add(ctx, allow, "mmap", 1, c, err) < 0 || add(ctx, allow, "mprotect", 1, c, err) < 0)
-                        return -1;
+                return 0;
         }
-        /* rt_sigaction: stage 2 keeps its SIGSYS reporter in place. */
-        if (p == SECCOMP_STAGE2_WORKER) {
-                /* Any signal but SIGSYS (compared on all 64 bits); SIGSYS
-                 * only to read the current action. */
-                static const uint64_t refused[] = { SIGSYS };
-                struct scmp_arg_cmp q[] = { EQ64(0, SIGSYS), EQ64(1, 0) };
-                if (allow_all_but(ctx, "rt_sigaction", 0, refused, 1, err) < 0 ||
-                    add(ctx, allow, "rt_sigaction", 2, q, err) < 0)
-                        return -1;
-        } else if (add(ctx, allow, "rt_sigaction", 0, NULL, err) < 0) {
+        struct scmp_arg_cmp c[] = { SCMP_A2_32(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0) };
+        if (add(ctx, allow, "mmap", 1, c, err) < 0 || add(ctx, allow, "mprotect", 1, c, err) < 0)
                 return -1;
-        }
-        if (worker) {
-                /* prlimit64: read-only (new_limit == NULL).  The ASan
-                 * runtime of a sanitizer build sets limits of its own. */
-                struct scmp_arg_cmp c[] = { SCMP_A2_64(SCMP_CMP_EQ, 0) };
-#ifdef CHIDORI_SANITIZER
-                if (add(ctx, allow, "prlimit64", 0, NULL, err) < 0)
-                        return -1;
-                (void)c;
-#else
-                if (add(ctx, allow, "prlimit64", 1, c, err) < 0)
-                        return -1;
-#endif
-                static const int opts[] = { PR_SET_NAME, PR_GET_NAME, 0x53564d41 /* PR_SET_VMA */, PR_CAPBSET_READ,
-                                            PR_GET_DUMPABLE, PR_GET_NO_NEW_PRIVS, PR_GET_SECCOMP };
-                for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
-                        struct scmp_arg_cmp o[] = { SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)opts[i]) };
-                        if (add(ctx, allow, "prctl", 1, o, err) < 0)
-                                return -1;
-                }
-                if (p == SECCOMP_STAGE1_WORKER) {
-                        /* The worker's lockdown: no_new_privs (already set)
-                         * and not dumpable, both one-way. */
-                        struct scmp_arg_cmp nnp[] = { SCMP_A0_32(SCMP_CMP_EQ, PR_SET_NO_NEW_PRIVS) };
-                        struct scmp_arg_cmp dmp[] = { SCMP_A0_32(SCMP_CMP_EQ, PR_SET_DUMPABLE),
-                                                      SCMP_A1_64(SCMP_CMP_EQ, 0) };
-                        if (add(ctx, allow, "prctl", 1, nnp, err) < 0 || add(ctx, allow, "prctl", 2, dmp, err) < 0)
-                                return -1;
-                }
-        } else {
-                if (add(ctx, allow, "prlimit64", 0, NULL, err) < 0 || add(ctx, allow, "prctl", 0, NULL, err) < 0)
-                        return -1;
-                static const int fams[] = { AF_UNIX, AF_INET, AF_INET6 };
-                for (size_t i = 0; i < ARRAY_SIZE(fams); i++) {
-                        struct scmp_arg_cmp c[] = { SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)fams[i]) };
-                        if (add(ctx, allow, "socket", 1, c, err) < 0)
-                                return -1;
-                }
-        }
-        (void)deny;
         return 0;
+}
+
+/* rt_sigaction: stage 2 keeps its SIGSYS reporter in place. */
+static int cond_sigaction(scmp_filter_ctx ctx, enum seccomp_profile p, struct err **err)
+{
+        if (p != SECCOMP_STAGE2_WORKER)
+                return add(ctx, SCMP_ACT_ALLOW, "rt_sigaction", 0, NULL, err);
+        /* Any signal but SIGSYS (compared on all 64 bits); SIGSYS only to
+         * read the current action. */
+        static const uint64_t refused[] = { SIGSYS };
+        struct scmp_arg_cmp q[] = { EQ64(0, SIGSYS), EQ64(1, 0) };
+        if (allow_all_but(ctx, "rt_sigaction", 0, refused, 1, err) < 0 ||
+            add(ctx, SCMP_ACT_ALLOW, "rt_sigaction", 2, q, err) < 0)
+                return -1;
+        return 0;
+}
+
+/* The worker's process controls: rlimits read-only, the prctl options
+ * glibc and the engine use, and in stage 1 its own one-way lockdown. */
+static int cond_worker_prctl(scmp_filter_ctx ctx, enum seccomp_profile p, struct err **err)
+{
+        const uint32_t allow = SCMP_ACT_ALLOW;
+        /* prlimit64: read-only (new_limit == NULL).  The ASan runtime of a
+         * sanitizer build sets limits of its own. */
+        struct scmp_arg_cmp c[] = { SCMP_A2_64(SCMP_CMP_EQ, 0) };
+#ifdef CHIDORI_SANITIZER
+        if (add(ctx, allow, "prlimit64", 0, NULL, err) < 0)
+                return -1;
+        (void)c;
+#else
+        if (add(ctx, allow, "prlimit64", 1, c, err) < 0)
+                return -1;
+#endif
+        static const int opts[] = { PR_SET_NAME, PR_GET_NAME, 0x53564d41 /* PR_SET_VMA */, PR_CAPBSET_READ,
+                                    PR_GET_DUMPABLE, PR_GET_NO_NEW_PRIVS, PR_GET_SECCOMP };
+        for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
+                struct scmp_arg_cmp o[] = { SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)opts[i]) };
+                if (add(ctx, allow, "prctl", 1, o, err) < 0)
+                        return -1;
+        }
+        if (p != SECCOMP_STAGE1_WORKER)
+                return 0;
+        /* The worker's lockdown: no_new_privs (already set) and not
+         * dumpable, both one-way. */
+        struct scmp_arg_cmp nnp[] = { SCMP_A0_32(SCMP_CMP_EQ, PR_SET_NO_NEW_PRIVS) };
+        struct scmp_arg_cmp dmp[] = { SCMP_A0_32(SCMP_CMP_EQ, PR_SET_DUMPABLE), SCMP_A1_64(SCMP_CMP_EQ, 0) };
+        if (add(ctx, allow, "prctl", 1, nnp, err) < 0 || add(ctx, allow, "prctl", 2, dmp, err) < 0)
+                return -1;
+        return 0;
+}
+
+/* A launched program: any rlimit and prctl, sockets of the unix and IP
+ * families (the box has only lo). */
+static int cond_launch_prctl_socket(scmp_filter_ctx ctx, struct err **err)
+{
+        const uint32_t allow = SCMP_ACT_ALLOW;
+        if (add(ctx, allow, "prlimit64", 0, NULL, err) < 0 || add(ctx, allow, "prctl", 0, NULL, err) < 0)
+                return -1;
+        static const int fams[] = { AF_UNIX, AF_INET, AF_INET6 };
+        for (size_t i = 0; i < ARRAY_SIZE(fams); i++) {
+                struct scmp_arg_cmp c[] = { SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)fams[i]) };
+                if (add(ctx, allow, "socket", 1, c, err) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
+/* The rules on arguments (is_conditional lists their syscalls), in the
+ * order they have always been added. */
+static int add_conditional(scmp_filter_ctx ctx, enum seccomp_profile p, bool jit, uint32_t deny,
+                           struct err **err)
+{
+        (void)deny;
+        bool worker = p == SECCOMP_STAGE1_WORKER || p == SECCOMP_STAGE2_WORKER;
+        if (p == SECCOMP_BROKER1 || p == SECCOMP_BROKER2)
+                return add_broker_conditional(ctx, err);
+        if (cond_clone(ctx, worker, err) < 0 || cond_ioctl(ctx, worker, err) < 0 ||
+            cond_mmap(ctx, p, jit, err) < 0 || cond_sigaction(ctx, p, err) < 0)
+                return -1;
+        return worker ? cond_worker_prctl(ctx, p, err) : cond_launch_prctl_socket(ctx, err);
 }
 
 static bool is_conditional(const char *name, enum seccomp_profile p)

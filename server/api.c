@@ -513,6 +513,103 @@ static int wait_fields(struct http_req *r, const cJSON *doc, bool dflt, bool *re
         return 0;
 }
 
+/* policy_profile (or policyProfile) of a POST /sessions body: -1 answered;
+ * *ret the field (a profile name or null), or NULL when absent. */
+static int profile_field(struct http_req *r, const cJSON *doc, const cJSON **ret)
+{
+        const cJSON *p1 = cJSON_GetObjectItemCaseSensitive(doc, "policy_profile");
+        const cJSON *p2 = cJSON_GetObjectItemCaseSensitive(doc, "policyProfile");
+        const cJSON *prof = p1 ? p1 : p2;
+        char q[256];
+        if (p1 && p2) {
+                api_error(r, API_INVALID_FIELD, "give 'policy_profile' or 'policyProfile', not both");
+                return -1;
+        }
+        if (prof && !cJSON_IsString(prof) && !cJSON_IsNull(prof)) {
+                api_error(r, API_INVALID_FIELD, "field '%s' must be a profile name (a string)", prof->string);
+                return -1;
+        }
+        if (cJSON_IsString(prof) && !policy_is_profile_name(prof->valuestring)) {
+                api_error(r, API_UNKNOWN_PROFILE, "unknown policy profile '%s' (expected permissive, untrusted or "
+                                                  "supervised)",
+                          text_quote(prof->valuestring, strnlen(prof->valuestring, 64), q, sizeof(q)));
+                return -1;
+        }
+        *ret = prof;
+        return 0;
+}
+
+/* The Idempotency-Key header (key, may be NULL): 1 answered — a malformed
+ * key, a store error, or a repeat, answered with the first session as it
+ * is now (its events when `stream`) — else 0. */
+static int idempotent_repeat(struct server *srv, struct http_req *r, const char *key, bool stream)
+{
+        if (!key)
+                return 0;
+        size_t kl = strlen(key);
+        bool ok = kl > 0 && kl <= 255;
+        for (size_t i = 0; ok && i < kl; i++)
+                ok = key[i] > 0x20 && key[i] < 0x7f;
+        if (!ok) {
+                api_error(r, API_INVALID_FIELD, "the Idempotency-Key header must be 1 to 255 printable "
+                                                "ASCII characters");
+                return 1;
+        }
+        char *idem_id = NULL;
+        struct err *err = NULL;
+        int rc = store_idem_get(srv->store, r->tenant, key, &idem_id, &err);
+        if (rc < 0)
+                store_error(r, err);
+        else if (rc == 0 && stream)
+                events_stream(srv, r, idem_id, 0, 200);
+        else if (rc == 0)
+                reply_session(srv, r, idem_id, 200, true);
+        free(idem_id);
+        err_free(err);
+        return rc <= 0;
+}
+
+/* A new session is refused while draining (503) and past --max-queued
+ * (429): -1 answered. */
+static int can_take_session(struct server *srv, struct http_req *r)
+{
+        if (srv->draining) {
+                api_error(r, API_DRAINING, "the server is draining (SIGTERM): it takes no new sessions");
+                return -1;
+        }
+        if (!sessions_can_queue(srv)) {
+                const char *const h[] = { "Retry-After", "1", NULL };
+                api_error_hdr(r, API_QUEUE_FULL, h, "%u sessions run and %u wait (--max-running, --max-queued): retry later",
+                              srv->running, srv->queued);
+                return -1;
+        }
+        return 0;
+}
+
+/* The answer to a session just made: its events (`stream`, 201), 202 at
+ * once (wait false), 201 once it settles within wait_ms, else 202. */
+static void created_answer(struct server *srv, struct http_req *r, const char *id, bool stream, bool wait,
+                           long wait_ms)
+{
+        if (stream) {
+                events_stream(srv, r, id, 0, 201);
+                return;
+        }
+        if (!wait) {
+                reply_session(srv, r, id, 202, true);
+                return;
+        }
+        struct store_session now = { 0 };
+        if (store_session_get(srv->store, id, &now, NULL) == 0 && settled(now.status)) {
+                store_session_clear(&now);
+                reply_session(srv, r, id, 201, true);
+                return;
+        }
+        store_session_clear(&now);
+        if (waiters_add(srv, r, id, wait_ms, 201) < 0)
+                reply_session(srv, r, id, 202, true);
+}
+
 /* POST /sessions, and POST /sessions/stream (`stream`: the answer is the
  * session's events from its creation until it settles). */
 static void route_create(struct server *srv, struct http_req *r, bool stream)
@@ -522,65 +619,17 @@ static void route_create(struct server *srv, struct http_req *r, bool stream)
         cJSON *doc = parse_body(r, known, raw);
         if (!doc)
                 return;
-        const cJSON *p1 = cJSON_GetObjectItemCaseSensitive(doc, "policy_profile");
-        const cJSON *p2 = cJSON_GetObjectItemCaseSensitive(doc, "policyProfile");
-        const cJSON *prof = p1 ? p1 : p2;
+        const cJSON *prof = NULL;
         bool wait;
         long wait_ms;
         struct policy *profile = NULL;
-        char *idem_id = NULL;
         struct err *err = NULL;
-        char q[256];
-        if (p1 && p2) {
-                api_error(r, API_INVALID_FIELD, "give 'policy_profile' or 'policyProfile', not both");
+        const char *key = NULL;
+        if (profile_field(r, doc, &prof) < 0 || wait_fields(r, doc, true, &wait, &wait_ms) < 0)
                 goto out;
-        }
-        if (prof && !cJSON_IsString(prof) && !cJSON_IsNull(prof)) {
-                api_error(r, API_INVALID_FIELD, "field '%s' must be a profile name (a string)", prof->string);
+        key = http_header(r, "Idempotency-Key");
+        if (idempotent_repeat(srv, r, key, stream) || can_take_session(srv, r) < 0)
                 goto out;
-        }
-        if (cJSON_IsString(prof) && !policy_is_profile_name(prof->valuestring)) {
-                api_error(r, API_UNKNOWN_PROFILE, "unknown policy profile '%s' (expected permissive, untrusted or "
-                                                  "supervised)",
-                          text_quote(prof->valuestring, strnlen(prof->valuestring, 64), q, sizeof(q)));
-                goto out;
-        }
-        if (wait_fields(r, doc, true, &wait, &wait_ms) < 0)
-                goto out;
-        const char *key = http_header(r, "Idempotency-Key");
-        if (key) {
-                size_t kl = strlen(key);
-                bool ok = kl > 0 && kl <= 255;
-                for (size_t i = 0; ok && i < kl; i++)
-                        ok = key[i] > 0x20 && key[i] < 0x7f;
-                if (!ok) {
-                        api_error(r, API_INVALID_FIELD, "the Idempotency-Key header must be 1 to 255 printable "
-                                                        "ASCII characters");
-                        goto out;
-                }
-                int rc = store_idem_get(srv->store, r->tenant, key, &idem_id, &err);
-                if (rc < 0) {
-                        store_error(r, err);
-                        goto out;
-                }
-                if (rc == 0) { /* a repeat: the first session, as it is now */
-                        if (stream)
-                                events_stream(srv, r, idem_id, 0, 200);
-                        else
-                                reply_session(srv, r, idem_id, 200, true);
-                        goto out;
-                }
-        }
-        if (srv->draining) {
-                api_error(r, API_DRAINING, "the server is draining (SIGTERM): it takes no new sessions");
-                goto out;
-        }
-        if (!sessions_can_queue(srv)) {
-                const char *const h[] = { "Retry-After", "1", NULL };
-                api_error_hdr(r, API_QUEUE_FULL, h, "%u sessions run and %u wait (--max-running, --max-queued): retry later",
-                              srv->running, srv->queued);
-                goto out;
-        }
         if (cJSON_IsString(prof) && policy_profile(prof->valuestring, "session policy_profile", &profile, &err) < 0) {
                 api_error(r, API_INTERNAL, "%s", err_msg(err));
                 goto out;
@@ -600,31 +649,14 @@ static void route_create(struct server *srv, struct http_req *r, bool stream)
                 goto out;
         }
         cJSON *input = in ? cJSON_Duplicate(in, 1) : cJSON_CreateNull();
-        if (sessions_create(srv, id, r->tenant, input, profile, &err) < 0) {
-                profile = NULL;
+        int rc = sessions_create(srv, id, r->tenant, input, profile, &err);
+        profile = NULL; /* sessions_create's, whatever happens */
+        if (rc < 0) {
                 api_error(r, API_INTERNAL, "%s", err_msg(err));
                 goto out;
         }
-        profile = NULL;
-        if (stream) {
-                events_stream(srv, r, id, 0, 201);
-                goto out;
-        }
-        if (!wait) {
-                reply_session(srv, r, id, 202, true);
-                goto out;
-        }
-        struct store_session now = { 0 };
-        if (store_session_get(srv->store, id, &now, NULL) == 0 && settled(now.status)) {
-                store_session_clear(&now);
-                reply_session(srv, r, id, 201, true);
-                goto out;
-        }
-        store_session_clear(&now);
-        if (waiters_add(srv, r, id, wait_ms, 201) < 0)
-                reply_session(srv, r, id, 202, true);
+        created_answer(srv, r, id, stream, wait, wait_ms);
 out:
-        free(idem_id);
         policy_free(profile);
         err_free(err);
         cJSON_Delete(doc);

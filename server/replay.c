@@ -125,42 +125,33 @@ static void sink_ended(void *arg, struct session *s)
                 fprintf(stderr, "chidori: serve: a replay of %s is not freed\n", p->id);
 }
 
-void replay_route(struct server *srv, struct http_req *r, const struct store_session *rec)
+/* A replay is refused while the session is queued or running (409), while
+ * draining (503) and past --max-running replays at once (429): -1 answered. */
+static int replay_refused(struct server *srv, struct http_req *r, const struct store_session *rec)
 {
         if (strcmp(rec->status, "queued") == 0 || strcmp(rec->status, "running") == 0) {
                 api_error(r, API_CONFLICT, "session %s is %s: replay it once it has settled", rec->id, rec->status);
-                return;
+                return -1;
         }
         if (srv->draining) {
                 api_error(r, API_DRAINING, "the server is draining (SIGTERM): it starts no replay");
-                return;
+                return -1;
         }
         unsigned n = 0;
         for (struct replayer *q = srv->replayers; q; q = q->next)
                 n++;
         if (n >= srv->cfg.max_running) {
                 api_error(r, API_QUEUE_FULL, "%u replays run already (--max-running): retry later", n);
-                return;
+                return -1;
         }
-        struct replayer *p = calloc(1, sizeof(*p));
-        struct err *err = NULL;
-        if (!p) {
-                api_error(r, API_INTERNAL, "out of memory");
-                return;
-        }
-        p->srv = srv;
-        snprintf(p->id, sizeof(p->id), "%s", rec->id);
-        snprintf(p->run_id, sizeof(p->run_id), "%s-replay", rec->id);
-        int rc = sessions_open_journal(srv, rec->id, &p->replay, &err);
-        if (rc != 0) {
-                if (rc > 0)
-                        api_error(r, API_CONFLICT, "session %s has no journal to replay", rec->id);
-                else
-                        api_error(r, API_CONFLICT, "session %s cannot be replayed: %s", rec->id, err_msg(err));
-                err_free(err);
-                replayer_free(p);
-                return;
-        }
+        return 0;
+}
+
+/* The replay's session: the server's run, with the session's recorded
+ * input, its memory namespace and its policy profile (untrusted if the
+ * recorded one is unknown now).  p->input or p->ns NULL: out of memory. */
+static void replayer_config(struct server *srv, struct replayer *p, const struct store_session *rec)
+{
         p->input = json_cjson_raw((struct json_span){ rec->input, strlen(rec->input) });
         if (srv->run.shared_memory ? asprintf(&p->ns, "%s", srv->run.agent_abspath) < 0
                                    : asprintf(&p->ns, "%s#%s", srv->run.agent_abspath, rec->id) < 0)
@@ -186,6 +177,32 @@ void replay_route(struct server *srv, struct http_req *r, const struct store_ses
                 .layers = p->profile ? p->layers : NULL,
         };
         p->sink = (struct session_sink){ .ended = sink_ended, .arg = p };
+}
+
+void replay_route(struct server *srv, struct http_req *r, const struct store_session *rec)
+{
+        if (replay_refused(srv, r, rec) < 0)
+                return;
+        struct replayer *p = calloc(1, sizeof(*p));
+        struct err *err = NULL;
+        if (!p) {
+                api_error(r, API_INTERNAL, "out of memory");
+                return;
+        }
+        p->srv = srv;
+        snprintf(p->id, sizeof(p->id), "%s", rec->id);
+        snprintf(p->run_id, sizeof(p->run_id), "%s-replay", rec->id);
+        int rc = sessions_open_journal(srv, rec->id, &p->replay, &err);
+        if (rc != 0) {
+                if (rc > 0)
+                        api_error(r, API_CONFLICT, "session %s has no journal to replay", rec->id);
+                else
+                        api_error(r, API_CONFLICT, "session %s cannot be replayed: %s", rec->id, err_msg(err));
+                err_free(err);
+                replayer_free(p);
+                return;
+        }
+        replayer_config(srv, p, rec);
         if (!p->input || !p->ns ||
             srv->run.boxes_new(srv->run.boxes_arg, p->run_id, NULL, &p->boxes, &p->boxes_handle, &err) < 0 ||
             session_new(srv->loop, &p->cfg, &p->sink, p->boxes, &p->s, &err) < 0) {

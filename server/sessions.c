@@ -649,6 +649,24 @@ static int open_resume(struct live *l, bool *ret_resume, struct err **err)
         return rc < 0 ? -1 : 0;
 }
 
+/* The journal's header: what a replay needs to know. */
+static int live_header(struct live *l, struct err **err)
+{
+        const struct server_run *run = &l->srv->run;
+        /* A server's sessions run in UTC, on real time. */
+        const struct journal_header_info info = {
+                .version = run->version, .run_id = l->id, .agent = run->agent_abspath,
+                .agent_sha256 = run->agent_sha256, .filename = run->filename, .memory_ns = l->ns,
+                .virtual_time = l->cfg.virtual_time, .input = l->input,
+        };
+        cJSON *h = journal_header_line(&info);
+        if (!h)
+                return err_set(err, ENOMEM, "journal header");
+        int rc = j_header(l, h, err);
+        cJSON_Delete(h);
+        return rc;
+}
+
 static int live_start(struct live *l, struct err **err)
 {
         struct server *srv = l->srv;
@@ -701,23 +719,9 @@ static int live_start(struct live *l, struct err **err)
         }
         if (session_new(srv->loop, &l->cfg, &l->sink, l->boxes, &l->s, err) < 0)
                 return -1;
-        if (l->resume)
-                goto start; /* the journal goes on */
-        /* The journal's header: what a replay needs to know (a server's
-         * sessions run in UTC, on real time). */
-        const struct journal_header_info info = {
-                .version = srv->run.version, .run_id = l->id, .agent = run->agent_abspath,
-                .agent_sha256 = run->agent_sha256, .filename = run->filename, .memory_ns = l->ns,
-                .virtual_time = l->cfg.virtual_time, .input = l->input,
-        };
-        cJSON *h = journal_header_line(&info);
-        if (!h)
-                return err_set(err, ENOMEM, "journal header");
-        int rc = j_header(l, h, err);
-        cJSON_Delete(h);
-        if (rc < 0)
+        /* A resumed session's journal goes on; a new one starts with its header. */
+        if (!l->resume && live_header(l, err) < 0)
                 return -1;
-start:
         l->queued = false;
         srv->running++;
         l->started = mono_ms();

@@ -309,20 +309,12 @@ static int pragma_int(struct memstore *m, const char *sql, int *ret, struct err 
         return 0;
 }
 
-static int setup_db(struct memstore *m, struct err **err)
+/* Write-ahead logging, or an error naming why not (a network filesystem). */
+static int db_wal(struct memstore *m, struct err **err)
 {
         sqlite3 *db = m->db;
-        int rc;
-
-        sqlite3_extended_result_codes(db, 1);
-        /* The file lives in the user's state directory; refuse schema tricks
-         * (functions with side effects in views/triggers, writable schema). */
-        sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
-        sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, (int *)NULL);
-        sqlite3_busy_timeout(db, 5000);
-
         sqlite3_stmt *st = NULL;
-        rc = sqlite3_prepare_v2(db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
+        int rc = sqlite3_prepare_v2(db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
         if (rc == SQLITE_OK)
                 rc = sqlite3_step(st);
         if (rc != SQLITE_ROW) {
@@ -339,6 +331,49 @@ static int setup_db(struct memstore *m, struct err **err)
                 return -1;
         }
         sqlite3_finalize(st);
+        return 0;
+}
+
+/* A file of schema version 1 (or one that says 2 without the totals table)
+ * brought to version 2, in one transaction: another chidori sees version 1
+ * or 2, never half of it. */
+static int db_upgrade(struct memstore *m, struct err **err)
+{
+        sqlite3 *db = m->db;
+        int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+        sqlite3_stmt *probe = NULL;
+        bool has_bytes = rc == SQLITE_OK &&
+                         sqlite3_prepare_v2(db, "SELECT bytes FROM memory LIMIT 0", -1, &probe, NULL) == SQLITE_OK;
+        sqlite3_finalize(probe);
+        if (rc == SQLITE_OK && !has_bytes)
+                rc = sqlite3_exec(db, SQL_ADD_BYTES, NULL, NULL, NULL);
+        if (rc == SQLITE_OK)
+                rc = sqlite3_exec(db, SQL_TOTALS, NULL, NULL, NULL);
+        if (rc == SQLITE_OK)
+                rc = sqlite3_exec(db, "PRAGMA user_version=2", NULL, NULL, NULL);
+        if (rc == SQLITE_OK)
+                rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+        if (rc != SQLITE_OK) {
+                db_err(db, m->path, rc, err, "cannot upgrade the memory table to schema version 2");
+                sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+                return -1;
+        }
+        return 0;
+}
+
+static int setup_db(struct memstore *m, struct err **err)
+{
+        sqlite3 *db = m->db;
+        int rc;
+
+        sqlite3_extended_result_codes(db, 1);
+        /* The file lives in the user's state directory; refuse schema tricks
+         * (functions with side effects in views/triggers, writable schema). */
+        sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
+        sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, (int *)NULL);
+        sqlite3_busy_timeout(db, 5000);
+        if (db_wal(m, err) < 0)
+                return -1;
 
         char *emsg = NULL;
         rc = sqlite3_exec(db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
@@ -360,27 +395,8 @@ static int setup_db(struct memstore *m, struct err **err)
         sqlite3_stmt *has_totals = NULL;
         bool totals = sqlite3_prepare_v2(db, "SELECT 1 FROM memory_ns LIMIT 0", -1, &has_totals, NULL) == SQLITE_OK;
         sqlite3_finalize(has_totals);
-        if (version < SCHEMA_VERSION || !totals) {
-                /* One transaction: another chidori sees version 1 or 2, never half of it. */
-                rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-                sqlite3_stmt *probe = NULL;
-                bool has_bytes = rc == SQLITE_OK &&
-                                 sqlite3_prepare_v2(db, "SELECT bytes FROM memory LIMIT 0", -1, &probe, NULL) == SQLITE_OK;
-                sqlite3_finalize(probe);
-                if (rc == SQLITE_OK && !has_bytes)
-                        rc = sqlite3_exec(db, SQL_ADD_BYTES, NULL, NULL, NULL);
-                if (rc == SQLITE_OK)
-                        rc = sqlite3_exec(db, SQL_TOTALS, NULL, NULL, NULL);
-                if (rc == SQLITE_OK)
-                        rc = sqlite3_exec(db, "PRAGMA user_version=2", NULL, NULL, NULL);
-                if (rc == SQLITE_OK)
-                        rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-                if (rc != SQLITE_OK) {
-                        db_err(db, m->path, rc, err, "cannot upgrade the memory table to schema version 2");
-                        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-                        return -1;
-                }
-        }
+        if ((version < SCHEMA_VERSION || !totals) && db_upgrade(m, err) < 0)
+                return -1;
 
         struct {
                 const char *sql;

@@ -522,21 +522,10 @@ static long ms_until(double at)
         return (double)l < d ? l + 1 : l;
 }
 
-static int hop_setup(struct xfer *t, struct err **err)
+/* The hop's request headers, as t->slist (NULL before): the agent's, in
+ * order; then suppressions of libcurl's defaults that fetch does not send. */
+static int hop_headers(struct xfer *t, struct err **err)
 {
-        struct http_engine *e = t->e;
-        CURL *c = t->easy;
-        curl_easy_reset(c);
-        curl_slist_free_all(t->slist);
-        t->slist = NULL;
-
-        long left = ms_until(t->deadline);
-        if (left <= 0)
-                return err_setc(err, HTTP_E_TIMEOUT, 0, "http: request timed out after %ld ms", e->cfg.timeout_ms);
-        t->hop_budget_ms = left;
-
-        /* Headers: the agent's, in order; then suppressions of libcurl's
-         * defaults that fetch does not send. */
         struct curl_slist *sl = NULL;
         for (size_t i = 0; i < t->nhdrs; i++) {
                 const char *v = t->hdrs[i].value;
@@ -566,6 +555,28 @@ static int hop_setup(struct xfer *t, struct err **err)
                 sl = n;
         }
         t->slist = sl;
+        return 0;
+oom:
+        curl_slist_free_all(sl);
+        return err_setc(err, HTTP_E_INTERNAL, ENOMEM, "http: request headers");
+}
+
+/* Configure the easy handle for the next hop (t->url) and add it to the
+ * multi handle: the time left, the headers, the method and body, the caps. */
+static int hop_setup(struct xfer *t, struct err **err)
+{
+        struct http_engine *e = t->e;
+        CURL *c = t->easy;
+        curl_easy_reset(c);
+        curl_slist_free_all(t->slist);
+        t->slist = NULL;
+
+        long left = ms_until(t->deadline);
+        if (left <= 0)
+                return err_setc(err, HTTP_E_TIMEOUT, 0, "http: request timed out after %ld ms", e->cfg.timeout_ms);
+        t->hop_budget_ms = left;
+        if (hop_headers(t, err) < 0)
+                return -1;
 
         CURLcode rc = CURLE_OK;
 #define SET(opt, val)                                      \
@@ -616,9 +627,6 @@ static int hop_setup(struct xfer *t, struct err **err)
         if (mc != CURLM_OK)
                 return err_setc(err, HTTP_E_INTERNAL, 0, "http: start transfer: %s", curl_multi_strerror(mc));
         return 0;
-oom:
-        curl_slist_free_all(sl);
-        return err_setc(err, HTTP_E_INTERNAL, ENOMEM, "http: request headers");
 }
 
 /* ---- transfer lifetime ---- */
@@ -1329,6 +1337,39 @@ void http_request_free(struct http_request *req)
         free(req);
 }
 
+/* The request's headers from `list` ([name, value] string pairs, or NULL):
+ * -1 with *err set (HTTP_E_REQUEST for a bad pair, HTTP_E_INTERNAL out of
+ * memory). */
+static int request_headers(struct http_request *r, const cJSON *list, struct err **err)
+{
+        size_t cap = 0;
+        const cJSON *h;
+        cJSON_ArrayForEach(h, list)
+        {
+                const cJSON *k = cJSON_GetArrayItem(h, 0), *v = cJSON_GetArrayItem(h, 1);
+                if (!cJSON_IsArray(h) || cJSON_GetArraySize(h) != 2 || !cJSON_IsString(k) || !cJSON_IsString(v))
+                        return err_setc(err, HTTP_E_REQUEST, 0,
+                                        "http: 'headers' must be an array of [name, value] string pairs");
+                if (r->nheaders >= HEADERS_MAX)
+                        return err_setc(err, HTTP_E_REQUEST, 0, "http: more than %d request headers", HEADERS_MAX);
+                char *kb = NULL, *vb = NULL;
+                int ek = iso_encode(k->valuestring, &kb), ev = ek < 0 ? ek : iso_encode(v->valuestring, &vb);
+                if (ek == -EINVAL || ev == -EINVAL) {
+                        free(kb);
+                        return err_setc(err, HTTP_E_REQUEST, 0,
+                                        "http: header '%.64s' has characters above U+00FF", k->valuestring);
+                }
+                int pushed = ek < 0 || ev < 0 ? -1
+                                              : header_push(&r->headers, &r->nheaders, &cap, kb, strlen(kb), vb,
+                                                            strlen(vb));
+                free(kb);
+                free(vb);
+                if (pushed < 0)
+                        return err_setc(err, HTTP_E_INTERNAL, ENOMEM, "http: request");
+        }
+        return 0;
+}
+
 int http_request_from_json(const cJSON *args, struct http_request **ret, struct err **err)
 {
         if (!cJSON_IsObject(args))
@@ -1372,35 +1413,9 @@ int http_request_from_json(const cJSON *args, struct http_request **ret, struct 
                 goto oom;
         if (cJSON_IsString(method) && !(r->method = strdup(method->valuestring)))
                 goto oom;
-        size_t cap = 0;
-        const cJSON *h, *list = cJSON_IsArray(headers) ? headers : NULL;
-        cJSON_ArrayForEach(h, list)
-        {
-                const cJSON *k = cJSON_GetArrayItem(h, 0), *v = cJSON_GetArrayItem(h, 1);
-                if (!cJSON_IsArray(h) || cJSON_GetArraySize(h) != 2 || !cJSON_IsString(k) || !cJSON_IsString(v)) {
-                        http_request_free(r);
-                        return err_setc(err, HTTP_E_REQUEST, 0,
-                                        "http: 'headers' must be an array of [name, value] string pairs");
-                }
-                if (r->nheaders >= HEADERS_MAX) {
-                        http_request_free(r);
-                        return err_setc(err, HTTP_E_REQUEST, 0, "http: more than %d request headers", HEADERS_MAX);
-                }
-                char *kb = NULL, *vb = NULL;
-                int ek = iso_encode(k->valuestring, &kb), ev = ek < 0 ? ek : iso_encode(v->valuestring, &vb);
-                if (ek == -EINVAL || ev == -EINVAL) {
-                        free(kb);
-                        http_request_free(r);
-                        return err_setc(err, HTTP_E_REQUEST, 0,
-                                        "http: header '%.64s' has characters above U+00FF", k->valuestring);
-                }
-                int pushed = ek < 0 || ev < 0 ? -1
-                                              : header_push(&r->headers, &r->nheaders, &cap, kb, strlen(kb), vb,
-                                                            strlen(vb));
-                free(kb);
-                free(vb);
-                if (pushed < 0)
-                        goto oom;
+        if (request_headers(r, cJSON_IsArray(headers) ? headers : NULL, err) < 0) {
+                http_request_free(r);
+                return -1;
         }
         if (cJSON_IsString(body) && body->valuestring[0]) {
                 if (base64_decode(body->valuestring, strlen(body->valuestring), &r->body, &r->body_len) < 0) {

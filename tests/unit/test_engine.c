@@ -1050,15 +1050,32 @@ static void test_concurrent_runs(void **state)
         cJSON_Delete(done_a);
 }
 
-/* A parent that sends something other than init gets a protocol done. */
+/* A parent that sends something other than init, or an init frame with a
+ * field of the wrong type, gets a protocol done naming the first bad field
+ * (in the order start_run checks them). */
 static void test_bad_init(void **state)
 {
         (void)state;
-        const char *bad[] = {
-                "{\"type\":\"result\",\"id\":1,\"ok\":true}",
-                "{\"type\":\"init\"}",
-                "{\"type\":\"init\",\"script\":\"\",\"limits\":{\"js_deadline_ms\":-5}}",
-                "not json",
+        static const struct {
+                const char *frame, *msg;
+        } bad[] = {
+                { "{\"type\":\"result\",\"id\":1,\"ok\":true}", "" },
+                { "{\"type\":\"init\"}", "init frame has no string \"script\"" },
+                { "{\"type\":\"init\",\"script\":\"\",\"limits\":{\"js_deadline_ms\":-5}}",
+                  "limits.js_deadline_ms must be a number of milliseconds >= 0" },
+                { "{\"type\":\"init\",\"script\":\"\",\"limits\":7}",
+                  "limits.js_deadline_ms must be a number of milliseconds >= 0" },
+                { "{\"type\":\"init\",\"script\":\"\",\"filename\":1,\"run_id\":2}",
+                  "init frame: \"filename\" is not a string" },
+                { "{\"type\":\"init\",\"script\":\"\",\"run_id\":2,\"esm\":3}",
+                  "init frame: \"run_id\" is not a string" },
+                { "{\"type\":\"init\",\"script\":\"\",\"esm\":3,\"time\":\"x\"}",
+                  "init frame: \"esm\" is not a boolean" },
+                { "{\"type\":\"init\",\"script\":\"\",\"time\":\"x\",\"env\":[]}",
+                  "init frame: \"time\" must be \"real\" or \"virtual\"" },
+                { "{\"type\":\"init\",\"script\":\"\",\"env\":[],\"limits\":7}",
+                  "init frame: \"env\" is not an object" },
+                { "not json", "" },
         };
         for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
                 jsc_signals_restore();
@@ -1072,9 +1089,12 @@ static void test_bad_init(void **state)
                 pthread_attr_destroy(&attr);
                 cJSON *ready = read_frame(&p);
                 cJSON_Delete(ready);
-                send_text(&p, bad[i]);
+                send_text(&p, bad[i].frame);
                 cJSON *done = read_frame(&p);
                 expect_failure(done, "protocol");
+                if (!strstr(err_field(done, "message"), bad[i].msg))
+                        fail_msg("init %s: protocol message '%s' lacks '%s'", bad[i].frame, err_field(done, "message"),
+                                 bad[i].msg);
                 cJSON_Delete(done);
                 pthread_join(p.thread, NULL);
                 assert_int_equal(p.rc, 0);
