@@ -11,9 +11,11 @@
 
 #include <cjson/cJSON.h>
 
+#include "broker/bundle.h"
 #include "broker/config.h"
 #include "broker/provider.h"
 #include "chan/chan.h"
+#include "cli/bundle.h"
 #include "cli/cli.h"
 #include "common/exit.h"
 #include "common/text.h"
@@ -34,7 +36,6 @@
 #include "runtime/session.h"
 #include "sandbox/seccomp.h"
 
-#define AGENT_MAX (16u << 20)
 
 static int num(const char *k, const char *v, long *ret, struct err **err)
 {
@@ -83,7 +84,7 @@ static const struct key {
         KEY("max_memory_store", K_NUM, max_memory_store), KEY("max_workspace_write", K_NUM, max_workspace_write),
         KEY("http_max_response", K_NUM, http_max_response), KEY("http_timeout_ms", K_NUM, http_timeout_ms),
         KEY("auto_approve", K_FLAG, auto_approve), KEY("pids_source", K_STR, pids_source),
-        KEY("pids_max", K_NUM, pids_max),
+        KEY("pids_max", K_NUM, pids_max), KEY("esbuild", K_STR, esbuild),
 };
 
 /* One "key=value": into its field, or a repeatable key's list. */
@@ -268,6 +269,7 @@ static void journal_header(struct run *r, const char *script)
         cJSON_AddStringToObject(h, "filename", slash ? slash + 1 : c->agent);
         cJSON_AddStringToObject(h, "memory_ns", r->ns);
         cJSON_AddStringToObject(h, "tz", c->tz && c->tz[0] ? c->tz : "UTC"); /* replay runs in the same zone */
+        cJSON_AddStringToObject(h, "time", "real"); /* the broker's timers are real ones */
         cJSON_AddStringToObject(h, "values", "exact");
         cJSON_AddItemToObject(h, "input", cJSON_Duplicate(r->input, 1));
         if (r->env) /* process.env: replay hands the agent the same values */
@@ -284,18 +286,7 @@ static void journal_end(struct run *r, const struct session_outcome *o, int code
         cJSON_Delete(e);
 }
 
-static int load_agent(int chan, const struct broker_config *c, char **ret, struct err **err)
-{
-        int fd = chan_boxes_open(chan, c->agent, err);
-        if (fd < 0)
-                return -1;
-        size_t len = 0;
-        int r = read_fd(fd, c->agent, AGENT_MAX, ret, &len, err);
-        close(fd);
-        return r;
-}
-
-static int run_session(int chan, const struct broker_config *c, struct run *r, char *script, int *ret_code,
+static int run_session(int chan, const struct broker_config *c, struct run *r, struct agent *ag, int *ret_code,
                        struct err **err)
 {
         struct evloop *loop = NULL;
@@ -312,10 +303,10 @@ static int run_session(int chan, const struct broker_config *c, struct run *r, c
         cb.on_stop = on_stop;
         cb.on_broken = on_broken;
         cb.cb_arg = r;
-        const char *slash = strrchr(c->agent, '/');
         struct session_config cfg = {
-                .script = script,
-                .filename = slash ? slash + 1 : c->agent,
+                .script = ag->script,
+                .filename = ag->filename,
+                .esm = ag->esm,
                 .run_id = c->run_id,
                 .js_deadline_ms = c->js_deadline_ms,
                 .deadline_ms = c->deadline_ms,
@@ -380,6 +371,13 @@ static int run_session(int chan, const struct broker_config *c, struct run *r, c
                         if (r->journal)
                                 journal_end(r, o, *ret_code);
                 } else {
+                        /* Bundled code: the error's place in the agent's own files. */
+                        struct err *me = NULL;
+                        if (o->error && ag->map && sourcemap_map_error(ag->map, ag->filename, o->error, &me) < 0) {
+                                fprintf(stderr, "chidori: warning: %s; error positions point into the bundle\n",
+                                        err_msg(me));
+                                err_free(me);
+                        }
                         *ret_code = sink.printed_value ? EXIT_OK : report_outcome(o, c->json, &oc, c->run_id);
                         if (r->journal)
                                 journal_end(r, o, *ret_code);
@@ -601,7 +599,8 @@ int broker_run(int chan, int config_fd)
         struct chan_blob blob = { 0 };
         struct broker_config c;
         struct run r = { .c = &c };
-        char *script = NULL, *warning = NULL;
+        char *warning = NULL;
+        struct agent ag = { 0 };
         int code = EXIT_PROTOCOL;
         unsigned welcome = 0;
         if (map_config(config_fd, &blob, &e) < 0 || broker_config_parse(blob.strs, blob.nstrings, &c, &e) < 0 ||
@@ -643,15 +642,30 @@ int broker_run(int chan, int config_fd)
                 goto fail;
         if (open_inputs(&c, &r, &code, &e) < 0)
                 goto fail_code;
-        if (load_agent(chan, &c, &script, &e) < 0)
-                goto fail;
-        if (r.replay && replay_same_agent(&r, script, &e) < 0) {
+        struct broker_bundler bb = { .chan = chan, .agent_dir = c.agent_dir, .esbuild = c.esbuild,
+                                     .deadline_ms = c.deadline_ms };
+        if (broker_bundle(&bb, c.agent, &ag, &e) < 0) {
+                if (err_code(e) == BROKER_BUNDLE_E_CHANNEL)
+                        goto fail;
+                if (err_code(e) == BROKER_BUNDLE_E_LAYER) {
+                        code = EXIT_LAYER_UNAVAILABLE;
+                        goto fail_code;
+                }
+                /* esbuild's diagnosis (and the rest) as chidori run prints it. */
+                code = bundle_report_error(stderr, e);
+                err_free(e);
+                e = NULL;
+                goto out;
+        }
+        if (ag.map_warning)
+                fprintf(stderr, "chidori: warning: %s\n", ag.map_warning);
+        if (r.replay && replay_same_agent(&r, ag.source, &e) < 0) {
                 code = EXIT_AGENT_ERROR;
                 goto fail_code;
         }
         if (r.journal)
-                journal_header(&r, script);
-        if (run_session(chan, &c, &r, script, &code, &e) < 0)
+                journal_header(&r, ag.source);
+        if (run_session(chan, &c, &r, &ag, &code, &e) < 0)
                 goto fail;
         goto out;
 fail:
@@ -665,7 +679,7 @@ out:
         fflush(stderr);
         if (chan_boxes_result(chan, code, &e) < 0)
                 err_free(e);
-        free(script);
+        agent_free(&ag);
         free(warning);
         policy_free(r.policy);
         memstore_close(r.mem);

@@ -48,6 +48,8 @@
  *   pids_source=TEXT, pids_max=N   where the box's pids limit came from and its
  *                        value, for "the engine could not start its threads"
  *   net_lib_fd=N         libchidori-net.so, opened by the monitor (fetch, prompt)
+ *   esbuild=/ABS         the esbuild the monitor found (absent: none): a SPAWN of
+ *                        kind bundle names it (broker/bundle.c)
  *   tty_fd=N             the terminal (opened by the monitor when stdin is one):
  *                        ask_before and chidori.input() ask there
  * Every descriptor is at 5 or above and named once.
@@ -64,6 +66,7 @@
 
 struct broker_config {
         const char *agent, *agent_dir, *run_id;
+        const char *esbuild;               /* the monitor's esbuild, or NULL */
         long deadline_ms, js_deadline_ms, cpu_secs;
         long jit;                          /* -1 auto, 0, 1 */
         bool json, quiet, untrusted, trusted, replay_agent_given, auto_approve;

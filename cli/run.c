@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/bounds.h"
+#include "cli/bundle.h"
 #include "cli/cli.h"
 #include "cli/grants.h"
 #include "cli/handover.h"
@@ -782,21 +783,7 @@ static int load_run_agent(const struct run_opts *o, struct run_ctx *c, bool agen
         if ((agent_stdin ? agent_load_stdin(o->agent_name ? o->agent_name : "stdin.js", &c->agent, &err)
                          : agent_load(o->agent_path, &c->agent, &err)) == 0)
                 return 0;
-        int code = EXIT_USAGE;
-        /* The bundler's text quotes the agent's source and file names:
-         * escaped, each line under the prefix. */
-        if (err_code(err) == AGENT_E_BUNDLE || err_code(err) == AGENT_E_IMPORT) {
-                const char *m = err_msg(err);
-                fprintf(stderr, "chidori: agent error: %s: ",
-                        err_code(err) == AGENT_E_BUNDLE ? "SyntaxError" : "ImportError");
-                const char *nl = strchr(m, '\n');
-                text_fput_lines(stderr, "", m, nl ? (size_t)(nl - m) : strlen(m), true);
-                if (nl && nl[1])
-                        text_fput_lines(stderr, "chidori: agent error: ", nl + 1, strlen(nl + 1), true);
-                code = EXIT_AGENT_ERROR;
-        } else {
-                text_fput_line(stderr, "chidori: ", err_msg(err), strlen(err_msg(err)));
-        }
+        int code = bundle_report_error(stderr, err);
         err_free(err);
         return code;
 }

@@ -36,6 +36,9 @@ struct mbox {
         struct ev_io *exit_io;
         bool in_spawn;           /* inside boxes->spawn: freed by its caller */
         bool started, finishing, ended;
+        bool bundle;             /* esbuild's box (m->bundle_*), not the provider's */
+        bool deadline_hit;
+        struct ev_timer *deadline;
 };
 
 struct srv {
@@ -85,6 +88,7 @@ static void box_unlink(struct srv *s, struct mbox *b)
                         break;
                 }
         evloop_io_del(s->loop, b->exit_io);
+        evloop_timer_del(s->loop, b->deadline);
         free(b);
 }
 
@@ -180,7 +184,24 @@ static void box_finish(struct srv *s, struct mbox *b, bool kill_first)
         if (!b->started || b->finishing || b->ended)
                 return;
         b->finishing = true;
+        if (b->bundle) {
+                struct box_ended be;
+                s->m->bundle_finish(s->m->bundle_arg, b->handle, kill_first, &be);
+                if (b->deadline_hit)
+                        be.reason = BOX_DEADLINE;
+                ev_ended(b, &be);
+                return;
+        }
         s->m->boxes->finish(s->m->boxes->arg, b->handle, kill_first);
+}
+
+static void on_bundle_deadline(struct evloop *loop, struct ev_timer *t, void *arg)
+{
+        (void)loop, (void)t;
+        struct mbox *b = arg;
+        b->deadline = NULL;
+        b->deadline_hit = true;
+        box_finish(b->srv, b, true);
 }
 
 static void on_box_exit(struct evloop *loop, struct ev_io *io, int fd, uint32_t rev, void *arg)
@@ -194,6 +215,62 @@ static void on_box_exit(struct evloop *loop, struct ev_io *io, int fd, uint32_t 
 
 /* ---- the broker's requests ---- */
 
+#define BUNDLE_ARGV_MAX 128
+
+/* esbuild in a box over the agent folder (or a folder below it), asked by
+ * the broker to bundle an agent; only the monitor's esbuild, only that
+ * folder (monitor_bundle_allowed). */
+static void on_bundle(struct srv *s, const struct chan_spawn *sp, const struct chan_blob *spec)
+{
+        struct err *e = NULL;
+        const char *dir = NULL;
+        if (!s->m->esbuild || !s->m->bundle_start) {
+                send_failed(s, sp->h.id, ENOENT, CHAN_SPAWN_E_NO_BUNDLER, "the monitor found no esbuild");
+                return;
+        }
+        if (monitor_bundle_allowed(&s->commit, sp, spec, s->m->esbuild, &dir, &e) < 0 ||
+            (sp->n_argv > BUNDLE_ARGV_MAX && err_setc(&e, CHAN_SPAWN_E_REFUSED, 0, "SPAWN of a bundle: too many arguments") < 0)) {
+                send_failed(s, sp->h.id, 0, CHAN_SPAWN_E_REFUSED, err_msg(e));
+                err_free(e);
+                return;
+        }
+        char *argv[BUNDLE_ARGV_MAX + 1];
+        for (size_t i = 0; i < sp->n_argv; i++)
+                argv[i] = (char *)spec->strs[1 + i];
+        argv[sp->n_argv] = NULL;
+        struct mbox *b = calloc(1, sizeof(*b));
+        int fds[4], xfd = -1;
+        if (!b) {
+                send_failed(s, sp->h.id, ENOMEM, BOX_E_SETUP, "start esbuild: out of memory");
+                return;
+        }
+        if (s->m->bundle_start(s->m->bundle_arg, s->m->esbuild, argv, dir, &b->handle, fds, &xfd, &e) < 0) {
+                send_failed(s, sp->h.id, e ? e->errnum : 0, err_code(e), err_msg(e));
+                err_free(e);
+                free(b);
+                return;
+        }
+        *b = (struct mbox){ .srv = s, .id = s->next_box++, .req = sp->h.id, .handle = b->handle, .bundle = true,
+                            .started = true };
+        b->next = s->boxes;
+        s->boxes = b;
+        union chan_msg m;
+        chan_init(&m, CHAN_SPAWNED, sp->h.id);
+        m.spawned.box = b->id;
+        m.spawned.kind = CHAN_BOX_BUNDLE;
+        send_msg(s, &m, fds, 4);
+        for (int i = 0; i < 4; i++)
+                close(fds[i]);
+        long d = s->m->bundle_deadline_ms;
+        if (sp->deadline_ms > 0 && (d <= 0 || (long)sp->deadline_ms < d))
+                d = (long)sp->deadline_ms;
+        if (evloop_io_add(s->loop, xfd, EPOLLIN, on_box_exit, b, &b->exit_io, &e) < 0 ||
+            (d > 0 && evloop_timer_add(s->loop, mono_ms() + (double)d, on_bundle_deadline, b, &b->deadline, &e) < 0)) {
+                broken(s, "could not be served: watch its box (%s)", err_msg(e));
+                err_free(e);
+        }
+}
+
 static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
 {
         struct chan_blob spec;
@@ -202,6 +279,11 @@ static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
         if (chan_blob_map(blob_fd, n, &spec, &e) < 0) {
                 broken(s, "sent a SPAWN whose spec is malformed (%s)", err_msg(e));
                 err_free(e);
+                return;
+        }
+        if (sp->kind == CHAN_BOX_BUNDLE) {
+                on_bundle(s, sp, &spec);
+                chan_blob_unmap(&spec);
                 return;
         }
         int r = monitor_spawn_allowed(&s->commit, sp, &spec, &e);

@@ -7,7 +7,12 @@
  *                       worker it found, the operator's sandbox options),
  *                       the deadline the broker asks for only within the
  *                       operator's -> SPAWNED + fds, or SPAWN_FAILED
- *   SPAWN tool/bundle-> SPAWN_FAILED (ENOSYS: not served yet, issue 10 part 2)
+ *   SPAWN bundle     -> checked (monitor_bundle_allowed), esbuild in a box over
+ *                       the agent folder (bundle_start: cli/bundlebox.c) ->
+ *                       SPAWNED + stdin, stdout, stderr, metafile; its own
+ *                       deadline (bundle_deadline_ms or a shorter one asked);
+ *                       BOX_ENDED when it exits
+ *   SPAWN tool       -> SPAWN_FAILED (ENOSYS: not served yet)
  *   OPEN_AGENT_FILE  -> OPENED (+ fd) beneath agent_dirfd (monitor/agentfile.c)
  *   KILL {box}       -> the box killed; its BOX_ENDED follows
  *   RESULT {code}    -> every box still running killed and reaped, the broker
@@ -47,6 +52,17 @@ struct monitor_serve {
         int broker_pidfd;                  /* the broker (killed and reaped at the end); -1: none (tests) */
         const volatile sig_atomic_t *stop; /* the signal that asked the monitor to stop, or 0; may be NULL */
         long grace_ms;                     /* after STOP, before the broker is killed (0: 2000) */
+        /* Bundle boxes: esbuild as the monitor found it (NULL: SPAWN of a
+         * bundle fails with CHAN_SPAWN_E_NO_BUNDLER); bundle_start puts it
+         * in a box over `dir` (fds: stdin write end, stdout, stderr,
+         * metafile read ends; exit_fd readable once it exited);
+         * bundle_finish kills it first if asked, reaps it, reports. */
+        const char *esbuild;
+        long bundle_deadline_ms;
+        int (*bundle_start)(void *arg, const char *esbuild, char *const *argv, const char *dir, void **ret_handle,
+                            int fds[4], int *ret_exit_fd, struct err **err);
+        void (*bundle_finish)(void *arg, void *handle, bool kill_first, struct box_ended *ret);
+        void *bundle_arg;
 };
 
 /* Serve the broker until the run ends (above).  Returns the exit code:
