@@ -135,7 +135,11 @@ int bundle_box_start(const char *esbuild, char *const *argv, const char *dir, co
                 .program = real, .argv = argv, .envp = env, .binds = binds, .nbinds = 2, .cwd = dir, .no_etc = true,
                 .fd0 = p[0], .fd1 = p[3], .fd2 = p[5], .frame_fd = p[7], .stage2_fd = -1,
         };
-        int code = sandbox_start(&so, &bo, run_id, &b->sr, err);
+        /* Its own cgroup leaf: two bundle boxes of one launcher never share a name. */
+        static _Atomic unsigned boxes;
+        char id[64];
+        snprintf(id, sizeof(id), "%.40s-%u", run_id, ++boxes);
+        int code = sandbox_start(&so, &bo, id, &b->sr, err);
         free(real);
         /* The box has its ends now. */
         close(p[0]), close(p[3]), close(p[5]), close(p[7]);
