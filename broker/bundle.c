@@ -162,12 +162,12 @@ static int bundle_through_monitor(const struct broker_bundler *b, struct agent *
                         rc = -1;
         }
         if (rc == 0 && reason == CHAN_END_DEADLINE)
-                rc = err_setc(err, AGENT_E_BUNDLE, ETIMEDOUT, "esbuild did not finish within %ld s",
+                rc = err_setc(err, 0, 0, "esbuild did not finish within %ld s (its box's deadline); the agent was not run",
                               (b->deadline_ms > 0 && b->deadline_ms < BUNDLE_DEADLINE_MS ? b->deadline_ms
                                                                                           : BUNDLE_DEADLINE_MS) /
                                       1000);
         else if (rc == 0 && reason == CHAN_END_OOM)
-                rc = err_setc(err, AGENT_E_BUNDLE, ENOMEM, "esbuild ran out of memory in its box");
+                rc = err_setc(err, 0, 0, "esbuild ran out of memory in its box; the agent was not run");
         if (rc == 0)
                 rc = bundle_finish(a, dir, dir, status, &out, err);
         bundle_out_free(&out);

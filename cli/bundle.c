@@ -176,7 +176,8 @@ int bundle_collect(int fds[4], const char *entry, long timeout_ms, struct bundle
                 if (end > 0) {
                         double left = end - mono_ms();
                         if (left <= 0) {
-                                rc = err_set(err, ETIMEDOUT, "esbuild did not finish within %ld s", timeout_ms / 1000);
+                                rc = err_set(err, 0, "esbuild did not finish within %ld s (its box's deadline); the agent was not run",
+                                             timeout_ms / 1000);
                                 break;
                         }
                         wait = (int)left + 1;

@@ -261,7 +261,10 @@ static void on_bundle(struct srv *s, const struct chan_spawn *sp, const struct c
         send_msg(s, &m, fds, 4);
         for (int i = 0; i < 4; i++)
                 close(fds[i]);
+        /* Its own deadline, the operator's run deadline, or a shorter one asked. */
         long d = s->m->bundle_deadline_ms;
+        if (s->m->deadline_ms > 0 && (d <= 0 || s->m->deadline_ms < d))
+                d = s->m->deadline_ms;
         if (sp->deadline_ms > 0 && (d <= 0 || (long)sp->deadline_ms < d))
                 d = (long)sp->deadline_ms;
         if (evloop_io_add(s->loop, xfd, EPOLLIN, on_box_exit, b, &b->exit_io, &e) < 0 ||

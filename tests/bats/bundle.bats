@@ -279,3 +279,18 @@ JS
     assert_stderr_has "lib.mjs:2:"
   done
 }
+
+@test "through the broker, a bundler that hangs is killed at the run's deadline and the agent does not run" {
+  mkdir -p "$T/bin"
+  printf '#!/bin/sh\nsleep 100\n' >"$T/bin/esbuild"
+  chmod +x "$T/bin/esbuild"
+  agent a.mjs <<'JS'
+export default () => "ran";
+JS
+  start=$SECONDS
+  CHIDORI_RUN_BROKER=1 CHIDORI_ESBUILD="$T/bin/esbuild" chid run --quiet --deadline 2000 "$T/a.mjs"
+  assert_status 2
+  assert_stderr_has "esbuild did not finish within 2 s (its box's deadline); the agent was not run"
+  [[ $output != *ran* ]]
+  (( SECONDS - start < 30 ))
+}
