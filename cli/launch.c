@@ -91,6 +91,7 @@ static int parse_bind(const char *arg, bool rw, struct box_bind *b)
         b->src = src;
         b->dst = strdup(dst);
         b->rw = rw;
+        b->idmap = false;
         free(dup);
         return 0;
 }
@@ -143,7 +144,7 @@ int cmd_launch(int argc, char **argv)
         sandbox_opts_init(&so);
         if (sandbox_opts_env(&so) < 0)
                 return EXIT_USAGE;
-        struct box_bind binds[64];
+        struct box_bind binds[64] = { { 0 } };
         size_t nbinds = 0;
         bool quiet = false;
         const char *setenv_names[LAUNCH_ENV_MAX];
