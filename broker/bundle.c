@@ -28,10 +28,14 @@ static int chan_failed(struct err **err)
 
 /* The next message that is not a BOX_ENDED of another box; STOP ends the
  * wait (the run is being stopped). */
-static int recv_for(int chan, union chan_msg *m, int fds[CHAN_MAX_FDS], size_t *nfds, struct err **err)
+static int recv_for(const struct broker_bundler *b, union chan_msg *m, int fds[CHAN_MAX_FDS], size_t *nfds,
+                    struct err **err)
 {
+        int chan = b->chan;
         if (chan_recv(chan, CHAN_FROM_MONITOR, m, fds, nfds, err) < 0)
                 return err_wrap(err, "the monitor's channel"), chan_failed(err);
+        if (m->h.type == CHAN_STOP && b->stop)
+                *b->stop = m->stop.signal;
         if (m->h.type == CHAN_STOP)
                 return err_setc(err, BROKER_BUNDLE_E_CHANNEL, 0, "stopped by %s", strsignal(m->stop.signal));
         return 0;
@@ -82,7 +86,7 @@ static int spawn_bundle(const struct broker_bundler *b, const char *dir, uint64_
                 return chan_failed(err);
         size_t nfds = 0;
         int got[CHAN_MAX_FDS];
-        if (recv_for(b->chan, &m, got, &nfds, err) < 0)
+        if (recv_for(b, &m, got, &nfds, err) < 0)
                 return -1;
         if (m.h.type == CHAN_SPAWN_FAILED && m.h.id == BUNDLE_REQ) {
                 if (m.spawn_failed.code == CHAN_SPAWN_E_NO_BUNDLER)
@@ -102,13 +106,13 @@ static int spawn_bundle(const struct broker_bundler *b, const char *dir, uint64_
 }
 
 /* BOX_ENDED of `box`: its wait status (and why it ended). */
-static int wait_ended(int chan, uint64_t box, int *ret_status, uint32_t *ret_reason, struct err **err)
+static int wait_ended(const struct broker_bundler *b, uint64_t box, int *ret_status, uint32_t *ret_reason, struct err **err)
 {
         for (;;) {
                 union chan_msg m;
                 int fds[CHAN_MAX_FDS];
                 size_t nfds = 0;
-                if (recv_for(chan, &m, fds, &nfds, err) < 0)
+                if (recv_for(b, &m, fds, &nfds, err) < 0)
                         return -1;
                 close_fds(fds, nfds);
                 if (m.h.type == CHAN_BOX_ENDED && m.box_ended.box == box) {
@@ -156,7 +160,7 @@ static int bundle_through_monitor(const struct broker_bundler *b, struct agent *
         int status = 0;
         uint32_t reason = 0;
         struct err *e3 = NULL;
-        if (wait_ended(b->chan, box, &status, &reason, rc < 0 ? &e3 : err) < 0) {
+        if (wait_ended(b, box, &status, &reason, rc < 0 ? &e3 : err) < 0) {
                 err_free(e3);
                 if (rc == 0)
                         rc = -1;

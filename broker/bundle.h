@@ -17,6 +17,8 @@
 #ifndef CHIDORI_BROKER_BUNDLE_H
 #define CHIDORI_BROKER_BUNDLE_H
 
+#include <signal.h>
+
 #include "common/err.h"
 
 struct agent;
@@ -26,6 +28,7 @@ struct broker_bundler {
         const char *agent_dir;     /* the committed agent folder (absolute) */
         const char *esbuild;       /* the monitor's esbuild (config esbuild=), NULL: none */
         long deadline_ms;          /* the run's deadline (0: none): esbuild's box gets no more */
+        volatile sig_atomic_t *stop; /* set to STOP's signal if one comes meanwhile; may be NULL */
 };
 
 /* Error codes besides AGENT_E_* (cli/cli.h; those are the agent's: print

@@ -643,8 +643,13 @@ int broker_run(int chan, int config_fd)
         if (open_inputs(&c, &r, &code, &e) < 0)
                 goto fail_code;
         struct broker_bundler bb = { .chan = chan, .agent_dir = c.agent_dir, .esbuild = c.esbuild,
-                                     .deadline_ms = c.deadline_ms };
+                                     .deadline_ms = c.deadline_ms, .stop = &r.stop };
         if (broker_bundle(&bb, c.agent, &ag, &e) < 0) {
+                if (err_code(e) == BROKER_BUNDLE_E_CHANNEL && r.stop) {
+                        /* Interrupted while esbuild ran: as an interrupted run ends. */
+                        code = 128 + (int)r.stop;
+                        goto fail_code;
+                }
                 if (err_code(e) == BROKER_BUNDLE_E_CHANNEL)
                         goto fail;
                 if (err_code(e) == BROKER_BUNDLE_E_LAYER) {
