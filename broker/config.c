@@ -11,10 +11,12 @@
 
 #include <cjson/cJSON.h>
 
+#include "broker/bundle.h"
 #include "broker/config.h"
 #include "broker/provider.h"
 #include "broker/tools.h"
 #include "chan/chan.h"
+#include "cli/bundle.h"
 #include "cli/cli.h"
 #include "common/exit.h"
 #include "common/text.h"
@@ -38,7 +40,6 @@
 #include "runtime/session.h"
 #include "sandbox/seccomp.h"
 
-#define AGENT_MAX (16u << 20)
 
 static int num(const char *k, const char *v, long *ret, struct err **err)
 {
@@ -68,7 +69,7 @@ static const struct key {
         size_t off;
 } keys[] = {
         KEY("agent", K_STR, agent), KEY("agent_dir", K_STR, agent_dir), KEY("agent_path", K_STR, agent_path),
-        KEY("agent_stdin", K_FLAG, agent_stdin), KEY("agent_fd", K_FD, agent_fd), KEY("run_id", K_STR, run_id),
+        KEY("agent_stdin", K_FLAG, agent_stdin), KEY("run_id", K_STR, run_id),
         KEY("deadline_ms", K_NUM, deadline_ms), KEY("js_deadline_ms", K_NUM, js_deadline_ms),
         KEY("cpu_secs", K_NUM, cpu_secs), KEY("json", K_FLAG, json), KEY("quiet", K_FLAG, quiet),
         KEY("untrusted", K_FLAG, untrusted), KEY("trusted", K_FLAG, trusted),
@@ -89,7 +90,7 @@ static const struct key {
         KEY("max_memory_store", K_NUM, max_memory_store), KEY("max_workspace_write", K_NUM, max_workspace_write),
         KEY("http_max_response", K_NUM, http_max_response), KEY("http_timeout_ms", K_NUM, http_timeout_ms),
         KEY("auto_approve", K_FLAG, auto_approve), KEY("pids_source", K_STR, pids_source),
-        KEY("pids_max", K_NUM, pids_max), KEY("max_tools", K_NUM, max_tools),
+        KEY("pids_max", K_NUM, pids_max), KEY("max_tools", K_NUM, max_tools), KEY("esbuild", K_STR, esbuild),
 };
 
 /* One "key=value": into its field, or a repeatable key's list. */
@@ -153,12 +154,9 @@ static int config_one(const char *kv, struct broker_config *c, struct err **err)
 /* The checks between keys. */
 static int config_check(const struct broker_config *c, struct err **err)
 {
-        if (c->agent_stdin) {
-                if (c->agent_fd < 0 || !c->agent || !c->agent[0] || strchr(c->agent, '/') || c->agent_dir ||
-                    c->agent_from_journal)
-                        return err_set(err, 0, "config: agent_stdin goes with agent_fd and a plain agent name, "
-                                               "without agent_dir");
-        } else if (c->agent_from_journal) {
+        if (c->agent_stdin && (!c->agent || strchr(c->agent, '/') || c->agent_from_journal))
+                return err_set(err, 0, "config: agent_stdin names a plain file in its own folder");
+        if (c->agent_from_journal) {
                 if (c->agent || c->agent_dir || c->replay_fd < 0)
                         return err_set(err, 0, "config: agent_from_journal goes with replay_fd and without agent, "
                                                "agent_dir");
@@ -185,7 +183,7 @@ static int config_check(const struct broker_config *c, struct err **err)
             (c->tools_file && (c->tools_fd >= 0) == (c->tools_errno != 0)))
                 return err_set(err, 0, "config: a file needs its descriptor or the errno of its open, one of them");
         const long fds[] = { c->journal_fd, c->replay_fd, c->answers_fd, c->policy_fd, c->tools_fd, c->tty_fd,
-                             c->input_fd, c->net_lib_fd, c->input_arg_fd, c->agent_fd };
+                             c->input_fd, c->net_lib_fd, c->input_arg_fd };
         for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
                 for (size_t j = i + 1; j < sizeof(fds) / sizeof(fds[0]); j++)
                         if (fds[i] >= 0 && fds[i] == fds[j])
@@ -197,7 +195,7 @@ int broker_config_parse(const char *const *strs, size_t n, struct broker_config 
 {
         *c = (struct broker_config){ .run_id = "run-0", .js_deadline_ms = -1, .jit = -1, .journal_fd = -1,
                                      .replay_fd = -1, .answers_fd = -1, .input_fd = -1, .policy_fd = -1,
-                                     .tools_fd = -1, .tty_fd = -1, .net_lib_fd = -1, .agent_fd = -1,
+                                     .tools_fd = -1, .tty_fd = -1, .net_lib_fd = -1,
                                      .input_arg_fd = -1 };
         for (size_t i = 0; i < n; i++)
                 if (config_one(strs[i], c, err) < 0)
@@ -237,6 +235,7 @@ struct run {
         bool no_jit, virtual_time;
         char *agent_abs;           /* agent_from_journal: the header's agent */
         char *agent_dir_buf;       /* agent_from_journal: its folder, its name */
+        const char *display_name;  /* replay --agent -: the name the run gave it */
         const char *tz;            /* the box's zone (a replay's: the header's) */
 };
 
@@ -296,24 +295,7 @@ static void journal_end(struct run *r, const struct session_outcome *o, int code
         cJSON_Delete(e);
 }
 
-static int load_agent(int chan, const struct broker_config *c, const struct run *r, char **ret, struct err **err)
-{
-        if (c->agent_stdin) {
-                size_t n = 0;
-                int rc = read_fd((int)c->agent_fd, "stdin", AGENT_MAX, ret, &n, err);
-                close((int)c->agent_fd);
-                return rc < 0 ? err_wrap(err, "read the agent from stdin") : 0;
-        }
-        int fd = r->agent_abs ? chan_boxes_open_agent(chan, r->agent_abs, err) : chan_boxes_open(chan, c->agent, err);
-        if (fd < 0)
-                return -1;
-        size_t len = 0;
-        int rc = read_fd(fd, c->agent, AGENT_MAX, ret, &len, err);
-        close(fd);
-        return rc;
-}
-
-static int run_session(int chan, const struct broker_config *c, struct run *r, char *script, int *ret_code,
+static int run_session(int chan, const struct broker_config *c, struct run *r, struct agent *ag, int *ret_code,
                        struct err **err)
 {
         struct evloop *loop = NULL;
@@ -333,10 +315,10 @@ static int run_session(int chan, const struct broker_config *c, struct run *r, c
         cb.cb_arg = r;
         struct broker_children children;
         broker_tools_children(&children, &cb.provider, c->max_tools);
-        const char *slash = strrchr(c->agent, '/');
         struct session_config cfg = {
-                .script = script,
-                .filename = slash ? slash + 1 : c->agent,
+                .script = ag->script,
+                .filename = ag->filename,
+                .esm = ag->esm,
                 .run_id = c->run_id,
                 .js_deadline_ms = c->js_deadline_ms,
                 .deadline_ms = c->deadline_ms,
@@ -404,6 +386,13 @@ static int run_session(int chan, const struct broker_config *c, struct run *r, c
                         if (r->journal)
                                 journal_end(r, o, *ret_code);
                 } else {
+                        /* Bundled code: the error's place in the agent's own files. */
+                        struct err *me = NULL;
+                        if (o->error && ag->map && sourcemap_map_error(ag->map, ag->filename, o->error, &me) < 0) {
+                                fprintf(stderr, "chidori: warning: %s; error positions point into the bundle\n",
+                                        err_msg(me));
+                                err_free(me);
+                        }
                         *ret_code = sink.printed_value ? EXIT_OK : report_outcome(o, c->json, &oc, c->run_id);
                         if (r->journal)
                                 journal_end(r, o, *ret_code);
@@ -600,11 +589,18 @@ static int replay_settings(struct broker_config *c, struct run *r, const cJSON *
         if (env && !r->env)
                 return err_set(err, ENOMEM, "replay");
         if (c->agent_stdin) {
-                /* replay --agent -: named as the run named it. */
+                /* replay --agent -: the CLI saved it as stdin.js (it does not
+                 * read the journal); one the run named otherwise is named so
+                 * in traces, and one that needs bundling needs that name. */
                 const cJSON *fn = cJSON_GetObjectItemCaseSensitive(h, "filename");
                 if (cJSON_IsString(fn) && fn->valuestring[0] && !strchr(fn->valuestring, '/') &&
-                    strlen(fn->valuestring) <= 255)
-                        c->agent = fn->valuestring;
+                    strlen(fn->valuestring) <= 255 && strcmp(fn->valuestring, c->agent) != 0) {
+                        if (bundle_needed(fn->valuestring, ""))
+                                return err_set(err, 0, "replay: the journal's agent was read from stdin as '%s', which "
+                                                       "is bundled by its name; save it as %s and give --agent %s",
+                                               fn->valuestring, fn->valuestring, fn->valuestring);
+                        r->display_name = fn->valuestring;
+                }
                 return 0;
         }
         if (!c->agent_from_journal)
@@ -707,7 +703,8 @@ int broker_run(int chan, int config_fd)
         struct chan_blob blob = { 0 };
         struct broker_config c;
         struct run r = { .c = &c };
-        char *script = NULL, *warning = NULL;
+        char *warning = NULL;
+        struct agent ag = { 0 };
         int code = EXIT_PROTOCOL;
         unsigned welcome = 0;
         if (map_config(config_fd, &blob, &e) < 0 || broker_config_parse(blob.strs, blob.nstrings, &c, &e) < 0 ||
@@ -751,24 +748,56 @@ int broker_run(int chan, int config_fd)
         }
         if (open_inputs(&c, &r, &code, &e) < 0)
                 goto fail_code;
-        if (load_agent(chan, &c, &r, &script, &e) < 0) {
-                /* chidori run's words for the agent it could not read. */
-                code = r.agent_abs ? EXIT_USAGE : EXIT_PROTOCOL;
-                if (r.agent_abs) {
+        if (r.agent_abs) {
+                /* replay without --agent: the journal's agent, which makes its
+                 * folder the agent folder (OPEN_AGENT), then loaded as any. */
+                int afd = chan_boxes_open_agent(chan, r.agent_abs, &e);
+                if (afd < 0) {
                         struct err *w = NULL;
                         err_set(&w, e->errnum, "replay: load agent: open '%s'", r.agent_abs);
                         err_free(e);
                         e = w;
+                        code = EXIT_USAGE;
+                        goto fail_code;
                 }
-                goto fail_code;
+                close(afd);
         }
-        if (r.replay && replay_same_agent(&r, script, &e) < 0) {
+        struct broker_bundler bb = { .chan = chan, .agent_dir = c.agent_dir, .esbuild = c.esbuild,
+                                     .deadline_ms = c.deadline_ms, .stop = &r.stop };
+        if (broker_bundle(&bb, c.agent, &ag, &e) < 0) {
+                if (err_code(e) == BROKER_BUNDLE_E_CHANNEL && r.stop) {
+                        /* Interrupted while esbuild ran: as an interrupted run ends. */
+                        code = 128 + (int)r.stop;
+                        goto fail_code;
+                }
+                if (err_code(e) == BROKER_BUNDLE_E_CHANNEL)
+                        goto fail;
+                if (err_code(e) == BROKER_BUNDLE_E_LAYER) {
+                        code = EXIT_LAYER_UNAVAILABLE;
+                        goto fail_code;
+                }
+                /* esbuild's diagnosis (and the rest) as chidori run prints it. */
+                code = bundle_report_error(stderr, e);
+                err_free(e);
+                e = NULL;
+                goto out;
+        }
+        if (ag.map_warning)
+                fprintf(stderr, "chidori: warning: %s\n", ag.map_warning);
+        if (r.display_name) {
+                char *n = strdup(r.display_name);
+                if (n) {
+                        free(ag.filename);
+                        ag.filename = n;
+                }
+        }
+        if (r.replay && replay_same_agent(&r, ag.source, &e) < 0) {
                 code = EXIT_AGENT_ERROR;
                 goto fail_code;
         }
         if (r.journal)
-                journal_header(&r, script);
-        if (run_session(chan, &c, &r, script, &code, &e) < 0)
+                journal_header(&r, ag.source);
+        if (run_session(chan, &c, &r, &ag, &code, &e) < 0)
                 goto fail;
         goto out;
 fail:
@@ -782,7 +811,7 @@ out:
         fflush(stderr);
         if (chan_boxes_result(chan, code, &e) < 0)
                 err_free(e);
-        free(script);
+        agent_free(&ag);
         free(warning);
         policy_free(r.policy);
         memstore_close(r.mem);

@@ -7,9 +7,10 @@
  *   agent=REL            the agent file, beneath the agent folder (OPEN_AGENT_FILE)
  *   agent_dir=/ABS       the agent folder (the COMMIT names it)
  *   agent_path=PATH      the agent as the operator named it, for messages
- *   agent_stdin=1, agent_fd=N   the agent was read from stdin (AGENT '-'): its
- *                        text in a sealed memfd, agent= its name (--agent-name,
- *                        stdin.js; a replay's: the journal's filename), no folder
+ *   agent_stdin=1        the agent was read from stdin (AGENT '-'): the CLI
+ *                        saved it as agent= (--agent-name, stdin.js) in a fresh
+ *                        folder, agent_dir=; the journal says "-", the memory
+ *                        namespace is stdin:NAME
  *   run_id=run-HEX       the run's id
  *   deadline_ms=N        the run's deadline (0: none)
  *   js_deadline_ms=N     the engine's CPU budget (0: none; absent: 60000, or
@@ -60,6 +61,8 @@
  *   pids_source=TEXT, pids_max=N   where the box's pids limit came from and its
  *                        value, for "the engine could not start its threads"
  *   net_lib_fd=N         libchidori-net.so, opened by the monitor (fetch, prompt)
+ *   esbuild=/ABS         the esbuild the monitor found (absent: none): a SPAWN of
+ *                        kind bundle names it (broker/bundle.c)
  *   tty_fd=N             the terminal (opened by the monitor when stdin is one):
  *                        ask_before and chidori.input() ask there
  * Every descriptor is at 5 or above and named once.
@@ -77,11 +80,11 @@
 struct broker_config {
         const char *agent, *agent_dir, *run_id;
         const char *agent_path;            /* as the operator named it (messages); NULL: agent_dir/agent */
+        const char *esbuild;               /* the monitor's esbuild, or NULL */
         long deadline_ms, js_deadline_ms, cpu_secs;
         long jit;                          /* -1 auto, 0, 1 */
         bool json, quiet, untrusted, trusted, replay_agent_given, auto_approve, virtual_time, agent_from_journal;
-        bool agent_stdin;                  /* the agent came from stdin: agent_fd, no folder */
-        long agent_fd;                     /* agent_stdin: its text, a sealed memfd */
+        bool agent_stdin;                  /* the agent came from stdin (saved in a folder of its own) */
         const char *policy_profile, *policy_inline;
         const char *state_dir, *mem_ns, *input;
         long journal_fd;                   /* -1: none */

@@ -69,7 +69,7 @@ size_t chan_fds_for(const union chan_msg *m)
         switch (m->h.type) {
         case CHAN_COMMIT:
         case CHAN_SPAWN: return 1;
-        case CHAN_SPAWNED: return m->spawned.kind == CHAN_BOX_WORKER ? 2 : 3;
+        case CHAN_SPAWNED: return m->spawned.kind == CHAN_BOX_WORKER ? 2 : m->spawned.kind == CHAN_BOX_BUNDLE ? 4 : 3;
         case CHAN_OPENED: return m->opened.errnum == 0 ? 1 : 0;
         default: return 0;
         }

@@ -129,7 +129,8 @@ struct chan_spawn {
 #define CHAN_SPAWN_HOST 1u      /* kind tool only: "sandbox": false (COMMIT must allow it) */
 
 /* SPAWNED: the box runs.  fds: worker 2 (frame socket, stderr read end),
- * tool and bundle 3 (stdin write end, stdout and stderr read ends). */
+ * tool 3 (stdin write end, stdout and stderr read ends), bundle 4 (the
+ * same 3, then the read end of esbuild's fd 3: its metafile). */
 struct chan_spawned {
         struct chan_hdr h;
         uint64_t box;                  /* the monitor's handle of the box */
@@ -144,7 +145,10 @@ struct chan_spawn_failed {
         int32_t code;                  /* BOX_E_* or CHAN_SPAWN_E_* */
         char message[CHAN_TEXT_MAX];   /* NUL-terminated */
 };
-enum { CHAN_SPAWN_E_REFUSED = 100 /* outside the COMMIT, or before it */ };
+enum {
+        CHAN_SPAWN_E_REFUSED = 100,     /* outside the COMMIT, or before it */
+        CHAN_SPAWN_E_NO_BUNDLER,        /* a bundle SPAWN: the monitor found no esbuild */
+};
 
 /* OPEN_AGENT_FILE: the monitor opens the path beneath the agent folder
  * (openat2 RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS, O_RDONLY, regular files

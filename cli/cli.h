@@ -127,7 +127,8 @@ struct agent {
         struct sourcemap *map;  /* the bundle's source map, or NULL */
         char *map_warning; /* why there is no map for a bundle, or NULL */
 };
-/* Load and, for ES modules / TypeScript, bundle with esbuild.  On a bundling
+/* Load and, for ES modules / TypeScript, bundle with esbuild (in its box:
+ * cli/bundlebox.c, cli/bundle.c).  On a bundling
  * error, code 1 and the message carries esbuild's diagnosis (syntax errors as
  * file:line:col). */
 int agent_load(const char *path, struct agent *ret, struct err **err);

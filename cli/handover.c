@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "chan/chan.h"
+#include "cli/bundle.h"
+#include "cli/bundlebox.h"
 #include "cli/cli.h"
 #include "cli/handover.h"
 #include "common/cleanup.h"
@@ -92,8 +94,44 @@ static int fail(const char *what, struct err *e, int code)
         return code;
 }
 
+/* The bundle box (cli/bundlebox.c) behind monitor_serve's bundle hooks. */
+static int bundle_start(void *arg, const char *esbuild, char *const *argv, const char *dir, void **ret_handle,
+                        int fds[4], int *ret_exit_fd, struct err **err)
+{
+        struct bundle_box *b = calloc(1, sizeof(*b));
+        if (!b)
+                return err_set(err, ENOMEM, "start esbuild");
+        if (bundle_box_start(esbuild, argv, dir, arg, "bundle", b, fds, err) < 0) {
+                free(b);
+                return -1;
+        }
+        *ret_handle = b;
+        *ret_exit_fd = bundle_box_pidfd(b);
+        return 0;
+}
+
+static void bundle_end(void *arg, void *handle, bool kill_first, struct box_ended *ret)
+{
+        (void)arg;
+        struct bundle_box *b = handle;
+        struct sandbox_usage u;
+        int status = 0;
+        bundle_box_finish(b, kill_first, &status, &u);
+        free(b);
+        *ret = (struct box_ended){
+                .reason = u.oom_killed ? BOX_OOM : kill_first ? BOX_KILLED : BOX_EXITED, .wait_status = status,
+                .oom_killed = u.oom_killed, .pids_limit_hit = u.pids_limit_hit, .peak_bytes = u.peak_bytes,
+                .memory_limit = u.memory_limit,
+        };
+}
+
 int handover_run(struct handover *h, const struct handover_run *r)
 {
+        /* esbuild is the monitor's choice (the broker only names it back in
+         * a SPAWN of kind bundle). */
+        _cleanup_free_ char *esbuild = agent_find_esbuild();
+        if (esbuild)
+                handover_add(h, "esbuild=%s", esbuild);
         struct err *e = NULL;
         if (h->failed) {
                 fprintf(stderr, "chidori: hand the run to the broker: out of memory or too many settings\n");
@@ -151,6 +189,8 @@ int handover_run(struct handover *h, const struct handover_run *r)
                 .agent_dirfd = agent_dirfd, .agent_dir = r->agent_dir, .agent_from_broker = r->agent_from_broker,
                 .deadline_ms = r->sb->deadline_ms, .broker_pidfd = b.pidfd,
                 .stop = &launcher_stop_signal, .prestart = r->prestart,
+                .esbuild = esbuild, .bundle_deadline_ms = BUNDLE_DEADLINE_MS, .bundle_start = bundle_start,
+                .bundle_finish = bundle_end, .bundle_arg = (void *)r->sb,
                 .welcome_flags = (b.mode == BROKER_ROOTLESS ? CHAN_WELCOME_ROOTLESS : 0) |
                                  (b.mode == BROKER_UID0 ? CHAN_WELCOME_UID0 : 0),
         };

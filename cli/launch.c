@@ -91,6 +91,7 @@ static int parse_bind(const char *arg, bool rw, struct box_bind *b)
         b->src = src;
         b->dst = strdup(dst);
         b->rw = rw;
+        b->idmap = false;
         free(dup);
         return 0;
 }

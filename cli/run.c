@@ -11,9 +11,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/bounds.h"
+#include "cli/bundle.h"
 #include "cli/cli.h"
 #include "cli/grants.h"
 #include "cli/handover.h"
@@ -778,21 +780,7 @@ static int load_run_agent(const struct run_opts *o, struct run_ctx *c, bool agen
         if ((agent_stdin ? agent_load_stdin(o->agent_name ? o->agent_name : "stdin.js", &c->agent, &err)
                          : agent_load(o->agent_path, &c->agent, &err)) == 0)
                 return 0;
-        int code = EXIT_USAGE;
-        /* The bundler's text quotes the agent's source and file names:
-         * escaped, each line under the prefix. */
-        if (err_code(err) == AGENT_E_BUNDLE || err_code(err) == AGENT_E_IMPORT) {
-                const char *m = err_msg(err);
-                fprintf(stderr, "chidori: agent error: %s: ",
-                        err_code(err) == AGENT_E_BUNDLE ? "SyntaxError" : "ImportError");
-                const char *nl = strchr(m, '\n');
-                text_fput_lines(stderr, "", m, nl ? (size_t)(nl - m) : strlen(m), true);
-                if (nl && nl[1])
-                        text_fput_lines(stderr, "chidori: agent error: ", nl + 1, strlen(nl + 1), true);
-                code = EXIT_AGENT_ERROR;
-        } else {
-                text_fput_line(stderr, "chidori: ", err_msg(err), strlen(err_msg(err)));
-        }
+        int code = bundle_report_error(stderr, err);
         err_free(err);
         return code;
 }
@@ -1089,23 +1077,64 @@ static void prestart_posture(const struct run_opts *o, struct monitor_prestart *
         snprintf(w->tz, sizeof(w->tz), "%s", o->sb.tz ? o->sb.tz : "");
 }
 
-/* An agent read from stdin: its text in a sealed memfd (the broker reads
- * it; nothing here looks at it), named by --agent-name or stdin.js. */
-static int handover_stdin_agent(struct handover *h, const char *name)
+/* An agent read from stdin: saved as NAME in a fresh folder of its own
+ * (0755: the broker, the bundle box and the worker read it as files), so it
+ * is loaded and bundled as any agent, and imports nothing of the host's.
+ * *ret_dir is that folder (removed by stdin_agent_remove). */
+static int handover_stdin_agent(struct handover *h, const char *name, char **ret_dir)
 {
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
         struct err *err = NULL;
-        int fd = -1;
-        if (read_fd(STDIN_FILENO, "stdin", (size_t)16 << 20, &text, &len, &err) < 0 ||
-            bytes_memfd("agent", text, len, &fd, &err) < 0) {
+        const char *tmp = getenv("TMPDIR");
+        char dir[PATH_MAX];
+        if (read_fd(STDIN_FILENO, "stdin", (size_t)16 << 20, &text, &len, &err) < 0) {
                 fprintf(stderr, "chidori: read the agent from stdin: %s\n", err_msg(err));
                 err_free(err);
                 return -1;
         }
+        if (snprintf(dir, sizeof(dir), "%s/chidori-stdin-XXXXXX", tmp && *tmp ? tmp : "/tmp") >= (int)sizeof(dir) ||
+            !mkdtemp(dir) || chmod(dir, 0755) < 0) {
+                fprintf(stderr, "chidori: a folder for the agent read from stdin: %s\n", strerror(errno));
+                return -1;
+        }
+        *ret_dir = strdup(dir);
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int fd = dfd < 0 ? -1 : openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        size_t off = 0;
+        while (fd >= 0 && off < len) {
+                ssize_t n = write(fd, text + off, len - off);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                off += (size_t)n;
+        }
+        bool ok = fd >= 0 && off == len;
+        if (fd >= 0 && close(fd) < 0)
+                ok = false;
+        if (dfd >= 0)
+                close(dfd);
+        if (!ok || !*ret_dir) {
+                fprintf(stderr, "chidori: save the agent read from stdin in %s: %s\n", dir, strerror(errno));
+                return -1;
+        }
         handover_add(h, "agent_stdin=1");
         handover_add(h, "agent=%s", name);
-        return handover_fd(h, "agent_fd", fd);
+        handover_add(h, "agent_dir=%s", dir);
+        return 0;
+}
+
+static void stdin_agent_remove(const char *dir, const char *name)
+{
+        if (!dir)
+                return;
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0) {
+                unlinkat(dfd, name, 0);
+                close(dfd);
+        }
+        rmdir(dir);
 }
 
 static int run_broker(struct run_opts *o, bool agent_stdin)
@@ -1115,7 +1144,8 @@ static int run_broker(struct run_opts *o, bool agent_stdin)
         _cleanup_free_ char *agent = NULL, *ws = NULL, *state = NULL;
         char run_id[40];
         int code = EXIT_USAGE;
-        if (agent_stdin ? handover_stdin_agent(&h, o->agent_name ? o->agent_name : "stdin.js") < 0
+        const char *stdin_name = o->agent_name ? o->agent_name : "stdin.js";
+        if (agent_stdin ? handover_stdin_agent(&h, stdin_name, &agent) < 0
                         : handover_agent(&h, o->agent_path, "", &agent) < 0)
                 goto out;
         make_run_id(run_id);
@@ -1137,6 +1167,8 @@ static int run_broker(struct run_opts *o, bool agent_stdin)
         code = handover_run(&h, &r);
 out:
         handover_free(&h);
+        if (agent_stdin)
+                stdin_agent_remove(agent, stdin_name);
         return code;
 }
 
@@ -1149,6 +1181,7 @@ static int replay_broker(struct run_opts *o, const char *journal, const char *ag
         handover_init(&h);
         _cleanup_free_ char *agent = NULL;
         int code = EXIT_USAGE;
+        bool from_stdin = agent_override && strcmp(agent_override, "-") == 0;
         int fd = open(journal, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0) {
                 char msg[PATH_MAX + 128];
@@ -1158,8 +1191,8 @@ static int replay_broker(struct run_opts *o, const char *journal, const char *ag
         }
         handover_add(&h, "replay_file=%s", journal);
         handover_fd(&h, "replay_fd", fd);
-        if (agent_override && strcmp(agent_override, "-") == 0) {
-                if (handover_stdin_agent(&h, "stdin.js") < 0)
+        if (from_stdin) {
+                if (handover_stdin_agent(&h, "stdin.js", &agent) < 0)
                         goto out;
                 handover_add(&h, "replay_agent_given=1");
         } else if (agent_override) {
@@ -1180,6 +1213,8 @@ static int replay_broker(struct run_opts *o, const char *journal, const char *ag
         code = handover_run(&h, &r);
 out:
         handover_free(&h);
+        if (from_stdin)
+                stdin_agent_remove(agent, "stdin.js");
         return code;
 }
 

@@ -101,6 +101,32 @@ int monitor_spawn_allowed(const struct monitor_commit *c, const struct chan_spaw
         return 0;
 }
 
+int monitor_bundle_allowed(const struct monitor_commit *c, const struct chan_spawn *m, const struct chan_blob *spec,
+                           const char *esbuild, const char **ret_dir, struct err **err)
+{
+        if (!c->set)
+                return REFUSE("SPAWN before COMMIT");
+        const char *const *s = spec->strs;
+        if (spec->nstrings != 1 + (size_t)m->n_argv + m->n_env + m->n_binds)
+                return REFUSE("SPAWN: the spec has %zu strings, the message counts %zu", spec->nstrings,
+                              1 + (size_t)m->n_argv + m->n_env + m->n_binds);
+        if (strcmp(s[0], esbuild) != 0)
+                return REFUSE("SPAWN of a bundle: '%.200s' is not the esbuild the monitor found", s[0]);
+        for (size_t i = 2; i < 1 + (size_t)m->n_argv; i++)
+                if (strncmp(s[i], "--", 2) != 0)
+                        return REFUSE("SPAWN of a bundle: argument '%.200s' is not an option", s[i]);
+        if (m->n_env)
+                return REFUSE("SPAWN of a bundle: it takes no environment");
+        const char *b = m->n_binds == 1 ? s[1 + m->n_argv] : "";
+        const char *dir = strncmp(b, "ro:", 3) == 0 ? b + 3 : NULL;
+        size_t n = strlen(c->agent_dir);
+        if (!dir || !path_ok(dir) || strncmp(dir, c->agent_dir, n) != 0 ||
+            !(dir[n] == '\0' || dir[n] == '/' || strcmp(c->agent_dir, "/") == 0))
+                return REFUSE("SPAWN of a bundle: its one bind must be ro: of the agent folder or below it");
+        *ret_dir = dir;
+        return 0;
+}
+
 void monitor_commit_free(struct monitor_commit *c)
 {
         if (c->set)

@@ -44,6 +44,16 @@ int monitor_commit_accept(struct monitor_commit *c, const struct chan_commit *m,
 int monitor_spawn_allowed(const struct monitor_commit *c, const struct chan_spawn *m, const struct chan_blob *spec,
                           struct err **err);
 
+/* A SPAWN of a bundle box (kind CHAN_BOX_BUNDLE) with its spec: after
+ * COMMIT; the program is `esbuild` (the one the monitor found: the broker
+ * does not choose it); no environment; exactly one bind, "ro:" + the
+ * committed agent folder or a folder beneath it (*ret_dir points at it:
+ * the box's only folder of the host and esbuild's working directory);
+ * every argument after argv[0] an option ("--..."): the entry point comes
+ * on stdin.  Else refused (COMMIT_E_REFUSED) with the reason. */
+int monitor_bundle_allowed(const struct monitor_commit *c, const struct chan_spawn *m, const struct chan_blob *spec,
+                           const char *esbuild, const char **ret_dir, struct err **err);
+
 void monitor_commit_free(struct monitor_commit *c);
 
 #endif

@@ -46,6 +46,9 @@ struct mbox {
         int frame_fd, stderr_fd; /* parked and started: its descriptors */
         char banner[CHAN_BANNER_MAX];
         struct monitor_prestart posture;
+        bool bundle;             /* esbuild's box (m->bundle_*), not the provider's */
+        bool deadline_hit;
+        struct ev_timer *deadline;
 };
 
 struct srv {
@@ -98,6 +101,7 @@ static void box_unlink(struct srv *s, struct mbox *b)
                         break;
                 }
         evloop_io_del(s->loop, b->exit_io);
+        evloop_timer_del(s->loop, b->deadline);
         free(b);
 }
 
@@ -230,7 +234,24 @@ static void box_finish(struct srv *s, struct mbox *b, bool kill_first)
         if (!b->started || b->finishing || b->ended)
                 return;
         b->finishing = true;
+        if (b->bundle) {
+                struct box_ended be;
+                s->m->bundle_finish(s->m->bundle_arg, b->handle, kill_first, &be);
+                if (b->deadline_hit)
+                        be.reason = BOX_DEADLINE;
+                ev_ended(b, &be);
+                return;
+        }
         s->m->boxes->finish(s->m->boxes->arg, b->handle, kill_first);
+}
+
+static void on_bundle_deadline(struct evloop *loop, struct ev_timer *t, void *arg)
+{
+        (void)loop, (void)t;
+        struct mbox *b = arg;
+        b->deadline = NULL;
+        b->deadline_hit = true;
+        box_finish(b->srv, b, true);
 }
 
 static void on_box_exit(struct evloop *loop, struct ev_io *io, int fd, uint32_t rev, void *arg)
@@ -288,6 +309,81 @@ static int tool_request(const struct chan_spawn *sp, const struct chan_blob *spe
                 .deadline_at = mono_ms() + (double)(t + TOOL_BACKSTOP_MS),
         };
         return 0;
+}
+
+/* `dir` is `top` or a folder below it (both absolute, no ".."). */
+static bool below(const char *dir, const char *top)
+{
+        if (!dir || !top)
+                return false;
+        size_t n = strlen(top);
+        if (strcmp(top, "/") == 0)
+                return dir[0] == '/';
+        return strncmp(dir, top, n) == 0 && (dir[n] == '\0' || dir[n] == '/');
+}
+
+#define BUNDLE_ARGV_MAX 128
+
+/* esbuild in a box over the agent folder (or a folder below it), asked by
+ * the broker to bundle an agent; only the monitor's esbuild, only that
+ * folder (monitor_bundle_allowed). */
+static void on_bundle(struct srv *s, const struct chan_spawn *sp, const struct chan_blob *spec)
+{
+        struct err *e = NULL;
+        const char *dir = NULL;
+        if (!s->m->esbuild || !s->m->bundle_start) {
+                send_failed(s, sp->h.id, ENOENT, CHAN_SPAWN_E_NO_BUNDLER, "the monitor found no esbuild");
+                return;
+        }
+        /* The folder is checked against the COMMIT and then against the
+         * monitor's own agent folder: a broker cannot name another one. */
+        const char *own = s->agent_dir ? s->agent_dir : s->m->agent_dir;
+        if (monitor_bundle_allowed(&s->commit, sp, spec, s->m->esbuild, &dir, &e) == 0 && !below(dir, own))
+                err_setc(&e, CHAN_SPAWN_E_REFUSED, 0, "SPAWN of a bundle: '%.200s' is not the agent's folder", dir);
+        if (e ||
+            (sp->n_argv > BUNDLE_ARGV_MAX && err_setc(&e, CHAN_SPAWN_E_REFUSED, 0, "SPAWN of a bundle: too many arguments") < 0)) {
+                send_failed(s, sp->h.id, 0, CHAN_SPAWN_E_REFUSED, err_msg(e));
+                err_free(e);
+                return;
+        }
+        char *argv[BUNDLE_ARGV_MAX + 1];
+        for (size_t i = 0; i < sp->n_argv; i++)
+                argv[i] = (char *)spec->strs[1 + i];
+        argv[sp->n_argv] = NULL;
+        struct mbox *b = calloc(1, sizeof(*b));
+        int fds[4], xfd = -1;
+        if (!b) {
+                send_failed(s, sp->h.id, ENOMEM, BOX_E_SETUP, "start esbuild: out of memory");
+                return;
+        }
+        if (s->m->bundle_start(s->m->bundle_arg, s->m->esbuild, argv, dir, &b->handle, fds, &xfd, &e) < 0) {
+                send_failed(s, sp->h.id, e ? e->errnum : 0, err_code(e), err_msg(e));
+                err_free(e);
+                free(b);
+                return;
+        }
+        *b = (struct mbox){ .srv = s, .id = s->next_box++, .req = sp->h.id, .handle = b->handle, .bundle = true,
+                            .started = true };
+        b->next = s->boxes;
+        s->boxes = b;
+        union chan_msg m;
+        chan_init(&m, CHAN_SPAWNED, sp->h.id);
+        m.spawned.box = b->id;
+        m.spawned.kind = CHAN_BOX_BUNDLE;
+        send_msg(s, &m, fds, 4);
+        for (int i = 0; i < 4; i++)
+                close(fds[i]);
+        /* Its own deadline, the operator's run deadline, or a shorter one asked. */
+        long d = s->m->bundle_deadline_ms;
+        if (s->m->deadline_ms > 0 && (d <= 0 || s->m->deadline_ms < d))
+                d = s->m->deadline_ms;
+        if (sp->deadline_ms > 0 && (d <= 0 || (long)sp->deadline_ms < d))
+                d = (long)sp->deadline_ms;
+        if (evloop_io_add(s->loop, xfd, EPOLLIN, on_box_exit, b, &b->exit_io, &e) < 0 ||
+            (d > 0 && evloop_timer_add(s->loop, mono_ms() + (double)d, on_bundle_deadline, b, &b->deadline, &e) < 0)) {
+                broken(s, "could not be served: watch its box (%s)", err_msg(e));
+                err_free(e);
+        }
 }
 
 /* Start box b (filled, not linked yet) with the provider; a failure is
@@ -369,18 +465,18 @@ static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
                 err_free(e);
                 return;
         }
+        if (sp->kind == CHAN_BOX_BUNDLE) {
+                on_bundle(s, sp, &spec);
+                chan_blob_unmap(&spec);
+                return;
+        }
         if (monitor_spawn_allowed(&s->commit, sp, &spec, &e) < 0) {
                 chan_blob_unmap(&spec);
                 send_failed(s, sp->h.id, 0, CHAN_SPAWN_E_REFUSED, err_msg(e));
                 err_free(e);
                 return;
         }
-        if (sp->kind == CHAN_BOX_BUNDLE) {
-                chan_blob_unmap(&spec);
-                send_failed(s, sp->h.id, ENOSYS, CHAN_SPAWN_E_REFUSED,
-                            "the monitor does not start bundle boxes yet (issue 10 part 2)");
-                return;
-        }
+
         /* The monitor's posture: its own worker and the operator's sandbox
          * options (the provider's); of the broker's limits only a shorter
          * deadline, a shorter CPU budget and the JIT off are taken. */

@@ -11,7 +11,11 @@
  *                       `boxes` (program, argv, env names, ro binds, "sandbox":
  *                       false, its timeout) -> SPAWNED + stdin, stdout, stderr
  *                       (or SPAWN_FAILED); its exit fd watched like a worker's
- *   SPAWN bundle     -> SPAWN_FAILED (ENOSYS: not served yet)
+ *   SPAWN bundle     -> checked (monitor_bundle_allowed), esbuild in a box over
+ *                       the agent folder (bundle_start: cli/bundlebox.c) ->
+ *                       SPAWNED + stdin, stdout, stderr, metafile; its own
+ *                       deadline (bundle_deadline_ms or a shorter one asked);
+ *                       BOX_ENDED when it exits
  *   OPEN_AGENT_FILE  -> OPENED (+ fd) beneath agent_dirfd (monitor/agentfile.c)
  *   OPEN_AGENT       -> (agent_from_broker only, once) OPENED (+ fd) of the
  *                       journal's agent; its folder becomes the agent folder
@@ -68,6 +72,17 @@ struct monitor_serve {
         const volatile sig_atomic_t *stop; /* the signal that asked the monitor to stop, or 0; may be NULL */
         long grace_ms;                     /* after STOP, before the broker is killed (0: 2000) */
         struct monitor_prestart prestart;  /* .on: start the first worker ahead */
+        /* Bundle boxes: esbuild as the monitor found it (NULL: SPAWN of a
+         * bundle fails with CHAN_SPAWN_E_NO_BUNDLER); bundle_start puts it
+         * in a box over `dir` (fds: stdin write end, stdout, stderr,
+         * metafile read ends; exit_fd readable once it exited);
+         * bundle_finish kills it first if asked, reaps it, reports. */
+        const char *esbuild;
+        long bundle_deadline_ms;
+        int (*bundle_start)(void *arg, const char *esbuild, char *const *argv, const char *dir, void **ret_handle,
+                            int fds[4], int *ret_exit_fd, struct err **err);
+        void (*bundle_finish)(void *arg, void *handle, bool kill_first, struct box_ended *ret);
+        void *bundle_arg;
 };
 
 /* Serve the broker until the run ends (above).  Returns the exit code:

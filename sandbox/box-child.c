@@ -209,8 +209,18 @@ static int step_fds(void *arg, struct err **err)
         struct box_child *c = arg;
         const struct box_opts *o = c->o;
         int src[5] = { o->fd0, o->fd1, o->fd2, o->frame_fd, o->stage2_fd };
-        if (fds_place(src, o->worker ? 5 : 3, &c->sync_fd, 1, err) < 0)
+        if (fds_place(src, o->worker ? 5 : o->frame_fd >= 0 ? 4 : 3, &c->sync_fd, 1, err) < 0)
                 return err_wrap(err, "%s", "close inherited descriptors");
+        return 0;
+}
+
+/* The program's working directory (the bundle box: the agent's folder, so
+ * that esbuild names files as it did on the host). */
+static int step_cwd(void *arg, struct err **err)
+{
+        struct box_child *c = arg;
+        if (c->o->cwd && chdir(c->o->cwd) < 0)
+                return err_set(err, errno, "chdir %s", c->o->cwd);
         return 0;
 }
 
@@ -306,6 +316,7 @@ static const struct lockdown_step box_steps[] = {
         { "rlimits", step_rlimits },
         { "new session", step_setsid },
         { "descriptors", step_fds },
+        { "working directory", step_cwd },
         { "no_new_privs, not dumpable, parent-death signal", step_lock },
         { "drop capabilities", step_caps },
         { "the parent is alive", step_parent_alive },

@@ -51,6 +51,8 @@ struct box_bind {
         const char *src;  /* host path */
         const char *dst;  /* path inside (defaults to src) */
         bool rw;
+        bool idmap;       /* read-only too, id-mapped as a writable one is (root: on-disk 0 is the
+                           * box's root), so a 0700 folder of root's can be read (the bundle box) */
 };
 
 struct box_opts {
@@ -60,8 +62,10 @@ struct box_opts {
         char *const *envp;             /* the fixed minimal environment */
         const struct box_bind *binds;
         size_t nbinds;
+        const char *cwd;               /* the program's working directory in the box, NULL = / */
+        bool no_etc;                   /* not a program: none of /etc's user and zone files (the bundle box) */
         int fd0, fd1, fd2;             /* become 0, 1, 2 in the box */
-        int frame_fd;                  /* worker: becomes fd 3 */
+        int frame_fd;                  /* worker: becomes fd 3 (frames); other programs: fd 3 if >= 0 */
         int stage2_fd;                 /* worker: becomes fd 4 */
         const struct seccomp_prog *filter; /* stage 1 (worker) or launch filter; NULL if disabled */
         unsigned disable;              /* layers turned off (--unsafe-disable), bitmask of 1<<LAYER_* */

@@ -56,7 +56,7 @@ int ids_idmap_binds(const struct box_opts *o, int bind_idmap[BOX_MAX_BINDS], str
 {
         bool any = false;
         for (size_t i = 0; i < o->nbinds && i < BOX_MAX_BINDS; i++)
-                any |= o->binds[i].rw;
+                any |= o->binds[i].rw || o->binds[i].idmap;
         if (!any || getuid() != 0 || (o->disable & (LAYER_BIT(LAYER_USERNS) | LAYER_BIT(LAYER_MNTNS))))
                 return 0;
         _cleanup_close_ int ns = idmap_userns(65534, 65534, err);
@@ -66,10 +66,14 @@ int ids_idmap_binds(const struct box_opts *o, int bind_idmap[BOX_MAX_BINDS], str
         const char *first = NULL;
         char why[160] = "";
         for (size_t i = 0; i < o->nbinds && i < BOX_MAX_BINDS; i++) {
-                if (!o->binds[i].rw)
+                if (!o->binds[i].rw && !o->binds[i].idmap)
                         continue;
                 struct err *e = NULL;
-                int t = idmap_tree(o->binds[i].src, ns, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, &e);
+                /* As the plain binds: rw noexec, ro read-only. */
+                int t = idmap_tree(o->binds[i].src, ns,
+                                   MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                                           (o->binds[i].rw ? MOUNT_ATTR_NOEXEC : MOUNT_ATTR_RDONLY),
+                                   &e);
                 if (t >= 0) {
                         bind_idmap[i] = t;
                         continue;

@@ -140,7 +140,7 @@ static int binds(struct box_child *c, struct err **err)
                 if (bind_one(sys[i], sys[i], false, false, err) < 0)
                         return -1;
         }
-        if (!o->worker) {
+        if (!o->worker && !o->no_etc) {
                 static const char *const etc[] = { "/etc/passwd", "/etc/group", "/etc/nsswitch.conf",
                                                    "/etc/localtime" };
                 for (size_t i = 0; i < ARRAY_SIZE(etc); i++)

@@ -227,3 +227,70 @@ TS
   assert_status 2
   assert_stderr_has "create a temporary directory for bundling in $T/nonexistent"
 }
+
+@test "esbuild's box shows it only the agent's folder: a host file is not read, by symlink or absolute import" {
+  esb=$(readlink -f "$BATS_TEST_DIRNAME/../../tools/node_modules/.bin/esbuild")
+  [[ -x $esb ]] || skip "no esbuild in tools/ (make deps)"
+  mkdir -p "$T/agent" "$T/host"
+  echo '{"secret":"s3cr3t-host"}' >"$T/host/secret.json"
+  ln -s "$T/host/secret.json" "$T/agent/link.json"
+  agent agent/a.mjs <<'JS'
+import s from "./link.json";
+export default () => s;
+JS
+  # The control: the same esbuild outside a box reads the file through the link.
+  run "$esb" --bundle --format=esm --log-level=error "$T/agent/a.mjs"
+  [[ $status -eq 0 && $output == *s3cr3t-host* ]]
+  # In its box (one process, and asked of the monitor by the broker) the link
+  # leads nowhere: esbuild cannot resolve it.
+  for broker in 0 1; do
+    CHIDORI_RUN_BROKER=$broker chid run --quiet "$T/agent/a.mjs"
+    assert_status 1
+    assert_stderr_has 'agent error: ImportError: Could not resolve "./link.json" (a.mjs:1:14)'
+    [[ $output$stderr != *s3cr3t* ]]
+  done
+  # An absolute import of the host file: named, never read.
+  agent agent/b.mjs <<JS
+import s from "$T/host/secret.json";
+export default () => s;
+JS
+  for broker in 0 1; do
+    CHIDORI_RUN_BROKER=$broker chid run --quiet "$T/agent/b.mjs"
+    assert_status 1
+    assert_stderr_has "agent error: ImportError: the agent imports '$T/host/secret.json', which is outside its directory $T/agent"
+    [[ $output$stderr != *s3cr3t* ]]
+  done
+}
+
+@test "a bundled agent's error through the broker maps to its own file and line" {
+  agent m.mjs <<'JS'
+import { f } from "./lib.mjs";
+export default async () => f();
+JS
+  agent lib.mjs <<'JS'
+export function f() {
+  throw new TypeError("from lib");
+}
+JS
+  for broker in 0 1; do
+    CHIDORI_RUN_BROKER=$broker chid run --quiet "$T/m.mjs"
+    assert_status 1
+    assert_stderr_has "TypeError: from lib"
+    assert_stderr_has "lib.mjs:2:"
+  done
+}
+
+@test "through the broker, a bundler that hangs is killed at the run's deadline and the agent does not run" {
+  mkdir -p "$T/bin"
+  printf '#!/bin/sh\nsleep 100\n' >"$T/bin/esbuild"
+  chmod +x "$T/bin/esbuild"
+  agent a.mjs <<'JS'
+export default () => "ran";
+JS
+  start=$SECONDS
+  CHIDORI_RUN_BROKER=1 CHIDORI_ESBUILD="$T/bin/esbuild" chid run --quiet --deadline 2000 "$T/a.mjs"
+  assert_status 2
+  assert_stderr_has "esbuild did not finish within 2 s (its box's deadline); the agent was not run"
+  [[ $output != *ran* ]]
+  (( SECONDS - start < 30 ))
+}

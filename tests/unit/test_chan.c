@@ -123,6 +123,36 @@ static void test_roundtrip_spawned_fds(void **state)
         close(fds[0]), close(fds[1]), close(p[0]), close(p[1]);
 }
 
+/* SPAWNED of a bundle box carries 4 descriptors (stdin, stdout, stderr,
+ * the metafile); 3 is refused. */
+static void test_spawned_bundle_fds(void **state)
+{
+        (void)state;
+        int p[2][2];
+        assert_int_equal(pipe2(p[0], O_CLOEXEC), 0);
+        assert_int_equal(pipe2(p[1], O_CLOEXEC), 0);
+        int four[4] = { p[0][0], p[0][1], p[1][0], p[1][1] };
+        union chan_msg m, got;
+        chan_init(&m, CHAN_SPAWNED, 5);
+        m.spawned.box = 2;
+        m.spawned.kind = CHAN_BOX_BUNDLE;
+        assert_int_equal(chan_fds_for(&m), 4);
+        struct err *e = NULL;
+        assert_int_equal(chan_send(sv[1], &m, four, 3, &e), -1);
+        err_free(e);
+        e = NULL;
+        assert_int_equal(chan_send(sv[1], &m, four, 4, &e), 0);
+        int fds[CHAN_MAX_FDS];
+        size_t n = 0;
+        assert_int_equal(chan_recv(sv[0], CHAN_FROM_MONITOR, &got, fds, &n, &e), 0);
+        assert_int_equal(n, 4);
+        assert_int_equal(got.spawned.kind, CHAN_BOX_BUNDLE);
+        for (size_t i = 0; i < n; i++)
+                close(fds[i]);
+        for (int i = 0; i < 4; i++)
+                close(four[i]);
+}
+
 /* chan_send refuses to build what the peer would refuse. */
 static void test_send_checks(void **state)
 {
@@ -383,6 +413,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_roundtrip_hello, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_roundtrip_spawned_fds, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_spawned_bundle_fds, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_send_checks, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_wrong_length, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_wrong_fd_count, setup, teardown),

@@ -428,6 +428,146 @@ static void serve_spawn_refused(void **state)
         mon_free(&m);
 }
 
+/* ---- bundle boxes: a fake bundle_start that "runs" and exits at once ---- */
+
+static char bundle_dir[256];
+static _Atomic int bundle_starts, bundle_finishes;
+
+static int fake_bundle_start(void *arg, const char *esbuild, char *const *argv, const char *dir, void **ret,
+                             int fds[4], int *ret_exit_fd, struct err **err)
+{
+        (void)arg, (void)esbuild, (void)argv;
+        bundle_starts++;
+        snprintf(bundle_dir, sizeof(bundle_dir), "%s", dir);
+        int p[5][2];
+        for (int i = 0; i < 5; i++)
+                if (pipe2(p[i], O_CLOEXEC) < 0)
+                        return err_set(err, errno, "fake bundle");
+        /* stdin: the caller writes p[0][1]; stdout says "bundle". */
+        fds[0] = p[0][1], close(p[0][0]);
+        assert_int_equal(write(p[1][1], "bundle", 6), 6);
+        for (int i = 1; i < 4; i++)
+                fds[i] = p[i][0], close(p[i][1]);
+        close(p[4][1]); /* it has exited */
+        int *x = malloc(sizeof(int));
+        *x = p[4][0];
+        *ret = x;
+        *ret_exit_fd = p[4][0];
+        return 0;
+}
+
+static void fake_bundle_finish(void *arg, void *handle, bool kill_first, struct box_ended *ret)
+{
+        (void)arg;
+        bundle_finishes++;
+        close(*(int *)handle);
+        free(handle);
+        *ret = (struct box_ended){ .reason = kill_first ? BOX_KILLED : BOX_EXITED };
+}
+
+/* SPAWN {bundle}: spec = program, argv ("esbuild", args...), env, binds. */
+static void b_bundle(struct mon *m, const char *program, const char *arg, const char *env, const char *bind,
+                     uint64_t id)
+{
+        const char *spec[6];
+        size_t n = 0;
+        spec[n++] = program;
+        spec[n++] = "esbuild";
+        spec[n++] = "--bundle";
+        if (arg)
+                spec[n++] = arg;
+        size_t nargv = n - 1;
+        if (env)
+                spec[n++] = env;
+        if (bind)
+                spec[n++] = bind;
+        int blob = -1;
+        struct err *e = NULL;
+        assert_int_equal(chan_blob_create("spec", spec, n, &blob, &e), 0);
+        union chan_msg msg;
+        chan_init(&msg, CHAN_SPAWN, id);
+        msg.spawn.kind = CHAN_BOX_BUNDLE;
+        msg.spawn.n_argv = (uint32_t)nargv;
+        msg.spawn.n_env = env ? 1 : 0;
+        msg.spawn.n_binds = bind ? 1 : 0;
+        b_send(m, &msg, &blob, 1);
+        close(blob);
+}
+
+static void b_bundle_refused(struct mon *m, const char *program, const char *arg, const char *env, const char *bind,
+                             const char *why)
+{
+        union chan_msg msg;
+        b_bundle(m, program, arg, env, bind, 7);
+        b_expect(m, CHAN_SPAWN_FAILED, &msg, NULL, NULL);
+        assert_int_equal(msg.h.id, 7);
+        assert_int_equal(msg.spawn_failed.code, CHAN_SPAWN_E_REFUSED);
+        if (!strstr(msg.spawn_failed.message, why))
+                fail_msg("'%s' does not say '%s'", msg.spawn_failed.message, why);
+}
+
+/* A bundle SPAWN: only the monitor's esbuild, no env, options only, one
+ * read-only bind of the agent folder (or below it); then esbuild's box with
+ * four descriptors, and BOX_ENDED when it exits.  Without an esbuild the
+ * monitor says so. */
+static void serve_spawn_bundle(void **state)
+{
+        (void)state;
+        struct mon m;
+        union chan_msg msg;
+        mon_start(&m);
+        mon_run(&m);
+        b_hello(&m);
+        b_commit(&m);
+        b_bundle(&m, "/opt/esbuild", NULL, NULL, "ro:/tmp", 3);
+        b_expect(&m, CHAN_SPAWN_FAILED, &msg, NULL, NULL);
+        assert_int_equal(msg.spawn_failed.code, CHAN_SPAWN_E_NO_BUNDLER);
+        b_result(&m, 0);
+        assert_int_equal(mon_join(&m), 0);
+        mon_free(&m);
+
+        mon_start(&m);
+        m.ms.esbuild = "/opt/esbuild";
+        m.ms.bundle_deadline_ms = 60000;
+        m.ms.bundle_start = fake_bundle_start;
+        m.ms.bundle_finish = fake_bundle_finish;
+        mon_run(&m);
+        b_hello(&m);
+        b_bundle_refused(&m, "/opt/esbuild", NULL, NULL, "ro:/tmp", "before COMMIT");
+        b_commit(&m);
+        b_bundle_refused(&m, "/bin/sh", NULL, NULL, "ro:/tmp", "not the esbuild the monitor found");
+        b_bundle_refused(&m, "/opt/esbuild", "/etc/passwd", NULL, "ro:/tmp", "not an option");
+        b_bundle_refused(&m, "/opt/esbuild", NULL, "A=1", "ro:/tmp", "no environment");
+        b_bundle_refused(&m, "/opt/esbuild", NULL, NULL, "ro:/etc", "agent folder");
+        b_bundle_refused(&m, "/opt/esbuild", NULL, NULL, "ro:/tmpx", "agent folder");
+        b_bundle_refused(&m, "/opt/esbuild", NULL, NULL, "ro:/tmp/../etc", "agent folder");
+        b_bundle_refused(&m, "/opt/esbuild", NULL, NULL, "rw:/tmp", "agent folder");
+        b_bundle_refused(&m, "/opt/esbuild", NULL, NULL, NULL, "agent folder");
+        assert_int_equal(bundle_starts, 0);
+        b_bundle(&m, "/opt/esbuild", "--outfile=/dev/stdout", NULL, "ro:/tmp/sub", 8);
+        int fds[CHAN_MAX_FDS];
+        size_t n = 0;
+        b_expect(&m, CHAN_SPAWNED, &msg, fds, &n);
+        assert_int_equal(msg.h.id, 8);
+        assert_int_equal(msg.spawned.kind, CHAN_BOX_BUNDLE);
+        assert_int_equal(n, 4);
+        assert_string_equal(bundle_dir, "/tmp/sub");
+        char buf[16] = "";
+        assert_int_equal(read(fds[1], buf, sizeof(buf)), 6);
+        assert_memory_equal(buf, "bundle", 6);
+        uint64_t box = msg.spawned.box;
+        b_expect(&m, CHAN_BOX_ENDED, &msg, NULL, NULL);
+        assert_int_equal(msg.box_ended.box, box);
+        assert_int_equal(msg.box_ended.reason, CHAN_END_EXITED);
+        for (size_t i = 0; i < n; i++)
+                close(fds[i]);
+        b_result(&m, 0);
+        assert_int_equal(mon_join(&m), 0);
+        assert_int_equal(bundle_starts, 1);
+        assert_int_equal(bundle_finishes, 1);
+        mon_free(&m);
+}
+
 /* A broker that breaks the protocol: every box is killed, exit 70 naming it. */
 static void serve_protocol_break(void **state)
 {
@@ -949,7 +1089,7 @@ int main(void)
 {
         signal(SIGPIPE, SIG_IGN);
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(serve_happy_path),      cmocka_unit_test(serve_spawn_refused),
+                cmocka_unit_test(serve_happy_path),      cmocka_unit_test(serve_spawn_refused), cmocka_unit_test(serve_spawn_bundle),
                 cmocka_unit_test(serve_protocol_break),  cmocka_unit_test(serve_out_of_order),
                 cmocka_unit_test(serve_broker_dies),     cmocka_unit_test(serve_stop),
                 cmocka_unit_test(serve_open_agent_file), cmocka_unit_test(serve_open_agent), cmocka_unit_test(serve_prestart), cmocka_unit_test(provider_session_done),
