@@ -531,6 +531,7 @@ static void serve_spawn_bundle(void **state)
         m.ms.bundle_deadline_ms = 60000;
         m.ms.bundle_start = fake_bundle_start;
         m.ms.bundle_finish = fake_bundle_finish;
+        m.ms.agent_dir = "/tmp/sub"; /* the monitor's own: the COMMIT's "/tmp" is the broker's word */
         mon_run(&m);
         b_hello(&m);
         b_bundle_refused(&m, "/opt/esbuild", NULL, NULL, "ro:/tmp", "before COMMIT");
@@ -543,6 +544,7 @@ static void serve_spawn_bundle(void **state)
         b_bundle_refused(&m, "/opt/esbuild", NULL, NULL, "ro:/tmp/../etc", "agent folder");
         b_bundle_refused(&m, "/opt/esbuild", NULL, NULL, "rw:/tmp", "agent folder");
         b_bundle_refused(&m, "/opt/esbuild", NULL, NULL, NULL, "agent folder");
+        b_bundle_refused(&m, "/opt/esbuild", NULL, NULL, "ro:/tmp", "is not the agent's folder");
         assert_int_equal(bundle_starts, 0);
         b_bundle(&m, "/opt/esbuild", "--outfile=/dev/stdout", NULL, "ro:/tmp/sub", 8);
         int fds[CHAN_MAX_FDS];
