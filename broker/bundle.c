@@ -192,7 +192,7 @@ int broker_bundle(const struct broker_bundler *b, const char *relpath, struct ag
                 agent_free(a);
                 return err_set(err, ENOMEM, "load agent");
         }
-        int fd = chan_boxes_open(b->chan, relpath, err);
+        int fd = chan_boxes_open(b->chan, relpath, b->stop, err);
         if (fd < 0) {
                 /* OPENED's errno (code 0), or the channel's error. */
                 int e = *err ? (*err)->errnum : 0;

@@ -557,6 +557,26 @@ static void close_read_fds(const struct broker_config *c)
                         close((int)fds[i]);
 }
 
+/* Loading the journal was cut short by the deadline or a stop signal: the
+ * run's outcome, printed; its exit code. */
+static int stopped_loading(const struct broker_config *c, const struct run *r, enum budget_reason why)
+{
+        struct session_outcome out = { .blocked_syscall = -1 };
+        if (why == BUDGET_DEADLINE) {
+                out.end = SESSION_END_DEADLINE;
+                if (asprintf(&out.message, "deadline exceeded (%ld ms)", c->deadline_ms) < 0)
+                        out.message = NULL;
+        } else {
+                out.end = SESSION_END_INTERRUPTED;
+        }
+        struct outcome_context oc = {
+                .js_deadline_ms = c->js_deadline_ms, .cpu_secs = c->cpu_secs, .stop_signal = (int)r->stop,
+        };
+        int code = report_outcome(&out, c->json, &oc, "");
+        session_outcome_clear(&out);
+        return code;
+}
+
 /* What a replay takes from the journal's header, as chidori replay does:
  * the zone, the clock, process.env, and (agent_from_journal) the agent. */
 static int replay_settings(struct broker_config *c, struct run *r, const cJSON *h, int *code, struct err **err)
@@ -640,6 +660,14 @@ static int open_inputs(struct broker_config *c, struct run *r, int *code, struct
         if (c->replay_fd >= 0 &&
             replay_open_fd((int)c->replay_fd, c->replay_file ? c->replay_file : "the journal",
                            (uint64_t)c->max_journal, &load, &r->replay, err) < 0) {
+                enum budget_reason why = budget_over(&load);
+                if (why != BUDGET_OK) {
+                        /* Stopped while loading: as chidori run reports it. */
+                        err_free(*err);
+                        *err = NULL;
+                        *code = stopped_loading(c, r, why);
+                        return -2;
+                }
                 *code = EXIT_USAGE;
                 return err_wrap(err, "replay");
         }
@@ -746,12 +774,17 @@ int broker_run(int chan, int config_fd)
                 code = err_code(e) == 0 && !e->errnum ? EXIT_USAGE : EXIT_PROTOCOL;
                 goto fail_code;
         }
-        if (open_inputs(&c, &r, &code, &e) < 0)
+        int oi = open_inputs(&c, &r, &code, &e);
+        if (oi == -2)
+                goto out; /* reported */
+        if (oi < 0)
                 goto fail_code;
         if (r.agent_abs) {
                 /* replay without --agent: the journal's agent, which makes its
                  * folder the agent folder (OPEN_AGENT), then loaded as any. */
-                int afd = chan_boxes_open_agent(chan, r.agent_abs, &e);
+                int afd = chan_boxes_open_agent(chan, r.agent_abs, &r.stop, &e);
+                if (afd < 0 && r.stop)
+                        goto fail_code; /* interrupted */
                 if (afd < 0) {
                         struct err *w = NULL;
                         err_set(&w, e->errnum, "replay: load agent: open '%s'", r.agent_abs);
@@ -803,7 +836,15 @@ int broker_run(int chan, int config_fd)
 fail:
         code = EXIT_PROTOCOL;
 fail_code:
-        fprintf(stderr, "chidori: %s\n", err_msg(e));
+        if (chan_boxes_stop_signal(e) || (r.stop && err_code(e) == BROKER_BUNDLE_E_CHANNEL)) {
+                /* Stopped (SIGINT, SIGTERM) while waiting for the monitor:
+                 * as an interrupted run ends. */
+                if (!r.stop)
+                        r.stop = chan_boxes_stop_signal(e);
+                code = stopped_loading(&c, &r, BUDGET_STOPPED);
+        } else {
+                fprintf(stderr, "chidori: %s\n", err_msg(e));
+        }
         err_free(e);
         e = NULL;
 out:

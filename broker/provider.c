@@ -342,8 +342,14 @@ static int recv_one(int chan, uint32_t type, union chan_msg *m, int *fd, struct 
         if (m->h.type != type) {
                 for (size_t i = 0; i < nfds; i++)
                         close(fds[i]);
-                if (m->h.type == CHAN_STOP)
-                        return err_setc(err, CHAN_E_CLOSED, 0, "stopped by %s", strsignal(m->stop.signal));
+                if (m->h.type == CHAN_STOP) {
+                        /* The run is being stopped: the signal for the caller
+                         * (chan_boxes_stop_signal), not an errno. */
+                        err_setc(err, CHAN_E_STOPPED, 0, "interrupted by %s", strsignal(m->stop.signal));
+                        if (err && *err)
+                                (*err)->errnum = m->stop.signal;
+                        return -1;
+                }
                 return err_setc(err, CHAN_E_PROTO, 0, "the monitor's channel: %s where %s was expected",
                                 chan_type_name(m->h.type), chan_type_name(type));
         }
@@ -401,7 +407,7 @@ int chan_boxes_commit(int chan, unsigned flags, const char *agent_dir, const cha
         return r;
 }
 
-int chan_boxes_open(int chan, const char *rel, struct err **err)
+int chan_boxes_open(int chan, const char *rel, volatile sig_atomic_t *stop, struct err **err)
 {
         union chan_msg m;
         chan_init(&m, CHAN_OPEN_AGENT_FILE, 1);
@@ -409,14 +415,19 @@ int chan_boxes_open(int chan, const char *rel, struct err **err)
                 return err_set(err, ENAMETOOLONG, "agent file '%s'", rel);
         memcpy(m.open_agent_file.path, rel, strlen(rel) + 1);
         int fd = -1;
-        if (chan_send(chan, &m, NULL, 0, err) < 0 || recv_one(chan, CHAN_OPENED, &m, &fd, err) < 0)
+        if (chan_send(chan, &m, NULL, 0, err) < 0)
                 return -1;
+        if (recv_one(chan, CHAN_OPENED, &m, &fd, err) < 0) {
+                if (m.h.type == CHAN_STOP && stop)
+                        *stop = m.stop.signal; /* the run is being stopped */
+                return -1;
+        }
         if (m.opened.errnum)
                 return err_set(err, m.opened.errnum, "agent file '%s'", rel);
         return fd;
 }
 
-int chan_boxes_open_agent(int chan, const char *abs, struct err **err)
+int chan_boxes_open_agent(int chan, const char *abs, volatile sig_atomic_t *stop, struct err **err)
 {
         union chan_msg m;
         chan_init(&m, CHAN_OPEN_AGENT, 1);
@@ -424,11 +435,21 @@ int chan_boxes_open_agent(int chan, const char *abs, struct err **err)
                 return err_set(err, ENAMETOOLONG, "agent file '%s'", abs);
         memcpy(m.open_agent.path, abs, strlen(abs) + 1);
         int fd = -1;
-        if (chan_send(chan, &m, NULL, 0, err) < 0 || recv_one(chan, CHAN_OPENED, &m, &fd, err) < 0)
+        if (chan_send(chan, &m, NULL, 0, err) < 0)
                 return -1;
+        if (recv_one(chan, CHAN_OPENED, &m, &fd, err) < 0) {
+                if (m.h.type == CHAN_STOP && stop)
+                        *stop = m.stop.signal; /* the run is being stopped */
+                return -1;
+        }
         if (m.opened.errnum)
                 return err_set(err, m.opened.errnum, "agent file '%s'", abs);
         return fd;
+}
+
+int chan_boxes_stop_signal(const struct err *e)
+{
+        return e && e->code == CHAN_E_STOPPED ? e->errnum : 0;
 }
 
 int chan_boxes_result(int chan, int code, struct err **err)

@@ -18,6 +18,7 @@
 #ifndef CHIDORI_BROKER_PROVIDER_H
 #define CHIDORI_BROKER_PROVIDER_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -56,7 +57,11 @@ void chan_boxes_free(struct chan_boxes *o);
 
 /* OPEN_AGENT (chidori replay without --agent): the journal's agent, an
  * absolute path; the file's descriptor, or -1 with err.  Blocking. */
-int chan_boxes_open_agent(int chan, const char *abs, struct err **err);
+int chan_boxes_open_agent(int chan, const char *abs, volatile sig_atomic_t *stop, struct err **err);
+
+/* The signal of a STOP that came while a blocking call below waited for
+ * its answer (the call failed with code CHAN_E_STOPPED), else 0. */
+int chan_boxes_stop_signal(const struct err *e);
 
 /* HELLO, then WELCOME (its flags in *ret_flags).  Blocking; before the loop. */
 int chan_boxes_hello(int chan, unsigned *ret_flags, struct err **err);
@@ -68,7 +73,7 @@ int chan_boxes_commit(int chan, unsigned flags, const char *agent_dir, const cha
 /* OPEN_AGENT_FILE `rel` and wait for OPENED: the fd, or -1 with err
  * carrying the monitor's errno.  Blocking; before the loop watches the
  * channel (chan_boxes_init). */
-int chan_boxes_open(int chan, const char *rel, struct err **err);
+int chan_boxes_open(int chan, const char *rel, volatile sig_atomic_t *stop, struct err **err);
 /* RESULT {exit code}: the last message; the monitor exits with it. */
 int chan_boxes_result(int chan, int code, struct err **err);
 

@@ -42,6 +42,7 @@ enum {
         CHAN_E_PROTO = 1,  /* the peer broke the protocol: treat it as broken */
         CHAN_E_CLOSED,     /* orderly end of the channel (recv: EOF) */
         CHAN_E_IO,         /* the socket failed (errno set) */
+        CHAN_E_STOPPED,    /* the broker waited for an answer and got STOP (provider.c: the signal in errnum) */
 };
 
 enum chan_type {

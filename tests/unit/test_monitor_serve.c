@@ -776,17 +776,17 @@ static void serve_open_agent(void **state)
         m.ms.agent_from_broker = true;
         mon_run(&m);
         b_hello(&m);
-        assert_int_equal(chan_boxes_open(m.broker, "b.js", &e), -1); /* no folder yet */
+        assert_int_equal(chan_boxes_open(m.broker, "b.js", NULL, &e), -1); /* no folder yet */
         assert_int_equal(e->errnum, EACCES);
         err_free(e);
         e = NULL;
-        int fd = chan_boxes_open_agent(m.broker, path, &e);
+        int fd = chan_boxes_open_agent(m.broker, path, NULL, &e);
         assert_true(fd >= 0);
         char buf[8] = { 0 };
         assert_int_equal(read(fd, buf, sizeof(buf)), 2);
         assert_string_equal(buf, "hi");
         close(fd);
-        fd = chan_boxes_open(m.broker, "b.js", &e);
+        fd = chan_boxes_open(m.broker, "b.js", NULL, &e);
         assert_true(fd >= 0);
         close(fd);
         snprintf(msg.open_agent.path, sizeof(msg.open_agent.path), "%s", other);
@@ -818,15 +818,15 @@ static void serve_open_agent_file(void **state)
         mon_run(&m);
         b_hello(&m);
         struct err *e = NULL;
-        int fd = chan_boxes_open(m.broker, "a.js", &e);
+        int fd = chan_boxes_open(m.broker, "a.js", NULL, &e);
         assert_true(fd >= 0);
         char buf[8] = { 0 };
         assert_int_equal(read(fd, buf, sizeof(buf)), 2);
         assert_string_equal(buf, "hi");
         close(fd);
-        assert_int_equal(chan_boxes_open(m.broker, "../../etc/passwd", &e), -1);
+        assert_int_equal(chan_boxes_open(m.broker, "../../etc/passwd", NULL, &e), -1);
         assert_int_equal(e->errnum, EXDEV);
-        assert_int_equal(chan_boxes_open(m.broker, "sub", &e), -1);
+        assert_int_equal(chan_boxes_open(m.broker, "sub", NULL, &e), -1);
         assert_int_equal(e->errnum, EINVAL);
         err_free(e);
         b_result(&m, 0);
