@@ -9,6 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* Where each block escapes to: without it clang removes the malloc and
+ * memset of memory nothing reads (the probe then touched nothing). */
+static char *volatile sink;
+
 static unsigned long num(const char *s)
 {
         char *end;
@@ -38,6 +42,7 @@ int main(int argc, char **argv)
                         return 3;
                 }
                 memset(p, (int)i, 1 << 20);
+                sink = p;
         }
         if (hold)
                 sleep((unsigned)hold);
