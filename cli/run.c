@@ -785,10 +785,10 @@ static int load_run_agent(const struct run_opts *o, struct run_ctx *c, bool agen
         return code;
 }
 
-/* ---- `chidori run` as monitor + broker (issue 10 item 1, part 3) ----
- * While the switch is being built: CHIDORI_RUN_BROKER=1 hands a run to
- * chidori-broker (cli/handover.c) when it needs nothing the broker cannot
- * do yet (an agent from stdin, --no-isolate). */
+/* ---- `chidori run` and `replay` as monitor + broker (issue 10) ----
+ * The run's options become the broker's config (cli/handover.c); this
+ * process keeps what needs privilege (docs/architecture.md). */
+
 /* --broker-user names the broker's user; --no-isolate runs no broker. */
 static int broker_user_check(const char *cmd, const struct run_opts *o)
 {
@@ -798,10 +798,27 @@ static int broker_user_check(const char *cmd, const struct run_opts *o)
         return 0;
 }
 
-static bool broker_wanted(const struct run_opts *o)
+/* Through the broker unless --no-isolate (the engine in this process) or
+ * CHIDORI_RUN_BROKER=0: the one-process parent of before the split, kept
+ * for comparison (make bench) and debugging, said with a warning.  -1: a
+ * bad value (printed). */
+static int broker_mode(const struct run_opts *o, bool *use)
 {
         const char *v = getenv("CHIDORI_RUN_BROKER");
-        return v && strcmp(v, "1") == 0 && !o->in_process;
+        if (v && *v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
+                char q[96];
+                fprintf(stderr, "chidori: CHIDORI_RUN_BROKER=%s: expected 1 (the default: the worker's frames are "
+                                "parsed by the unprivileged broker) or 0 (one process, for comparison and debugging)\n",
+                        text_quote(v, strnlen(v, 64), q, sizeof(q)));
+                return -1;
+        }
+        bool off = v && strcmp(v, "0") == 0;
+        *use = !o->in_process && !off;
+        if (off && !o->in_process)
+                fprintf(stderr, "chidori: WARNING: CHIDORI_RUN_BROKER=0: this run's parent is one process with your "
+                                "privileges that parses what the worker sends (no broker); use only for comparison and "
+                                "debugging\n");
+        return 0;
 }
 
 /* The policy's sources, as select_policy reads them: the broker chooses. */
@@ -1308,9 +1325,10 @@ int cmd_run(int argc, char **argv)
                 return usage_error("run", "one agent file expected, got also '%s'", argv[optind + 1]);
         o.agent_path = argv[optind];
         bool agent_stdin = strcmp(o.agent_path, "-") == 0;
-        if (check_run_opts(&o, agent_stdin) < 0 || broker_user_check("run", &o) < 0)
+        bool via_broker = false;
+        if (check_run_opts(&o, agent_stdin) < 0 || broker_user_check("run", &o) < 0 || broker_mode(&o, &via_broker) < 0)
                 return EXIT_USAGE;
-        if (broker_wanted(&o))
+        if (via_broker)
                 return run_broker(&o, agent_stdin);
 
         struct run_ctx ctx = { 0 };
@@ -1473,9 +1491,11 @@ int cmd_replay(int argc, char **argv)
         }
         if (optind >= argc)
                 return usage_error("replay", "no journal file given");
-        if (sandbox_opts_check(&o.sb) < 0 || pids_check("replay", &o) < 0 || broker_user_check("replay", &o) < 0)
+        bool via_broker = false;
+        if (sandbox_opts_check(&o.sb) < 0 || pids_check("replay", &o) < 0 || broker_user_check("replay", &o) < 0 ||
+            broker_mode(&o, &via_broker) < 0)
                 return EXIT_USAGE;
-        if (broker_wanted(&o))
+        if (via_broker)
                 return replay_broker(&o, argv[optind], agent_override);
         struct run_ctx ctx = { 0 };
         struct err *err = NULL;
