@@ -22,6 +22,7 @@
 #include "common/exit.h"
 #include "monitor/broker.h"
 #include "monitor/serve.h"
+#include "runtime/evloop.h"
 
 void handover_init(struct handover *h)
 {
@@ -155,6 +156,21 @@ int handover_run(struct handover *h, const struct handover_run *r)
         if (chan_blob_create("config", (const char *const *)h->strs, h->n, &s.config_fd, &e) < 0)
                 return fail("the broker's configuration", e, EXIT_PROTOCOL);
         int agent_dirfd = r->agent_dir ? open(r->agent_dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+        struct evloop *loop = NULL;
+        if (evloop_new(&loop, &e) < 0) {
+                if (agent_dirfd >= 0)
+                        close(agent_dirfd);
+                close(s.config_fd);
+                return fail("start the run", e, EXIT_PROTOCOL);
+        }
+        struct spawn_opts so = { .worker_path = worker, .run_id = r->run_id, .sandbox = r->sb };
+        struct cli_boxes boxes;
+        cli_boxes_init(&boxes, &so, NULL);
+        /* The worker's box first: its setup and the engine's start overlap
+         * the broker's (clone3, exec, lockdown, the config, the agent). */
+        struct monitor_early *early = NULL;
+        if (r->prestart.on)
+                monitor_prestart_box(&boxes.provider, loop, r->sb->deadline_ms, &r->prestart, &early);
         struct broker b;
         int rc = monitor_start_broker(&s, &b, &e);
         close(s.config_fd);
@@ -162,6 +178,8 @@ int handover_run(struct handover *h, const struct handover_run *r)
                 close(h->fds[i]);
         h->nfds = 0;
         if (rc < 0) {
+                monitor_early_discard(&boxes.provider, early);
+                evloop_free(loop);
                 if (agent_dirfd >= 0)
                         close(agent_dirfd);
                 return fail("start the broker (chidori-broker)", e,
@@ -171,9 +189,6 @@ int handover_run(struct handover *h, const struct handover_run *r)
          * is said with the banner; --require-sandbox refused it already. */
         if (b.notes[0] && !r->quiet)
                 fprintf(stderr, "chidori: note: %s\n", b.notes);
-        struct spawn_opts so = { .worker_path = worker, .run_id = r->run_id, .sandbox = r->sb };
-        struct cli_boxes boxes;
-        cli_boxes_init(&boxes, &so, NULL);
         /* Tools (SPAWN kind tool): "sandbox": false ones run as the
          * broker's uid and gid — the broker uid as root, the caller rootless
          * — never as uid 0 (the uid-0 fallback refuses them). */
@@ -188,13 +203,14 @@ int handover_run(struct handover *h, const struct handover_run *r)
                 .chan = b.chan, .boxes = &boxes.provider, .exit_fd = cli_boxes_exit_fd,
                 .agent_dirfd = agent_dirfd, .agent_dir = r->agent_dir, .agent_from_broker = r->agent_from_broker,
                 .deadline_ms = r->sb->deadline_ms, .broker_pidfd = b.pidfd,
-                .stop = &launcher_stop_signal, .prestart = r->prestart,
+                .stop = &launcher_stop_signal, .prestart = r->prestart, .loop = loop, .early = early,
                 .esbuild = esbuild, .bundle_deadline_ms = BUNDLE_DEADLINE_MS, .bundle_start = bundle_start,
                 .bundle_finish = bundle_end, .bundle_arg = (void *)r->sb,
                 .welcome_flags = (b.mode == BROKER_ROOTLESS ? CHAN_WELCOME_ROOTLESS : 0) |
                                  (b.mode == BROKER_UID0 ? CHAN_WELCOME_UID0 : 0),
         };
         int code = monitor_serve(&ms, &e);
+        evloop_free(loop);
         if (e)
                 fprintf(stderr, "chidori: %s\n", err_msg(e));
         err_free(e);

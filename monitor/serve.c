@@ -200,9 +200,14 @@ static void ev_ended(void *arg, const struct box_ended *be)
                         if (b->stderr_fd >= 0)
                                 close(b->stderr_fd);
                 }
+                b->ended = true;
+                if (!s) { /* started early, never adopted (monitor_early_discard) */
+                        if (!b->in_spawn)
+                                free(b);
+                        return;
+                }
                 if (s->parked == b)
                         s->parked = NULL;
-                b->ended = true;
                 if (!b->in_spawn)
                         box_unlink(s, b);
                 return;
@@ -436,23 +441,76 @@ static bool claim_parked(struct srv *s, const struct chan_spawn *sp)
         return true;
 }
 
+struct monitor_early {
+        struct mbox *b;
+};
+
+int monitor_prestart_box(const struct box_provider *p, struct evloop *loop, long deadline_ms,
+                         const struct monitor_prestart *w, struct monitor_early **ret)
+{
+        *ret = NULL;
+        struct monitor_early *x = calloc(1, sizeof(*x));
+        struct mbox *b = x ? calloc(1, sizeof(*b)) : NULL;
+        if (!b) {
+                free(x);
+                return -1;
+        }
+        /* No srv yet: a parked box sends nothing and its provider reports
+         * nothing but started/failed until the loop runs (monitor_serve). */
+        *b = (struct mbox){ .kind = CHAN_BOX_WORKER, .parked = true, .posture = *w, .in_spawn = true };
+        struct box_request req = {
+                .kind = BOX_WORKER, .deadline_at = deadline_ms > 0 ? mono_ms() + (double)deadline_ms : 0,
+                .tz = w->tz[0] ? w->tz : NULL, .no_jit = w->no_jit, .cpu_budget_ms = w->cpu_budget_ms,
+        };
+        struct box_events ev = { .started = ev_started, .failed = ev_failed, .ended = ev_ended, .arg = b };
+        struct err *e = NULL;
+        int r = p->spawn(p->arg, loop, &req, &ev, &b->handle, &e);
+        err_free(e); /* a failed early start is forgotten: the SPAWN starts a box as asked */
+        b->in_spawn = false;
+        if (r < 0 || b->ended || !b->started) {
+                free(b);
+                free(x);
+                return -1;
+        }
+        x->b = b;
+        *ret = x;
+        return 0;
+}
+
+void monitor_early_discard(const struct box_provider *p, struct monitor_early *x)
+{
+        if (!x)
+                return;
+        struct mbox *b = x->b;
+        free(x);
+        b->finishing = true;
+        p->finish(p->arg, b->handle, true); /* its ended event frees it */
+}
+
+/* The early box joins the boxes: number 1, parked until a SPAWN claims it. */
+static void adopt_early(struct srv *s, struct monitor_early *x)
+{
+        struct mbox *b = x->b;
+        free(x);
+        b->srv = s;
+        b->id = s->next_box++;
+        b->next = s->boxes;
+        s->boxes = b;
+        s->parked = b;
+        struct err *e = NULL;
+        const struct box_provider *p = s->m->boxes;
+        int xfd = s->m->exit_fd ? s->m->exit_fd(p->arg, b->handle) : -1;
+        if (xfd >= 0 && evloop_io_add(s->loop, xfd, EPOLLIN, on_box_exit, b, &b->exit_io, &e) < 0) {
+                broken(s, "could not be served: watch its box (%s)", err_msg(e));
+                err_free(e);
+        }
+}
+
 static void prestart(struct srv *s)
 {
-        const struct monitor_prestart *w = &s->m->prestart;
-        struct mbox *b = calloc(1, sizeof(*b));
-        if (!b)
-                return;
-        *b = (struct mbox){ .srv = s, .id = s->next_box++, .kind = CHAN_BOX_WORKER, .parked = true, .posture = *w };
-        long d = s->m->deadline_ms;
-        struct box_request req = {
-                .kind = BOX_WORKER, .deadline_at = d > 0 ? mono_ms() + (double)d : 0, .tz = w->tz[0] ? w->tz : NULL,
-                .no_jit = w->no_jit, .cpu_budget_ms = w->cpu_budget_ms,
-        };
-        start_box(s, b, &req);
-        /* Still listed (started, not ended): it waits for its SPAWN. */
-        for (struct mbox *x = s->boxes; x; x = x->next)
-                if (x == b)
-                        s->parked = b;
+        struct monitor_early *x = NULL;
+        if (monitor_prestart_box(s->m->boxes, s->loop, s->m->deadline_ms, &s->m->prestart, &x) == 0)
+                adopt_early(s, x);
 }
 
 static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
@@ -709,18 +767,21 @@ static void reap_broker(int pidfd, long wait_ms, char *how, size_t n)
 
 int monitor_serve(const struct monitor_serve *m, struct err **err)
 {
-        struct srv s = { .m = m, .next_box = 1, .agent_dirfd = m->agent_dirfd };
+        struct srv s = { .m = m, .next_box = 1, .agent_dirfd = m->agent_dirfd, .loop = m->loop };
         struct ev_io *chan_io = NULL;
-        if (evloop_new(&s.loop, err) < 0)
+        if (!s.loop && evloop_new(&s.loop, err) < 0)
                 return EXIT_PROTOCOL;
         if (evloop_io_add(s.loop, m->chan, EPOLLIN, on_chan, &s, &chan_io, err) < 0) {
-                evloop_free(s.loop);
+                if (!m->loop)
+                        evloop_free(s.loop);
                 return EXIT_PROTOCOL;
         }
+        if (m->early)
+                adopt_early(&s, m->early);
         /* The worker's box starts while the broker does (it reads its
          * config, the policy, the agent): the slow part of a run's start
          * is done once, in parallel. */
-        if (m->prestart.on)
+        if (m->prestart.on && !m->early)
                 prestart(&s);
         while (!s.done) {
                 check_stop(&s);
@@ -746,7 +807,8 @@ int monitor_serve(const struct monitor_serve *m, struct err **err)
                 }
         }
         evloop_timer_del(s.loop, s.grace);
-        evloop_free(s.loop);
+        if (!m->loop)
+                evloop_free(s.loop);
         monitor_commit_free(&s.commit);
         if (s.agent_dir) {
                 close(s.agent_dirfd);

@@ -72,6 +72,11 @@ struct monitor_serve {
         const volatile sig_atomic_t *stop; /* the signal that asked the monitor to stop, or 0; may be NULL */
         long grace_ms;                     /* after STOP, before the broker is killed (0: 2000) */
         struct monitor_prestart prestart;  /* .on: start the first worker ahead */
+        /* The loop to serve on (the boxes' watchers may be on it already),
+         * NULL: monitor_serve makes its own; and a worker started before
+         * the broker (monitor_prestart_box), adopted and freed here. */
+        struct evloop *loop;
+        struct monitor_early *early;
         /* Bundle boxes: esbuild as the monitor found it (NULL: SPAWN of a
          * bundle fails with CHAN_SPAWN_E_NO_BUNDLER); bundle_start puts it
          * in a box over `dir` (fds: stdin write end, stdout, stderr,
@@ -84,6 +89,18 @@ struct monitor_serve {
         void (*bundle_finish)(void *arg, void *handle, bool kill_first, struct box_ended *ret);
         void *bundle_arg;
 };
+
+struct monitor_early;
+/* Start the worker box of posture `w` now, on `loop`, before the broker
+ * exists: its setup and the engine's start then overlap the broker's start.
+ * 0 and *ret (give it to monitor_serve.early), or -1: none (a SPAWN starts
+ * one as usual). */
+int monitor_prestart_box(const struct box_provider *p, struct evloop *loop, long deadline_ms,
+                         const struct monitor_prestart *w, struct monitor_early **ret);
+
+/* Kill and forget an early box monitor_serve will not adopt (the broker
+ * did not start).  NULL is fine. */
+void monitor_early_discard(const struct box_provider *p, struct monitor_early *x);
 
 /* Serve the broker until the run ends (above).  Returns the exit code:
  * RESULT's; 128 + signal when the broker did not answer STOP in time;
