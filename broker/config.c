@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "broker/config.h"
+#include "broker/nested.h"
 #include "broker/provider.h"
 #include "chan/chan.h"
 #include "cli/cli.h"
@@ -83,7 +84,7 @@ static const struct key {
         KEY("max_memory_store", K_NUM, max_memory_store), KEY("max_workspace_write", K_NUM, max_workspace_write),
         KEY("http_max_response", K_NUM, http_max_response), KEY("http_timeout_ms", K_NUM, http_timeout_ms),
         KEY("auto_approve", K_FLAG, auto_approve), KEY("pids_source", K_STR, pids_source),
-        KEY("pids_max", K_NUM, pids_max),
+        KEY("pids_max", K_NUM, pids_max), KEY("max_nested", K_NUM, max_nested),
 };
 
 /* One "key=value": into its field, or a repeatable key's list. */
@@ -249,32 +250,39 @@ static void on_running(void *arg)
         fprintf(stderr, "Policy: %s\n", desc);
 }
 
-/* The journal's first and last lines, as `chidori run` writes them. */
-static void journal_header(struct run *r, const char *script)
+void broker_journal_header(struct journal *j, const char *run_id, const char *agent, const char *ns, const char *tz,
+                           const cJSON *input, const cJSON *env, const char *script, char sha256[65])
 {
-        const struct broker_config *c = r->c;
-        char ts[40], agent[4200];
+        char ts[40];
         utc_iso8601(ts, sizeof(ts));
-        sha256_hex(script, strlen(script), r->sha256);
-        snprintf(agent, sizeof(agent), "%s/%s", c->agent_dir, c->agent);
-        const char *slash = strrchr(c->agent, '/');
+        sha256_hex(script, strlen(script), sha256);
+        const char *slash = strrchr(agent, '/');
         cJSON *h = cJSON_CreateObject();
         cJSON_AddStringToObject(h, "type", "header");
         cJSON_AddStringToObject(h, "chidori", CHIDORI_VERSION);
         cJSON_AddNumberToObject(h, "protocol", 1);
-        cJSON_AddStringToObject(h, "run_id", c->run_id);
+        cJSON_AddStringToObject(h, "run_id", run_id);
         cJSON_AddStringToObject(h, "agent", agent);
-        cJSON_AddStringToObject(h, "agent_sha256", r->sha256);
-        cJSON_AddStringToObject(h, "filename", slash ? slash + 1 : c->agent);
-        cJSON_AddStringToObject(h, "memory_ns", r->ns);
-        cJSON_AddStringToObject(h, "tz", c->tz && c->tz[0] ? c->tz : "UTC"); /* replay runs in the same zone */
+        cJSON_AddStringToObject(h, "agent_sha256", sha256);
+        cJSON_AddStringToObject(h, "filename", slash ? slash + 1 : agent);
+        cJSON_AddStringToObject(h, "memory_ns", ns);
+        cJSON_AddStringToObject(h, "tz", tz && tz[0] ? tz : "UTC"); /* replay runs in the same zone */
         cJSON_AddStringToObject(h, "values", "exact");
-        cJSON_AddItemToObject(h, "input", cJSON_Duplicate(r->input, 1));
-        if (r->env) /* process.env: replay hands the agent the same values */
-                cJSON_AddItemToObject(h, "env", cJSON_Duplicate(r->env, 1));
+        cJSON_AddItemToObject(h, "input", cJSON_Duplicate(input, 1));
+        if (env) /* process.env: replay hands the agent the same values */
+                cJSON_AddItemToObject(h, "env", cJSON_Duplicate(env, 1));
         cJSON_AddStringToObject(h, "started", ts);
-        journal_file_ops.header(r->journal, h, NULL);
+        journal_file_ops.header(j, h, NULL);
         cJSON_Delete(h);
+}
+
+/* The journal's first and last lines, as `chidori run` writes them. */
+static void journal_header(struct run *r, const char *script)
+{
+        const struct broker_config *c = r->c;
+        char agent[4200];
+        snprintf(agent, sizeof(agent), "%s/%s", c->agent_dir, c->agent);
+        broker_journal_header(r->journal, c->run_id, agent, r->ns, c->tz, r->input, r->env, script, r->sha256);
 }
 
 static void journal_end(struct run *r, const struct session_outcome *o, int code)
@@ -307,6 +315,14 @@ static int run_session(int chan, const struct broker_config *c, struct run *r, c
                 return -1;
         }
         r->cb = &cb;
+        /* callAgent: nested sessions on this loop, their boxes asked the same way. */
+        struct nested_ctx nx;
+        nested_init(&nx, &cb, loop, c->agent_dir, c->max_nested > 0 ? (unsigned)c->max_nested : 4);
+        nx.tz = c->tz;
+        nx.js_deadline_ms = c->js_deadline_ms;
+        nx.cpu_secs = c->cpu_secs;
+        nx.stop = &r->stop;
+        _cleanup_free_ char *folder = nested_agent_folder(c->agent_dir, c->agent);
         cb.no_jit = r->no_jit;
         cb.cpu_budget_ms = c->js_deadline_ms;
         cb.on_stop = on_stop;
@@ -346,6 +362,8 @@ static int run_session(int chan, const struct broker_config *c, struct run *r, c
                 .http_timeout_ms = c->http_timeout_ms,
                 .tools = r->tools,
                 .llm = r->llm,
+                .nested = folder && !r->replay ? &nx.hook : NULL,
+                .agent_dir = folder,
         };
         struct cli_sink sink;
         cli_sink_init(&sink, c->json, c->deadline_ms > 0 ? mono_ms() + (double)c->deadline_ms : 0, &r->stop);
@@ -386,6 +404,7 @@ static int run_session(int chan, const struct broker_config *c, struct run *r, c
                 }
         }
         session_free(r->s);
+        nested_free(&nx);
         chan_boxes_free(&cb);
         evloop_free(loop);
         return rc;

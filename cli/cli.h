@@ -69,6 +69,7 @@ struct cli_boxes {
         struct box_provider provider;
         struct spawn_opts *spawn;   /* how to start the worker; its banner is filled in */
         struct grants *grants;      /* told the run's cgroup (nested runs and tools go below it) */
+        unsigned nboxes;            /* boxes started: the second and later get run ids of their own */
 };
 void cli_boxes_init(struct cli_boxes *o, struct spawn_opts *so, struct grants *grants);
 /* The box's pidfd (readable once the worker has exited), -1 in-process: the

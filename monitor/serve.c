@@ -45,6 +45,7 @@ struct srv {
         struct monitor_commit commit;
         struct mbox *boxes;
         uint64_t next_box;       /* numbers given so far: 1..next_box-1 */
+        uint64_t tree;           /* the run's first box: every later one joins its run tree */
         bool hello, done, quiet, stop_sent;
         enum { END_RESULT, END_BROKEN, END_GRACE } end;
         int code;
@@ -71,7 +72,12 @@ static void send_msg(struct srv *s, union chan_msg *m, const int *fds, size_t nf
                 return;
         struct err *e = NULL;
         if (chan_send(s->m->chan, m, fds, nfds, &e) < 0) {
-                if (!s->done)
+                /* A broker that has gone may have sent RESULT before it
+                 * went (a nested agent's box ended after it): the channel
+                 * read says, RESULT or EOF.  Nothing more is sent. */
+                if (e && e->errnum == EPIPE)
+                        s->quiet = true;
+                else if (!s->done)
                         broken(s, "stopped reading the channel (%s)", err_msg(e));
                 err_free(e);
         }
@@ -211,6 +217,21 @@ static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
                 err_free(e);
                 return;
         }
+        /* One run tree: the first box starts it, every later one names it
+         * (its cgroup node goes below the first box's: the run's --memory
+         * and --pids bound them together), and only while it runs. */
+        struct mbox *tree = NULL;
+        for (struct mbox *t = s->boxes; s->tree && t; t = t->next)
+                if (t->id == s->tree && t->started && !t->finishing && !t->ended)
+                        tree = t;
+        if (sp->run_tree_id != s->tree || (s->tree && !tree)) {
+                char why[160];
+                snprintf(why, sizeof(why), "SPAWN in run tree %llu: the run's tree is %llu%s",
+                         (unsigned long long)sp->run_tree_id, (unsigned long long)s->tree,
+                         s->tree && !tree ? ", which has ended" : "");
+                send_failed(s, sp->h.id, 0, CHAN_SPAWN_E_REFUSED, why);
+                return;
+        }
         if (sp->kind != CHAN_BOX_WORKER) {
                 send_failed(s, sp->h.id, ENOSYS, CHAN_SPAWN_E_REFUSED,
                             "the monitor does not start tool or bundle boxes yet (issue 10 part 2)");
@@ -234,6 +255,7 @@ static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
                 .kind = BOX_WORKER, .deadline_at = d > 0 ? mono_ms() + (double)d : 0,
                 .no_jit = sp->jit == 0,
                 .cpu_budget_ms = sp->cpu_budget_ms > (uint64_t)LONG_MAX ? 0 : (long)sp->cpu_budget_ms,
+                .tree = tree ? tree->handle : NULL,
         };
         struct box_events ev = { .started = ev_started, .failed = ev_failed, .ended = ev_ended, .arg = b };
         const struct box_provider *p = s->m->boxes;
@@ -243,6 +265,8 @@ static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
                 b->ended = true;
         }
         b->in_spawn = false;
+        if (!s->tree && b->started)
+                s->tree = b->id;
         if (b->ended || !b->started) {
                 box_unlink(s, b);
                 return;

@@ -84,6 +84,8 @@ int broker_procs_perform(struct broker *b, const struct pollfd *fds, size_t n, s
 
 void broker_procs_free(struct broker *b)
 {
+        if (b->cfg->nested) /* nested sessions of the embedder: never answered now */
+                b->cfg->nested->stop(b->cfg->nested->arg, b);
         subproc_engine_free(b->procs);
         b->procs = NULL;
 }
