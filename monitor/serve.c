@@ -217,18 +217,19 @@ static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
                 err_free(e);
                 return;
         }
-        /* One run tree: the first box starts it, every later one names it
+        /* One run tree: while its first box runs, every other box names it
          * (its cgroup node goes below the first box's: the run's --memory
-         * and --pids bound them together), and only while it runs. */
+         * and --pids bound them together; they die with it); with none
+         * running, a box names none and starts the tree. */
         struct mbox *tree = NULL;
         for (struct mbox *t = s->boxes; s->tree && t; t = t->next)
                 if (t->id == s->tree && t->started && !t->finishing && !t->ended)
                         tree = t;
-        if (sp->run_tree_id != s->tree || (s->tree && !tree)) {
+        if (sp->run_tree_id != (tree ? tree->id : 0)) {
                 char why[160];
-                snprintf(why, sizeof(why), "SPAWN in run tree %llu: the run's tree is %llu%s",
-                         (unsigned long long)sp->run_tree_id, (unsigned long long)s->tree,
-                         s->tree && !tree ? ", which has ended" : "");
+                snprintf(why, sizeof(why), "SPAWN in run tree %llu: %s %llu", (unsigned long long)sp->run_tree_id,
+                         tree ? "the run's tree is box" : "no such box runs; expected",
+                         (unsigned long long)(tree ? tree->id : 0));
                 send_failed(s, sp->h.id, 0, CHAN_SPAWN_E_REFUSED, why);
                 return;
         }
@@ -265,7 +266,7 @@ static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
                 b->ended = true;
         }
         b->in_spawn = false;
-        if (!s->tree && b->started)
+        if (!tree && b->started)
                 s->tree = b->id;
         if (b->ended || !b->started) {
                 box_unlink(s, b);

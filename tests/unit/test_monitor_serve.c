@@ -55,6 +55,8 @@ struct fake {
         _Atomic int spawns, finished, killed;
         _Atomic int worker_fd;    /* the worker's end of the last box's frame socket */
         _Atomic int exit_w;       /* the last box's exit trigger */
+        void *_Atomic tree;       /* the last request's run tree (a box handle, or NULL) */
+        void *_Atomic last;       /* the last box's handle */
 };
 
 /* The deadline as the monitor's supervisor meets it: the box is killed
@@ -79,6 +81,7 @@ static int fake_spawn(void *arg, struct evloop *loop, const struct box_request *
 {
         struct fake *f = arg;
         f->spawns++;
+        f->tree = req->tree;
         if (f->fail_layer) {
                 struct err *e = NULL;
                 err_setc(&e, BOX_E_LAYER, 0, "sandbox layer unavailable: fake");
@@ -100,6 +103,7 @@ static int fake_spawn(void *arg, struct evloop *loop, const struct box_request *
                 return -1;
         f->worker_fd = sv[1];
         f->exit_w = p[1];
+        f->last = b;
         *ret = b;
         ev->started(ev->arg, &(struct box_started){ .frame_fd = sv[0], .stderr_fd = -1, .banner = "fake box" });
         return 0;
@@ -233,7 +237,14 @@ static void b_commit(struct mon *m)
         assert_int_equal(chan_boxes_commit(m->broker, 0, "/tmp", cmds, 1, NULL, 0, NULL, 0, &e), 0);
 }
 
+static void b_spawn_in(struct mon *m, uint32_t kind, const char *program, uint64_t id, uint64_t tree);
+
 static void b_spawn(struct mon *m, uint32_t kind, const char *program, uint64_t id)
+{
+        b_spawn_in(m, kind, program, id, 0);
+}
+
+static void b_spawn_in(struct mon *m, uint32_t kind, const char *program, uint64_t id, uint64_t tree)
 {
         const char *spec[] = { program, program };
         int blob = -1;
@@ -242,6 +253,7 @@ static void b_spawn(struct mon *m, uint32_t kind, const char *program, uint64_t 
         union chan_msg msg;
         chan_init(&msg, CHAN_SPAWN, id);
         msg.spawn.kind = kind;
+        msg.spawn.run_tree_id = tree;
         msg.spawn.n_argv = 1;
         b_send(m, &msg, &blob, 1);
         close(blob);
@@ -365,6 +377,57 @@ static void serve_spawn_refused(void **state)
         assert_non_null(strstr(msg.spawn_failed.message, "sandbox layer unavailable"));
         b_result(&m, 0);
         assert_int_equal(mon_join(&m), 0);
+        mon_free(&m);
+}
+
+/* One run tree: while the run's first box runs, a second one (a nested
+ * agent's) must name it and is placed in it; one that names none, or
+ * another, is refused; with the first ended, a new box starts a new tree. */
+static void serve_run_tree(void **state)
+{
+        (void)state;
+        struct mon m;
+        mon_start(&m);
+        mon_run(&m);
+        b_hello(&m);
+        b_commit(&m);
+        assert_int_equal(b_spawn_worker(&m, 1, NULL), 1);
+        assert_null(m.fake.tree);
+        void *first = m.fake.last;
+        int first_exit = m.fake.exit_w, first_worker = m.fake.worker_fd;
+        union chan_msg msg;
+        b_spawn_in(&m, CHAN_BOX_WORKER, "/w", 2, 0);
+        b_expect(&m, CHAN_SPAWN_FAILED, &msg, NULL, NULL);
+        assert_int_equal(msg.spawn_failed.code, CHAN_SPAWN_E_REFUSED);
+        assert_non_null(strstr(msg.spawn_failed.message, "the run's tree is box 1"));
+        b_spawn_in(&m, CHAN_BOX_WORKER, "/w", 3, 7);
+        b_expect(&m, CHAN_SPAWN_FAILED, &msg, NULL, NULL);
+        assert_int_equal(m.fake.spawns, 1);
+        b_spawn_in(&m, CHAN_BOX_WORKER, "/w", 4, 1);
+        int fds[CHAN_MAX_FDS];
+        size_t n = 0;
+        b_expect(&m, CHAN_SPAWNED, &msg, fds, &n);
+        for (size_t i = 0; i < n; i++)
+                close(fds[i]);
+        assert_int_equal(msg.spawned.box, 2);
+        assert_ptr_equal(m.fake.tree, first);
+        close(m.fake.worker_fd);
+        /* The first box exits: a box naming it is refused, one naming none
+         * starts a tree of its own. */
+        assert_int_equal(write(first_exit, "x", 1), 1);
+        b_expect(&m, CHAN_BOX_ENDED, &msg, NULL, NULL);
+        assert_int_equal(msg.box_ended.box, 1);
+        b_spawn_in(&m, CHAN_BOX_WORKER, "/w", 5, 1);
+        b_expect(&m, CHAN_SPAWN_FAILED, &msg, NULL, NULL);
+        assert_non_null(strstr(msg.spawn_failed.message, "no such box runs"));
+        assert_int_equal(b_spawn_worker(&m, 6, NULL), 3);
+        assert_null(m.fake.tree);
+        close(m.fake.worker_fd);
+        close(first_worker);
+        close(first_exit);
+        b_result(&m, 0);
+        assert_int_equal(mon_join(&m), 0);
+        assert_string_equal(m.msg, "");
         mon_free(&m);
 }
 
@@ -782,6 +845,7 @@ int main(void)
         signal(SIGPIPE, SIG_IGN);
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(serve_happy_path),      cmocka_unit_test(serve_spawn_refused),
+                cmocka_unit_test(serve_run_tree),
                 cmocka_unit_test(serve_protocol_break),  cmocka_unit_test(serve_out_of_order),
                 cmocka_unit_test(serve_broker_dies),     cmocka_unit_test(serve_stop),
                 cmocka_unit_test(serve_open_agent_file), cmocka_unit_test(provider_session_done),
