@@ -313,6 +313,11 @@ static void on_message(struct srv *s, const union chan_msg *m, const int *fds, s
                 broken(s, "sent %s before HELLO", chan_type_name(m->h.type));
                 return;
         }
+        if (s->quiet && m->h.type != CHAN_RESULT) {
+                /* It stopped reading (EPIPE): only its RESULT is taken. */
+                broken(s, "sent %s after it stopped reading the channel", chan_type_name(m->h.type));
+                return;
+        }
         struct err *e = NULL;
         switch (m->h.type) {
         case CHAN_HELLO: {
