@@ -436,7 +436,10 @@ static int start(void *arg, struct broker *caller, int64_t id, const char *path,
         return 0;
 }
 
-/* The caller is going away: its nested runs end now, unanswered. */
+/* The caller is going away: its nested runs end now, unanswered.  One
+ * whose box may still be running is cancelled, and freed when it has ended
+ * (finish): the provider's events for its box come later (BOX_ENDED over
+ * the channel), to a session that must still be there. */
 static void stop(void *arg, struct broker *caller)
 {
         struct nested_ctx *x = arg;
@@ -446,10 +449,15 @@ static void stop(void *arg, struct broker *caller)
                         p = &n->next;
                         continue;
                 }
-                *p = n->next;
                 n->caller = NULL;
-                run_free(n); /* its session_free stops its own nested runs first */
-                p = &x->runs; /* the list may have changed below us */
+                if (n->s) {
+                        session_cancel(n->s, "the calling agent's run ended");
+                        p = &x->runs; /* the list may have changed below us */
+                        continue;
+                }
+                *p = n->next;
+                run_free(n); /* still opening its file: nothing runs */
+                p = &x->runs;
         }
 }
 

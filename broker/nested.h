@@ -39,8 +39,9 @@ struct nested_ctx {
 
 void nested_init(struct nested_ctx *x, struct chan_boxes *cb, struct evloop *loop, const char *top_dir,
                  unsigned max_nested);
-/* Every nested run left is ended (its box killed) and freed; before the
- * provider and the loop go. */
+/* Every nested run left is ended (its box killed) and freed: right before
+ * chan_boxes_free and evloop_free, with no loop iteration between (the
+ * provider's later events for their boxes are dropped with it). */
 void nested_free(struct nested_ctx *x);
 
 /* `dir/rel`'s folder as an absolute path (for a session's agent_dir). */

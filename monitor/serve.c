@@ -46,7 +46,7 @@ struct srv {
         struct mbox *boxes;
         uint64_t next_box;       /* numbers given so far: 1..next_box-1 */
         uint64_t tree;           /* the run's first box: every later one joins its run tree */
-        bool hello, done, quiet, stop_sent;
+        bool hello, done, quiet, stop_sent, reset_seen;
         enum { END_RESULT, END_BROKEN, END_GRACE } end;
         int code;
         char why[640];           /* END_BROKEN: what the broker did */
@@ -313,9 +313,10 @@ static void on_message(struct srv *s, const union chan_msg *m, const int *fds, s
                 broken(s, "sent %s before HELLO", chan_type_name(m->h.type));
                 return;
         }
-        if (s->quiet && m->h.type != CHAN_RESULT) {
-                /* It stopped reading (EPIPE): only its RESULT is taken. */
-                broken(s, "sent %s after it stopped reading the channel", chan_type_name(m->h.type));
+        if (s->quiet && m->h.type == CHAN_SPAWN) {
+                /* It stopped reading (EPIPE): what it sent before it went
+                 * (a KILL, its RESULT) is taken, but no box starts. */
+                broken(s, "sent SPAWN after it stopped reading the channel");
                 return;
         }
         struct err *e = NULL;
@@ -361,6 +362,14 @@ static void on_chan(struct evloop *loop, struct ev_io *io, int fd, uint32_t rev,
         size_t nfds = 0;
         struct err *e = NULL;
         if (chan_recv(fd, CHAN_FROM_BROKER, &m, fds, &nfds, &e) < 0) {
+                if (e && e->errnum == ECONNRESET && !s->reset_seen) {
+                        /* The broker exited with our BOX_ENDED unread: the
+                         * error comes first, what it sent (its RESULT) after. */
+                        s->reset_seen = true;
+                        s->quiet = true;
+                        err_free(e);
+                        return;
+                }
                 if (err_code(e) == CHAN_E_PROTO)
                         broken(s, "broke the protocol (%s)", err_msg(e));
                 else if (err_code(e) == CHAN_E_CLOSED)
