@@ -239,6 +239,17 @@ static void finish(struct evloop *loop, void *arg)
                 broker_complete(caller, id, v ? v : cJSON_CreateNull(), NULL);
                 return;
         }
+        /* What the nested `chidori run` printed on its stderr, under the
+         * callee's name as before: how it ended. */
+        char line[1024], tag[400];
+        snprintf(tag, sizeof(tag), "%schidori: ", n->tag);
+        if (r.show == OUTCOME_SHOW_AGENT_ERROR) {
+                const char *name = broker_arg_str(o->error, "name"), *m = broker_arg_str(o->error, "message");
+                snprintf(line, sizeof(line), "agent error: %s: %.900s", name ? name : "Error", m ? m : "");
+        } else {
+                snprintf(line, sizeof(line), "%.1000s", o->end == SESSION_END_SPAWN && o->message ? o->message : r.message);
+        }
+        broker_sink_note(caller, tag, line);
         if (r.show == OUTCOME_SHOW_AGENT_ERROR) {
                 const char *name = broker_arg_str(o->error, "name"), *m = broker_arg_str(o->error, "message");
                 snprintf(msg, sizeof(msg), "callAgent %.200s failed: %s%s%.600s", p, name ? name : "",
