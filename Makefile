@@ -38,7 +38,7 @@ PROTO_SRC   := $(wildcard proto/*.c)
 CHAN_SRC    := $(wildcard chan/*.c)
 MONITOR_SRC := $(wildcard monitor/*.c)
 # The broker's pieces the tests link (libchidori.a); its main is chidori-broker's.
-BROKER_LIB_SRC := broker/provider.c broker/config.c broker/tools.c broker/bundle.c
+BROKER_LIB_SRC := broker/provider.c broker/config.c broker/tools.c broker/bundle.c broker/nested.c
 CLI_SRC     := $(filter-out cli/main.c,$(wildcard cli/*.c))
 SANDBOX_SRC := $(filter-out sandbox/seccomp-gen.c,$(wildcard sandbox/*.c sandbox/*/*.c))
 RUNTIME_SRC := $(wildcard runtime/*.c)

@@ -13,6 +13,7 @@
 
 #include "broker/bundle.h"
 #include "broker/config.h"
+#include "broker/nested.h"
 #include "broker/provider.h"
 #include "broker/tools.h"
 #include "chan/chan.h"
@@ -91,6 +92,7 @@ static const struct key {
         KEY("http_max_response", K_NUM, http_max_response), KEY("http_timeout_ms", K_NUM, http_timeout_ms),
         KEY("auto_approve", K_FLAG, auto_approve), KEY("pids_source", K_STR, pids_source),
         KEY("pids_max", K_NUM, pids_max), KEY("max_tools", K_NUM, max_tools), KEY("esbuild", K_STR, esbuild),
+        KEY("max_nested", K_NUM, max_nested),
 };
 
 /* One "key=value": into its field, or a repeatable key's list. */
@@ -267,25 +269,33 @@ static void on_running(void *arg)
         fprintf(stderr, "Policy: %s\n", desc);
 }
 
+void broker_journal_header(struct journal *j, const char *run_id, const char *agent, const char *filename,
+                           const char *ns, const char *tz, bool virtual_time, const cJSON *input, const cJSON *env,
+                           const char *script, char sha256[65])
+{
+        sha256_hex(script, strlen(script), sha256);
+        const struct journal_header_info info = {
+                .version = CHIDORI_VERSION, .run_id = run_id, .agent = agent, .agent_sha256 = sha256,
+                .filename = filename, .memory_ns = ns, .tz = tz, .virtual_time = virtual_time, .input = input,
+                .env = env,
+        };
+        cJSON *h = journal_header_line(&info);
+        journal_file_ops.header(j, h, NULL);
+        cJSON_Delete(h);
+}
+
 /* The journal's first and last lines, as `chidori run` writes them. */
 static void journal_header(struct run *r, const char *script)
 {
         const struct broker_config *c = r->c;
         char agent[4200];
-        sha256_hex(script, strlen(script), r->sha256);
         if (c->agent_stdin)
                 snprintf(agent, sizeof(agent), "-"); /* "-": read from stdin */
         else
                 snprintf(agent, sizeof(agent), "%s%s%s", c->agent_dir, strcmp(c->agent_dir, "/") ? "/" : "", c->agent);
         const char *slash = strrchr(c->agent, '/');
-        const struct journal_header_info info = {
-                .version = CHIDORI_VERSION, .run_id = c->run_id, .agent = agent, .agent_sha256 = r->sha256,
-                .filename = slash ? slash + 1 : c->agent, .memory_ns = r->ns, .tz = c->tz,
-                .virtual_time = c->virtual_time, .input = r->input, .env = r->env,
-        };
-        cJSON *h = journal_header_line(&info);
-        journal_file_ops.header(r->journal, h, NULL);
-        cJSON_Delete(h);
+        broker_journal_header(r->journal, c->run_id, agent, slash ? slash + 1 : c->agent, r->ns, c->tz,
+                              c->virtual_time, r->input, r->env, script, r->sha256);
 }
 
 static void journal_end(struct run *r, const struct session_outcome *o, int code)
@@ -307,6 +317,15 @@ static int run_session(int chan, const struct broker_config *c, struct run *r, s
                 return -1;
         }
         r->cb = &cb;
+        /* callAgent: nested sessions on this loop, their boxes asked the same way. */
+        struct nested_ctx nx;
+        nested_init(&nx, &cb, loop, c->agent_dir, c->max_nested > 0 ? (unsigned)c->max_nested : 4);
+        nx.tz = c->tz;
+        nx.virtual_time = r->virtual_time;
+        nx.js_deadline_ms = c->js_deadline_ms;
+        nx.cpu_secs = c->cpu_secs;
+        nx.stop = &r->stop;
+        _cleanup_free_ char *folder = nested_agent_folder(c->agent_dir, c->agent);
         cb.no_jit = r->no_jit;
         cb.cpu_budget_ms = c->js_deadline_ms;
         cb.tz = r->tz;
@@ -352,6 +371,8 @@ static int run_session(int chan, const struct broker_config *c, struct run *r, s
                 .tools = r->tools,
                 .llm = r->llm,
                 .children = r->tools ? &children : NULL,
+                .nested = folder && !r->replay ? &nx.hook : NULL,
+                .agent_dir = folder,
         };
         struct cli_sink sink;
         cli_sink_init(&sink, c->json, c->deadline_ms > 0 ? mono_ms() + (double)c->deadline_ms : 0, &r->stop);
@@ -399,6 +420,7 @@ static int run_session(int chan, const struct broker_config *c, struct run *r, s
                 }
         }
         session_free(r->s);
+        nested_free(&nx);
         chan_boxes_free(&cb);
         evloop_free(loop);
         return rc;

@@ -58,6 +58,7 @@
  *   llm=CHIDORI_LLM_NAME=VALUE   the model provider's settings (docs/llm.md),
  *                        as the monitor's environment has them; repeatable
  *   http_max_response=N, http_timeout_ms=N, auto_approve=0|1
+ *   max_nested=N         --max-nested: nested agents (callAgent) at once (0: 4)
  *   pids_source=TEXT, pids_max=N   where the box's pids limit came from and its
  *                        value, for "the engine could not start its threads"
  *   net_lib_fd=N         libchidori-net.so, opened by the monitor (fetch, prompt)
@@ -98,6 +99,7 @@ struct broker_config {
         long http_max_response, http_timeout_ms;
         const char *pids_source;           /* "--pids 8" etc., for the pids-too-low report */
         long pids_max;
+        long max_nested;                   /* --max-nested (0: the default) */
         const char *env[BROKER_CONFIG_ENV_MAX];       /* "NAME=VALUE" */
         size_t n_env;
         const char *allow_host[BROKER_CONFIG_ALLOW_MAX];
@@ -105,6 +107,14 @@ struct broker_config {
         const char *llm[BROKER_CONFIG_ALLOW_MAX];    /* "CHIDORI_LLM_NAME=VALUE" */
         size_t n_llm;
 };
+
+struct journal;
+struct cJSON;
+/* A journal's first line as `chidori run` writes it: agent is the file's
+ * absolute path; sha256 gets the script's. */
+void broker_journal_header(struct journal *j, const char *run_id, const char *agent, const char *filename,
+                           const char *ns, const char *tz, bool virtual_time, const struct cJSON *input,
+                           const struct cJSON *env, const char *script, char sha256[65]);
 
 /* Parse the strings of a config blob (pointers into it kept). */
 int broker_config_parse(const char *const *strs, size_t n, struct broker_config *ret, struct err **err);

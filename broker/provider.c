@@ -23,6 +23,25 @@ struct chan_box {
         bool started, kill_on_start, finish_asked;
 };
 
+struct chan_open {
+        struct chan_open *next;
+        uint64_t req;
+        chan_opened_fn done;      /* NULL: cancelled */
+        void *arg;
+};
+
+/* The open waiting for OPENED `req`, unlinked; NULL if none. */
+static struct chan_open *take_open(struct chan_boxes *o, uint64_t req)
+{
+        for (struct chan_open **p = &o->opens; *p; p = &(*p)->next)
+                if ((*p)->req == req) {
+                        struct chan_open *op = *p;
+                        *p = op->next;
+                        return op;
+                }
+        return NULL;
+}
+
 static void unlink_box(struct chan_boxes *o, struct chan_box *b)
 {
         for (struct chan_box **p = &o->boxes; *p; p = &(*p)->next)
@@ -62,6 +81,13 @@ static void go_broken(struct chan_boxes *o, const char *fmt, ...)
                 } else {
                         ev.ended(ev.arg, &(struct box_ended){ .reason = BOX_KILLED, .syscall_nr = -1 });
                 }
+        }
+        while (o->opens) {
+                struct chan_open *op = o->opens;
+                o->opens = op->next;
+                if (op->done)
+                        op->done(op->arg, -1, EPIPE);
+                free(op);
         }
         if (o->on_broken)
                 o->on_broken(o->cb_arg, o->why);
@@ -111,6 +137,8 @@ static size_t on_message(struct chan_boxes *o, const union chan_msg *m, const in
                 }
                 b->started = true;
                 b->box = m->spawned.box;
+                if (!o->tree_box && !b->tool) /* kept after it ends: a later box never starts a tree of its own */
+                        o->tree_box = b->box;
                 if (b->kill_on_start)
                         send_kill(o, b);
                 if (b->tool) {
@@ -160,6 +188,21 @@ static size_t on_message(struct chan_boxes *o, const union chan_msg *m, const in
                 };
                 ev.ended(ev.arg, &e);
                 return 0;
+        }
+        case CHAN_OPENED: {
+                struct chan_open *op = take_open(o, m->h.id);
+                if (!op) {
+                        go_broken(o, "OPENED for request %llu, which is not waiting", (unsigned long long)m->h.id);
+                        return 0;
+                }
+                int fd = m->opened.errnum == 0 && fds ? fds[0] : -1;
+                size_t kept = 0;
+                if (op->done) {
+                        op->done(op->arg, fd, fd >= 0 ? 0 : m->opened.errnum > 0 ? m->opened.errnum : EIO);
+                        kept = fd >= 0 ? 1 : 0;
+                }
+                free(op);
+                return kept;
         }
         case CHAN_STOP:
                 if (o->on_stop)
@@ -264,6 +307,7 @@ static int spawn(void *arg, struct evloop *loop, const struct box_request *req, 
         if (chan_blob_create("spawn", spec, 2, &blob, err) < 0)
                 return -1;
         m.spawn.kind = CHAN_BOX_WORKER;
+        m.spawn.run_tree_id = o->tree_box;
         m.spawn.n_argv = 1;
         m.spawn.jit = o->no_jit ? 0 : 1;
         m.spawn.cpu_budget_ms = o->cpu_budget_ms > 0 ? (uint64_t)o->cpu_budget_ms : 0;
@@ -324,6 +368,11 @@ void chan_boxes_free(struct chan_boxes *o)
 {
         evloop_io_del(o->loop, o->io);
         o->io = NULL;
+        while (o->opens) {
+                struct chan_open *op = o->opens;
+                o->opens = op->next;
+                free(op);
+        }
         while (o->boxes) {
                 struct chan_box *b = o->boxes;
                 o->boxes = b->next;
@@ -450,6 +499,37 @@ int chan_boxes_open_agent(int chan, const char *abs, volatile sig_atomic_t *stop
 int chan_boxes_stop_signal(const struct err *e)
 {
         return e && e->code == CHAN_E_STOPPED ? e->errnum : 0;
+}
+
+int chan_boxes_open_async(struct chan_boxes *o, const char *rel, chan_opened_fn done, void *arg, uint64_t *ret_req,
+                          struct err **err)
+{
+        if (o->broken)
+                return err_set(err, EPIPE, "the monitor's channel: %s", o->why);
+        union chan_msg m;
+        chan_init(&m, CHAN_OPEN_AGENT_FILE, ++o->next_req);
+        if (!rel[0] || strlen(rel) >= sizeof(m.open_agent_file.path))
+                return err_set(err, ENAMETOOLONG, "agent file '%s'", rel);
+        memcpy(m.open_agent_file.path, rel, strlen(rel) + 1);
+        struct chan_open *op = calloc(1, sizeof(*op));
+        if (!op)
+                return err_set(err, ENOMEM, "agent file '%s'", rel);
+        if (chan_send(o->chan, &m, NULL, 0, err) < 0) {
+                free(op);
+                return err_wrap(err, "the monitor's channel");
+        }
+        *op = (struct chan_open){ .next = o->opens, .req = m.h.id, .done = done, .arg = arg };
+        o->opens = op;
+        if (ret_req)
+                *ret_req = op->req;
+        return 0;
+}
+
+void chan_boxes_open_cancel(struct chan_boxes *o, uint64_t req)
+{
+        for (struct chan_open *op = o->opens; op; op = op->next)
+                if (op->req == req)
+                        op->done = NULL;
 }
 
 int chan_boxes_result(int chan, int code, struct err **err)

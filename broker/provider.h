@@ -29,6 +29,11 @@
 struct evloop;
 struct ev_io;
 struct chan_box;
+struct chan_open;
+
+/* OPENED for an asynchronous OPEN_AGENT_FILE: the file (the callee owns
+ * it), or -1 and the monitor's errno (or EPIPE: the channel broke). */
+typedef void (*chan_opened_fn)(void *arg, int fd, int errnum);
 
 struct chan_boxes {
         struct box_provider provider;      /* give this to session_new */
@@ -36,7 +41,9 @@ struct chan_boxes {
         struct evloop *loop;
         struct ev_io *io;
         uint64_t next_req;
+        uint64_t tree_box;                 /* the first box SPAWNED: every later SPAWN joins its run tree */
         struct chan_box *boxes;
+        struct chan_open *opens;           /* OPEN_AGENT_FILE asked in the loop, not answered yet */
         void (*on_stop)(void *arg, int sig);                  /* may be NULL */
         void (*on_broken)(void *arg, const char *why);        /* may be NULL */
         void *cb_arg;
@@ -74,6 +81,13 @@ int chan_boxes_commit(int chan, unsigned flags, const char *agent_dir, const cha
  * carrying the monitor's errno.  Blocking; before the loop watches the
  * channel (chan_boxes_init). */
 int chan_boxes_open(int chan, const char *rel, volatile sig_atomic_t *stop, struct err **err);
+/* OPEN_AGENT_FILE `rel` from inside the loop (a nested agent's file):
+ * `done` is called from the channel's watcher when OPENED comes.  The
+ * request's id in *ret_req, for chan_boxes_open_cancel (then `done` is
+ * never called and the file is closed when it comes). */
+int chan_boxes_open_async(struct chan_boxes *o, const char *rel, chan_opened_fn done, void *arg, uint64_t *ret_req,
+                          struct err **err);
+void chan_boxes_open_cancel(struct chan_boxes *o, uint64_t req);
 /* RESULT {exit code}: the last message; the monitor exits with it. */
 int chan_boxes_result(int chan, int code, struct err **err);
 

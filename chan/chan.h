@@ -115,7 +115,8 @@ struct chan_spawn {
         struct chan_hdr h;
         uint32_t kind;          /* enum chan_box_kind */
         uint32_t jit;           /* 0 or 1 */
-        uint64_t run_tree_id;   /* the cgroup subtree of the run it belongs to */
+        uint64_t run_tree_id;   /* the run's tree: 0 starts it (no box of it runs), else its first
+                                 * box, which must be running: the new box's cgroup node goes below it */
         uint64_t memory_bytes;
         uint64_t cpu_budget_ms;
         uint32_t deadline_ms;

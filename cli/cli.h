@@ -94,6 +94,7 @@ struct cli_boxes {
         struct grants *grants;      /* told the run's cgroup (nested runs and tools go below it) */
         struct cli_tools tools;     /* BOX_TOOL requests (the monitor's; self_exe NULL: refused) */
         struct cli_box *live_tools; /* tools running: ended before the worker's cgroup goes */
+        unsigned nboxes;            /* boxes started: the second and later get run ids of their own */
 };
 void cli_boxes_init(struct cli_boxes *o, struct spawn_opts *so, struct grants *grants);
 /* The box's pidfd (readable once the worker has exited), -1 in-process: the

@@ -184,6 +184,17 @@ static int spawn(void *arg, struct evloop *loop, const struct box_request *req, 
                 sb.engine_cpu_ms = req->cpu_budget_ms;
         if (req->tz)
                 sb.tz = req->tz;
+        /* A second box of the run (a nested agent's, asked by the broker):
+         * a run id of its own (its cgroup leaf), its node below the tree's
+         * box's, so that the run's --memory and --pids bound both. */
+        char rid[96];
+        if (o->nboxes++ > 0 && so.run_id) {
+                snprintf(rid, sizeof(rid), "%.60s-%u", so.run_id, o->nboxes);
+                so.run_id = rid;
+        }
+        const struct cli_box *tree = req->tree;
+        if (tree && !tree->ended && tree->w.have_sr)
+                sb.cgroup_below = tree->w.sr.cg;
         so.sandbox = &sb;
         int sr = spawn_worker(&so, &b->w, &serr);
         memcpy(o->spawn->banner, so.banner, sizeof(so.banner));

@@ -849,6 +849,7 @@ static void handover_limits(struct handover *h, const struct run_opts *o)
         handover_add(h, "max_memory_store=%llu", (unsigned long long)l->max_memory_store);
         handover_add(h, "max_workspace_write=%llu", (unsigned long long)l->max_workspace_write);
         handover_add(h, "max_timers=%llu", (unsigned long long)l->max_timers);
+        handover_add(h, "max_nested=%ld", o->gr.max_nested ? o->gr.max_nested : GRANTS_DEFAULT_MAX_NESTED);
 }
 
 /* What the agent is handed: the workspace, hosts, http caps, process.env. */

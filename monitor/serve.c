@@ -61,7 +61,8 @@ struct srv {
         struct mbox *boxes;
         struct mbox *parked;     /* the worker started ahead, until claimed */
         uint64_t next_box;       /* numbers given so far: 1..next_box-1 */
-        bool hello, done, quiet, stop_sent;
+        uint64_t tree;           /* the run's first worker box: every later worker joins its run tree */
+        bool hello, done, quiet, stop_sent, reset_seen;
         enum { END_RESULT, END_BROKEN, END_GRACE } end;
         int code;
         char why[640];           /* END_BROKEN: what the broker did */
@@ -87,7 +88,12 @@ static void send_msg(struct srv *s, union chan_msg *m, const int *fds, size_t nf
                 return;
         struct err *e = NULL;
         if (chan_send(s->m->chan, m, fds, nfds, &e) < 0) {
-                if (!s->done)
+                /* A broker that has gone may have sent RESULT before it
+                 * went (a nested agent's box ended after it): the channel
+                 * read says, RESULT or EOF.  Nothing more is sent. */
+                if (e && e->errnum == EPIPE)
+                        s->quiet = true;
+                else if (!s->done)
                         broken(s, "stopped reading the channel (%s)", err_msg(e));
                 err_free(e);
         }
@@ -393,7 +399,7 @@ static void on_bundle(struct srv *s, const struct chan_spawn *sp, const struct c
 
 /* Start box b (filled, not linked yet) with the provider; a failure is
  * reported by ev_failed (or here) and the box forgotten. */
-static void start_box(struct srv *s, struct mbox *b, const struct box_request *req)
+static bool start_box(struct srv *s, struct mbox *b, const struct box_request *req)
 {
         struct err *e = NULL;
         b->in_spawn = true;
@@ -411,13 +417,14 @@ static void start_box(struct srv *s, struct mbox *b, const struct box_request *r
         b->in_spawn = false;
         if (b->ended || !b->started) {
                 box_unlink(s, b);
-                return;
+                return false;
         }
         int xfd = s->m->exit_fd ? s->m->exit_fd(p->arg, b->handle) : -1;
         if (xfd >= 0 && evloop_io_add(s->loop, xfd, EPOLLIN, on_box_exit, b, &b->exit_io, &e) < 0) {
                 broken(s, "could not be served: watch its box (%s)", err_msg(e));
                 err_free(e);
         }
+        return true;
 }
 
 /* The worker started ahead (monitor_serve.prestart), while the broker
@@ -437,6 +444,7 @@ static bool claim_parked(struct srv *s, const struct chan_spawn *sp)
         }
         b->parked = false;
         b->req = sp->h.id;
+        s->tree = b->id;
         send_worker(s, b, b->frame_fd, b->stderr_fd, b->banner);
         return true;
 }
@@ -545,7 +553,28 @@ static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
                 send_failed(s, sp->h.id, ENOENT, BOX_E_SETUP, "the time zone asked for is not one this host has");
                 return;
         }
-        if (claim_parked(s, sp)) {
+        /* One run tree: while its first worker runs, every other worker
+         * names it (its cgroup node goes below the first box's: the run's
+         * --memory and --pids bound them together; they die with it); with
+         * none running, a worker names none and starts the tree.  (Tools
+         * and bundles go in the run's cgroup as the provider places them.) */
+        struct mbox *tree = NULL;
+        if (sp->kind == CHAN_BOX_WORKER) {
+                for (struct mbox *t = s->boxes; s->tree && t; t = t->next)
+                        if (t->id == s->tree && t->started && !t->finishing && !t->ended)
+                                tree = t;
+                if (sp->run_tree_id != (tree ? tree->id : 0)) {
+                        char why[160];
+                        snprintf(why, sizeof(why), "SPAWN in run tree %llu: %s %llu",
+                                 (unsigned long long)sp->run_tree_id,
+                                 tree ? "the run's tree is box" : "no such box runs; expected",
+                                 (unsigned long long)(tree ? tree->id : 0));
+                        chan_blob_unmap(&spec);
+                        send_failed(s, sp->h.id, 0, CHAN_SPAWN_E_REFUSED, why);
+                        return;
+                }
+        }
+        if (!tree && claim_parked(s, sp)) {
                 chan_blob_unmap(&spec);
                 return;
         }
@@ -556,6 +585,7 @@ static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
                 .kind = BOX_WORKER, .deadline_at = d > 0 ? mono_ms() + (double)d : 0, .tz = sp->tz[0] ? sp->tz : NULL,
                 .no_jit = sp->jit == 0,
                 .cpu_budget_ms = sp->cpu_budget_ms > (uint64_t)LONG_MAX ? 0 : (long)sp->cpu_budget_ms,
+                .tree = tree ? tree->handle : NULL,
         };
         char **tv = NULL;
         struct mbox *b = calloc(1, sizeof(*b));
@@ -566,7 +596,9 @@ static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
                 return;
         }
         *b = (struct mbox){ .srv = s, .id = s->next_box++, .req = sp->h.id, .kind = sp->kind };
-        start_box(s, b, &req);
+        uint64_t id = b->id;
+        if (start_box(s, b, &req) && sp->kind == CHAN_BOX_WORKER && !tree)
+                s->tree = id;
         free(tv);
         chan_blob_unmap(&spec);
 }
@@ -614,7 +646,7 @@ static void on_open_agent(struct srv *s, const struct chan_open_agent *o)
                         m.opened.errnum = e && e->errnum > 0 ? e->errnum : EINVAL;
                 if (fd >= 0) {
                         if (slash == dir)
-                                strcpy(dir, "/");
+                                memcpy(dir, "/", 2);
                         s->agent_dirfd = dfd;
                         s->agent_dir = dir;
                         dir = NULL;
@@ -645,6 +677,12 @@ static void on_message(struct srv *s, const union chan_msg *m, const int *fds, s
 {
         if (!s->hello && m->h.type != CHAN_HELLO) {
                 broken(s, "sent %s before HELLO", chan_type_name(m->h.type));
+                return;
+        }
+        if (s->quiet && m->h.type == CHAN_SPAWN) {
+                /* It stopped reading (EPIPE): what it sent before it went
+                 * (a KILL, its RESULT) is taken, but no box starts. */
+                broken(s, "sent SPAWN after it stopped reading the channel");
                 return;
         }
         struct err *e = NULL;
@@ -691,6 +729,14 @@ static void on_chan(struct evloop *loop, struct ev_io *io, int fd, uint32_t rev,
         size_t nfds = 0;
         struct err *e = NULL;
         if (chan_recv(fd, CHAN_FROM_BROKER, &m, fds, &nfds, &e) < 0) {
+                if (e && e->errnum == ECONNRESET && !s->reset_seen) {
+                        /* The broker exited with our BOX_ENDED unread: the
+                         * error comes first, what it sent (its RESULT) after. */
+                        s->reset_seen = true;
+                        s->quiet = true;
+                        err_free(e);
+                        return;
+                }
                 if (err_code(e) == CHAN_E_PROTO)
                         broken(s, "broke the protocol (%s)", err_msg(e));
                 else if (err_code(e) == CHAN_E_CLOSED)

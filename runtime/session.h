@@ -95,6 +95,27 @@ struct broker_children {
         const struct box_provider *tool_boxes;
 };
 
+/* Nested agents run by the embedder in this process (the broker of issue
+ * 10: a session of its own on the same loop, its worker a box asked of the
+ * monitor), instead of `chidori run` again through `children`.  The
+ * handler (effects/proc/agent-call.c) checks the options, the depth and
+ * the cap; `start` finds the callee (`path` as the agent wrote it,
+ * relative to the caller's folder) and answers call `id` of `caller` later
+ * with broker_complete, or fails now (0 started, -1 err set: the call's
+ * Error).  `stop`: the caller is going away; no call of its may be answered
+ * any more (its nested runs are cancelled). */
+struct broker;
+struct session_nested {
+        int (*start)(void *arg, struct broker *caller, int64_t id, const char *path, const char *layer,
+                     const char *input_json, struct err **err);
+        void (*stop)(void *arg, struct broker *caller);
+        /* call.cancel of call `id`: that nested run ends now, unanswered
+         * (the session answers the call).  May be NULL. */
+        void (*cancel)(void *arg, struct broker *caller, int64_t id);
+        unsigned max_nested;      /* nested agents running at once per run (--max-nested) */
+        void *arg;
+};
+
 /* How a session runs: live (perform every effect), replay (answer every
  * call from a journal, perform nothing), or resume (answer the journal's
  * calls from it, then perform live; a call the journal started and never
@@ -150,6 +171,7 @@ struct session_config {
         const struct tools_registry *tools;  /* --tools FILE, or NULL */
         const struct llm_config *llm;        /* CHIDORI_LLM_*, or NULL: prompt fails, saying so */
         const struct broker_children *children; /* tools and nested agents; NULL: neither can start */
+        const struct session_nested *nested; /* nested agents in this process; NULL: through children */
 
         /* Nested agents (chidori.callAgent). */
         const char *agent_dir;               /* the agent's folder: callees must be inside */
@@ -228,6 +250,10 @@ struct box_request {
         char *const *ro_binds;    /* host paths bound read-only into its box; NULL-terminated or NULL */
         bool host;                /* "sandbox": false: no box (never as root) */
         long timeout_ms;          /* the tool's timeout (the box's deadline) */
+        /* The provider's handle of a running box whose run tree this one
+         * joins (a nested agent's worker: its cgroup node goes below that
+         * box's, whose --memory/--pids bound both); NULL = a tree of its own. */
+        void *tree;
 };
 
 enum box_end_reason {

@@ -228,7 +228,9 @@ static int limits_setup(const struct sandbox_opts *o, struct box_opts *bo, const
         p->cg.pids_max = usable[CGROUP_CTL_PIDS] ? o->pids_max : 0;
         p->cg.cpus = usable[CGROUP_CTL_CPU] ? o->cpus : 0;
         if (p->cg.memory_bytes || p->cg.pids_max || p->cg.cpus > 0) {
-                if (cgroup_run_create(cg_host, run_id, &p->cg, &r->cg, err) < 0) {
+                int cr = o->cgroup_below ? cgroup_run_create_below(o->cgroup_below, run_id, &p->cg, &r->cg, err)
+                                         : cgroup_run_create(cg_host, run_id, &p->cg, &r->cg, err);
+                if (cr < 0) {
                         if (o->require || err_code(*err) == CGROUP_E_INVALID)
                                 return err_wrap(err, "sandbox layer unavailable: memory ceiling"),
                                        EXIT_LAYER_UNAVAILABLE;

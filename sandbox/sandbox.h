@@ -31,6 +31,8 @@ struct sandbox_opts {
         unsigned set;            /* SB_SET_*: what the user gave (flag or variable), not defaults */
         long engine_cpu_ms;      /* run: the engine's CPU budget (--js-deadline), 0 = none: the
                                   * banner shows it; RLIMIT_CPU backs it up (sandbox_cpu_secs) */
+        struct cgroup_run *cgroup_below; /* a second worker of a run tree: its cgroup node goes below
+                                          * this run's (cgroup_run_create_below), NULL = a run of its own */
 };
 
 /* A limit the user set explicitly that cannot be applied fails the run

@@ -31,16 +31,14 @@
 
 #define NESTED_OUT_MAX ((size_t)64 << 20)
 
-/* The nested run's journal, copied into ours as one note. */
-static void copy_journal(struct broker *b, int64_t id, const char *path, const char *callee)
+/* A nested run's journal text, copied into ours as one note. */
+void proc_nested_note(struct broker *b, int64_t id, const char *text, const char *callee)
 {
-        _cleanup_free_ char *text = NULL;
-        size_t len = 0;
-        if (!b->cfg->journal.ops || read_file(path, (size_t)256 << 20, &text, &len, NULL) < 0)
+        if (!b->cfg->journal.ops || !text)
                 return;
         /* Each line as the nested run wrote it (its values exactly). */
         cJSON *lines = cJSON_CreateArray();
-        for (char *p = text, *nl; p && *p; p = nl ? nl + 1 : NULL) {
+        for (const char *p = text, *nl; p && *p; p = nl ? nl + 1 : NULL) {
                 nl = strchr(p, '\n');
                 size_t n = nl ? (size_t)(nl - p) : strlen(p);
                 struct json_limits lim = { .max_depth = JOURNAL_DEPTH_MAX };
@@ -58,6 +56,16 @@ static void copy_journal(struct broker *b, int64_t id, const char *path, const c
         cJSON_AddItemToObject(note, "journal", lines);
         broker_journal_line(b, note, false);
         cJSON_Delete(note);
+}
+
+/* The nested run's journal file, copied into ours as one note. */
+static void copy_journal(struct broker *b, int64_t id, const char *path, const char *callee)
+{
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        if (!b->cfg->journal.ops || read_file(path, (size_t)256 << 20, &text, &len, NULL) < 0)
+                return;
+        proc_nested_note(b, id, text, callee);
 }
 
 static void on_agent_done(void *arg, uint64_t id, const struct subproc_result *res)
@@ -161,13 +169,28 @@ int effect_agent_call(struct broker *b, int64_t id, const cJSON *args, cJSON **r
                 return err_set(err, 0, "callAgent: options.policy '%s' is not a profile (permissive, untrusted, "
                                        "supervised)", layer);
         const struct broker_children *ch = b->cfg->children;
-        if (!ch || !ch->run_argv)
+        const struct session_nested *nest = b->cfg->nested;
+        if (!nest && (!ch || !ch->run_argv))
                 return err_set(err, 0, "callAgent: nested agents are not available in this mode");
         if (b->cfg->agent_depth >= BROKER_AGENT_DEPTH_MAX)
                 return err_set(err, 0, "callAgent %s: agents nest at most %d deep", path, BROKER_AGENT_DEPTH_MAX);
-        if (b->nnested >= ch->max_nested)
+        unsigned max_nested = nest ? nest->max_nested : ch->max_nested;
+        if (b->nnested >= max_nested)
                 return proc_limit_refused(b, err, "nested agent limit reached (%u at once per run; raise it with "
-                                             "--max-nested)", ch->max_nested);
+                                             "--max-nested)", max_nested);
+        if (nest) {
+                /* A session of the embedder's (broker/nested.c): it answers
+                 * the call and counts it down (b->nnested). */
+                struct json_span raw;
+                _cleanup_free_ char *input =
+                        broker_arg_raw(b, "input", &raw) == 1 ? json_compact(raw, NULL) : strdup("null");
+                if (!input)
+                        return err_set(err, ENOMEM, "callAgent");
+                if (nest->start(nest->arg, b, id, path, layer, input, err) < 0)
+                        return -1;
+                b->nnested++;
+                return 1;
+        }
         _cleanup_free_ char *callee = NULL;
         if (resolve_callee(b, path, &callee, err) < 0)
                 return -1;

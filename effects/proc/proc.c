@@ -89,7 +89,14 @@ int broker_procs_perform(struct broker *b, const struct pollfd *fds, size_t n, s
 void broker_procs_cancel(struct broker *b, int64_t id)
 {
         struct pending_call *pc = broker_pending(b, id);
-        if (!pc || !subproc_cancel(b->procs, (uint64_t)id))
+        if (!pc)
+                return;
+        const struct session_nested *nest = b->cfg->nested;
+        if (nest && nest->cancel && strcmp(pc->op, "agent.call") == 0) {
+                nest->cancel(nest->arg, b, id); /* a nested session of the embedder */
+                return;
+        }
+        if (!subproc_cancel(b->procs, (uint64_t)id))
                 return;
         if (strcmp(pc->op, "tool") == 0)
                 b->ntools--;
@@ -102,6 +109,8 @@ void broker_procs_cancel(struct broker *b, int64_t id)
 
 void broker_procs_free(struct broker *b)
 {
+        if (b->cfg->nested) /* nested sessions of the embedder: never answered now */
+                b->cfg->nested->stop(b->cfg->nested->arg, b);
         subproc_engine_free(b->procs);
         b->procs = NULL;
 }

@@ -25,5 +25,8 @@ int proc_limit_refused(struct broker *b, struct err **err, const char *fmt, ...)
 int proc_child_env(struct broker *b, int64_t id, char ppid[32], char **ret_place, char *extra[3],
                    struct err **err);
 void proc_release_place(struct broker *b, int64_t id);
+/* agent.call: a nested run's journal (JSON lines) into ours as the
+ * "nested" note of call `id` (nothing when we keep no journal). */
+void proc_nested_note(struct broker *b, int64_t id, const char *text, const char *callee);
 
 #endif

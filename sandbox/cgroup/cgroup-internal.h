@@ -65,6 +65,11 @@ struct cgroup_run {
         int leaf_fd[CGROUP_CTL_MAX];   /* per h->hier index: the run's node (limits, stats) */
         char *leaf_cg[CGROUP_CTL_MAX]; /* per h->hier index: the node's cgroup path */
         int box_fd[CGROUP_CTL_MAX];    /* per h->hier index: <node>/box, where the box lives */
+        /* A run below another's node (cgroup_run_create_below): that node,
+         * per h->hier index (a copy of its fd, its path); -1/NULL: the
+         * launcher's directory. */
+        int parent_fd[CGROUP_CTL_MAX];
+        char *parent_cg[CGROUP_CTL_MAX];
         unsigned enabled;              /* v2: controllers on in the leaf */
         uint64_t memory_limit;
         uint64_t pids_limit;

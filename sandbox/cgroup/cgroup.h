@@ -206,6 +206,13 @@ int cgroup_run_stats(struct cgroup_run *r, struct cgroup_stats *ret, struct err 
  * never hold a newline: /proc/PID/cgroup is line-based).  name: as a run id. */
 int cgroup_run_child_create(struct cgroup_run *r, const char *name, char **ret_enter, struct err **err);
 
+/* A run's node made below another run's node: <parent>/run-<run_id>, with
+ * its own limits and box leaf, as cgroup_run_create makes one (a second
+ * worker of the same run tree: what the parent's node holds bounds both).
+ * Destroying the parent's node first kills and removes this one too. */
+int cgroup_run_create_below(struct cgroup_run *parent, const char *run_id, const struct cgroup_limits *lim,
+                            struct cgroup_run **ret, struct err **err);
+
 /* Kill whatever is left in <run>/<name> and below, and remove it (5 s at
  * most).  Gone already is fine. */
 int cgroup_run_child_remove(struct cgroup_run *r, const char *name, struct err **err);

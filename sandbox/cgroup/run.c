@@ -140,9 +140,24 @@ static void run_free(struct cgroup_run *r)
                         close(r->leaf_fd[i]);
                 if (r->box_fd[i] >= 0)
                         close(r->box_fd[i]);
+                if (r->parent_fd[i] >= 0)
+                        close(r->parent_fd[i]);
                 free(r->leaf_cg[i]);
+                free(r->parent_cg[i]);
         }
         free(r);
+}
+
+/* Where run r's node is made in hierarchy i: below its parent run's node,
+ * or in the launcher's directory. */
+static int dir_fd(const struct cgroup_run *r, size_t i)
+{
+        return r->parent_fd[i] >= 0 ? r->parent_fd[i] : r->h->hier[i].launcher_fd;
+}
+
+static const char *dir_cg(const struct cgroup_run *r, size_t i)
+{
+        return r->parent_cg[i] ? r->parent_cg[i] : r->h->hier[i].launcher_cg;
 }
 
 /* The run is a node: its limits and counters are on <run>, the box lives in
@@ -167,8 +182,8 @@ static int make_box_leaf(struct cgroup_run *r, size_t i, struct err **err)
         return 0;
 }
 
-int cgroup_run_create(struct cgroup_host *h, const char *run_id, const struct cgroup_limits *lim,
-                      struct cgroup_run **ret, struct err **err)
+static int run_create(struct cgroup_host *h, const struct cgroup_run *parent, const char *run_id,
+                      const struct cgroup_limits *lim, struct cgroup_run **ret, struct err **err)
 {
         static const struct cgroup_limits none = { 0 };
         if (!lim)
@@ -202,7 +217,18 @@ int cgroup_run_create(struct cgroup_host *h, const char *run_id, const struct cg
                 return err_set(err, ENOMEM, "cgroup run");
         r->h = h;
         for (int i = 0; i < CGROUP_CTL_MAX; i++)
-                r->leaf_fd[i] = r->box_fd[i] = -1;
+                r->leaf_fd[i] = r->box_fd[i] = r->parent_fd[i] = -1;
+        for (size_t i = 0; parent && i < h->nhier; i++) {
+                if (parent->leaf_fd[i] < 0)
+                        continue; /* the parent has no node there: the launcher's directory */
+                r->parent_fd[i] = fcntl(parent->leaf_fd[i], F_DUPFD_CLOEXEC, 3);
+                r->parent_cg[i] = strdup(parent->leaf_cg[i]);
+                if (r->parent_fd[i] < 0 || !r->parent_cg[i]) {
+                        err_set(err, errno ? errno : ENOMEM, "cgroup run below %s", parent->leaf_cg[i]);
+                        run_free(r);
+                        return -1;
+                }
+        }
         pthread_mutex_lock(&h->lock);
         r->enabled = h->enabled;
         pthread_mutex_unlock(&h->lock);
@@ -212,20 +238,19 @@ int cgroup_run_create(struct cgroup_host *h, const char *run_id, const struct cg
                 const struct hier *hi = &h->hier[i];
                 if (!cg_hier_used(hi, want))
                         continue;
-                if (mkdirat(hi->launcher_fd, r->name, 0755) < 0) {
+                if (mkdirat(dir_fd(r, i), r->name, 0755) < 0) {
                         int e = errno;
                         err_setc(err, e == EEXIST ? CGROUP_E_EXISTS : CGROUP_E_IO, e,
-                                 "mkdir %s/%s/%s", hi->parent_fs, h->launcher, r->name);
+                                 "mkdir %s/%s", dir_cg(r, i), r->name);
                         goto fail;
                 }
-                r->leaf_fd[i] = openat(hi->launcher_fd, r->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                r->leaf_fd[i] = openat(dir_fd(r, i), r->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (r->leaf_fd[i] < 0) {
-                        err_setc(err, CGROUP_E_IO, errno, "open %s/%s/%s", hi->parent_fs,
-                                 h->launcher, r->name);
-                        (void)unlinkat(hi->launcher_fd, r->name, AT_REMOVEDIR);
+                        err_setc(err, CGROUP_E_IO, errno, "open %s/%s", dir_cg(r, i), r->name);
+                        (void)unlinkat(dir_fd(r, i), r->name, AT_REMOVEDIR);
                         goto fail;
                 }
-                if (asprintf(&r->leaf_cg[i], "%s/%s", hi->launcher_cg, r->name) < 0) {
+                if (asprintf(&r->leaf_cg[i], "%s/%s", dir_cg(r, i), r->name) < 0) {
                         r->leaf_cg[i] = NULL;
                         err_set(err, ENOMEM, "cgroup path");
                         goto fail;
@@ -245,6 +270,20 @@ int cgroup_run_create(struct cgroup_host *h, const char *run_id, const struct cg
 fail:
         (void)cgroup_run_destroy(r, NULL);
         return -1;
+}
+
+int cgroup_run_create(struct cgroup_host *h, const char *run_id, const struct cgroup_limits *lim,
+                      struct cgroup_run **ret, struct err **err)
+{
+        return run_create(h, NULL, run_id, lim, ret, err);
+}
+
+int cgroup_run_create_below(struct cgroup_run *parent, const char *run_id, const struct cgroup_limits *lim,
+                            struct cgroup_run **ret, struct err **err)
+{
+        if (!parent)
+                return err_setc(err, CGROUP_E_INVALID, 0, "no run to place run '%s' below", run_id ? run_id : "");
+        return run_create(parent->h, parent, run_id, lim, ret, err);
 }
 
 int cgroup_run_clone_fd(const struct cgroup_run *r)
@@ -390,11 +429,10 @@ int cgroup_run_destroy(struct cgroup_run *r, struct err **err)
                 if (r->box_fd[i] >= 0)
                         close(r->box_fd[i]);
                 r->box_fd[i] = -1;
-                int e = cg_remove_tree(hi, hi->launcher_fd, hi->launcher_cg, r->name,
-                                       !r->h->no_kill_file, CG_DRAIN_MS);
+                int e = cg_remove_tree(hi, dir_fd(r, i), dir_cg(r, i), r->name, !r->h->no_kill_file, CG_DRAIN_MS);
                 if (e < 0 && !first) {
                         first = e;
-                        where = hi->launcher_cg;
+                        where = dir_cg(r, i);
                 }
         }
         if (first)

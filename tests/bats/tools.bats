@@ -306,3 +306,38 @@ JS
     if [[ $box == false ]]; then [[ -e $T/out/marker ]]; fi
   done
 }
+
+@test "callAgent given up with an AbortSignal ends the nested run: its later effect never happens; without the signal it does" {
+  cat >"$T/child.js" <<'JS'
+module.exports = async function main(input) {
+  await new Promise(r => setTimeout(r, 1500));
+  await chidori.memory.set("mark", input);
+  return "child done";
+};
+JS
+  agent a.js <<'JS'
+module.exports = async function main(input) {
+  const ac = new AbortController();
+  setTimeout(() => ac.abort(), 200);
+  let r;
+  try { r = await chidori.callAgent("child.js", input.tag, { signal: input.abort ? ac.signal : undefined }); }
+  catch (e) { r = e.name + ":" + e.code; }
+  await new Promise(res => setTimeout(res, 2500));
+  return r;
+};
+JS
+  for broker in 1 0; do
+    rm -rf "$T/st"
+    CHIDORI_RUN_BROKER=$broker chid run --quiet --state-dir "$T/st" --input '{"abort":true,"tag":"x1"}' "$T/a.js"
+    assert_status 0
+    assert_stdout '"AbortError:ABORT_ERR"'
+    chid memory get --state-dir "$T/st" --ns "$T/child.js" mark
+    assert_status 1
+    CHIDORI_RUN_BROKER=$broker chid run --quiet --state-dir "$T/st" --input '{"abort":false,"tag":"x2"}' "$T/a.js"
+    assert_status 0
+    assert_stdout '"child done"'
+    chid memory get --state-dir "$T/st" --ns "$T/child.js" mark
+    assert_status 0
+    assert_stdout '"x2"'
+  done
+}

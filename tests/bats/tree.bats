@@ -232,6 +232,7 @@ JS
 }
 
 @test "a nested run's own launcher process and its box live below the caller's run cgroup" {
+  [[ -z ${CHIDORI_RUN_BROKER:-} ]] || skip "through the broker a nested run has no launcher process: the 'broker:' tests below"
   tree_setup
   local cg=/sys/fs/cgroup/memory
   [[ -d $cg ]] || cg=/sys/fs/cgroup
@@ -414,6 +415,7 @@ JSON
 }
 
 @test "a nested run and its worker die with the caller when the caller's launcher is SIGKILLed" {
+  [[ -z ${CHIDORI_RUN_BROKER:-} ]] || skip "through the broker a nested run has no launcher process: the 'broker:' tests below"
   tree_setup
   MARK="$T/agent/spin-$$$RANDOM.js"
   echo 'module.exports = async () => { for (;;) {} };' >"$MARK"
@@ -427,4 +429,130 @@ JSON
   gone_within 3
   for _ in $(seq 30); do kill -0 "$worker" 2>/dev/null || break; sleep 0.1; done
   ! kill -0 "$worker" 2>/dev/null
+}
+
+# ---- nested agents through the broker (CHIDORI_RUN_BROKER=1, forced here) ----
+# A nested agent is a second session in the broker; its worker is a second
+# box the monitor starts, its cgroup node below the run's first box's.
+
+broker_workers() { # the run's workers: chidori-worker children of the monitor $BGPID
+  local p
+  for p in $(pgrep -P "$BGPID" 2>/dev/null); do
+    [[ $(cat "/proc/$p/comm" 2>/dev/null) == chidori-worker ]] && echo "$p"
+  done
+  return 0
+}
+
+wait_workers() { # N: until the monitor has N workers (15 s at most)
+  for _ in $(seq 150); do
+    [[ $(broker_workers | wc -l) -ge $1 ]] && return 0
+    sleep 0.1
+  done
+  echo "only $(broker_workers | wc -l) of $1 workers started"; cat "$T/bg.err"; return 1
+}
+
+cg_of() { grep -E ':memory:|^0::' "/proc/$1/cgroup" | head -1 | cut -d: -f3; }
+
+@test "broker: a nested agent runs in a box of its own: its own globals and pid namespace, its cgroup node below the caller's run" {
+  export CHIDORI_RUN_BROKER=1
+  tree_setup
+  echo 'module.exports = async (x) => { globalThis.mark = 42; return [globalThis.mark, await chidori.callAgent(x, null)]; };' \
+    >"$T/agent/mark.js"
+  echo 'module.exports = async () => typeof globalThis.mark;' >"$T/agent/look.js"
+  chid run --quiet "$T/agent/mark.js" --input '"look.js"'
+  assert_status 0
+  assert_stdout '[42,"undefined"]'
+  local cg=/sys/fs/cgroup/memory
+  [[ -d $cg ]] || cg=/sys/fs/cgroup
+  [[ -e $cg/cgroup.procs ]] || skip "no cgroup filesystem at $cg"
+  echo 'module.exports = async () => { const t = Date.now(); while (Date.now() - t < 20000) {} return 1; };' \
+    >"$T/agent/spin.js"
+  bg_chidori run --quiet "$T/agent/mark.js" --input '"spin.js"'
+  wait_workers 2
+  local caller nested
+  caller=$(broker_workers | head -1)
+  nested=$(broker_workers | tail -1)
+  local cns nns ccg ncg
+  cns=$(readlink "/proc/$caller/ns/pid"); nns=$(readlink "/proc/$nested/ns/pid")
+  ccg=$(cg_of "$caller"); ncg=$(cg_of "$nested")
+  kill_bg
+  echo "caller $caller: $cns $ccg; nested $nested: $nns $ncg"
+  [[ $cns != "$nns" ]] || { echo "the nested worker shares the caller's pid namespace"; return 1; }
+  [[ $ccg == */run-*/box ]] || { echo "the caller's box is not in a run cgroup"; return 1; }
+  [[ $ncg == "${ccg%/box}"/run-*/box ]] || { echo "the nested box is not below the caller's run"; return 1; }
+}
+
+@test "broker: a caller and its nested agent share --memory: together over it they are stopped, each alone fits" {
+  export CHIDORI_RUN_BROKER=1
+  tree_setup
+  cat >"$T/agent/child.js" <<'JS'
+module.exports = async (x) => { const a = new Uint8Array(x.child << 20).fill(7); return a.length >> 20; };
+JS
+  cat >"$T/agent/both.js" <<'JS'
+module.exports = async (x) => {
+  const a = new Uint8Array(x.mine << 20).fill(7);
+  try { return [a.length >> 20, await chidori.callAgent('child.js', x)]; }
+  catch (e) { return 'child failed: ' + e.message; }
+};
+JS
+  chid run --quiet --memory 180M "$T/agent/both.js" --input '{"mine": 100, "child": 1}'
+  assert_status 0
+  assert_stdout '[100,1]'
+  chid run --quiet --memory 180M "$T/agent/both.js" --input '{"mine": 1, "child": 100}'
+  assert_status 0
+  assert_stdout '[1,100]'
+  # Under a ceiling that holds both, both fit (the control)...
+  chid run --quiet --memory 400M "$T/agent/both.js" --input '{"mine": 100, "child": 100}'
+  assert_status 0
+  assert_stdout '[100,100]'
+  # ...under 180M together they do not: one of them is OOM-killed (the kernel's choice).
+  chid run --quiet --memory 180M "$T/agent/both.js" --input '{"mine": 100, "child": 100}'
+  if [[ $status -eq 137 ]]; then
+    assert_stderr_has "memory limit exceeded"
+  else
+    assert_status 0
+    [[ $output == '"child failed: '*'memory limit exceeded'* ]] || { echo "$output"; echo "$stderr"; return 1; }
+  fi
+}
+
+@test "broker: --max-nested caps nested agents with ELIMIT, noted and journaled; the journal replays exactly" {
+  export CHIDORI_RUN_BROKER=1
+  tree_setup
+  echo 'module.exports = async () => { const t = Date.now(); while (Date.now() - t < 1000) {} return 1; };' \
+    >"$T/agent/child.js"
+  cat >"$T/agent/caps.js" <<'JS'
+const settle = (ps) => Promise.all(ps.map((p) => p.then((v) => 'ok ' + v, (e) => e.code + ': ' + e.message)));
+module.exports = async () => settle([chidori.callAgent('child.js'), chidori.callAgent('child.js')]);
+JS
+  chid run --quiet --max-nested 1 --journal "$T/j" "$T/agent/caps.js"
+  assert_status 0
+  assert_stdout '["ok 1","ELIMIT: nested agent limit reached (1 at once per run; raise it with --max-nested)"]'
+  assert_stderr_has 'chidori: nested agent limit reached (1 at once per run; raise it with --max-nested)'
+  [[ $(grep -c '"kind":"limit"' "$T/j") -eq 1 ]]
+  [[ $(grep -c '"kind":"nested"' "$T/j") -eq 1 ]]
+  first=$output
+  chid replay --quiet "$T/j"
+  assert_status 0
+  assert_stdout "$first"
+  CHIDORI_MAX_NESTED=2 chid run --quiet "$T/agent/caps.js"
+  assert_status 0
+  assert_stdout '["ok 1","ok 1"]'
+}
+
+@test "broker: a nested agent's worker dies with the run when the monitor is SIGKILLed" {
+  export CHIDORI_RUN_BROKER=1
+  tree_setup
+  echo 'module.exports = async () => { for (;;) {} };' >"$T/agent/spin.js"
+  bg_chidori run --quiet "$T/agent/main.js" --input '{"callee": "spin.js"}'
+  wait_workers 2
+  local w
+  w=$(broker_workers | paste -sd' ')
+  kill_bg
+  for _ in $(seq 30); do
+    local left=""
+    for p in $w; do kill -0 "$p" 2>/dev/null && left="$left $p"; done
+    [[ -z $left ]] && return 0
+    sleep 0.1
+  done
+  echo "left behind:$left"; return 1
 }

@@ -1024,6 +1024,63 @@ static void tree_child_places_v2(void **state)
         tree_places(*state, 2, __func__);
 }
 
+/* A second worker of a run tree (a nested agent's box through the
+ * broker): its run node below the first's, its own limits, the first's
+ * bounding it too; destroying the first takes it along. */
+static pid_t fork_sleeper(struct fx *f);
+
+static void tree_runs(struct fx *f, int force, const char *test)
+{
+        struct cgroup_host *h = host(f, force, false, test);
+        if (h->ctl_hier[CGROUP_CTL_PIDS] < 0)
+                SKIP("pids controller unusable: %s", h->ctl_why[CGROUP_CTL_PIDS]);
+        struct err *e = NULL;
+        struct cgroup_limits top = { .pids_max = 16 }, own = { .pids_max = 64 };
+        if (cgroup_run_create(h, "tree", &top, &f->run[0], &e) < 0)
+                fail_msg("create: %s", err_msg(e));
+        expect_err(cgroup_run_create_below(NULL, "tree-2", &own, &f->run[1], &e), &e, CGROUP_E_INVALID, NULL);
+        if (cgroup_run_create_below(f->run[0], "tree-2", &own, &f->run[1], &e) < 0)
+                fail_msg("create below: %s", err_msg(e));
+        struct cgroup_run *r = f->run[0], *c = f->run[1];
+        for (size_t i = 0; i < h->nhier; i++) {
+                if (c->leaf_fd[i] < 0)
+                        continue;
+                char want[600];
+                snprintf(want, sizeof(want), "%s/run-tree-2", r->leaf_cg[i]);
+                assert_string_equal(c->leaf_cg[i], want);
+        }
+        /* its own pids.max is 64; the node above holds it at 16 */
+        int p[2];
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        report_fd = p[1];
+        pid_t pid = spawn_in(f, c, fork_bomb, NULL);
+        close(p[1]);
+        int st = reap(f, pid);
+        int n = read_pids(f, p[0], 16, 3000);
+        close(p[0]);
+        print_message("  cgroup%d: a fork bomb in <run>/run-tree-2 (pids.max=64) under the node's 16: %d ran\n",
+                      h->version, n);
+        assert_true(WIFEXITED(st) && WEXITSTATUS(st) > 0);
+        assert_true(n <= 16);
+        /* one alive in it when the first goes: killed, its node removed */
+        pid = fork_sleeper(f);
+        assert_int_equal(cgroup_run_attach(c, pid, &e), 0);
+        assert_int_equal(cgroup_run_destroy(take_ptr(&f->run[0]), &e), 0);
+        st = reap(f, pid);
+        assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+        assert_int_equal(cgroup_run_destroy(take_ptr(&f->run[1]), &e), 0); /* gone already: fine */
+}
+
+static void tree_run_below(void **state)
+{
+        tree_runs(*state, 0, __func__);
+}
+
+static void tree_run_below_v2(void **state)
+{
+        tree_runs(*state, 2, __func__);
+}
+
 static void v2_clone_into_cgroup(void **state)
 {
         struct fx *f = *state;
@@ -1417,6 +1474,8 @@ int main(void)
                 T(v2_clone_into_cgroup),
                 T(tree_child_places),
                 T(tree_child_places_v2),
+                T(tree_run_below),
+                T(tree_run_below_v2),
                 T(cycles_leave_nothing),
                 T(concurrent_runs),
                 T(stale_cleanup),

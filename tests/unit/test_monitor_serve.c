@@ -59,6 +59,8 @@ struct fake {
         long tool_timeout;
         bool tool_host;
         int tool_end[3];          /* the tool's ends of its stdio pipes */
+        void *_Atomic tree;       /* the last request's run tree (a box handle, or NULL) */
+        void *_Atomic last;       /* the last box's handle */
 };
 
 /* The deadline as the monitor's supervisor meets it: the box is killed
@@ -83,6 +85,7 @@ static int fake_spawn(void *arg, struct evloop *loop, const struct box_request *
 {
         struct fake *f = arg;
         f->spawns++;
+        f->tree = req->tree;
         if (f->fail_layer) {
                 struct err *e = NULL;
                 err_setc(&e, BOX_E_LAYER, 0, "sandbox layer unavailable: fake");
@@ -120,6 +123,7 @@ static int fake_spawn(void *arg, struct evloop *loop, const struct box_request *
                 return -1;
         f->worker_fd = sv[1];
         f->exit_w = p[1];
+        f->last = b;
         *ret = b;
         ev->started(ev->arg, &(struct box_started){ .frame_fd = sv[0], .stderr_fd = -1, .banner = "fake box" });
         return 0;
@@ -253,8 +257,8 @@ static void b_commit(struct mon *m)
         assert_int_equal(chan_boxes_commit(m->broker, 0, "/tmp", cmds, 1, NULL, 0, NULL, 0, &e), 0);
 }
 
-static void b_spawn_opts(struct mon *m, uint32_t kind, const char *program, uint64_t id, uint32_t deadline,
-                         uint32_t flags)
+static void b_spawn_full(struct mon *m, uint32_t kind, const char *program, uint64_t id, uint32_t deadline,
+                         uint32_t flags, uint64_t tree)
 {
         const char *spec[] = { program, program };
         int blob = -1;
@@ -263,11 +267,23 @@ static void b_spawn_opts(struct mon *m, uint32_t kind, const char *program, uint
         union chan_msg msg;
         chan_init(&msg, CHAN_SPAWN, id);
         msg.spawn.kind = kind;
+        msg.spawn.run_tree_id = tree;
         msg.spawn.n_argv = 1;
         msg.spawn.deadline_ms = deadline;
         msg.spawn.flags = flags;
         b_send(m, &msg, &blob, 1);
         close(blob);
+}
+
+static void b_spawn_opts(struct mon *m, uint32_t kind, const char *program, uint64_t id, uint32_t deadline,
+                         uint32_t flags)
+{
+        b_spawn_full(m, kind, program, id, deadline, flags, 0);
+}
+
+static void b_spawn_in(struct mon *m, uint32_t kind, const char *program, uint64_t id, uint64_t tree)
+{
+        b_spawn_full(m, kind, program, id, 0, 0, tree);
 }
 
 static void b_spawn(struct mon *m, uint32_t kind, const char *program, uint64_t id)
@@ -567,6 +583,57 @@ static void serve_spawn_bundle(void **state)
         assert_int_equal(mon_join(&m), 0);
         assert_int_equal(bundle_starts, 1);
         assert_int_equal(bundle_finishes, 1);
+        mon_free(&m);
+}
+
+/* One run tree: while the run's first box runs, a second one (a nested
+ * agent's) must name it and is placed in it; one that names none, or
+ * another, is refused; with the first ended, a new box starts a new tree. */
+static void serve_run_tree(void **state)
+{
+        (void)state;
+        struct mon m;
+        mon_start(&m);
+        mon_run(&m);
+        b_hello(&m);
+        b_commit(&m);
+        assert_int_equal(b_spawn_worker(&m, 1, NULL), 1);
+        assert_null(m.fake.tree);
+        void *first = m.fake.last;
+        int first_exit = m.fake.exit_w, first_worker = m.fake.worker_fd;
+        union chan_msg msg;
+        b_spawn_in(&m, CHAN_BOX_WORKER, "/w", 2, 0);
+        b_expect(&m, CHAN_SPAWN_FAILED, &msg, NULL, NULL);
+        assert_int_equal(msg.spawn_failed.code, CHAN_SPAWN_E_REFUSED);
+        assert_non_null(strstr(msg.spawn_failed.message, "the run's tree is box 1"));
+        b_spawn_in(&m, CHAN_BOX_WORKER, "/w", 3, 7);
+        b_expect(&m, CHAN_SPAWN_FAILED, &msg, NULL, NULL);
+        assert_int_equal(m.fake.spawns, 1);
+        b_spawn_in(&m, CHAN_BOX_WORKER, "/w", 4, 1);
+        int fds[CHAN_MAX_FDS];
+        size_t n = 0;
+        b_expect(&m, CHAN_SPAWNED, &msg, fds, &n);
+        for (size_t i = 0; i < n; i++)
+                close(fds[i]);
+        assert_int_equal(msg.spawned.box, 2);
+        assert_ptr_equal(m.fake.tree, first);
+        close(m.fake.worker_fd);
+        /* The first box exits: a box naming it is refused, one naming none
+         * starts a tree of its own. */
+        assert_int_equal(write(first_exit, "x", 1), 1);
+        b_expect(&m, CHAN_BOX_ENDED, &msg, NULL, NULL);
+        assert_int_equal(msg.box_ended.box, 1);
+        b_spawn_in(&m, CHAN_BOX_WORKER, "/w", 5, 1);
+        b_expect(&m, CHAN_SPAWN_FAILED, &msg, NULL, NULL);
+        assert_non_null(strstr(msg.spawn_failed.message, "no such box runs"));
+        assert_int_equal(b_spawn_worker(&m, 6, NULL), 3);
+        assert_null(m.fake.tree);
+        close(m.fake.worker_fd);
+        close(first_worker);
+        close(first_exit);
+        b_result(&m, 0);
+        assert_int_equal(mon_join(&m), 0);
+        assert_string_equal(m.msg, "");
         mon_free(&m);
 }
 
@@ -1092,6 +1159,7 @@ int main(void)
         signal(SIGPIPE, SIG_IGN);
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(serve_happy_path),      cmocka_unit_test(serve_spawn_refused), cmocka_unit_test(serve_spawn_bundle),
+                cmocka_unit_test(serve_run_tree),
                 cmocka_unit_test(serve_protocol_break),  cmocka_unit_test(serve_out_of_order),
                 cmocka_unit_test(serve_broker_dies),     cmocka_unit_test(serve_stop),
                 cmocka_unit_test(serve_open_agent_file), cmocka_unit_test(serve_open_agent), cmocka_unit_test(serve_prestart), cmocka_unit_test(provider_session_done),
