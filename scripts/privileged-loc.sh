@@ -40,7 +40,7 @@ for bin in "${bins[@]}"; do
   [[ -x $bin ]] || { echo "privileged-loc: $bin is not built (make all)"; exit 2; }
   mapfile -t srcs < <(readelf --debug-dump=info "$bin" 2>/dev/null |
     awk '/DW_TAG_compile_unit/ {cu = 1} cu && /DW_AT_name/ {print $NF; cu = 0}' |
-    grep -E '\.c$' | grep -v '^/' | grep -vE "^($BUILD/)?gen/" | sort -u)
+    grep -E '\.c$' | grep -v '^/' | grep -vE "(^|/)gen/" | sort -u)
   if ((${#srcs[@]} == 0)); then
     echo "privileged-loc: $bin has no debug information (build with -g)"; exit 2
   fi

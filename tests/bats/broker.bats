@@ -424,7 +424,7 @@ JS
   [[ $(head -1 "$T/private/j.jsonl") == '{"type":"header",'* ]]
   grep -q '"op":"template"' "$T/private/j.jsonl"
   [[ $(tail -1 "$T/private/j.jsonl") == '{"type":"end","outcome":"ok","exit":0,'* ]]
-  run "$CHIDORI" replay --quiet "$T/private/j.jsonl"
+  CHIDORI_BROKER="$BUILD_DIR/chidori-broker" run "$CHIDORI" replay --quiet "$T/private/j.jsonl"
   [[ $status -eq 0 && $output == '"1-x"' ]]
 }
 
@@ -643,7 +643,7 @@ JS
   cat "$T/.err"
   [[ $status -eq 0 && $(<"$T/.out") == '["yes",7,"hi","7",7]' ]]
   [[ $(stat -c %u "$T/ws/o.txt") -eq $(id -u) && $(stat -c %u "$T/state/memory.sqlite3") -eq $(id -u) ]]
-  run "$CHIDORI" replay --quiet "$T/private/j.jsonl"
+  CHIDORI_BROKER="$BUILD_DIR/chidori-broker" run "$CHIDORI" replay --quiet "$T/private/j.jsonl"
   [[ $status -eq 0 && $output == '["yes",7,"hi","7",7]' ]]
   # The processes: chidori (the monitor) -> chidori-broker, confined, and the worker.
   echo 'function main() { for (;;) {} }' >"$T/agent/b.js"
