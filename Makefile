@@ -36,7 +36,7 @@ libs_of   = $(shell $(PKG_CONFIG) --libs $(1))
 COMMON_SRC  := $(wildcard common/*.c)
 PROTO_SRC   := $(wildcard proto/*.c)
 CHAN_SRC    := $(wildcard chan/*.c)
-MONITOR_SRC := $(wildcard monitor/*.c)
+MONITOR_SRC := $(filter-out monitor/main.c,$(wildcard monitor/*.c))
 # The broker's pieces the tests link (libchidori.a); its main is chidori-broker's.
 BROKER_LIB_SRC := broker/provider.c broker/config.c broker/tools.c broker/bundle.c broker/nested.c
 CLI_SRC     := $(filter-out cli/main.c,$(wildcard cli/*.c))
@@ -68,7 +68,7 @@ PROBE_SRC := $(wildcard tests/probes/*.c)
 PROBE_BIN := $(patsubst tests/probes/%.c,$(BUILD)/probes/%,$(PROBE_SRC))
 
 .PHONY: all deps test test-docs unit asan fuzz bench lint install uninstall clean check-deps test-vm FORCE
-all: $(BUILD)/chidori $(BUILD)/chidori-worker $(BUILD)/chidori-broker $(BUILD)/start-broker $(BUILD)/libchidori-engine.so $(BUILD)/libchidori-net.so $(BUILD)/jsrun $(BUILD)/vfsrun $(UNIT_BIN) $(PROBE_BIN) $(BUILD)/jsc_hello
+all: $(BUILD)/chidori $(BUILD)/chidori-worker $(BUILD)/chidori-broker $(BUILD)/chidori-monitor $(BUILD)/start-broker $(BUILD)/libchidori-engine.so $(BUILD)/libchidori-net.so $(BUILD)/jsrun $(BUILD)/vfsrun $(UNIT_BIN) $(PROBE_BIN) $(BUILD)/jsc_hello
 
 deps:
 	./scripts/deps.sh
@@ -156,6 +156,20 @@ BROKER_OBJ := $(BROKER_CORE_OBJ) \
 BROKER_LIBS = $(call libs_of,libcjson sqlite3 libseccomp) -lpthread -ldl -lm
 $(BUILD)/chidori-broker: $(BROKER_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(BROKER_LIBS)
+
+# The monitor (monitor/main.c): what runs with privilege while the agent
+# runs — the broker's start, the channel, the boxes.  From an archive, so
+# only the objects it uses are linked (scripts/privileged-loc.sh counts
+# them); no cJSON, libcurl, SQLite, JavaScriptCore or ICU.
+MONITOR_BIN_OBJ := $(call obj,$(MONITOR_SRC) $(CHAN_SRC) $(SANDBOX_SRC) $(COMMON_SRC) runtime/evloop.c \
+                     cli/provider.c cli/spawn.c cli/toolbox.c cli/bundlebox.c) $(BUILD)/obj/gen/seccomp_bpf.o
+MONITOR_LIBS = $(call libs_of,libseccomp libcap libmnl) -lpthread -ldl
+$(BUILD)/libchidori-monitor.a: $(MONITOR_BIN_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/chidori-monitor: $(BUILD)/obj/monitor/main.o $(BUILD)/libchidori-monitor.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(MONITOR_LIBS)
 
 # The broker probe plays chidori-broker (its lockdown, HELLO) in the posture tests.
 $(BUILD)/probes/broker_probe: tests/probes/broker_probe.c $(BROKER_CORE_OBJ)
@@ -248,16 +262,18 @@ lint:
 # libraries relative to itself, so the staged tree runs where it is too.
 # esbuild (from `make deps`) is copied beside the worker when present.
 ESBUILD_SRC := tools/node_modules/.bin/esbuild
-INSTALL_FILES := $(BINDIR)/chidori $(LIBEXECDIR)/chidori-worker $(LIBEXECDIR)/chidori-broker $(LIBEXECDIR)/libchidori-engine.so \
+INSTALL_FILES := $(BINDIR)/chidori $(LIBEXECDIR)/chidori-worker $(LIBEXECDIR)/chidori-broker $(LIBEXECDIR)/chidori-monitor \
+                 $(LIBEXECDIR)/libchidori-engine.so \
                  $(LIBEXECDIR)/libchidori-net.so $(LIBEXECDIR)/esbuild \
                  $(DATADIR)/bash-completion/completions/chidori $(DATADIR)/zsh/site-functions/_chidori
 
-install: $(BUILD)/chidori $(BUILD)/chidori-worker $(BUILD)/chidori-broker $(BUILD)/chidori-broker $(BUILD)/start-broker $(BUILD)/libchidori-engine.so $(BUILD)/libchidori-net.so
+install: $(BUILD)/chidori $(BUILD)/chidori-worker $(BUILD)/chidori-broker $(BUILD)/chidori-monitor $(BUILD)/chidori-broker $(BUILD)/start-broker $(BUILD)/libchidori-engine.so $(BUILD)/libchidori-net.so
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(DATADIR)/bash-completion/completions \
 		$(DESTDIR)$(DATADIR)/zsh/site-functions
 	install -m 0755 $(BUILD)/chidori $(DESTDIR)$(BINDIR)/chidori
 	install -m 0755 $(BUILD)/chidori-worker $(DESTDIR)$(LIBEXECDIR)/chidori-worker
 	install -m 0755 $(BUILD)/chidori-broker $(DESTDIR)$(LIBEXECDIR)/chidori-broker
+	install -m 0755 $(BUILD)/chidori-monitor $(DESTDIR)$(LIBEXECDIR)/chidori-monitor
 	install -m 0755 $(BUILD)/libchidori-engine.so $(DESTDIR)$(LIBEXECDIR)/libchidori-engine.so
 	install -m 0755 $(BUILD)/libchidori-net.so $(DESTDIR)$(LIBEXECDIR)/libchidori-net.so
 	@if [ -x $(ESBUILD_SRC) ]; then \

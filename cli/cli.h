@@ -92,11 +92,20 @@ struct cli_boxes {
         struct box_provider provider;
         struct spawn_opts *spawn;   /* how to start the worker; its banner is filled in */
         struct grants *grants;      /* told the run's cgroup (nested runs and tools go below it) */
+        void (*set_cgroup)(struct grants *g, struct cgroup_run *cg); /* grants_set_cgroup, or NULL */
         struct cli_tools tools;     /* BOX_TOOL requests (the monitor's; self_exe NULL: refused) */
         struct cli_box *live_tools; /* tools running: ended before the worker's cgroup goes */
         unsigned nboxes;            /* boxes started: the second and later get run ids of their own */
 };
-void cli_boxes_init(struct cli_boxes *o, struct spawn_opts *so, struct grants *grants);
+/* Without grants: chidori-monitor (monitor/main.c) links no cli/grants.c. */
+void cli_boxes_setup(struct cli_boxes *o, struct spawn_opts *so);
+void grants_set_cgroup(struct grants *g, struct cgroup_run *cg);
+static inline void cli_boxes_init(struct cli_boxes *o, struct spawn_opts *so, struct grants *grants)
+{
+        cli_boxes_setup(o, so);
+        o->grants = grants;
+        o->set_cgroup = grants ? grants_set_cgroup : NULL;
+}
 /* The box's pidfd (readable once the worker has exited), -1 in-process: the
  * monitor's channel server watches it (monitor/serve.h).  grants may be NULL. */
 int cli_boxes_exit_fd(void *arg, void *handle);

@@ -1,12 +1,14 @@
 /* cli/handover.c — a run as monitor + broker (issue 10 item 1): the run's
  * options become the broker's config blob (broker/config.h: key=value
  * strings), the files the operator names become descriptors the monitor
- * opened, and the broker is started (monitor/broker.c) and served
- * (monitor/serve.c, with the CLI's box provider) until its RESULT.  No file
- * is parsed here: the broker reads them. */
+ * opened, and this process becomes chidori-monitor (monitor/main.c: exec,
+ * same pid), which starts the broker (monitor/broker.c) and serves it
+ * (monitor/serve.c, with the box provider of cli/provider.c) until its
+ * RESULT.  No file is parsed here: the broker reads them. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,15 +16,13 @@
 #include <unistd.h>
 
 #include "chan/chan.h"
-#include "cli/bundle.h"
-#include "cli/bundlebox.h"
 #include "cli/cli.h"
 #include "cli/handover.h"
+#include "cli/suggest.h"
 #include "common/cleanup.h"
+#include "common/dlib.h"
 #include "common/exit.h"
 #include "monitor/broker.h"
-#include "monitor/serve.h"
-#include "runtime/evloop.h"
 
 void handover_init(struct handover *h)
 {
@@ -95,35 +95,90 @@ static int fail(const char *what, struct err *e, int code)
         return code;
 }
 
-/* The bundle box (cli/bundlebox.c) behind monitor_serve's bundle hooks. */
-static int bundle_start(void *arg, const char *esbuild, char *const *argv, const char *dir, void **ret_handle,
-                        int fds[4], int *ret_exit_fd, struct err **err)
+/* chidori-monitor: $CHIDORI_MONITOR, else next to chidori or in its libexec
+ * directory (common/dlib.h), as chidori-broker is found. */
+static char *find_monitor(struct err **err)
 {
-        struct bundle_box *b = calloc(1, sizeof(*b));
-        if (!b)
-                return err_set(err, ENOMEM, "start esbuild");
-        if (bundle_box_start(esbuild, argv, dir, arg, "bundle", b, fds, err) < 0) {
-                free(b);
-                return -1;
+        const char *p = getenv("CHIDORI_MONITOR");
+        if (p && *p) {
+                char *d = strdup(p);
+                if (!d)
+                        err_set(err, ENOMEM, "monitor path");
+                return d;
         }
-        *ret_handle = b;
-        *ret_exit_fd = bundle_box_pidfd(b);
-        return 0;
+        char *f = dlib_find("chidori-monitor", X_OK);
+        if (!f)
+                err_set(err, 0, "cannot find chidori-monitor in %s (set CHIDORI_MONITOR to its path, or reinstall)",
+                        dlib_dirs_text());
+        return f;
 }
 
-static void bundle_end(void *arg, void *handle, bool kill_first, struct box_ended *ret)
+/* A copy of fd at 3 or above without close-on-exec: inherited by the
+ * monitor; "key=N" among its settings. */
+static void pass_fd(struct handover *set, const char *key, int fd, int *kept, size_t *nkept)
 {
-        (void)arg;
-        struct bundle_box *b = handle;
-        struct sandbox_usage u;
-        int status = 0;
-        bundle_box_finish(b, kill_first, &status, &u);
-        free(b);
-        *ret = (struct box_ended){
-                .reason = u.oom_killed ? BOX_OOM : kill_first ? BOX_KILLED : BOX_EXITED, .wait_status = status,
-                .oom_killed = u.oom_killed, .pids_limit_hit = u.pids_limit_hit, .peak_bytes = u.peak_bytes,
-                .memory_limit = u.memory_limit,
-        };
+        int d = fcntl(fd, F_DUPFD, 3);
+        if (d < 0) {
+                set->failed = true;
+                return;
+        }
+        kept[(*nkept)++] = d;
+        handover_add(set, "%s=%d", key, d);
+}
+
+/* The monitor's settings (monitor/main.c): what it needs while the agent
+ * runs, the operator's sandbox options field by field. */
+static void monitor_settings(struct handover *set, const struct handover_run *r, const char *worker, uid_t uid,
+                             gid_t gid)
+{
+        const struct sandbox_opts *sb = r->sb;
+        _cleanup_free_ char *self = realpath("/proc/self/exe", NULL);
+        if (self)
+                handover_add(set, "chidori=%s", self);
+        handover_add(set, "worker=%s", worker);
+        handover_add(set, "run_id=%s", r->run_id);
+        if (r->agent_dir)
+                handover_add(set, "agent_dir=%s", r->agent_dir);
+        if (r->state_dir)
+                handover_add(set, "state_dir=%s", r->state_dir);
+        if (r->workspace)
+                handover_add(set, "workspace=%s", r->workspace);
+        handover_add(set, "agent_from_broker=%d", r->agent_from_broker);
+        handover_add(set, "quiet=%d", r->quiet);
+        handover_add(set, "broker_uid=%u", (unsigned)uid);
+        handover_add(set, "broker_gid=%u", (unsigned)gid);
+        handover_add(set, "deadline_ms=%ld", sb->deadline_ms);
+        handover_add(set, "cpu_secs=%ld", sb->cpu_secs);
+        handover_add(set, "nofile=%ld", sb->nofile);
+        handover_add(set, "fsize=%ld", sb->fsize);
+        handover_add(set, "require=%d", sb->require);
+        handover_add(set, "disable=%u", sb->disable);
+        handover_add(set, "jit=%d", sb->jit);
+        handover_add(set, "memory_bytes=%llu", (unsigned long long)sb->memory_bytes);
+        handover_add(set, "pids_max=%llu", (unsigned long long)sb->pids_max);
+        handover_add(set, "cpus_micro=%lld", (long long)(sb->cpus * 1e6 + 0.5));
+        if (sb->cgroup_parent)
+                handover_add(set, "cgroup_parent=%s", sb->cgroup_parent);
+        if (sb->tz)
+                handover_add(set, "tz=%s", sb->tz);
+        handover_add(set, "set=%u", sb->set);
+        handover_add(set, "engine_cpu_ms=%ld", sb->engine_cpu_ms);
+        if (launcher_stop_signal)
+                handover_add(set, "stop=%d", (int)launcher_stop_signal);
+        _cleanup_free_ char *usage = cli_json_usage_line();
+        if (usage)
+                handover_add(set, "json_usage=%s", usage);
+        if (r->remove_after)
+                handover_add(set, "remove_after=%s", r->remove_after);
+        /* The worker to start before the broker (monitor/serve.h). */
+        const struct monitor_prestart *w = &r->prestart;
+        if (w->on) {
+                handover_add(set, "prestart=1");
+                handover_add(set, "prestart_no_jit=%d", w->no_jit);
+                handover_add(set, "prestart_cpu_ms=%ld", w->cpu_budget_ms);
+                if (w->tz[0])
+                        handover_add(set, "prestart_tz=%s", w->tz);
+        }
 }
 
 int handover_run(struct handover *h, const struct handover_run *r)
@@ -141,81 +196,59 @@ int handover_run(struct handover *h, const struct handover_run *r)
         _cleanup_free_ char *worker = NULL;
         if (find_worker(&worker, &e) < 0)
                 return fail("find the worker", e, EXIT_USAGE);
-        struct broker_spawn s = {
-                .fd0 = 0, .fd1 = 1, .fd2 = 2, .config_fd = -1,
-                /* The agent folder is not attached: its files come by
-                 * OPEN_AGENT_FILE (agent_dirfd below), and the host's folder
-                 * at its path would put its owner and mode (a 0700 folder
-                 * of root's) on the way to a state dir or workspace below
-                 * it, out of the broker uid's reach. */
-                .state_dir = r->state_dir, .workspace = r->workspace,
-                .extra_fds = h->fds, .n_extra = h->nfds, .require = r->sb->require,
-        };
-        if (monitor_broker_user(r->broker_user, &s.uid, &s.gid, &e) < 0)
+        uid_t uid;
+        gid_t gid;
+        if (monitor_broker_user(r->broker_user, &uid, &gid, &e) < 0)
                 return fail("the broker's user", e, err_code(e) == BROKER_E_USAGE ? EXIT_USAGE : EXIT_PROTOCOL);
-        if (chan_blob_create("config", (const char *const *)h->strs, h->n, &s.config_fd, &e) < 0)
+        int config_fd = -1;
+        if (chan_blob_create("config", (const char *const *)h->strs, h->n, &config_fd, &e) < 0)
                 return fail("the broker's configuration", e, EXIT_PROTOCOL);
-        int agent_dirfd = r->agent_dir ? open(r->agent_dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
-        struct evloop *loop = NULL;
-        if (evloop_new(&loop, &e) < 0) {
-                if (agent_dirfd >= 0)
-                        close(agent_dirfd);
-                close(s.config_fd);
-                return fail("start the run", e, EXIT_PROTOCOL);
+        _cleanup_free_ char *monitor = find_monitor(&e);
+        if (!monitor) {
+                close(config_fd);
+                return fail("start the monitor (chidori-monitor)", e, EXIT_PROTOCOL);
         }
-        struct spawn_opts so = { .worker_path = worker, .run_id = r->run_id, .sandbox = r->sb };
-        struct cli_boxes boxes;
-        cli_boxes_init(&boxes, &so, NULL);
-        /* The worker's box first: its setup and the engine's start overlap
-         * the broker's (clone3, exec, lockdown, the config, the agent). */
-        struct monitor_early *early = NULL;
-        if (r->prestart.on)
-                monitor_prestart_box(&boxes.provider, loop, r->sb->deadline_ms, &r->prestart, &early);
-        struct broker b;
-        int rc = monitor_start_broker(&s, &b, &e);
-        close(s.config_fd);
+        /* Stop signals wait, blocked, until the monitor has its handlers
+         * (monitor/main.c): one before the exec is passed as "stop". */
+        sigset_t stops, old;
+        sigemptyset(&stops);
+        sigaddset(&stops, SIGINT);
+        sigaddset(&stops, SIGTERM);
+        sigaddset(&stops, SIGHUP);
+        sigprocmask(SIG_BLOCK, &stops, &old);
+        struct handover set;
+        handover_init(&set);
+        int kept[BROKER_MAX_EXTRA + 1];
+        size_t nkept = 0;
+        monitor_settings(&set, r, worker, uid, gid);
+        if (esbuild)
+                handover_add(&set, "esbuild=%s", esbuild);
+        pass_fd(&set, "config_fd", config_fd, kept, &nkept);
         for (size_t i = 0; i < h->nfds; i++)
-                close(h->fds[i]);
-        h->nfds = 0;
-        if (rc < 0) {
-                monitor_early_discard(&boxes.provider, early);
-                evloop_free(loop);
-                if (agent_dirfd >= 0)
-                        close(agent_dirfd);
-                return fail("start the broker (chidori-broker)", e,
-                            err_code(e) == BROKER_E_LAYER ? EXIT_LAYER_UNAVAILABLE : EXIT_PROTOCOL);
+                pass_fd(&set, "fd", h->fds[i], kept, &nkept);
+        for (int s = 1; s < 32; s++)
+                if (sigismember(&stops, s) && !sigismember(&old, s))
+                        handover_add(&set, "unblock=%d", s);
+        int set_fd = -1;
+        if (!set.failed && chan_blob_create("monitor", (const char *const *)set.strs, set.n, &set_fd, &e) == 0) {
+                char fdtext[16];
+                snprintf(fdtext, sizeof(fdtext), "%d", set_fd);
+                if (fcntl(set_fd, F_SETFD, 0) == 0) {
+                        char *argv[] = { "chidori-monitor", "--handover", fdtext, NULL };
+                        cli_json_stop();
+                        fflush(NULL);
+                        execv(monitor, argv);
+                }
+                err_set(&e, errno, "exec %s", monitor);
+        } else if (!e) {
+                err_set(&e, ENOMEM, "its settings");
         }
-        /* A broker weaker than designed (the uid-0 fallback, no Landlock)
-         * is said with the banner; --require-sandbox refused it already. */
-        if (b.notes[0] && !r->quiet)
-                fprintf(stderr, "chidori: note: %s\n", b.notes);
-        /* Tools (SPAWN kind tool): "sandbox": false ones run as the
-         * broker's uid and gid — the broker uid as root, the caller rootless
-         * — never as uid 0 (the uid-0 fallback refuses them). */
-        _cleanup_free_ char *self = realpath("/proc/self/exe", NULL);
-        boxes.tools = (struct cli_tools){
-                .self_exe = self, .sandbox = r->sb,
-                .host_uid = b.mode == BROKER_ROOT ? s.uid : getuid(),
-                .host_gid = b.mode == BROKER_ROOT ? s.gid : getgid(),
-        };
-        boxes.tools.host_ok = b.mode != BROKER_UID0 && boxes.tools.host_uid != 0 && boxes.tools.host_gid != 0;
-        struct monitor_serve ms = {
-                .chan = b.chan, .boxes = &boxes.provider, .exit_fd = cli_boxes_exit_fd,
-                .agent_dirfd = agent_dirfd, .agent_dir = r->agent_dir, .agent_from_broker = r->agent_from_broker,
-                .deadline_ms = r->sb->deadline_ms, .broker_pidfd = b.pidfd,
-                .stop = &launcher_stop_signal, .prestart = r->prestart, .loop = loop, .early = early,
-                .esbuild = esbuild, .bundle_deadline_ms = BUNDLE_DEADLINE_MS, .bundle_start = bundle_start,
-                .bundle_finish = bundle_end, .bundle_arg = (void *)r->sb,
-                .welcome_flags = (b.mode == BROKER_ROOTLESS ? CHAN_WELCOME_ROOTLESS : 0) |
-                                 (b.mode == BROKER_UID0 ? CHAN_WELCOME_UID0 : 0),
-        };
-        int code = monitor_serve(&ms, &e);
-        evloop_free(loop);
-        if (e)
-                fprintf(stderr, "chidori: %s\n", err_msg(e));
-        err_free(e);
-        if (agent_dirfd >= 0)
-                close(agent_dirfd);
-        monitor_broker_close(&b);
-        return code;
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        if (set_fd >= 0)
+                close(set_fd);
+        for (size_t i = 0; i < nkept; i++)
+                close(kept[i]);
+        close(config_fd);
+        handover_free(&set);
+        return fail("start the monitor (chidori-monitor)", e, EXIT_PROTOCOL);
 }

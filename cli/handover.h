@@ -1,6 +1,7 @@
 /* cli/handover.h — a run handed to chidori-broker (cli/handover.c): the
- * config blob's strings and the descriptors, then the broker started and
- * served until its RESULT.  Keys: broker/config.h. */
+ * config blob's strings and the descriptors, then chidori-monitor exec'd
+ * (monitor/main.c), which starts the broker and serves it until its RESULT.
+ * Keys: broker/config.h (the broker's), monitor/main.c (the monitor's). */
 #ifndef CHIDORI_CLI_HANDOVER_H
 #define CHIDORI_CLI_HANDOVER_H
 
@@ -41,12 +42,14 @@ struct handover_run {
         bool agent_from_broker;            /* chidori replay without --agent (monitor/serve.h) */
         bool quiet;                        /* --quiet: no note of a weakened broker posture */
         struct monitor_prestart prestart;  /* the worker to start while the broker starts */
+        const char *remove_after;          /* a file (an agent read from stdin) the monitor removes, and its folder */
         const char *state_dir, *workspace; /* absolute or NULL: attached read-write */
         const char *broker_user;           /* --broker-user, or NULL */
 };
 
-/* Start the broker with the strings and descriptors, serve it; the exit
- * code (its RESULT's, or the monitor's own for a failed start: printed). */
+/* Exec chidori-monitor with the strings (sealed), the descriptors and the
+ * monitor's settings: returns only when that cannot be done, with the exit
+ * code (the message printed).  The monitor exits with the run's code. */
 int handover_run(struct handover *h, const struct handover_run *r);
 
 #endif

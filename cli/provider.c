@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "cli/grants.h"
 #include "runtime/evloop.h"
 
 struct cli_box {
@@ -74,8 +73,8 @@ static void reap(struct cli_box *b, bool kill_first, enum box_end_reason reason,
         }
         struct sandbox_usage usage;
         struct err *err = NULL;
-        if (b->owner->grants)
-                grants_set_cgroup(b->owner->grants, NULL); /* worker_finish removes it */
+        if (b->owner->set_cgroup)
+                b->owner->set_cgroup(b->owner->grants, NULL); /* worker_finish removes it */
         if (worker_finish(&b->w, kill_first, &e.wait_status, &usage, &e.cpu_ms, &err) < 0) {
                 fprintf(stderr, "chidori: %s\n", err_msg(err));
                 err_free(err);
@@ -206,8 +205,8 @@ static int spawn(void *arg, struct evloop *loop, const struct box_request *req, 
                 return 0;
         }
         /* Nested runs and tools go below the run's cgroup (one budget). */
-        if (o->grants)
-                grants_set_cgroup(o->grants, b->w.have_sr ? b->w.sr.cg : NULL);
+        if (o->set_cgroup)
+                o->set_cgroup(o->grants, b->w.have_sr ? b->w.sr.cg : NULL);
         /* Tools the monitor starts go below the run's (first worker's) cgroup. */
         if (!o->tools.run_cg && b->w.have_sr && b->w.sr.cg) {
                 o->tools.run_cg = b->w.sr.cg;
@@ -253,9 +252,9 @@ static void finish(void *arg, void *handle, bool kill_first)
         reap(handle, kill_first, kill_first ? BOX_KILLED : BOX_EXITED, 0);
 }
 
-void cli_boxes_init(struct cli_boxes *o, struct spawn_opts *so, struct grants *grants)
+void cli_boxes_setup(struct cli_boxes *o, struct spawn_opts *so)
 {
-        *o = (struct cli_boxes){ .spawn = so, .grants = grants };
+        *o = (struct cli_boxes){ .spawn = so };
         o->provider = (struct box_provider){ .spawn = spawn, .finish = finish, .arg = o };
 }
 

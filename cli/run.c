@@ -1181,6 +1181,9 @@ static int run_broker(struct run_opts *o, bool agent_stdin)
                 .sb = &o->sb, .run_id = run_id + 4, .agent_dir = agent, .state_dir = state, .workspace = ws,
                 .broker_user = o->broker_user, .quiet = o->quiet,
         };
+        _cleanup_free_ char *stdin_file = NULL;
+        if (agent_stdin && asprintf(&stdin_file, "%s/%s", agent, stdin_name) >= 0)
+                r.remove_after = stdin_file; /* the monitor removes it (and its folder) at the end */
         prestart_posture(o, &r.prestart);
         code = handover_run(&h, &r);
 out:
@@ -1228,6 +1231,9 @@ static int replay_broker(struct run_opts *o, const char *journal, const char *ag
                 .sb = &o->sb, .run_id = run_id + 4, .agent_dir = agent, .agent_from_broker = !agent_override,
                 .broker_user = o->broker_user, .quiet = o->quiet,
         };
+        _cleanup_free_ char *stdin_file = NULL;
+        if (from_stdin && asprintf(&stdin_file, "%s/stdin.js", agent) >= 0)
+                r.remove_after = stdin_file;
         code = handover_run(&h, &r);
 out:
         handover_free(&h);

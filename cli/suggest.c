@@ -233,25 +233,31 @@ static char *last_message(void)
         return strndup(best, n);
 }
 
-int cli_json_end(int code)
+char *cli_json_usage_line(void)
 {
         if (!cap.on)
-                return code;
-        cli_json_stop();
-        if (code != EXIT_USAGE)
-                return code;
+                return NULL;
         _cleanup_free_ char *msg = last_message();
         cJSON *j = cJSON_CreateObject();
         cJSON_AddBoolToObject(j, "ok", false);
         cJSON *e = cJSON_AddObjectToObject(j, "error");
         cJSON_AddStringToObject(e, "name", "UsageError");
         cJSON_AddStringToObject(e, "message", msg ? msg : "usage error");
-        cJSON_AddNumberToObject(j, "exit", code);
+        cJSON_AddNumberToObject(j, "exit", EXIT_USAGE);
         char *s = cJSON_PrintUnformatted(j);
+        cJSON_Delete(j);
+        return s;
+}
+
+int cli_json_end(int code)
+{
+        if (!cap.on)
+                return code;
+        char *s = code == EXIT_USAGE ? cli_json_usage_line() : NULL;
+        cli_json_stop();
         if (s)
                 printf("%s\n", s);
         fflush(stdout);
         free(s);
-        cJSON_Delete(j);
         return code;
 }

@@ -36,5 +36,8 @@ const char *cli_nearest(const char *word, const char *const *cands, size_t n);
 void cli_json_begin(int argc, char **argv);
 void cli_json_stop(void);
 int cli_json_end(int code);
+/* The line cli_json_end(2) would print now (malloc'd), or NULL without
+ * --json: chidori-monitor prints it for a run that ends with 2. */
+char *cli_json_usage_line(void);
 
 #endif

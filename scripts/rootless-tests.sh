@@ -50,7 +50,7 @@ fi
 stage=$(mktemp -d /tmp/chidori-rootless.XXXXXX) || skip_all "cannot create a staging folder in /tmp"
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/build/probes" "$stage/tests/bats" "$stage/examples" "$stage/home"
-cp "$BUILD/chidori" "$BUILD/chidori-worker" "$BUILD/chidori-broker" "$BUILD/start-broker" \
+cp "$BUILD/chidori" "$BUILD/chidori-worker" "$BUILD/chidori-broker" "$BUILD/chidori-monitor" "$BUILD/start-broker" \
   "$BUILD/libchidori-net.so" "$stage/build/"
 cp "$BUILD/probes/probe" "$BUILD/probes/cg_forkbomb" "$BUILD/probes/broker_probe" "$BUILD/probes/bad_worker" "$stage/build/probes/"
 cp tests/bats/helpers.bash tests/bats/rootless.bats tests/bats/sandbox.bats tests/bats/broker.bats "$stage/tests/bats/"

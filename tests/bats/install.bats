@@ -11,14 +11,15 @@ make_install() {
   local b
   b=$(realpath --relative-to="$REPO" "$BUILD_DIR")
   env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$REPO" BUILD="$b" \
-    -o "$b/chidori" -o "$b/chidori-worker" -o "$b/libchidori-engine.so" -o "$b/libchidori-net.so" "$@"
+    -o "$b/chidori" -o "$b/chidori-worker" -o "$b/chidori-broker" -o "$b/chidori-monitor" -o "$b/libchidori-engine.so" \
+    -o "$b/libchidori-net.so" "$@"
 }
 
 # The installed binary, run from / with no CHIDORI_* override and no PATH
 # entry that could lead back to the build tree.
 installed() { # BIN ARGS...
   local bin=$1; shift
-  (cd / && env -u CHIDORI_WORKER -u CHIDORI_ENGINE_LIB -u CHIDORI_NET_LIB -u CHIDORI_ESBUILD \
+  (cd / && env -u CHIDORI_WORKER -u CHIDORI_ENGINE_LIB -u CHIDORI_NET_LIB -u CHIDORI_ESBUILD -u CHIDORI_BROKER -u CHIDORI_MONITOR \
      PATH=/usr/sbin:/usr/bin:/sbin:/bin "$bin" "$@")
 }
 
@@ -65,6 +66,9 @@ need_esbuild() {
   [[ $status -eq 0 && $output == '42' ]]
   run installed "$P/bin/chidori" run --quiet --no-isolate "$T/a.js" --input 2
   [[ $status -eq 0 && $output == '{"js":2}' ]]
+  # through the broker: chidori-monitor and chidori-broker from libexec
+  run installed env CHIDORI_RUN_BROKER=1 "$P/bin/chidori" run --quiet "$T/a.js" --input 3
+  [[ $status -eq 0 && $output == '{"js":3}' ]]
   # fetch loads libchidori-net.so: a refused connection is libcurl's answer
   port=$(closed_port)
   run installed "$P/bin/chidori" run --quiet --allow-host "127.0.0.1:$port" "$T/f.js" --input "$port"
