@@ -305,6 +305,41 @@ static void journal_end(struct run *r, const struct session_outcome *o, int code
         cJSON_Delete(e);
 }
 
+/* The session has ended: its outcome printed as chidori run prints it, the
+ * journal's end line written.  The exit code. */
+static int conclude(const struct broker_config *c, struct run *r, const struct agent *ag, bool printed_value)
+{
+        struct outcome_context oc = {
+                .js_deadline_ms = c->js_deadline_ms,
+                .cpu_secs = c->cpu_secs,
+                .stop_signal = (int)r->stop,
+                .syscall_name = seccomp_syscall_name,
+        };
+        struct session_outcome *o = session_outcome(r->s);
+        int code;
+        if (o->end == SESSION_END_SPAWN) {
+                fprintf(stderr, "chidori: %s%s\n", o->spawn_layer ? "" : "start the engine worker: ",
+                        o->message ? o->message : "");
+                return o->spawn_layer ? EXIT_LAYER_UNAVAILABLE : EXIT_PROTOCOL;
+        }
+        if (o->end == SESSION_END_EOF && !o->got_ready && o->pids_limit_hit && c->pids_source) {
+                /* The engine could not start its threads under the box's
+                 * pids limit (chidori run's conclude). */
+                code = report_pids_too_low(o, c->json, c->run_id, c->pids_source, c->pids_max);
+        } else {
+                /* Bundled code: the error's place in the agent's own files. */
+                struct err *me = NULL;
+                if (o->error && ag->map && sourcemap_map_error(ag->map, ag->filename, o->error, &me) < 0) {
+                        fprintf(stderr, "chidori: warning: %s; error positions point into the bundle\n", err_msg(me));
+                        err_free(me);
+                }
+                code = printed_value ? EXIT_OK : report_outcome(o, c->json, &oc, c->run_id);
+        }
+        if (r->journal)
+                journal_end(r, o, code);
+        return code;
+}
+
 static int run_session(int chan, const struct broker_config *c, struct run *r, struct agent *ag, int *ret_code,
                        struct err **err)
 {
@@ -388,37 +423,8 @@ static int run_session(int chan, const struct broker_config *c, struct run *r, s
                                 break;
                         }
         }
-        if (rc == 0) {
-                struct outcome_context oc = {
-                        .js_deadline_ms = c->js_deadline_ms,
-                        .cpu_secs = c->cpu_secs,
-                        .stop_signal = (int)r->stop,
-                        .syscall_name = seccomp_syscall_name,
-                };
-                struct session_outcome *o = session_outcome(r->s);
-                if (o->end == SESSION_END_SPAWN) {
-                        fprintf(stderr, "chidori: %s%s\n", o->spawn_layer ? "" : "start the engine worker: ",
-                                o->message ? o->message : "");
-                        *ret_code = o->spawn_layer ? EXIT_LAYER_UNAVAILABLE : EXIT_PROTOCOL;
-                } else if (o->end == SESSION_END_EOF && !o->got_ready && o->pids_limit_hit && c->pids_source) {
-                        /* The engine could not start its threads under the
-                         * box's pids limit (chidori run's conclude). */
-                        *ret_code = report_pids_too_low(o, c->json, c->run_id, c->pids_source, c->pids_max);
-                        if (r->journal)
-                                journal_end(r, o, *ret_code);
-                } else {
-                        /* Bundled code: the error's place in the agent's own files. */
-                        struct err *me = NULL;
-                        if (o->error && ag->map && sourcemap_map_error(ag->map, ag->filename, o->error, &me) < 0) {
-                                fprintf(stderr, "chidori: warning: %s; error positions point into the bundle\n",
-                                        err_msg(me));
-                                err_free(me);
-                        }
-                        *ret_code = sink.printed_value ? EXIT_OK : report_outcome(o, c->json, &oc, c->run_id);
-                        if (r->journal)
-                                journal_end(r, o, *ret_code);
-                }
-        }
+        if (rc == 0)
+                *ret_code = conclude(c, r, ag, sink.printed_value);
         session_free(r->s);
         nested_free(&nx);
         chan_boxes_free(&cb);
@@ -747,6 +753,120 @@ static int replay_same_agent(const struct run *r, const char *script, struct err
         return 0;
 }
 
+/* What a step of broker_run did when it did not go on. */
+enum step { STEP_ON, STEP_FAIL /* *code set, err to print */, STEP_DONE /* *code set, printed */ };
+
+/* The policy, and what depends on it as chidori run resolves it: the
+ * engine's CPU budget and the JIT (docs/sandbox.md, "JIT and W^X"). */
+static enum step choose_policy(struct broker_config *c, struct run *r, char **warning, int *code, struct err **err)
+{
+        struct policy_sources src = {
+                .surface = POLICY_SURFACE_RUN, .flag_untrusted = c->untrusted, .flag_trusted = c->trusted,
+                .env_inline = c->policy_inline, .env_profile = c->policy_profile,
+                .env_file = c->policy_file, .env_file_fd = c->policy_fd > 0 ? (int)c->policy_fd : 0,
+                .env_file_errno = (int)c->policy_errno,
+        };
+        if (policy_select(&src, &r->policy, warning, err) < 0) {
+                *code = err_code(*err) == POLICY_ERR_USAGE ? EXIT_USAGE : EXIT_PROTOCOL;
+                return STEP_FAIL;
+        }
+        if (*warning)
+                fprintf(stderr, "chidori: warning: %s\n", *warning);
+        bool strict = policy_fallback(r->policy) != POLICY_ALLOW;
+        if (c->js_deadline_ms < 0)
+                c->js_deadline_ms = strict ? CLI_JS_BUDGET_UNTRUSTED_MS : CLI_JS_BUDGET_DEFAULT_MS;
+        r->no_jit = c->jit == 0 || (c->jit < 0 && strict);
+        return STEP_ON;
+}
+
+/* The agent: a replay's named back by OPEN_AGENT, then read (and bundled)
+ * beneath the agent folder as any (broker/bundle.c). */
+static enum step load_agent(int chan, struct broker_config *c, struct run *r, struct agent *ag, int *code,
+                            struct err **err)
+{
+        *code = EXIT_PROTOCOL;
+        if (r->agent_abs) {
+                /* replay without --agent: the journal's agent, which makes its
+                 * folder the agent folder (OPEN_AGENT). */
+                int afd = chan_boxes_open_agent(chan, r->agent_abs, &r->stop, err);
+                if (afd < 0 && !r->stop) {
+                        struct err *w = NULL;
+                        err_set(&w, (*err)->errnum, "replay: load agent: open '%s'", r->agent_abs);
+                        err_free(*err);
+                        *err = w;
+                        *code = EXIT_USAGE;
+                }
+                if (afd < 0)
+                        return STEP_FAIL;
+                close(afd);
+        }
+        struct broker_bundler bb = { .chan = chan, .agent_dir = c->agent_dir, .esbuild = c->esbuild,
+                                     .deadline_ms = c->deadline_ms, .stop = &r->stop };
+        if (broker_bundle(&bb, c->agent, ag, err) < 0) {
+                if (err_code(*err) == BROKER_BUNDLE_E_CHANNEL)
+                        return STEP_FAIL; /* the channel, or interrupted (r->stop) */
+                if (err_code(*err) == BROKER_BUNDLE_E_LAYER) {
+                        *code = EXIT_LAYER_UNAVAILABLE;
+                        return STEP_FAIL;
+                }
+                /* esbuild's diagnosis (and the rest) as chidori run prints it. */
+                *code = bundle_report_error(stderr, *err);
+                err_free(*err);
+                *err = NULL;
+                return STEP_DONE;
+        }
+        if (ag->map_warning)
+                fprintf(stderr, "chidori: warning: %s\n", ag->map_warning);
+        if (r->display_name) {
+                char *n = strdup(r->display_name);
+                if (n) {
+                        free(ag->filename);
+                        ag->filename = n;
+                }
+        }
+        if (r->replay && replay_same_agent(r, ag->source, err) < 0) {
+                *code = EXIT_AGENT_ERROR;
+                return STEP_FAIL;
+        }
+        return STEP_ON;
+}
+
+/* A failed step's error, printed as chidori run would; a STOP met while
+ * waiting for the monitor ends the run as interrupted.  The exit code. */
+static int report_failure(const struct broker_config *c, struct run *r, const struct err *e, int code)
+{
+        if (chan_boxes_stop_signal(e) || (r->stop && err_code(e) == BROKER_BUNDLE_E_CHANNEL)) {
+                if (!r->stop)
+                        r->stop = chan_boxes_stop_signal(e);
+                return stopped_loading(c, r, BUDGET_STOPPED);
+        }
+        fprintf(stderr, "chidori: %s\n", err_msg(e));
+        return code;
+}
+
+static void run_clear(struct run *r)
+{
+        policy_free(r->policy);
+        memstore_close(r->mem);
+        journal_close(r->journal);
+        replay_free(r->replay);
+        cJSON_Delete(r->input);
+        cJSON_Delete(r->answers);
+        cJSON_Delete(r->env);
+        tools_free(r->tools);
+        workspace_close(r->ws);
+        ssrf_allow_free(r->allow);
+        if (r->llm)
+                net_api(NULL)->llm_config_clear(r->llm);
+        free(r->llm);
+        free(r->ns);
+        free(r->agent_abs);
+        free(r->agent_dir_buf);
+}
+
+/* The run, as steps: the config, HELLO, the policy, the operator's files,
+ * COMMIT (before anything an agent wrote is read), the inputs (a replay's
+ * journal), the agent, the journal's header, the session; RESULT. */
 int broker_run(int chan, int config_fd)
 {
         struct err *e = NULL;
@@ -757,27 +877,12 @@ int broker_run(int chan, int config_fd)
         struct agent ag = { 0 };
         int code = EXIT_PROTOCOL;
         unsigned welcome = 0;
+        enum step st = STEP_FAIL;
         if (map_config(config_fd, &blob, &e) < 0 || broker_config_parse(blob.strs, blob.nstrings, &c, &e) < 0 ||
             chan_boxes_hello(chan, &welcome, &e) < 0)
-                goto fail;
-        struct policy_sources src = {
-                .surface = POLICY_SURFACE_RUN, .flag_untrusted = c.untrusted, .flag_trusted = c.trusted,
-                .env_inline = c.policy_inline, .env_profile = c.policy_profile,
-                .env_file = c.policy_file, .env_file_fd = c.policy_fd > 0 ? (int)c.policy_fd : 0,
-                .env_file_errno = (int)c.policy_errno,
-        };
-        if (policy_select(&src, &r.policy, &warning, &e) < 0) {
-                code = err_code(e) == POLICY_ERR_USAGE ? EXIT_USAGE : EXIT_PROTOCOL;
-                goto fail_code;
-        }
-        if (warning)
-                fprintf(stderr, "chidori: warning: %s\n", warning);
-        /* What depends on the policy, as chidori run resolves it: the
-         * engine's CPU budget and the JIT (docs/sandbox.md, "JIT and W^X"). */
-        bool strict = policy_fallback(r.policy) != POLICY_ALLOW;
-        if (c.js_deadline_ms < 0)
-                c.js_deadline_ms = strict ? CLI_JS_BUDGET_UNTRUSTED_MS : CLI_JS_BUDGET_DEFAULT_MS;
-        r.no_jit = c.jit == 0 || (c.jit < 0 && strict);
+                goto end;
+        if ((st = choose_policy(&c, &r, &warning, &code, &e)) != STEP_ON)
+                goto end;
         /* libchidori-net.so as the monitor opened it (its folder is out of
          * the broker's reach): loaded through /proc/self/fd on first use. */
         char netlib[64];
@@ -785,113 +890,43 @@ int broker_run(int chan, int config_fd)
                 snprintf(netlib, sizeof(netlib), "/proc/self/fd/%ld", c.net_lib_fd);
                 setenv("CHIDORI_NET_LIB", netlib, 1);
         }
-        if (open_operator(&c, &r, &e) < 0) {
-                code = EXIT_USAGE;
-                goto fail_code;
-        }
+        st = STEP_FAIL;
+        code = EXIT_USAGE;
+        if (open_operator(&c, &r, &e) < 0)
+                goto end;
         close_read_fds(&c);
         /* The operator's configuration is parsed: commit to what may be
          * spawned before reading anything an agent wrote. */
         if (broker_tools_commit(chan, c.agent_from_journal || c.agent_stdin ? "" : c.agent_dir, r.tools, &e) < 0) {
                 code = err_code(e) == 0 && !e->errnum ? EXIT_USAGE : EXIT_PROTOCOL;
-                goto fail_code;
+                goto end;
         }
         int oi = open_inputs(&c, &r, &code, &e);
-        if (oi == -2)
-                goto out; /* reported */
-        if (oi < 0)
-                goto fail_code;
-        if (r.agent_abs) {
-                /* replay without --agent: the journal's agent, which makes its
-                 * folder the agent folder (OPEN_AGENT), then loaded as any. */
-                int afd = chan_boxes_open_agent(chan, r.agent_abs, &r.stop, &e);
-                if (afd < 0 && r.stop)
-                        goto fail_code; /* interrupted */
-                if (afd < 0) {
-                        struct err *w = NULL;
-                        err_set(&w, e->errnum, "replay: load agent: open '%s'", r.agent_abs);
-                        err_free(e);
-                        e = w;
-                        code = EXIT_USAGE;
-                        goto fail_code;
-                }
-                close(afd);
+        if (oi < 0) {
+                st = oi == -2 ? STEP_DONE : STEP_FAIL;
+                goto end;
         }
-        struct broker_bundler bb = { .chan = chan, .agent_dir = c.agent_dir, .esbuild = c.esbuild,
-                                     .deadline_ms = c.deadline_ms, .stop = &r.stop };
-        if (broker_bundle(&bb, c.agent, &ag, &e) < 0) {
-                if (err_code(e) == BROKER_BUNDLE_E_CHANNEL && r.stop) {
-                        /* Interrupted while esbuild ran: as an interrupted run ends. */
-                        code = 128 + (int)r.stop;
-                        goto fail_code;
-                }
-                if (err_code(e) == BROKER_BUNDLE_E_CHANNEL)
-                        goto fail;
-                if (err_code(e) == BROKER_BUNDLE_E_LAYER) {
-                        code = EXIT_LAYER_UNAVAILABLE;
-                        goto fail_code;
-                }
-                /* esbuild's diagnosis (and the rest) as chidori run prints it. */
-                code = bundle_report_error(stderr, e);
-                err_free(e);
-                e = NULL;
-                goto out;
-        }
-        if (ag.map_warning)
-                fprintf(stderr, "chidori: warning: %s\n", ag.map_warning);
-        if (r.display_name) {
-                char *n = strdup(r.display_name);
-                if (n) {
-                        free(ag.filename);
-                        ag.filename = n;
-                }
-        }
-        if (r.replay && replay_same_agent(&r, ag.source, &e) < 0) {
-                code = EXIT_AGENT_ERROR;
-                goto fail_code;
-        }
+        if ((st = load_agent(chan, &c, &r, &ag, &code, &e)) != STEP_ON)
+                goto end;
         if (r.journal)
                 journal_header(&r, ag.source);
-        if (run_session(chan, &c, &r, &ag, &code, &e) < 0)
-                goto fail;
-        goto out;
-fail:
-        code = EXIT_PROTOCOL;
-fail_code:
-        if (chan_boxes_stop_signal(e) || (r.stop && err_code(e) == BROKER_BUNDLE_E_CHANNEL)) {
-                /* Stopped (SIGINT, SIGTERM) while waiting for the monitor:
-                 * as an interrupted run ends. */
-                if (!r.stop)
-                        r.stop = chan_boxes_stop_signal(e);
-                code = stopped_loading(&c, &r, BUDGET_STOPPED);
-        } else {
-                fprintf(stderr, "chidori: %s\n", err_msg(e));
+        st = STEP_DONE;
+        if (run_session(chan, &c, &r, &ag, &code, &e) < 0) {
+                st = STEP_FAIL;
+                code = EXIT_PROTOCOL;
         }
+end:
+        if (st == STEP_FAIL)
+                code = report_failure(&c, &r, e, code);
         err_free(e);
-        e = NULL;
-out:
         fflush(stdout);
         fflush(stderr);
+        e = NULL;
         if (chan_boxes_result(chan, code, &e) < 0)
                 err_free(e);
         agent_free(&ag);
         free(warning);
-        policy_free(r.policy);
-        memstore_close(r.mem);
-        journal_close(r.journal);
-        replay_free(r.replay);
-        cJSON_Delete(r.input);
-        cJSON_Delete(r.answers);
-        cJSON_Delete(r.env);
-        tools_free(r.tools);
-        workspace_close(r.ws);
-        ssrf_allow_free(r.allow);
-        if (r.llm)
-                net_api(NULL)->llm_config_clear(r.llm);
-        free(r.llm);
-        free(r.ns);
-        free(r.agent_abs);
-        free(r.agent_dir_buf);
+        run_clear(&r);
         chan_blob_unmap(&blob);
         return code;
 }

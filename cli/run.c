@@ -1281,6 +1281,57 @@ static int check_run_opts(const struct run_opts *o, bool agent_stdin)
         return 0;
 }
 
+/* chidori run with the one-process parent (CHIDORI_RUN_BROKER=0,
+ * --no-isolate): the agent, the policy and every effect in this process. */
+static int run_one_process(struct run_opts *o_, bool agent_stdin)
+{
+        struct run_opts o = *o_;
+        struct run_ctx ctx = { 0 };
+        int code = EXIT_USAGE;
+        struct err *err = NULL;
+        if (run_env(&o, &ctx.env) < 0)
+                goto out;
+        if (load_inputs(&o, &ctx) < 0)
+                goto out;
+        int lc = load_run_agent(&o, &ctx, agent_stdin);
+        if (lc) {
+                code = lc;
+                goto out;
+        }
+        if (select_policy(&o, &ctx.policy) < 0)
+                goto out;
+        /* Code run under a deny-by-default policy gets no JIT unless --jit
+         * says so (docs/sandbox.md, "JIT and W^X"). */
+        if (o.sb.jit < 0 && policy_fallback(ctx.policy) != POLICY_ALLOW)
+                o.sb.jit = 0;
+        resolve_cpu_budget(&o, ctx.policy);
+        if (o.mem_ns)
+                ctx.ns = strdup(o.mem_ns);
+        else if (ctx.agent.abspath)
+                ctx.ns = strdup(ctx.agent.abspath);
+        else if (asprintf(&ctx.ns, "stdin:%s", ctx.agent.filename) < 0)
+                ctx.ns = NULL;
+        if (open_memory(&o, &ctx) < 0)
+                goto out;
+        make_run_id(ctx.run_id);
+        if (o.journal_path) {
+                if (!o.force && journal_check_replaceable(o.journal_path, &err) < 0) {
+                        fprintf(stderr, "chidori: %s\n", err_msg(err));
+                        goto out;
+                }
+                if (journal_open(o.journal_path, &ctx.journal, &err) < 0) {
+                        fprintf(stderr, "chidori: --journal: %s\n", err_msg(err));
+                        goto out;
+                }
+                journal_header(&ctx, o.sb.tz, o.virtual_time);
+        }
+        code = execute(&o, &ctx);
+out:
+        err_free(err);
+        run_ctx_free(&ctx);
+        return in_process_exit(&o, code);
+}
+
 int cmd_run(int argc, char **argv)
 {
         struct run_opts o = { .started = mono_ms() };
@@ -1338,50 +1389,7 @@ int cmd_run(int argc, char **argv)
         if (via_broker)
                 return run_broker(&o, agent_stdin);
 
-        struct run_ctx ctx = { 0 };
-        int code = EXIT_USAGE;
-        struct err *err = NULL;
-        if (run_env(&o, &ctx.env) < 0)
-                goto out;
-        if (load_inputs(&o, &ctx) < 0)
-                goto out;
-        int lc = load_run_agent(&o, &ctx, agent_stdin);
-        if (lc) {
-                code = lc;
-                goto out;
-        }
-        if (select_policy(&o, &ctx.policy) < 0)
-                goto out;
-        /* Code run under a deny-by-default policy gets no JIT unless --jit
-         * says so (docs/sandbox.md, "JIT and W^X"). */
-        if (o.sb.jit < 0 && policy_fallback(ctx.policy) != POLICY_ALLOW)
-                o.sb.jit = 0;
-        resolve_cpu_budget(&o, ctx.policy);
-        if (o.mem_ns)
-                ctx.ns = strdup(o.mem_ns);
-        else if (ctx.agent.abspath)
-                ctx.ns = strdup(ctx.agent.abspath);
-        else if (asprintf(&ctx.ns, "stdin:%s", ctx.agent.filename) < 0)
-                ctx.ns = NULL;
-        if (open_memory(&o, &ctx) < 0)
-                goto out;
-        make_run_id(ctx.run_id);
-        if (o.journal_path) {
-                if (!o.force && journal_check_replaceable(o.journal_path, &err) < 0) {
-                        fprintf(stderr, "chidori: %s\n", err_msg(err));
-                        goto out;
-                }
-                if (journal_open(o.journal_path, &ctx.journal, &err) < 0) {
-                        fprintf(stderr, "chidori: --journal: %s\n", err_msg(err));
-                        goto out;
-                }
-                journal_header(&ctx, o.sb.tz, o.virtual_time);
-        }
-        code = execute(&o, &ctx);
-out:
-        err_free(err);
-        run_ctx_free(&ctx);
-        return in_process_exit(&o, code);
+        return run_one_process(&o, agent_stdin);
 }
 
 static void replay_help(void)
@@ -1453,57 +1461,11 @@ static int load_replay_agent(const char *agent_override, struct run_ctx *c)
         return 0;
 }
 
-int cmd_replay(int argc, char **argv)
+/* chidori replay with the one-process parent (CHIDORI_RUN_BROKER=0,
+ * --no-isolate): the journal read here. */
+static int replay_one_process(struct run_opts *o_, const char *journal, const char *agent_override)
 {
-        static const struct option longopts[] = {
-                { "agent", required_argument, NULL, OPT_AGENT },
-                { "js-deadline", required_argument, NULL, OPT_JS_DEADLINE },
-                { "tz", required_argument, NULL, OPT_TZ },
-                SANDBOX_LONGOPTS,
-                BOUNDS_LONGOPTS,
-                { "no-isolate", no_argument, NULL, OPT_NO_ISOLATE },
-                { "isolate", no_argument, NULL, OPT_ISOLATE },
-                { "json", no_argument, NULL, OPT_JSON },
-                { "quiet", no_argument, NULL, OPT_QUIET },
-                { "broker-user", required_argument, NULL, OPT_BROKER_USER },
-                { "help", no_argument, NULL, 'h' },
-                { NULL, 0, NULL, 0 },
-        };
-        struct run_opts o = { .started = mono_ms() };
-        const char *agent_override = NULL;
-        if (env_defaults(&o) < 0)
-                return EXIT_USAGE;
-        optind = 1;
-        opterr = 0;
-        int c;
-        while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-                if (c == '?' || c == ':')
-                        return cli_bad_option("replay", argc, argv, longopts);
-                if (c == SOPT_PIDS)
-                        o.pids_flag = true;
-                int h = common_opt("replay", c, &o);
-                if (h < 0)
-                        return EXIT_USAGE;
-                if (h > 0)
-                        continue;
-                switch (c) {
-                case OPT_AGENT: agent_override = optarg; break;
-                case OPT_TZ:
-                        return usage_error("replay", "--tz: a replay runs in the time zone recorded in the journal "
-                                                     "(its header's \"tz\"); choose the zone when recording, with "
-                                                     "chidori run --tz");
-                case 'h': replay_help(); return EXIT_OK;
-                default: return cli_bad_option("replay", argc, argv, longopts);
-                }
-        }
-        if (optind >= argc)
-                return usage_error("replay", "no journal file given");
-        bool via_broker = false;
-        if (sandbox_opts_check(&o.sb) < 0 || pids_check("replay", &o) < 0 || broker_user_check("replay", &o) < 0 ||
-            broker_mode(&o, &via_broker) < 0)
-                return EXIT_USAGE;
-        if (via_broker)
-                return replay_broker(&o, argv[optind], agent_override);
+        struct run_opts o = *o_;
         struct run_ctx ctx = { 0 };
         struct err *err = NULL;
         int code = EXIT_USAGE;
@@ -1511,7 +1473,7 @@ int cmd_replay(int argc, char **argv)
                 .deadline_at = o.sb.deadline_ms > 0 ? o.started + (double)o.sb.deadline_ms : 0,
                 .stop = &launcher_stop_signal,
         };
-        if (replay_open_until(argv[optind], o.lim.max_journal, &load_budget, &ctx.replay, &err) < 0) {
+        if (replay_open_until(journal, o.lim.max_journal, &load_budget, &ctx.replay, &err) < 0) {
                 enum budget_reason why = budget_over(&load_budget);
                 if (why != BUDGET_OK)
                         code = stopped_early(&o, why);
@@ -1564,4 +1526,58 @@ out:
         err_free(err);
         run_ctx_free(&ctx);
         return in_process_exit(&o, code);
+}
+
+int cmd_replay(int argc, char **argv)
+{
+        static const struct option longopts[] = {
+                { "agent", required_argument, NULL, OPT_AGENT },
+                { "js-deadline", required_argument, NULL, OPT_JS_DEADLINE },
+                { "tz", required_argument, NULL, OPT_TZ },
+                SANDBOX_LONGOPTS,
+                BOUNDS_LONGOPTS,
+                { "no-isolate", no_argument, NULL, OPT_NO_ISOLATE },
+                { "isolate", no_argument, NULL, OPT_ISOLATE },
+                { "json", no_argument, NULL, OPT_JSON },
+                { "quiet", no_argument, NULL, OPT_QUIET },
+                { "broker-user", required_argument, NULL, OPT_BROKER_USER },
+                { "help", no_argument, NULL, 'h' },
+                { NULL, 0, NULL, 0 },
+        };
+        struct run_opts o = { .started = mono_ms() };
+        const char *agent_override = NULL;
+        if (env_defaults(&o) < 0)
+                return EXIT_USAGE;
+        optind = 1;
+        opterr = 0;
+        int c;
+        while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+                if (c == '?' || c == ':')
+                        return cli_bad_option("replay", argc, argv, longopts);
+                if (c == SOPT_PIDS)
+                        o.pids_flag = true;
+                int h = common_opt("replay", c, &o);
+                if (h < 0)
+                        return EXIT_USAGE;
+                if (h > 0)
+                        continue;
+                switch (c) {
+                case OPT_AGENT: agent_override = optarg; break;
+                case OPT_TZ:
+                        return usage_error("replay", "--tz: a replay runs in the time zone recorded in the journal "
+                                                     "(its header's \"tz\"); choose the zone when recording, with "
+                                                     "chidori run --tz");
+                case 'h': replay_help(); return EXIT_OK;
+                default: return cli_bad_option("replay", argc, argv, longopts);
+                }
+        }
+        if (optind >= argc)
+                return usage_error("replay", "no journal file given");
+        bool via_broker = false;
+        if (sandbox_opts_check(&o.sb) < 0 || pids_check("replay", &o) < 0 || broker_user_check("replay", &o) < 0 ||
+            broker_mode(&o, &via_broker) < 0)
+                return EXIT_USAGE;
+        if (via_broker)
+                return replay_broker(&o, argv[optind], agent_override);
+        return replay_one_process(&o, argv[optind], agent_override);
 }

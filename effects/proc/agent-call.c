@@ -157,40 +157,12 @@ static int resolve_callee(struct broker *b, const char *path, char **ret, struct
         return 0;
 }
 
-int effect_agent_call(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
+/* callAgent as `chidori run` again, a subprocess of this one (the
+ * one-process parent): argv and environment from the run's children, the
+ * callee's journal in a temporary file copied in when it ends. */
+static int start_subprocess(struct broker *b, int64_t id, const char *path, const char *layer, struct err **err)
 {
-        (void)ret;
-        const char *path = NULL;
-        if (broker_need_str(args, "agent.call", "path", &path, err) < 0)
-                return -1;
-        const cJSON *options = cJSON_GetObjectItemCaseSensitive(args, "options");
-        const char *layer = broker_arg_str(options, "policy");
-        if (layer && !policy_is_profile_name(layer))
-                return err_set(err, 0, "callAgent: options.policy '%s' is not a profile (permissive, untrusted, "
-                                       "supervised)", layer);
         const struct broker_children *ch = b->cfg->children;
-        const struct session_nested *nest = b->cfg->nested;
-        if (!nest && (!ch || !ch->run_argv))
-                return err_set(err, 0, "callAgent: nested agents are not available in this mode");
-        if (b->cfg->agent_depth >= BROKER_AGENT_DEPTH_MAX)
-                return err_set(err, 0, "callAgent %s: agents nest at most %d deep", path, BROKER_AGENT_DEPTH_MAX);
-        unsigned max_nested = nest ? nest->max_nested : ch->max_nested;
-        if (b->nnested >= max_nested)
-                return proc_limit_refused(b, err, "nested agent limit reached (%u at once per run; raise it with "
-                                             "--max-nested)", max_nested);
-        if (nest) {
-                /* A session of the embedder's (broker/nested.c): it answers
-                 * the call and counts it down (b->nnested). */
-                struct json_span raw;
-                _cleanup_free_ char *input =
-                        broker_arg_raw(b, "input", &raw) == 1 ? json_compact(raw, NULL) : strdup("null");
-                if (!input)
-                        return err_set(err, ENOMEM, "callAgent");
-                if (nest->start(nest->arg, b, id, path, layer, input, err) < 0)
-                        return -1;
-                b->nnested++;
-                return 1;
-        }
         _cleanup_free_ char *callee = NULL;
         if (resolve_callee(b, path, &callee, err) < 0)
                 return -1;
@@ -287,6 +259,43 @@ int effect_agent_call(struct broker *b, int64_t id, const cJSON *args, cJSON **r
         b->nnested++;
         b->pending_scratch = strdup(jtmpl);
         return 1;
+}
+
+int effect_agent_call(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
+{
+        (void)ret;
+        const char *path = NULL;
+        if (broker_need_str(args, "agent.call", "path", &path, err) < 0)
+                return -1;
+        const cJSON *options = cJSON_GetObjectItemCaseSensitive(args, "options");
+        const char *layer = broker_arg_str(options, "policy");
+        if (layer && !policy_is_profile_name(layer))
+                return err_set(err, 0, "callAgent: options.policy '%s' is not a profile (permissive, untrusted, "
+                                       "supervised)", layer);
+        const struct broker_children *ch = b->cfg->children;
+        const struct session_nested *nest = b->cfg->nested;
+        if (!nest && (!ch || !ch->run_argv))
+                return err_set(err, 0, "callAgent: nested agents are not available in this mode");
+        if (b->cfg->agent_depth >= BROKER_AGENT_DEPTH_MAX)
+                return err_set(err, 0, "callAgent %s: agents nest at most %d deep", path, BROKER_AGENT_DEPTH_MAX);
+        unsigned max_nested = nest ? nest->max_nested : ch->max_nested;
+        if (b->nnested >= max_nested)
+                return proc_limit_refused(b, err, "nested agent limit reached (%u at once per run; raise it with "
+                                             "--max-nested)", max_nested);
+        if (nest) {
+                /* A session of the embedder's (broker/nested.c): it answers
+                 * the call and counts it down (b->nnested). */
+                struct json_span raw;
+                _cleanup_free_ char *input =
+                        broker_arg_raw(b, "input", &raw) == 1 ? json_compact(raw, NULL) : strdup("null");
+                if (!input)
+                        return err_set(err, ENOMEM, "callAgent");
+                if (nest->start(nest->arg, b, id, path, layer, input, err) < 0)
+                        return -1;
+                b->nnested++;
+                return 1;
+        }
+        return start_subprocess(b, id, path, layer, err);
 }
 
 const char *effect_agent_code(int code)
