@@ -241,6 +241,7 @@ static const struct rule rules[] = {
         { "recvfrom", L | B, "programs under launch" },
         { "sendmsg", S1 | L | B, "the launcher hands the seccomp listener to the parent before exec; programs under launch" },
         { "recvmsg", L | B, "programs under launch" },
+        { "sendmmsg", B, "the broker: glibc's DNS resolver sends the A and AAAA queries in one call" },
         { "shutdown", L | B, "programs under launch" },
 };
 /* Sanitizer builds only (make asan): the ASan/UBSan runtime inside the

@@ -343,3 +343,13 @@ JS
   assert_status 0
   assert_stdout '["direct","timeout"]'
 }
+
+@test "a host name is resolved by the broker (glibc's resolver, sendmmsg in its filter): a name that does not resolve is the agent's error, not a dead broker" {
+  agent dns.js <<'JS'
+module.exports = async () => { try { await fetch("http://no-such-host.invalid/"); return "fetched"; } catch (e) { return e.cause && e.cause.code; } };
+JS
+  chid run --quiet "$T/dns.js"
+  assert_status 0
+  [[ $output == '"network"' ]] || { echo "$output"; echo "$stderr"; false; }
+  [[ $stderr != *"closed the channel"* ]]
+}
