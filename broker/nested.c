@@ -416,9 +416,9 @@ static int start(void *arg, struct broker *caller, int64_t id, const char *path,
         }
         if (needs_bundle(n->abs)) {
                 run_free(n);
-                return err_set(err, 0, "callAgent %s: an ES module or TypeScript agent needs bundling, which a run "
-                                       "through the broker (CHIDORI_RUN_BROKER=1) cannot do yet; call a CommonJS .js "
-                                       "agent, or run without CHIDORI_RUN_BROKER", path);
+                return err_set(err, 0, "callAgent %s: an ES module or TypeScript callee needs bundling, which a nested "
+                                       "run through the broker cannot do yet; call a CommonJS or script .js agent, or "
+                                       "run with CHIDORI_RUN_BROKER=0 (the one-process parent)", path);
         }
         char *slash = strrchr(n->abs, '/');
         n->dir = slash == n->abs ? strdup("/") : strndup(n->abs, (size_t)(slash - n->abs));

@@ -186,6 +186,12 @@ int handover_run(struct handover *h, const struct handover_run *r)
         /* esbuild is the monitor's choice (the broker only names it back in
          * a SPAWN of kind bundle). */
         _cleanup_free_ char *esbuild = agent_find_esbuild();
+        if (esbuild && esbuild[0] != '/') {
+                /* CHIDORI_ESBUILD=bin/esbuild: the operator's, from their cwd. */
+                char *abs = realpath(esbuild, NULL);
+                free(esbuild);
+                esbuild = abs;
+        }
         if (esbuild)
                 handover_add(h, "esbuild=%s", esbuild);
         struct err *e = NULL;

@@ -1159,7 +1159,7 @@ static int run_broker(struct run_opts *o, bool agent_stdin)
 {
         struct handover h;
         handover_init(&h);
-        _cleanup_free_ char *agent = NULL, *ws = NULL, *state = NULL;
+        _cleanup_free_ char *agent = NULL, *ws = NULL, *state = NULL, *stdin_file = NULL;
         char run_id[40];
         int code = EXIT_USAGE;
         const char *stdin_name = o->agent_name ? o->agent_name : "stdin.js";
@@ -1181,7 +1181,6 @@ static int run_broker(struct run_opts *o, bool agent_stdin)
                 .sb = &o->sb, .run_id = run_id + 4, .agent_dir = agent, .state_dir = state, .workspace = ws,
                 .broker_user = o->broker_user, .quiet = o->quiet,
         };
-        _cleanup_free_ char *stdin_file = NULL;
         if (agent_stdin && asprintf(&stdin_file, "%s/%s", agent, stdin_name) >= 0)
                 r.remove_after = stdin_file; /* the monitor removes it (and its folder) at the end */
         prestart_posture(o, &r.prestart);
@@ -1200,7 +1199,7 @@ static int replay_broker(struct run_opts *o, const char *journal, const char *ag
 {
         struct handover h;
         handover_init(&h);
-        _cleanup_free_ char *agent = NULL;
+        _cleanup_free_ char *agent = NULL, *stdin_file = NULL;
         int code = EXIT_USAGE;
         bool from_stdin = agent_override && strcmp(agent_override, "-") == 0;
         int fd = open(journal, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -1231,7 +1230,6 @@ static int replay_broker(struct run_opts *o, const char *journal, const char *ag
                 .sb = &o->sb, .run_id = run_id + 4, .agent_dir = agent, .agent_from_broker = !agent_override,
                 .broker_user = o->broker_user, .quiet = o->quiet,
         };
-        _cleanup_free_ char *stdin_file = NULL;
         if (from_stdin && asprintf(&stdin_file, "%s/stdin.js", agent) >= 0)
                 r.remove_after = stdin_file;
         code = handover_run(&h, &r);

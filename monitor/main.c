@@ -307,11 +307,11 @@ static int serve(struct settings *st)
          * sandbox/hosttool.c); "sandbox": false ones as the broker's uid
          * and gid — the broker uid as root, the caller rootless — never as
          * uid 0 (the uid-0 fallback refuses them). */
-        boxes.tools = (struct cli_tools){
-                .self_exe = st->chidori, .sandbox = &st->sb,
-                .host_uid = b.mode == BROKER_ROOT ? s.uid : getuid(),
-                .host_gid = b.mode == BROKER_ROOT ? s.gid : getgid(),
-        };
+        /* (Field by field: the worker started early has set run_cg.) */
+        boxes.tools.self_exe = st->chidori;
+        boxes.tools.sandbox = &st->sb;
+        boxes.tools.host_uid = b.mode == BROKER_ROOT ? s.uid : getuid();
+        boxes.tools.host_gid = b.mode == BROKER_ROOT ? s.gid : getgid();
         boxes.tools.host_ok = b.mode != BROKER_UID0 && boxes.tools.host_uid != 0 && boxes.tools.host_gid != 0;
         struct monitor_serve ms = {
                 .chan = b.chan, .boxes = &boxes.provider, .exit_fd = cli_boxes_exit_fd,

@@ -196,7 +196,8 @@ JS
 @test "a build inside a private (0700) directory, e.g. under /root, runs in the box" {
   [[ $(id -u) -eq 0 ]] || skip "needs root: the box's uid is nobody only when chidori runs as root"
   mkdir -p "$T/private/bin" && chmod 700 "$T/private" "$T"
-  cp "$BUILD_DIR/chidori" "$BUILD_DIR/chidori-worker" "$BUILD_DIR/chidori-broker" "$BUILD_DIR/libchidori-engine.so" \
+  cp "$BUILD_DIR/chidori" "$BUILD_DIR/chidori-worker" "$BUILD_DIR/chidori-broker" "$BUILD_DIR/chidori-monitor" \
+    "$BUILD_DIR/libchidori-engine.so" \
     "$T/private/bin/"
   echo 'function main(){ return "ok from a private build" }' >"$T/private/a.js"
   set +e; "$T/private/bin/chidori" run --quiet "$T/private/a.js" >"$T/out" 2>"$T/err"; st=$?; set -e

@@ -172,9 +172,17 @@ JS
   chmod +x "$T/agent/bin/esbuild"
   echo 'export default async function main() { return "module ran"; }' >"$T/agent/child.mjs"
   cd "$T/op"
-  CHIDORI_ESBUILD=bin/esbuild chid run --quiet "$T/agent/main.js" --input '{"callee": "child.mjs"}'
+  # The one-process parent starts `chidori run` again for the callee: the
+  # variable is resolved once, from the operator's folder.
+  CHIDORI_RUN_BROKER=0 CHIDORI_ESBUILD=bin/esbuild chid run --quiet "$T/agent/main.js" --input '{"callee": "child.mjs"}'
   assert_status 0
   assert_stdout '"module ran"'
+  [[ ! -e $T/pwned ]]
+  # Through the broker esbuild is the monitor's (resolved the same way) and
+  # a nested ES module is refused, saying so (issue 10: not bundled yet).
+  CHIDORI_ESBUILD=bin/esbuild chid run --quiet "$T/agent/main.js" --input '{"callee": "child.mjs"}'
+  assert_status 0
+  [[ $output == *"callAgent child.mjs: an ES module or TypeScript callee needs bundling"* ]] || { echo "$output"; false; }
   [[ ! -e $T/pwned ]]
 }
 
@@ -232,7 +240,7 @@ JS
 }
 
 @test "a nested run's own launcher process and its box live below the caller's run cgroup" {
-  [[ -z ${CHIDORI_RUN_BROKER:-} ]] || skip "through the broker a nested run has no launcher process: the 'broker:' tests below"
+  export CHIDORI_RUN_BROKER=0 # the one-process parent's nested `chidori run` (the 'broker:' tests below: through the broker)
   tree_setup
   local cg=/sys/fs/cgroup/memory
   [[ -d $cg ]] || cg=/sys/fs/cgroup
@@ -415,7 +423,7 @@ JSON
 }
 
 @test "a nested run and its worker die with the caller when the caller's launcher is SIGKILLed" {
-  [[ -z ${CHIDORI_RUN_BROKER:-} ]] || skip "through the broker a nested run has no launcher process: the 'broker:' tests below"
+  export CHIDORI_RUN_BROKER=0 # the one-process parent's nested `chidori run` (the 'broker:' tests below: through the broker)
   tree_setup
   MARK="$T/agent/spin-$$$RANDOM.js"
   echo 'module.exports = async () => { for (;;) {} };' >"$MARK"
