@@ -44,7 +44,12 @@ unset CHIDORI_ISOLATE CHIDORI_ISOLATE_REQUIRE_SANDBOX CHIDORI_JS_MEM_CAP_MB CHID
 # two builds in one table (chidori finds chidori-worker next to itself).
 mkdir "$tmp/bin"
 chmod 755 "$tmp" "$tmp/bin" # the box binds the worker as an unprivileged uid: mktemp's 0700 would hide it
-cp "$BUILD/chidori" "$BUILD/chidori-worker" "$BUILD/libchidori-engine.so" "$BUILD/libchidori-net.so" "$BUILD/jsc_hello" "$tmp/bin/"
+cp "$BUILD/chidori" "$BUILD/chidori-worker" "$BUILD/chidori-broker" "$BUILD/chidori-monitor" "$BUILD/libchidori-engine.so" \
+  "$BUILD/libchidori-net.so" "$BUILD/jsc_hello" "$tmp/bin/"
+# esbuild (make deps) stays where it is: found by its absolute path.
+if [[ -z ${CHIDORI_ESBUILD:-} && -x tools/node_modules/.bin/esbuild ]]; then
+  CHIDORI_ESBUILD=$(readlink -f tools/node_modules/.bin/esbuild); export CHIDORI_ESBUILD
+fi
 CH="$tmp/bin/chidori" JSC_HELLO="$tmp/bin/jsc_hello"
 CC=${CC:-gcc}
 $CC -O2 -Wall -Wextra -o "$tmp/timeit" tests/bench/timeit.c
