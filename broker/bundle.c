@@ -26,19 +26,27 @@ static int chan_failed(struct err **err)
         return -1;
 }
 
-/* The next message that is not a BOX_ENDED of another box; STOP ends the
- * wait (the run is being stopped). */
-static int recv_for(const struct broker_bundler *b, union chan_msg *m, int fds[CHAN_MAX_FDS], size_t *nfds,
-                    struct err **err)
+/* The next message for this bundle (SPAWNED/SPAWN_FAILED of its request,
+ * BOX_ENDED of `box`) or any other when not in the loop; STOP ends the
+ * wait (the run is being stopped).  In the loop (defer_to) the others are
+ * handed to the provider for later. */
+static int recv_for(const struct broker_bundler *b, uint64_t box, union chan_msg *m, int fds[CHAN_MAX_FDS],
+                    size_t *nfds, struct err **err)
 {
         int chan = b->chan;
-        if (chan_recv(chan, CHAN_FROM_MONITOR, m, fds, nfds, err) < 0)
-                return err_wrap(err, "the monitor's channel"), chan_failed(err);
-        if (m->h.type == CHAN_STOP && b->stop)
-                *b->stop = m->stop.signal;
-        if (m->h.type == CHAN_STOP)
-                return err_setc(err, BROKER_BUNDLE_E_CHANNEL, 0, "stopped by %s", strsignal(m->stop.signal));
-        return 0;
+        for (;;) {
+                if (chan_recv(chan, CHAN_FROM_MONITOR, m, fds, nfds, err) < 0)
+                        return err_wrap(err, "the monitor's channel"), chan_failed(err);
+                if (m->h.type == CHAN_STOP && b->stop)
+                        *b->stop = m->stop.signal;
+                if (m->h.type == CHAN_STOP)
+                        return err_setc(err, BROKER_BUNDLE_E_CHANNEL, 0, "stopped by %s", strsignal(m->stop.signal));
+                bool mine = ((m->h.type == CHAN_SPAWNED || m->h.type == CHAN_SPAWN_FAILED) && m->h.id == BUNDLE_REQ) ||
+                            (m->h.type == CHAN_BOX_ENDED && box && m->box_ended.box == box);
+                if (mine || !b->defer_to)
+                        return 0;
+                chan_boxes_defer(b->defer_to, m, fds, *nfds);
+        }
 }
 
 static void close_fds(int *fds, size_t n)
@@ -86,7 +94,7 @@ static int spawn_bundle(const struct broker_bundler *b, const char *dir, uint64_
                 return chan_failed(err);
         size_t nfds = 0;
         int got[CHAN_MAX_FDS];
-        if (recv_for(b, &m, got, &nfds, err) < 0)
+        if (recv_for(b, 0, &m, got, &nfds, err) < 0)
                 return -1;
         if (m.h.type == CHAN_SPAWN_FAILED && m.h.id == BUNDLE_REQ) {
                 if (m.spawn_failed.code == CHAN_SPAWN_E_NO_BUNDLER)
@@ -112,7 +120,7 @@ static int wait_ended(const struct broker_bundler *b, uint64_t box, int *ret_sta
                 union chan_msg m;
                 int fds[CHAN_MAX_FDS];
                 size_t nfds = 0;
-                if (recv_for(b, &m, fds, &nfds, err) < 0)
+                if (recv_for(b, box, &m, fds, &nfds, err) < 0)
                         return -1;
                 close_fds(fds, nfds);
                 if (m.h.type == CHAN_BOX_ENDED && m.box_ended.box == box) {
@@ -212,26 +220,27 @@ int broker_bundle(const struct broker_bundler *b, const char *relpath, struct ag
                 agent_free(a);
                 return err_wrap(err, "load agent");
         }
-        sha256_hex(a->source, a->source_len, a->sha256);
-        if (memchr(a->source, '\0', a->source_len)) {
+        if (broker_bundle_loaded(b, relpath, a, err) < 0) {
                 agent_free(a);
+                return -1;
+        }
+        return 0;
+}
+
+int broker_bundle_loaded(const struct broker_bundler *b, const char *relpath, struct agent *a, struct err **err)
+{
+        sha256_hex(a->source, a->source_len, a->sha256);
+        if (memchr(a->source, '\0', a->source_len))
                 return err_setc(err, AGENT_E_BUNDLE, 0, "agent file '%s' contains NUL bytes; expected JavaScript source",
                                 a->path);
-        }
         if (!bundle_needed(relpath, a->source)) {
                 a->script = a->source;
                 return 0;
         }
         _cleanup_free_ char *dir = strdup(a->abspath);
-        if (!dir) {
-                agent_free(a);
+        if (!dir)
                 return err_set(err, ENOMEM, "bundle");
-        }
         char *slash = strrchr(dir, '/');
         slash[slash == dir ? 1 : 0] = '\0';
-        if (bundle_through_monitor(b, a, dir, err) < 0) {
-                agent_free(a);
-                return -1;
-        }
-        return 0;
+        return bundle_through_monitor(b, a, dir, err);
 }

@@ -22,6 +22,7 @@
 #include "common/err.h"
 
 struct agent;
+struct chan_boxes;
 
 struct broker_bundler {
         int chan;                  /* the broker's end of the channel */
@@ -29,6 +30,11 @@ struct broker_bundler {
         const char *esbuild;       /* the monitor's esbuild (config esbuild=), NULL: none */
         long deadline_ms;          /* the run's deadline (0: none): esbuild's box gets no more */
         volatile sig_atomic_t *stop; /* set to STOP's signal if one comes meanwhile; may be NULL */
+        /* Inside the session's loop (a nested callee): messages for others
+         * (their boxes, opens) met while waiting are handed to the loop's
+         * provider for later (chan_boxes_defer), not dropped.  NULL: before
+         * the loop. */
+        struct chan_boxes *defer_to;
 };
 
 /* Error codes besides AGENT_E_* (cli/cli.h; those are the agent's: print
@@ -45,5 +51,10 @@ enum {
  * (esbuild's diagnosis), AGENT_E_NO_ESBUILD, AGENT_E_NOT_FOUND, the codes
  * above, or 0 (the bundle box could not be started: exit 2 as run's). */
 int broker_bundle(const struct broker_bundler *b, const char *relpath, struct agent *out, struct err **err);
+
+/* The same for an agent whose file was read already: out->path, abspath,
+ * filename, source, source_len set; sha256 and the script (bundled if it
+ * is a module) filled.  -1 with err as above; *out is the caller's. */
+int broker_bundle_loaded(const struct broker_bundler *b, const char *relpath, struct agent *out, struct err **err);
 
 #endif

@@ -356,6 +356,7 @@ static int run_session(int chan, const struct broker_config *c, struct run *r, s
         struct nested_ctx nx;
         nested_init(&nx, &cb, loop, c->agent_dir, c->max_nested > 0 ? (unsigned)c->max_nested : 4);
         nx.tz = c->tz;
+        nx.esbuild = c->esbuild;
         nx.virtual_time = r->virtual_time;
         nx.js_deadline_ms = c->js_deadline_ms;
         nx.cpu_secs = c->cpu_secs;

@@ -12,7 +12,10 @@
 
 #include <cjson/cJSON.h>
 
+#include "broker/bundle.h"
 #include "broker/config.h"
+#include "cli/bundle.h"
+#include "cli/cli.h"
 #include "broker/nested.h"
 #include "broker/provider.h"
 #include "common/text.h"
@@ -41,6 +44,7 @@ struct nested_run {
         const struct policy **layers;    /* the caller's layers + layer, NULL-terminated */
         cJSON *input;
         char *script;
+        bool esm;                        /* the script is a bundle (an ES module or TypeScript callee) */
         char run_id[40];
         char tag[320];                   /* "[path] ", escaped */
         uint64_t open_req;
@@ -287,17 +291,6 @@ static void on_ended(void *arg, struct session *s)
         }
 }
 
-static bool needs_bundle(const char *path)
-{
-        static const char *const ext[] = { ".ts", ".mts", ".cts", ".tsx", ".mjs", ".jsx" };
-        size_t pl = strlen(path);
-        for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
-                size_t el = strlen(ext[i]);
-                if (pl >= el && strcmp(path + pl - el, ext[i]) == 0)
-                        return true;
-        }
-        return false;
-}
 
 /* The nested session: the caller's configuration, narrowed. */
 static int start_session(struct nested_run *n, struct err **err)
@@ -314,7 +307,7 @@ static int start_session(struct nested_run *n, struct err **err)
         struct session_config *c = &n->cfg;
         c->script = n->script;
         c->filename = slash + 1;
-        c->esm = false;
+        c->esm = n->esm;
         c->input = n->input;
         c->env = NULL;           /* process.env is the top run's */
         c->run_id = n->run_id;
@@ -359,6 +352,39 @@ static int start_session(struct nested_run *n, struct err **err)
         return session_start(n->s, err);
 }
 
+/* The callee's source, bundled if it is a module (broker/bundle.c: esbuild
+ * in a box over the agent folder), as the top agent is.  The bundle is
+ * made while the loop waits: messages for others are kept for it. */
+static int bundle_callee(struct nested_run *n, size_t len, struct err **err)
+{
+        struct nested_ctx *x = n->x;
+        struct agent a = { 0 };
+        a.source = n->script;
+        a.source_len = len;
+        n->script = NULL;
+        a.path = strdup(n->path);
+        a.abspath = strdup(n->abs);
+        a.filename = strdup(nested_base(n->abs));
+        long left = 0;
+        if (n->caller && n->caller->deadline_at > 0) {
+                double d = n->caller->deadline_at - mono_ms();
+                left = d < 1 ? 1 : (long)d;
+        }
+        const char *rel = strcmp(x->top_dir, "/") == 0 ? n->abs + 1 : n->abs + strlen(x->top_dir) + 1;
+        struct broker_bundler bb = { .chan = x->cb->chan, .agent_dir = x->top_dir, .esbuild = x->esbuild,
+                                     .deadline_ms = left, .stop = x->stop, .defer_to = x->cb };
+        int r = !a.path || !a.abspath || !a.filename ? err_set(err, ENOMEM, "callAgent")
+                                                       : broker_bundle_loaded(&bb, rel, &a, err);
+        if (r == 0) {
+                n->script = strdup(a.script);
+                n->esm = a.esm;
+                if (!n->script)
+                        r = err_set(err, ENOMEM, "callAgent");
+        }
+        agent_free(&a);
+        return r;
+}
+
 /* OPENED: read the callee and start its session. */
 static void on_opened(void *arg, int fd, int errnum)
 {
@@ -376,6 +402,11 @@ static void on_opened(void *arg, int fd, int errnum)
         struct err *e = NULL;
         int r = read_fd(fd, n->path, NESTED_AGENT_MAX, &n->script, &len, &e);
         close(fd);
+        if (r == 0 && bundle_callee(n, len, &e) < 0) {
+                fail_run(n, "EAGENT", "callAgent %s failed: %s", n->path, err_msg(e));
+                err_free(e);
+                return;
+        }
         if (r < 0 || start_session(n, &e) < 0) {
                 fail_run(n, r < 0 ? NULL : "EAGENT", "callAgent %s: %s", n->path, err_msg(e));
                 err_free(e);
@@ -413,12 +444,6 @@ static int start(void *arg, struct broker *caller, int64_t id, const char *path,
                 run_free(n);
                 return err_set(err, 0, "callAgent %s: the agent must be a file inside the calling agent's folder",
                                path);
-        }
-        if (needs_bundle(n->abs)) {
-                run_free(n);
-                return err_set(err, 0, "callAgent %s: an ES module or TypeScript callee needs bundling, which a nested "
-                                       "run through the broker cannot do yet; call a CommonJS or script .js agent, or "
-                                       "run with CHIDORI_RUN_BROKER=0 (the one-process parent)", path);
         }
         char *slash = strrchr(n->abs, '/');
         n->dir = slash == n->abs ? strdup("/") : strndup(n->abs, (size_t)(slash - n->abs));

@@ -31,6 +31,7 @@ struct nested_ctx {
         struct chan_boxes *cb;
         struct evloop *loop;
         const char *top_dir;              /* the COMMIT's agent folder: OPEN_AGENT_FILE is beneath it */
+        const char *esbuild;              /* the monitor's esbuild (a callee that needs bundling), or NULL */
         const char *tz;                   /* the journal header's zone */
         bool virtual_time;                /* --virtual-time: the nested sessions' clock too */
         long js_deadline_ms, cpu_secs;    /* for the outcome's messages */

@@ -230,6 +230,52 @@ static void on_chan(struct evloop *loop, struct ev_io *io, int fd, uint32_t rev,
                 close(fds[i]);
 }
 
+struct chan_deferred {
+        struct chan_deferred *next;
+        union chan_msg m;
+        int fds[CHAN_MAX_FDS];
+        size_t nfds;
+};
+
+static void deliver_deferred(struct evloop *loop, void *arg)
+{
+        (void)loop;
+        struct chan_boxes *o = arg;
+        while (o->deferred) {
+                struct chan_deferred *d = o->deferred;
+                o->deferred = d->next;
+                size_t kept = on_message(o, &d->m, d->fds);
+                for (size_t i = kept; i < d->nfds; i++)
+                        close(d->fds[i]);
+                free(d);
+        }
+}
+
+void chan_boxes_defer(struct chan_boxes *o, const union chan_msg *m, const int *fds, size_t nfds)
+{
+        struct chan_deferred *d = calloc(1, sizeof(*d));
+        struct err *e = NULL;
+        if (!d) {
+                for (size_t i = 0; i < nfds; i++)
+                        close(fds[i]);
+                go_broken(o, "out of memory keeping a message for later");
+                return;
+        }
+        d->m = *m;
+        d->nfds = nfds;
+        memcpy(d->fds, fds, nfds * sizeof(int));
+        struct chan_deferred **p = &o->deferred;
+        while (*p)
+                p = &(*p)->next;
+        *p = d;
+        evloop_defer_cancel(o->loop, deliver_deferred, o);
+        if (evloop_defer(o->loop, deliver_deferred, o, &e) < 0) {
+                go_broken(o, "%s", err_msg(e));
+                err_free(e);
+        }
+}
+
+
 static void send_kill(struct chan_boxes *o, struct chan_box *b)
 {
         union chan_msg m;
@@ -372,6 +418,14 @@ void chan_boxes_free(struct chan_boxes *o)
                 struct chan_open *op = o->opens;
                 o->opens = op->next;
                 free(op);
+        }
+        evloop_defer_cancel(o->loop, deliver_deferred, o);
+        while (o->deferred) {
+                struct chan_deferred *d = o->deferred;
+                o->deferred = d->next;
+                for (size_t i = 0; i < d->nfds; i++)
+                        close(d->fds[i]);
+                free(d);
         }
         while (o->boxes) {
                 struct chan_box *b = o->boxes;

@@ -29,6 +29,7 @@
 struct evloop;
 struct ev_io;
 struct chan_box;
+union chan_msg;
 struct chan_open;
 
 /* OPENED for an asynchronous OPEN_AGENT_FILE: the file (the callee owns
@@ -44,6 +45,7 @@ struct chan_boxes {
         uint64_t tree_box;                 /* the first box SPAWNED: every later SPAWN joins its run tree */
         struct chan_box *boxes;
         struct chan_open *opens;           /* OPEN_AGENT_FILE asked in the loop, not answered yet */
+        struct chan_deferred *deferred;    /* messages met by a blocking wait, for the loop (oldest first) */
         void (*on_stop)(void *arg, int sig);                  /* may be NULL */
         void (*on_broken)(void *arg, const char *why);        /* may be NULL */
         void *cb_arg;
@@ -61,6 +63,11 @@ struct chan_boxes {
 int chan_boxes_init(struct chan_boxes *o, int chan, struct evloop *loop, struct err **err);
 /* Stop watching; boxes not ended are forgotten (their events never come). */
 void chan_boxes_free(struct chan_boxes *o);
+
+/* A message read by a blocking wait inside the loop (a nested callee's
+ * bundle) that is not for it: handled by the loop later, in order, as if
+ * it had come then.  Its descriptors are the provider's now. */
+void chan_boxes_defer(struct chan_boxes *o, const union chan_msg *m, const int *fds, size_t nfds);
 
 /* OPEN_AGENT (chidori replay without --agent): the journal's agent, an
  * absolute path; the file's descriptor, or -1 with err.  Blocking. */

@@ -341,3 +341,30 @@ JS
     assert_stdout '"x2"'
   done
 }
+
+@test "callAgent of ES module and TypeScript callees: bundled in esbuild's box (while other nested runs go on), replayed exactly; a syntax error is the call's error" {
+  cat >"$T/esm.mjs" <<'JS'
+import { helper } from './lib.mjs';
+export default async function main(input) { return helper(input); }
+JS
+  echo 'export const helper = (x) => "esm says " + x;' >"$T/lib.mjs"
+  echo 'export default async function main(input: string): Promise<string> { const n: number = 2; return input + n; }' >"$T/t.ts"
+  echo 'module.exports = async (x) => "plain " + x;' >"$T/plain.js"
+  echo 'export default async () => { return ; ) };' >"$T/bad.mjs"
+  agent top.js <<'JS'
+module.exports = async function main() {
+  const a = await chidori.callAgent("esm.mjs", "hi");
+  const b = await chidori.callAgent("t.ts", "ts");
+  const [c, d] = await Promise.all([chidori.callAgent("esm.mjs", "p1"), chidori.callAgent("plain.js", "x")]);
+  let e;
+  try { e = await chidori.callAgent("bad.mjs"); } catch (err) { e = err.message; }
+  return [a, b, c, d, e];
+};
+JS
+  chid run --quiet --journal "$T/j.jsonl" "$T/top.js"
+  assert_status 0
+  assert_stdout '["esm says hi","ts2","esm says p1","plain x","callAgent bad.mjs failed: Unexpected \")\" (bad.mjs:1:38)"]'
+  chid replay --quiet "$T/j.jsonl"
+  assert_status 0
+  assert_stdout '["esm says hi","ts2","esm says p1","plain x","callAgent bad.mjs failed: Unexpected \")\" (bad.mjs:1:38)"]'
+}
