@@ -1086,6 +1086,10 @@ static void prestart_posture(const struct run_opts *o, struct monitor_prestart *
         if ((f && *f) || (i && *i) || (p && *p) || (o->untrusted && o->trusted) ||
             (o->sb.tz && strlen(o->sb.tz) >= sizeof(w->tz)))
                 return;
+        /* Without the cgroup layer the box brings a watchdog thread, and
+         * the broker's start must come first (monitor_prestart_box). */
+        if (o->sb.disable & (1u << LAYER_CGROUP))
+                return;
         bool strict = o->untrusted;
         w->on = true;
         w->no_jit = o->sb.jit == 0 || (o->sb.jit < 0 && strict);
