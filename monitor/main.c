@@ -249,6 +249,20 @@ static void bundle_end(void *arg, void *handle, bool kill_first, struct box_ende
         };
 }
 
+/* The threads of this process (/proc/self/status), 0 if unknown. */
+static int threads_running(void)
+{
+        FILE *f = fopen("/proc/self/status", "re");
+        char line[128];
+        int n = 0;
+        while (f && fgets(line, sizeof(line), f))
+                if (sscanf(line, "Threads: %d", &n) == 1)
+                        break;
+        if (f)
+                fclose(f);
+        return n;
+}
+
 static int fail(const char *what, struct err *e, int code)
 {
         fprintf(stderr, "chidori: %s: %s\n", what, err_msg(e));
@@ -284,8 +298,15 @@ static int serve(struct settings *st)
         /* The worker's box first: its setup and the engine's start overlap
          * the broker's (clone3, exec, lockdown, the config, the agent). */
         struct monitor_early *early = NULL;
-        if (st->prestart.on)
-                monitor_prestart_box(&boxes.provider, loop, st->sb.deadline_ms, &st->prestart, &early);
+        if (st->prestart.on && monitor_prestart_box(&boxes.provider, loop, st->sb.deadline_ms, &st->prestart,
+                                                    &early) == 0 && threads_running() > 1) {
+                /* The box came with a thread in this process (the memory
+                 * watchdog, without a cgroup): the broker's clone3 must not
+                 * happen while one runs (a lock it holds would stay held in
+                 * the child forever).  No early box then. */
+                monitor_early_discard(&boxes.provider, early);
+                early = NULL;
+        }
         struct broker b;
         int rc = monitor_start_broker(&s, &b, &e);
         close(st->config_fd);

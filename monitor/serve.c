@@ -453,19 +453,6 @@ struct monitor_early {
         struct mbox *b;
 };
 
-/* The threads of this process (/proc/self/status), 0 if unknown. */
-static int threads_running(void)
-{
-        FILE *f = fopen("/proc/self/status", "re");
-        char line[128];
-        int n = 0;
-        while (f && fgets(line, sizeof(line), f))
-                if (sscanf(line, "Threads: %d", &n) == 1)
-                        break;
-        if (f)
-                fclose(f);
-        return n;
-}
 
 int monitor_prestart_box(const struct box_provider *p, struct evloop *loop, long deadline_ms,
                          const struct monitor_prestart *w, struct monitor_early **ret)
@@ -495,14 +482,6 @@ int monitor_prestart_box(const struct box_provider *p, struct evloop *loop, long
                 return -1;
         }
         x->b = b;
-        if (threads_running() > 1) {
-                /* The box came with a thread in this process (the memory
-                 * watchdog, without a cgroup): the broker's clone3 must not
-                 * happen while one runs (a lock it holds would be held
-                 * forever in the child).  No early box then. */
-                monitor_early_discard(p, x);
-                return -1;
-        }
         *ret = x;
         return 0;
 }
