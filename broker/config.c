@@ -330,7 +330,9 @@ static int conclude(const struct broker_config *c, struct run *r, const struct a
                 /* Bundled code: the error's place in the agent's own files. */
                 struct err *me = NULL;
                 if (o->error && ag->map && sourcemap_map_error(ag->map, ag->filename, o->error, &me) < 0) {
-                        fprintf(stderr, "chidori: warning: %s; error positions point into the bundle\n", err_msg(me));
+                        char w[1200];
+                        snprintf(w, sizeof(w), "%s; error positions point into the bundle", err_msg(me));
+                        text_fput_line(stderr, "chidori: warning: ", w, strlen(w));
                         err_free(me);
                 }
                 code = printed_value ? EXIT_OK : report_outcome(o, c->json, &oc, c->run_id);
@@ -743,9 +745,13 @@ static int replay_same_agent(const struct run *r, const char *script, struct err
         const char *path = r->agent_abs ? r->agent_abs : c->agent_path ? c->agent_path : full;
         sha256_hex(script, strlen(script), now);
         if (cJSON_IsString(sha) && strcmp(sha->valuestring, now) != 0 && c->replay_agent_given) {
-                fprintf(stderr, "chidori: replay: warning: %s differs from the recorded agent (sha256 %s, journal "
-                                "has %s); replaying it anyway because --agent names it\n",
-                        path, now, sha->valuestring);
+                /* The journal's text (its sha256, a replay's agent path) is
+                 * hostile: escaped on the terminal. */
+                char msg[4600];
+                snprintf(msg, sizeof(msg), "replay: warning: %s differs from the recorded agent (sha256 %s, journal "
+                                           "has %.200s); replaying it anyway because --agent names it",
+                         path, now, sha->valuestring);
+                text_fput_line(stderr, "chidori: ", msg, strlen(msg));
                 return 0;
         }
         if (cJSON_IsString(sha) && strcmp(sha->valuestring, now) != 0)
@@ -817,7 +823,7 @@ static enum step load_agent(int chan, struct broker_config *c, struct run *r, st
                 return STEP_DONE;
         }
         if (ag->map_warning)
-                fprintf(stderr, "chidori: warning: %s\n", ag->map_warning);
+                text_fput_line(stderr, "chidori: warning: ", ag->map_warning, strlen(ag->map_warning));
         if (r->display_name) {
                 char *n = strdup(r->display_name);
                 if (n) {
@@ -841,7 +847,9 @@ static int report_failure(const struct broker_config *c, struct run *r, const st
                         r->stop = chan_boxes_stop_signal(e);
                 return stopped_loading(c, r, BUDGET_STOPPED);
         }
-        fprintf(stderr, "chidori: %s\n", err_msg(e));
+        /* It may quote a journal's or an agent folder's text: escaped. */
+        const char *m = err_msg(e);
+        text_fput_line(stderr, "chidori: ", m, strlen(m));
         return code;
 }
 

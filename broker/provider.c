@@ -510,13 +510,16 @@ int chan_boxes_commit(int chan, unsigned flags, const char *agent_dir, const cha
         return r;
 }
 
-int chan_boxes_open(int chan, const char *rel, volatile sig_atomic_t *stop, struct err **err)
+/* OPEN_AGENT_FILE or OPEN_AGENT {path}, then its OPENED: the file, or -1
+ * with err (OPENED's errno; a STOP met instead is noted in *stop). */
+static int open_request(int chan, uint32_t type, const char *path, volatile sig_atomic_t *stop, struct err **err)
 {
         union chan_msg m;
-        chan_init(&m, CHAN_OPEN_AGENT_FILE, 1);
-        if (strlen(rel) >= sizeof(m.open_agent_file.path))
-                return err_set(err, ENAMETOOLONG, "agent file '%s'", rel);
-        memcpy(m.open_agent_file.path, rel, strlen(rel) + 1);
+        chan_init(&m, type, 1);
+        char *dst = type == CHAN_OPEN_AGENT ? m.open_agent.path : m.open_agent_file.path;
+        if (strlen(path) >= CHAN_PATH_MAX)
+                return err_set(err, ENAMETOOLONG, "agent file '%s'", path);
+        memcpy(dst, path, strlen(path) + 1);
         int fd = -1;
         if (chan_send(chan, &m, NULL, 0, err) < 0)
                 return -1;
@@ -526,28 +529,18 @@ int chan_boxes_open(int chan, const char *rel, volatile sig_atomic_t *stop, stru
                 return -1;
         }
         if (m.opened.errnum)
-                return err_set(err, m.opened.errnum, "agent file '%s'", rel);
+                return err_set(err, m.opened.errnum, "agent file '%s'", path);
         return fd;
+}
+
+int chan_boxes_open(int chan, const char *rel, volatile sig_atomic_t *stop, struct err **err)
+{
+        return open_request(chan, CHAN_OPEN_AGENT_FILE, rel, stop, err);
 }
 
 int chan_boxes_open_agent(int chan, const char *abs, volatile sig_atomic_t *stop, struct err **err)
 {
-        union chan_msg m;
-        chan_init(&m, CHAN_OPEN_AGENT, 1);
-        if (strlen(abs) >= sizeof(m.open_agent.path))
-                return err_set(err, ENAMETOOLONG, "agent file '%s'", abs);
-        memcpy(m.open_agent.path, abs, strlen(abs) + 1);
-        int fd = -1;
-        if (chan_send(chan, &m, NULL, 0, err) < 0)
-                return -1;
-        if (recv_one(chan, CHAN_OPENED, &m, &fd, err) < 0) {
-                if (m.h.type == CHAN_STOP && stop)
-                        *stop = m.stop.signal; /* the run is being stopped */
-                return -1;
-        }
-        if (m.opened.errnum)
-                return err_set(err, m.opened.errnum, "agent file '%s'", abs);
-        return fd;
+        return open_request(chan, CHAN_OPEN_AGENT, abs, stop, err);
 }
 
 int chan_boxes_stop_signal(const struct err *e)

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/stop.h"
 #include "cli/cli.h"
 #include "cli/suggest.h"
 #include "common/text.h"
@@ -28,44 +29,10 @@ static void help(FILE *f)
                 CHIDORI_VERSION);
 }
 
-volatile sig_atomic_t launcher_stop_signal;
-
-static void on_stop(int sig)
-{
-        launcher_stop_signal = sig;
-}
-
-static void on_sigpipe(int sig)
-{
-        (void)sig;
-}
-
-/* SIGINT/SIGTERM/SIGHUP must not kill the launcher before it has ended the
- * box and removed its cgroups: note the signal (no SA_RESTART, so the wait
- * in progress returns EINTR), let the normal teardown run, exit 128+sig. */
-static void install_stop_handlers(void)
-{
-        struct sigaction sa;
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = on_stop;
-        sigemptyset(&sa.sa_mask);
-        static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
-        for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-                sigaction(sigs[i], &sa, NULL);
-        /* A write to a reader that is gone (the worker, a tool, our own
-         * stdout or stderr piped into something that exited) is an EPIPE
-         * error, never the death of the run before its end line.  Caught,
-         * not ignored: an exec'd child starts with the default action again
-         * (SIG_IGN would be inherited), so tools and boxes see the usual
-         * SIGPIPE.  docs/decisions.md, "SIGPIPE: caught, never fatal". */
-        sa.sa_handler = on_sigpipe;
-        sa.sa_flags = SA_RESTART;
-        sigaction(SIGPIPE, &sa, NULL);
-}
 
 int main(int argc, char **argv)
 {
-        install_stop_handlers();
+        stop_handlers_install();
         if (argc < 2) {
                 help(stderr);
                 return EXIT_USAGE;

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "chan/chan.h"
+#include "common/stop.h"
 #include "cli/cli.h"
 #include "common/exit.h"
 #include "monitor/broker.h"
@@ -34,35 +35,6 @@
 #include "cli/bundlebox.h"
 #include "runtime/evloop.h"
 
-volatile sig_atomic_t launcher_stop_signal;
-
-static void on_stop(int sig)
-{
-        launcher_stop_signal = sig;
-}
-
-static void on_sigpipe(int sig)
-{
-        (void)sig;
-}
-
-/* As chidori's (cli/main.c): a stop signal is noted, the run ends, exit
- * 128+sig; SIGPIPE is caught, never fatal.  chidori blocked the stop
- * signals before the exec: those it had not blocked itself are unblocked
- * ("unblock=SIG") once the handlers are in place. */
-static void install_stop_handlers(void)
-{
-        struct sigaction sa;
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = on_stop;
-        sigemptyset(&sa.sa_mask);
-        static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
-        for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-                sigaction(sigs[i], &sa, NULL);
-        sa.sa_handler = on_sigpipe;
-        sa.sa_flags = SA_RESTART;
-        sigaction(SIGPIPE, &sa, NULL);
-}
 
 struct settings {
         const char *chidori, *worker, *run_id, *agent_dir, *state_dir, *workspace, *json_usage, *esbuild;
@@ -357,7 +329,7 @@ static int serve(struct settings *st)
 
 int main(int argc, char **argv)
 {
-        install_stop_handlers();
+        stop_handlers_install();
         if (argc != 3 || strcmp(argv[1], "--handover") != 0) {
                 fprintf(stderr, "chidori-monitor: started by 'chidori run' and 'chidori replay' only (usage: "
                                 "chidori-monitor --handover FD); run 'chidori run AGENT'\n");
