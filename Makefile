@@ -104,9 +104,20 @@ $(BUILD)/obj/gen/node-parts.o: $(NODE_PARTS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(filter-out -MMD -MP,$(CFLAGS)) -c $< -o $@
 
-$(BUILD)/obj/engine/embed.o: engine/embed.S engine/web.js engine/prelude.js engine/fetch.js engine/crypto.js engine/fs.js engine/process.js
+# The engine's own JavaScript is embedded with its comments and indentation
+# taken out (esbuild --minify-whitespace: nothing renamed or dropped): every
+# start parses prelude.js, and a smaller text parses faster (make bench).
+EMBED_JS := $(patsubst engine/%.js,$(BUILD)/gen/js/%.js,engine/web.js engine/prelude.js engine/fetch.js \
+              engine/crypto.js engine/fs.js engine/process.js)
+$(BUILD)/gen/js/%.js: engine/%.js tools/package-lock.json
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(filter-out -MMD -MP,$(CFLAGS)) -c $< -o $@
+	@[ -x tools/node_modules/.bin/esbuild ] || \
+	 { echo "$@: tools/node_modules/.bin/esbuild is missing: run 'make deps' (it runs npm ci in tools/)" >&2; exit 1; }
+	tools/node_modules/.bin/esbuild --minify-whitespace --log-level=warning --charset=utf8 <$< >$@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/engine/embed.o: engine/embed.S $(EMBED_JS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -I$(BUILD) $(filter-out -MMD -MP,$(CFLAGS)) -c $< -o $@
 
 # The seccomp filters are compiled once, at build time, by a generator that
 # uses the same tables (sandbox/seccomp.c) and the same compiler flags.

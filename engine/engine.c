@@ -85,7 +85,7 @@ static JSObjectRef get_hook(struct engine *e, JSObjectRef hooks, const char *nam
         return (JSObjectRef)v;
 }
 
-/* Create the context and evaluate web.js and prelude.js. */
+/* Create the context and evaluate prelude.js (web.js loads on first use). */
 static int setup(struct engine *e, struct err **err)
 {
         e->group = JSContextGroupCreate();
@@ -97,9 +97,6 @@ static int setup(struct engine *e, struct err **err)
         e->str_type = JSStringCreateWithUTF8CString("type");
         e->str_id = JSStringCreateWithUTF8CString("id");
         e->str_ok = JSStringCreateWithUTF8CString("ok");
-
-        if (eval_embedded(e, chidori_web_js, "chidori:web.js", NULL, err) < 0)
-                return -1;
 
         /* The natives go in as a hidden global that the prelude's first
          * statement captures and deletes; the prelude's completion value is

@@ -15,7 +15,7 @@
 
 /* Serve exactly one run over a connected transport: in_fd to read frames,
  * out_fd to write (may be the same fd: a SOCK_STREAM socketpair end).
- * Creates the JSC context, evaluates web.js then prelude.js, sends `ready`,
+ * Creates the JSC context, evaluates prelude.js (web.js on first use), sends `ready`,
  * reads `init`, runs the agent, drives promises and virtual timers until the
  * agent's promise settles (or the CPU budget runs out, or the parent breaks
  * the protocol), then sends `done`.
@@ -62,7 +62,7 @@ extern bool engine_exit_after_done;
  * never evaluates it (laziness, docs/api.md). */
 enum {
         ENGINE_MOD_FETCH = 1u << 0, ENGINE_MOD_CRYPTO = 1u << 1, ENGINE_MOD_FS = 1u << 2, ENGINE_MOD_PROCESS = 1u << 3,
-        ENGINE_MOD_NODE = 1u << 4,
+        ENGINE_MOD_NODE = 1u << 4, ENGINE_MOD_WEB = 1u << 5,
 };
 extern _Atomic unsigned engine_modules_loaded;
 

@@ -88,7 +88,10 @@ const AsyncIteratorProto = getProto(getProto(async function* () {}).prototype);
 const symIterator = Symbol.iterator;
 const symAsyncIterator = Symbol.asyncIterator;
 const symToStringTag = Symbol.toStringTag;
-const queueMicrotaskC = G.queueMicrotask;
+// A microtask without web.js's queueMicrotask (web.js loads on first use).
+function queueMicrotaskC(fn) {
+        apply(promiseThen, apply(promiseResolve, PromiseC, []), [() => fn()]);
+}
 
 function define(o, k, v) {
         dp(o, k, { value: v, writable: true, enumerable: false, configurable: true });
@@ -1885,11 +1888,13 @@ function send(req) {
 function installFetch(h) {
         if (!isObject(h) || typeof h.call !== 'function')
                 throw new TypeErrorC('__chidoriInstallFetch: host.call must be a function');
-        TextEncoderC = G.TextEncoder;
-        TextDecoderC = G.TextDecoder;
-        URLC = G.URL;
-        URLSearchParamsC = G.URLSearchParams;
-        DOMExceptionC = G.DOMException;
+        // web.js's classes from the engine (h.web), else the globals (tests).
+        const w = typeof h.web === 'function' ? h.web() : G;
+        TextEncoderC = w.TextEncoder;
+        TextDecoderC = w.TextDecoder;
+        URLC = w.URL;
+        URLSearchParamsC = w.URLSearchParams;
+        DOMExceptionC = w.DOMException;
         uspToString = URLSearchParamsC.prototype.toString;
         urlHref = gopd(URLC.prototype, 'href').get;
         urlProtocol = gopd(URLC.prototype, 'protocol').get;

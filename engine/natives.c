@@ -244,7 +244,7 @@ static JSValueRef do_finish(struct engine *e, size_t argc, const JSValueRef argv
 }
 
 /* The engine's own modules, evaluated when the prelude first needs them
- * (fetch, node:crypto, node:fs, process, the Node/Web surface's parts): a run
+ * (web.js, fetch, node:crypto, node:fs, process, the Node/Web surface's parts): a run
  * that uses none pays nothing. */
 _Atomic unsigned engine_modules_loaded;
 
@@ -252,11 +252,13 @@ static JSValueRef do_load(struct engine *e, size_t argc, const JSValueRef argv[]
 {
         static const struct {
                 const char *name, *src, *url;
+                unsigned bit;
         } mods[] = {
-                { "fetch", chidori_fetch_js, "chidori:fetch.js" },
-                { "crypto", chidori_crypto_js, "chidori:crypto.js" },
-                { "fs", chidori_fs_js, "chidori:fs.js" },
-                { "process", chidori_process_js, "chidori:process.js" },
+                { "web", chidori_web_js, "chidori:web.js", ENGINE_MOD_WEB },
+                { "fetch", chidori_fetch_js, "chidori:fetch.js", ENGINE_MOD_FETCH },
+                { "crypto", chidori_crypto_js, "chidori:crypto.js", ENGINE_MOD_CRYPTO },
+                { "fs", chidori_fs_js, "chidori:fs.js", ENGINE_MOD_FS },
+                { "process", chidori_process_js, "chidori:process.js", ENGINE_MOD_PROCESS },
         };
         char name[32];
         if (argc < 1 || !get_op(e->ctx, argv[0], name, sizeof(name))) {
@@ -281,7 +283,7 @@ static JSValueRef do_load(struct engine *e, size_t argc, const JSValueRef argv[]
         for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]); i++) {
                 if (strcmp(mods[i].name, name) != 0)
                         continue;
-                engine_modules_loaded |= 1u << i;  /* ENGINE_MOD_*, in mods[]'s order */
+                engine_modules_loaded |= mods[i].bit;
                 JSStringRef s = JSStringCreateWithUTF8CString(mods[i].src);
                 JSStringRef u = JSStringCreateWithUTF8CString(mods[i].url);
                 JSValueRef v = JSEvaluateScript(e->ctx, s, NULL, u, 1, exception);

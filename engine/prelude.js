@@ -1,6 +1,6 @@
 /* engine/prelude.js - the agent-facing surface of the engine worker.
  *
- * Evaluated once per run, after web.js and before any agent code.  The
+ * Evaluated once per run, before any agent code (web.js on first use).  The
  * engine installs the natives as a hidden (non-enumerable) global,
  * __chidoriNative; the first statement below captures it and deletes it, so
  * agent code cannot reach the raw transport.  Everything else lives in one
@@ -206,19 +206,52 @@ function needPath(what, v) {
                 throw new TypeErrorC(what + ' must not contain NUL characters');
 }
 
+/* web.js (DOMException, TextEncoder/Decoder, atob/btoa, URL,
+ * URLSearchParams, structuredClone, queueMicrotask) is evaluated on first
+ * touch of one of its globals, not at every start: until then each is an
+ * accessor (lazyWebGlobal below).  web() evaluates it once and returns what it
+ * defined, whatever agent code did to the globals meanwhile. */
+const WEB_GLOBALS = ['DOMException', 'TextEncoder', 'TextDecoder', 'atob', 'btoa', 'URL', 'URLSearchParams',
+                     'structuredClone', 'queueMicrotask'];
+const webGetters = create(null);  // name -> our accessor's getter, while it is in place
+let webValues = null;
+function web() {
+        if (webValues)
+                return webValues;
+        const values = create(null);
+        // Our accessors go first (web.js installs where a global is absent);
+        // what agent code put in their place stays.
+        for (let i = 0; i < WEB_GLOBALS.length; i++) {
+                const d = getOwnPropertyDescriptor(G, WEB_GLOBALS[i]);
+                if (d && d.get !== undefined && d.get === webGetters[WEB_GLOBALS[i]])
+                        delete G[WEB_GLOBALS[i]];
+        }
+        define(G, '__chidoriWebExports', values);
+        try {
+                nativeLoad('web');
+        } finally {
+                delete G.__chidoriWebExports;
+        }
+        if (typeof values.URL !== 'function')
+                throw new ErrorC('chidori: the web module did not load');
+        webValues = values;
+        for (let i = 0; i < WEB_GLOBALS.length; i++)
+                if (typeof values[WEB_GLOBALS[i]] === 'function' && WEB_GLOBALS[i][0] >= 'A' && WEB_GLOBALS[i][0] <= 'Z')
+                        GLOBAL_CTORS[WEB_GLOBALS[i]] = values[WEB_GLOBALS[i]];
+        return values;
+}
+
 /* Bytes <-> text and base64 for effects that carry bytes (the frames are
- * JSON).  The web.js classes are captured now: agent code may replace the
- * globals later. */
-const TextEncoderC = G.TextEncoder, TextDecoderC = G.TextDecoder;
+ * JSON), with web.js's classes (agent code may replace the globals). */
 let utf8enc, utf8dec;
 function utf8Encode(str) {
         if (!utf8enc)
-                utf8enc = new TextEncoderC();
+                utf8enc = new (web().TextEncoder)();
         return utf8enc.encode(str);
 }
 function utf8Decode(bytes) {
         if (!utf8dec)
-                utf8dec = new TextDecoderC('utf-8');
+                utf8dec = new (web().TextDecoder)('utf-8');
         return utf8dec.decode(bytes);
 }
 function toBytes(what, data) {
@@ -1097,7 +1130,8 @@ const INTEGER_ARRAYS = {
         Int32Array: 1, Uint32Array: 1, BigInt64Array: 1, BigUint64Array: 1,
 };
 function domException(message, name, Fallback) {
-        return typeof G.DOMException === 'function' ? new G.DOMException(message, name) : new Fallback(message);
+        const D = web().DOMException;
+        return typeof D === 'function' ? new D(message, name) : new Fallback(message);
 }
 function getRandomValues(array) {
         const tag = apply(taTagGet, array, []);
@@ -1366,7 +1400,7 @@ function randomHex(n) {
 }
 const hostApi = freeze({
         call: hostCall, callSync: hostCallSync, callCancellable: hostCallCancellable, setTimeout,
-        reportError: (e) => fail(e), surfaceBody,
+        reportError: (e) => fail(e), surfaceBody, web,
         parseForm: (bytes, type) => nodePart('blob').parseForm(bytes, type),
         streams: (load) => (load || 'streams' in nodeParts ? nodePart('streams') : null),
 });
@@ -1474,8 +1508,8 @@ function makeNodeModule(n) {
                 m[keys[i]] = b[keys[i]];
         m.Blob = w.Blob;
         m.File = w.File;
-        m.atob = G.atob;
-        m.btoa = G.btoa;
+        m.atob = web().atob;
+        m.btoa = web().btoa;
         return m;
 }
 const nodeModuleCache = create(null);
@@ -1499,6 +1533,25 @@ NODE_GLOBALS.Blob = NODE_GLOBALS.File = NODE_GLOBALS.FormData = 'blob';
                 NODE_GLOBALS[names[i]] = 'streams';
 }
 
+// web.js's globals: accessors until the first read of one (then all are
+// the values web.js defined); a write replaces the accessor, as for any
+// lazy global.
+function lazyWebGlobal(name) {
+        const get = () => {
+                web();
+                return G[name];
+        };
+        webGetters[name] = get;
+        defineProperty(G, name, {
+                get,
+                set(v) {
+                        define(G, name, v);
+                },
+                enumerable: false,
+                configurable: true,
+        });
+}
+
 // A global that is an accessor until first read, then the value itself.
 function lazyGlobal(name, make) {
         defineProperty(G, name, {
@@ -1518,7 +1571,10 @@ function lazyGlobal(name, make) {
 /* process: a controlled object (engine/process.js, loaded on first use).
  * env holds only what the operator passed with --env (the init frame). */
 const CHIDORI_VERSION = '0.1.0';  // cli/cli.h's CHIDORI_VERSION (tests/bats/surface.bats checks)
-const queueMicrotaskC = G.queueMicrotask;
+// process.nextTick's queue: a microtask, without evaluating web.js for it.
+function queueMicrotaskC(fn) {
+        apply(promiseThen, apply(promiseResolve, PromiseC, []), [() => fn()]);
+}
 let runEnv = null, processObj;
 function getProcess() {
         if (!processObj)
@@ -1776,6 +1832,9 @@ function enter(module, main, input, runId, filename) {
 
 /* ------------------------------------------------------------- globals */
 
+for (let i = 0; i < WEB_GLOBALS.length; i++)
+        if (!(WEB_GLOBALS[i] in G))
+                lazyWebGlobal(WEB_GLOBALS[i]);
 define(G, 'chidori', chidori);
 define(G, 'console', consoleObject);
 for (let i = 0; i < FETCH_GLOBALS.length; i++)

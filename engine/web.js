@@ -3,7 +3,8 @@
  *
  * Defines, only where absent: DOMException, TextEncoder, TextDecoder, atob,
  * btoa, URL, URLSearchParams, structuredClone, queueMicrotask.
- * Pure ECMAScript: no timers, no host calls, no helper globals.
+ * Pure ECMAScript: no timers, no host calls, no helper globals.  The engine
+ * evaluates it on first touch of one of these globals (engine/prelude.js).
  *
  * Known deviations (see also tests/js/):
  * - URL follows what Node 20 (ada) does where the WHATWG spec has since moved:
@@ -31,7 +32,8 @@ var fcc = String.fromCharCode, toStr = O.prototype.toString;
 var slots; // WeakMap of internal slots, created on first use (startup cost)
 
 function def(o, k, v) { dp(o, k, { value: v, writable: true, configurable: true, enumerable: false }); }
-function install(name, v) { if (typeof G[name] === 'undefined') def(G, name, v); }
+var out = {}; // what this file defines, handed to the engine's prelude (end of file)
+function install(name, v) { out[name] = v; if (typeof G[name] === 'undefined') def(G, name, v); }
 function str(v) {
         if (typeof v === 'symbol') throw new TypeError('Cannot convert a Symbol value to a string');
         return String(v);
@@ -112,7 +114,7 @@ webidl(DOMException, 'DOMException');
     'INVALID_MODIFICATION', 'NAMESPACE', 'INVALID_ACCESS', 'VALIDATION', 'TYPE_MISMATCH', 'SECURITY', 'NETWORK', 'ABORT',
     'URL_MISMATCH', 'QUOTA_EXCEEDED', 'TIMEOUT', 'INVALID_NODE_TYPE', 'DATA_CLONE']);
 install('DOMException', DOMException);
-var DOMEx = G.DOMException;
+var DOMEx = out.DOMException;
 function domErr(msg, name) { return new DOMEx(msg, name); }
 
 /* ------------------------------------------------------------------- encoding */
@@ -1112,4 +1114,11 @@ function queueMicrotask(callback) {
         then.call(P0 || (P0 = Promise.resolve()), function () { callback(); });
 }
 install('queueMicrotask', queueMicrotask);
+
+/* The engine loads this file on first use (engine/prelude.js, web()): it
+ * sets __chidoriWebExports to an object for the values defined here, which
+ * it takes whatever an agent did to the globals meanwhile. */
+var ex = G.__chidoriWebExports;
+if (ex !== null && typeof ex === 'object')
+        for (var k in out) ex[k] = out[k];
 })();

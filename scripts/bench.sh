@@ -9,7 +9,9 @@
 # medians; tests/bench/pingpong.c is the bare C floor under a host call.
 # Knobs (environment): BENCH_SCALE=0.25 shrinks every N (a quick look),
 # BENCH_BUDGET=0 lifts the per-table time budgets (2 doubles them),
-# BENCH_OUT=FILE also writes the output there (default $BUILD/bench.txt).
+# BENCH_OUT=FILE also writes the output there (default $BUILD/bench.txt),
+# BENCH_BASELINE=DIR adds the start-up of DIR/build/chidori (a checkout of an
+# older commit, built with `make all`) to table 1, e.g. the tree before a change.
 # Exit status 0 even when a target is missed (the tables say so); non-zero
 # only when something could not be measured at all.
 set -euo pipefail
@@ -51,6 +53,17 @@ if [[ -z ${CHIDORI_ESBUILD:-} && -x tools/node_modules/.bin/esbuild ]]; then
   CHIDORI_ESBUILD=$(readlink -f tools/node_modules/.bin/esbuild); export CHIDORI_ESBUILD
 fi
 CH="$tmp/bin/chidori" JSC_HELLO="$tmp/bin/jsc_hello"
+base_run=() BASE_DESC=""
+if [[ -n ${BENCH_BASELINE:-} ]]; then
+  [[ -x $BENCH_BASELINE/build/chidori && -x $BENCH_BASELINE/build/chidori-worker ]] ||
+    { echo "bench: BENCH_BASELINE=$BENCH_BASELINE has no build/chidori: run 'make all' in that checkout first" >&2; exit 1; }
+  mkdir "$tmp/base"
+  chmod 755 "$tmp/base"
+  for f in "$BENCH_BASELINE"/build/chidori*; do [[ -f $f && -x $f ]] && cp "$f" "$tmp/base/"; done
+  cp "$BENCH_BASELINE"/build/lib*.so "$tmp/base/" 2>/dev/null || true
+  BASE_DESC=$(git -C "$BENCH_BASELINE" describe --always --dirty 2>/dev/null || echo "$BENCH_BASELINE")
+  base_run=(::: base "$tmp/base/chidori" run --quiet "$tmp/hello.js")
+fi
 CC=${CC:-gcc}
 $CC -O2 -Wall -Wextra -o "$tmp/timeit" tests/bench/timeit.c
 $CC -O2 -Wall -Wextra -pthread -o "$tmp/pingpong" tests/bench/pingpong.c
@@ -58,7 +71,7 @@ $CC -O2 -Wall -Wextra -pthread -o "$tmp/loadgen" tests/bench/loadgen.c
 # shellcheck disable=SC2046
 $CC -O2 -Wall -Wextra $(pkg-config --cflags javascriptcoregtk-4.1) -o "$tmp/jsc_files" tests/bench/jsc_files.c \
   $(pkg-config --libs javascriptcoregtk-4.1)
-cp engine/web.js engine/prelude.js "$tmp/"
+cp "$BUILD/gen/js/web.js" "$BUILD/gen/js/prelude.js" "$tmp/"  # as embedded (comments out)
 # What-if for figure 2: an empty program linked against the launcher's libraries without
 # JavaScriptCore (what loading a launcher that dlopens the engine only for --no-isolate
 # would cost).
@@ -204,12 +217,13 @@ echo
 echo "== 1. Start-up: hello-world agent, median of up to $N_START runs each (n), interleaved (ms)   [load $(load)]"
 measure S "$N_START" -T "$((30 * SCALE_T))" -- \
   bare "$JSC_HELLO" ::: \
-  files "$tmp/jsc_files" "$tmp/web.js" "$tmp/prelude.js" ::: \
+  files "$tmp/jsc_files" "$tmp/prelude.js" ::: \
+  fileswp "$tmp/jsc_files" "$tmp/web.js" "$tmp/prelude.js" ::: \
   inproc "$CH" run --quiet --no-isolate "$tmp/hello.js" ::: \
   proc "$CH" run --quiet --unsafe-disable="$ALL_OFF" "$tmp/hello.js" ::: \
   one env CHIDORI_RUN_BROKER=0 "$CH" run --quiet "$tmp/hello.js" ::: \
   full "$CH" run --quiet "$tmp/hello.js" \
-  "${bw_js[@]+"${bw_js[@]}"}"
+  "${bw_js[@]+"${bw_js[@]}"}" "${base_run[@]+"${base_run[@]}"}"
 rule; head_row "what (+ms/ratio vs jsc_hello)"; rule
 row "jsc_hello: bare C, JSC context + one eval" S bare
 row "chidori run --no-isolate (engine in the launcher)" S inproc bare
@@ -217,7 +231,9 @@ row "chidori run, process isolation only (all layers off)" S proc bare
 row "chidori run, one process (CHIDORI_RUN_BROKER=0: before the split)" S one bare
 row "chidori run (full sandbox: every layer; monitor + broker)" S full bare
 [[ $have_bwrap == 1 ]] && row "peer: bwrap --unshare-all --ro-bind / / --dev /dev jsc_hello" S bw_js bare
-row "diagnostic: bare JSC + eval web.js + prelude.js (jsc_files)" S files bare
+[[ -n $BASE_DESC ]] && row "baseline: chidori run of BENCH_BASELINE ($BASE_DESC)" S base bare
+row "diagnostic: bare JSC + eval prelude.js (jsc_files: every start)" S files bare
+row "diagnostic: bare JSC + eval web.js + prelude.js (web.js on use)" S fileswp bare
 rule
 iso=$(calc 'a - b' "$(v S proc med)" "$(v S inproc med)")
 lay=$(calc 'a - b' "$(v S full med)" "$(v S proc med)")
@@ -225,6 +241,11 @@ target "process isolation over the bare engine (process-only - --no-isolate)" "$
 target "all OS layers over the unsandboxed worker (full - process-only)" "$lay" ms "<=" 1.5
 split=$(calc 'a - b' "$(v S full med)" "$(v S one med)")
 target "monitor + broker over the one-process parent (full - one process)" "$split" ms "<=" 0.5
+if [[ -n $BASE_DESC ]]; then
+  target "one-process parent over the baseline's chidori run (one - baseline)" "$(calc 'a - b' "$(v S one med)" "$(v S base med)")" ms "<=" 0
+  target "  the same in CPU (user+sys of the process tree)" "$(calc 'a - b' "$(v S one cpu)" "$(v S base cpu)")" ms "<=" 0
+  printf '  %-70s %9s ms   (reference, no target)\n' "full sandbox over the baseline's chidori run (full - baseline)" "$(calc 'a - b' "$(v S full med)" "$(v S base med)")"
+fi
 printf '  %-70s %9s ms   (reference, no target)\n' "chidori --no-isolate over bare jsc_hello" "$(calc 'a - b' "$(v S inproc med)" "$(v S bare med)")"
 printf '  %-70s %9s ms   (reference, no target)\n' "chidori full sandbox over bare jsc_hello" "$(calc 'a - b' "$(v S full med)" "$(v S bare med)")"
 [[ $have_bwrap == 1 ]] && printf '  %-70s %9s ms   (reference, no target)\n' "peer: bwrap over bare jsc_hello" "$(calc 'a - b' "$(v S bw_js med)" "$(v S bare med)")"

@@ -923,7 +923,7 @@ static void test_require(void **state)
                      "true,true,\"undefined\",\"undefined\"]");
 }
 
-/* The Node/Web surface is evaluated on first touch only: a run that uses
+/* The Node/Web surface (and web.js) is evaluated on first touch only: a run that uses
  * process, setImmediate, navigator and require('fs') evaluates no part of
  * it (process.js and fs.js only); one that reads Buffer or requires
  * node:path evaluates a part; one that touches nothing evaluates nothing. */
@@ -950,7 +950,17 @@ static void test_surface_lazy(void **state)
         assert_int_equal(engine_modules_loaded, ENGINE_MOD_NODE);
         engine_modules_loaded = 0;
         check_value("function main() { return typeof fetch; }", NULL, "\"function\"");
-        assert_int_equal(engine_modules_loaded, ENGINE_MOD_FETCH);
+        assert_int_equal(engine_modules_loaded, ENGINE_MOD_FETCH | ENGINE_MOD_WEB);
+        /* web.js too: evaluated on first touch of one of its globals, and
+         * not by a run that logs, awaits a host call and returns. */
+        engine_modules_loaded = 0;
+        check_value("async function main() { console.log('hi', { a: [1] }); await chidori.memory.get('k');\n"
+                    "  return ['queueMicrotask' in globalThis, 'URL' in globalThis, typeof process.nextTick]; }",
+                    NULL, "[true,true,\"function\"]");
+        assert_int_equal(engine_modules_loaded, ENGINE_MOD_PROCESS);
+        engine_modules_loaded = 0;
+        check_value("function main() { return new URL('b', 'http://a/').href; }", NULL, "\"http://a/b\"");
+        assert_int_equal(engine_modules_loaded, ENGINE_MOD_WEB);
 }
 
 static void test_console_format(void **state)
