@@ -162,9 +162,9 @@ $(BUILD)/chidori-worker: $(BUILD)/obj/engine/worker.o $(ENGINE_OBJ) $(call obj,c
 BROKER_CORE_OBJ := $(call obj,broker/lockdown.c $(CHAN_SRC) common/err.c) $(BUILD)/obj/gen/seccomp_bpf.o
 BROKER_OBJ := $(BROKER_CORE_OBJ) \
               $(call obj,broker/main.c $(BROKER_LIB_SRC) $(filter-out common/err.c,$(COMMON_SRC)) $(PROTO_SRC) \
-                $(RUNTIME_SRC) $(POLICY_SRC) $(filter-out $(NET_SRC),$(EFFECTS_SRC)) cli/report.c cli/sink.c cli/bundle.c cli/sourcemap.c sandbox/seccomp.c \
+                $(RUNTIME_SRC) $(POLICY_SRC) $(filter-out $(NET_SRC),$(EFFECTS_SRC)) cli/report.c cli/sink.c cli/bundle.c cli/sourcemap.c sandbox/seccomp-names.c \
                 sandbox/tz.c)
-BROKER_LIBS = $(call libs_of,libcjson sqlite3 libseccomp) -lpthread -ldl -lm
+BROKER_LIBS = $(call libs_of,libcjson sqlite3) -lpthread -ldl -lm
 $(BUILD)/chidori-broker: $(BROKER_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(BROKER_LIBS)
 
@@ -174,7 +174,7 @@ $(BUILD)/chidori-broker: $(BROKER_OBJ)
 # them); no cJSON, libcurl, SQLite, JavaScriptCore or ICU.
 MONITOR_BIN_OBJ := $(call obj,$(MONITOR_SRC) $(CHAN_SRC) $(SANDBOX_SRC) $(COMMON_SRC) runtime/evloop.c \
                      cli/provider.c cli/spawn.c cli/toolbox.c cli/bundlebox.c) $(BUILD)/obj/gen/seccomp_bpf.o
-MONITOR_LIBS = $(call libs_of,libseccomp libcap libmnl) -lpthread -ldl
+MONITOR_LIBS = $(call libs_of,libcap libmnl) -lpthread -ldl
 $(BUILD)/libchidori-monitor.a: $(MONITOR_BIN_OBJ)
 	@rm -f $@
 	ar rcs $@ $^

@@ -34,11 +34,9 @@ void sandbox_opts_init(struct sandbox_opts *o)
         o->pids_max = 64;
 }
 
-/* The filters are compiled at build time.  Only on a kernel without seccomp
- * user notification (before 5.0) are they rebuilt here, with kill-process
- * verdicts instead. */
-static struct seccomp_prog fallback[SECCOMP_PROFILE_MAX][2];
-
+/* The filters are compiled at build time, twice: with user-notification
+ * verdicts, and with kill-process ones for a kernel without seccomp user
+ * notification (before 5.0). */
 static bool kernel_has_user_notif(void)
 {
         static int known = -1;
@@ -57,14 +55,8 @@ static bool kernel_has_user_notif(void)
 
 static int get_filter(enum seccomp_profile p, bool jit, const struct seccomp_prog **ret, struct err **err)
 {
-        if (kernel_has_user_notif() || p == SECCOMP_STAGE2_WORKER) {
-                *ret = &seccomp_prebuilt[p][jit];
-                return 0;
-        }
-        struct seccomp_prog *c = &fallback[p][jit];
-        if (!c->insns && seccomp_compile(p, jit, false, c, err) < 0)
-                return -1;
-        *ret = c;
+        (void)err;
+        *ret = kernel_has_user_notif() ? &seccomp_prebuilt[p][jit] : &seccomp_prebuilt_kill[p][jit];
         return 0;
 }
 

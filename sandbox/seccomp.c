@@ -659,19 +659,6 @@ void seccomp_prog_free(struct seccomp_prog *p)
         p->len = 0;
 }
 
-const char *seccomp_syscall_name(int nr)
-{
-        static char buf[64];
-        char *n = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
-        if (n) {
-                snprintf(buf, sizeof(buf), "%s", n);
-                free(n);
-        } else {
-                snprintf(buf, sizeof(buf), "nr %d", nr);
-        }
-        return buf;
-}
-
 void seccomp_dump_table(enum seccomp_profile p, void (*emit)(const char *, const char *, void *), void *arg)
 {
         for (size_t i = 0; i < ARRAY_SIZE(rules); i++)

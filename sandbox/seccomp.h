@@ -70,6 +70,13 @@ void seccomp_prog_free(struct seccomp_prog *p);
 /* Every profile compiled at build time ($(BUILD)/gen/seccomp_bpf.c, made by
  * sandbox/seccomp-gen.c): [profile][jit], user-notification verdicts. */
 extern const struct seccomp_prog seccomp_prebuilt[SECCOMP_PROFILE_MAX][2];
+/* The same with kill-process verdicts where a profile has a listener, for a
+ * kernel without seccomp user notification (the others are seccomp_prebuilt's). */
+extern const struct seccomp_prog seccomp_prebuilt_kill[SECCOMP_PROFILE_MAX][2];
+/* Syscall names by number on this architecture, NULL where there is none
+ * (generated; seccomp_syscall_name in sandbox/seccomp-names.c reads it). */
+#define SECCOMP_SYSCALL_NAMES 1024
+extern const char *const seccomp_syscall_names[SECCOMP_SYSCALL_NAMES];
 
 /* Name of syscall nr on this architecture ("nr 999" if unknown); static buf. */
 const char *seccomp_syscall_name(int nr);
