@@ -67,7 +67,7 @@ int find_worker(char **ret_path, struct err **err);
 struct cgroup_run;
 struct cli_tool;
 struct cli_tools {
-        const char *self_exe;                /* this chidori, absolute; NULL: tools refused */
+        bool enabled;                        /* false: tools refused */
         const struct sandbox_opts *sandbox;  /* the operator's posture (--require-sandbox, --cgroup-parent) */
         bool host_ok;                        /* "sandbox": false may run, as host_uid:host_gid (never 0) */
         uid_t host_uid;
@@ -93,7 +93,7 @@ struct cli_boxes {
         struct spawn_opts *spawn;   /* how to start the worker; its banner is filled in */
         struct grants *grants;      /* told the run's cgroup (nested runs and tools go below it) */
         void (*set_cgroup)(struct grants *g, struct cgroup_run *cg); /* grants_set_cgroup, or NULL */
-        struct cli_tools tools;     /* BOX_TOOL requests (the monitor's; self_exe NULL: refused) */
+        struct cli_tools tools;     /* BOX_TOOL requests (the monitor's; not enabled: refused) */
         struct cli_box *live_tools; /* tools running: ended before the worker's cgroup goes */
         unsigned nboxes;            /* boxes started: the second and later get run ids of their own */
 };

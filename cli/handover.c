@@ -132,9 +132,6 @@ static void monitor_settings(struct handover *set, const struct handover_run *r,
                              gid_t gid)
 {
         const struct sandbox_opts *sb = r->sb;
-        _cleanup_free_ char *self = realpath("/proc/self/exe", NULL);
-        if (self)
-                handover_add(set, "chidori=%s", self);
         handover_add(set, "worker=%s", worker);
         handover_add(set, "run_id=%s", r->run_id);
         if (r->agent_dir)

@@ -241,32 +241,7 @@ static int launch_box(struct launch_args *a, const char *prog, char **prog_argv)
         char *env[LAUNCH_FIXED_ENV + LAUNCH_ENV_MAX + 1];
         char *owned[LAUNCH_ENV_MAX];
         size_t nowned = launch_env(a->setenv_names, a->nsetenv, env, owned);
-        struct sandbox_run sr;
-        struct err *err = NULL;
-        struct box_opts bo = {
-                .worker = false,
-                .program = prog,
-                .argv = prog_argv,
-                .envp = env,
-                .binds = a->binds,
-                .nbinds = a->nbinds,
-                .fd0 = 0, .fd1 = 1, .fd2 = 2,
-                .frame_fd = -1, .stage2_fd = -1,
-        };
-        char run_id[40];
-        unsigned char rb[6];
-        if (getrandom(rb, sizeof(rb), 0) != (ssize_t)sizeof(rb))
-                memset(rb, 0, sizeof(rb));
-        snprintf(run_id, sizeof(run_id), "launch-%02x%02x%02x%02x%02x%02x", rb[0], rb[1], rb[2], rb[3], rb[4], rb[5]);
-        int code = sandbox_start(&a->so, &bo, run_id, &sr, &err);
-        if (code != 0) {
-                fprintf(stderr, "chidori: %s\n", err_msg(err));
-                err_free(err);
-        } else {
-                if (!a->quiet)
-                        fprintf(stderr, "Isolation: %s\n", sr.banner);
-                code = sandbox_wait(&a->so, &sr, &launcher_stop_signal, NULL);
-        }
+        int code = sandbox_launch(&a->so, a->binds, a->nbinds, prog, prog_argv, env, a->quiet);
         for (size_t i = 0; i < nowned; i++)
                 free(owned[i]);
         return code;

@@ -37,7 +37,7 @@
 
 
 struct settings {
-        const char *chidori, *worker, *run_id, *agent_dir, *state_dir, *workspace, *json_usage, *esbuild;
+        const char *worker, *run_id, *agent_dir, *state_dir, *workspace, *json_usage, *esbuild;
         const char *remove_after;
         struct monitor_prestart prestart;
         bool agent_from_broker, quiet, have_uid;
@@ -84,9 +84,7 @@ static int setting(struct settings *s, const char *kv)
         struct sandbox_opts *sb = &s->sb;
 #define KEY(k) (kl == sizeof(k) - 1 && memcmp(kv, k, kl) == 0)
 #define NUM(max) (number(v, (max), &n) == 0)
-        if (KEY("chidori"))
-                s->chidori = v;
-        else if (KEY("worker"))
+        if (KEY("worker"))
                 s->worker = v;
         else if (KEY("run_id"))
                 s->run_id = v;
@@ -296,12 +294,12 @@ static int serve(struct settings *st)
          * is said with the banner; --require-sandbox refused it already. */
         if (b.notes[0] && !st->quiet)
                 fprintf(stderr, "chidori: note: %s\n", b.notes);
-        /* Tools (SPAWN kind tool) run through chidori (`_host-tool`,
-         * sandbox/hosttool.c); "sandbox": false ones as the broker's uid
-         * and gid — the broker uid as root, the caller rootless — never as
-         * uid 0 (the uid-0 fallback refuses them). */
-        /* (Field by field: the worker started early has set run_cg.) */
-        boxes.tools.self_exe = st->chidori;
+        /* Tools (SPAWN kind tool): forked by this process, boxed or, for
+         * "sandbox": false, as the broker's uid and gid — the broker uid as
+         * root, the caller rootless — never as uid 0 (the uid-0 fallback
+         * refuses them); cli/toolbox.c.  (Field by field: the worker
+         * started early has set run_cg.) */
+        boxes.tools.enabled = true;
         boxes.tools.sandbox = &st->sb;
         boxes.tools.host_uid = b.mode == BROKER_ROOT ? s.uid : getuid();
         boxes.tools.host_gid = b.mode == BROKER_ROOT ? s.gid : getgid();

@@ -223,7 +223,11 @@ int cmd_host_tool(int argc, char **argv)
                                 "[ARGS...]\n");
                 return EXIT_USAGE;
         }
-        char **cmd = argv + i;
+        return host_tool_run(as, as_uid, as_gid, argv + i);
+}
+
+int host_tool_run(bool as, uid_t as_uid, gid_t as_gid, char **cmd)
+{
         int report[2], alive[2];
         if (pipe2(report, O_CLOEXEC) < 0 || pipe2(alive, O_CLOEXEC) < 0) {
                 fprintf(stderr, "chidori: _host-tool: pipe: %s\n", strerror(errno));

@@ -77,6 +77,15 @@ int sandbox_start(const struct sandbox_opts *o, struct box_opts *bo, const char 
  * then killed and the exit code is 128 + the signal). */
 int sandbox_wait(const struct sandbox_opts *o, struct sandbox_run *r, const volatile sig_atomic_t *stop,
                  int *ret_status);
+/* launch.c: PROGRAM in a box with this process's stdio, waited for (the
+ * deadline, a blocked syscall named): its exit status or the sandbox's code
+ * (failures printed on stderr, the banner too unless quiet).  `chidori
+ * launch` and the tools the monitor starts. */
+int sandbox_launch(const struct sandbox_opts *so, const struct box_bind *binds, size_t nbinds, const char *prog,
+                   char **argv, char **envp, bool quiet);
+/* hosttool.c: a "sandbox": false tool: cmd as uid:gid (as, never 0) in a pid
+ * namespace of its own when one can be made; its exit status. */
+int host_tool_run(bool as, uid_t uid, gid_t gid, char **cmd);
 /* Read the cgroup's counters, kill what is left, remove the leaf, close the
  * box's fds.  usage may be NULL. */
 void sandbox_finish(struct sandbox_run *r, struct sandbox_usage *usage);

@@ -42,9 +42,17 @@ SH
 sleep 5
 echo 1
 SH
+  cat >"$T/wait.sh" <<'SH'
+#!/bin/sh
+read -r line
+sleep 2.37
+echo 1
+SH
   chmod +x "$T"/*.sh
   cat >"$T/tools.json" <<JSON
 {"echo": {"command": ["$T/echo.sh"]},
+ "wait": {"command": ["$T/wait.sh"], "timeout_ms": 30000},
+ "wait_host": {"command": ["$T/wait.sh"], "sandbox": false, "timeout_ms": 30000},
  "escape": {"command": ["$T/escape.sh"]},
  "escape_host": {"command": ["$T/escape.sh"], "sandbox": false},
  "bad": {"command": ["$T/bad.sh"]},
@@ -367,4 +375,52 @@ JS
   chid replay --quiet "$T/j.jsonl"
   assert_status 0
   assert_stdout '["esm says hi","ts2","esm says p1","plain x","callAgent bad.mjs failed: Unexpected \")\" (bad.mjs:1:38)"]'
+}
+
+# The programs between a run and its tool's process, from the host's /proc:
+# "exe-basename:argv1" per ancestor below the run's pid, innermost first.
+tool_ancestors() {
+  local run=$1 p="" chain=""
+  for _ in $(seq 200); do
+    p=$(pgrep -x -f 'sleep 2.37' | head -1 || true)
+    [[ -n $p ]] && break
+    sleep 0.05
+  done
+  [[ -n $p ]] || { echo "no tool process"; return 1; }
+  p=$(awk '{print $4}' "/proc/$p/stat")
+  while [[ -n $p && $p != "$run" && $p -gt 1 ]]; do
+    local exe arg1
+    exe=$(basename "$(readlink "/proc/$p/exe" 2>/dev/null || echo '?')")
+    arg1=$(tr '\0' '\n' <"/proc/$p/cmdline" 2>/dev/null | sed -n 2p)
+    chain+="$exe:$arg1 "
+    p=$(awk '{print $4}' "/proc/$p/stat" 2>/dev/null)
+  done
+  [[ $p == "$run" ]] || { echo "the tool is not below the run ($chain)"; return 1; }
+  echo "$chain"
+}
+
+@test "a tool starts with no chidori binary running privileged: the monitor forks its launcher (one-process: chidori launch)" {
+  [[ $(id -u) == 0 ]] || skip "needs root (the broker's uid for the host tool)"
+  tools_file
+  chmod 755 "$T"
+  agent w.js <<'JS'
+module.exports = async (which) => chidori.tool(which, {});
+JS
+  for which in wait wait_host; do
+    "$CHIDORI" run --quiet --tools "$T/tools.json" --input "\"$which\"" "$T/w.js" >"$T/out" 2>"$T/err" &
+    run_pid=$!
+    chain=$(tool_ancestors "$run_pid") || { kill "$run_pid"; echo "$chain"; return 1; }
+    wait "$run_pid" || { echo "run failed: $(cat "$T/err")"; return 1; }
+    [[ $(cat "$T/out") == 1 ]]
+    echo "$which through the broker: $chain"
+    [[ $chain == *chidori-monitor:* ]]
+    [[ $chain != *"chidori:"* ]]
+  done
+  # The same probe sees chidori launch / _host-tool in the one-process run.
+  CHIDORI_RUN_BROKER=0 "$CHIDORI" run --quiet --tools "$T/tools.json" --input '"wait"' "$T/w.js" >"$T/out" 2>"$T/err" &
+  run_pid=$!
+  chain=$(tool_ancestors "$run_pid") || { kill "$run_pid"; echo "$chain"; return 1; }
+  wait "$run_pid"
+  echo "one process: $chain"
+  [[ $chain == *"chidori:launch"* ]]
 }
