@@ -150,7 +150,7 @@ $(BUILD)/chidori: $(BUILD)/obj/cli/main.o $(BUILD)/libchidori-host.a
 $(BUILD)/libchidori-engine.so: $(ENGINE_OBJ) $(call obj,common/err.c $(PROTO_SRC))
 	$(CC) -shared -Wl,-Bsymbolic $(LDFLAGS) -o $@ $^ $(WORKER_LIBS)
 
-$(BUILD)/libchidori-net.so: $(NET_OBJ) $(call obj,effects/net/http-errors.c effects/net/ssrf.c common/err.c common/util.c)
+$(BUILD)/libchidori-net.so: $(NET_OBJ) $(call obj,effects/net/http-errors.c effects/net/ssrf.c common/err.c common/util.c common/io.c common/digest.c)
 	$(CC) -shared -Wl,-Bsymbolic $(LDFLAGS) -o $@ $^ $(NET_LIBS)
 
 $(BUILD)/chidori-worker: $(BUILD)/obj/engine/worker.o $(ENGINE_OBJ) $(call obj,common/err.c $(PROTO_SRC))
@@ -207,7 +207,7 @@ $(BUILD)/jsrun: tests/js/jsrun.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(call cflags_of,javascriptcoregtk-4.1) $< -o $@ $(LDFLAGS) $(call libs_of,javascriptcoregtk-4.1)
 
 # jsrun with natives over the real effects/fs/vfs.c: the node:fs tests against the parent's tree.
-$(BUILD)/vfsrun: tests/js/jsrun.c tests/js/vfsrun.c effects/fs/vfs.c common/text.c common/util.c common/err.c
+$(BUILD)/vfsrun: tests/js/jsrun.c tests/js/vfsrun.c effects/fs/vfs.c common/text.c common/util.c common/io.c common/digest.c common/err.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(filter-out -MMD -MP,$(CFLAGS)) $(call cflags_of,javascriptcoregtk-4.1 libcjson) $^ -o $@ $(LDFLAGS) $(call libs_of,javascriptcoregtk-4.1 libcjson)
 
@@ -250,11 +250,11 @@ $(BUILD)/fuzz_json: tests/fuzz/fuzz_json.c $(JSON_SRC)
 	@mkdir -p $(dir $@)
 	clang -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined $(call cflags_of,libcjson) $^ -o $@ $(call libs_of,libcjson) -lm
 
-$(BUILD)/fuzz_policy: tests/fuzz/fuzz_policy.c policy/policy.c common/text.c common/util.c common/err.c
+$(BUILD)/fuzz_policy: tests/fuzz/fuzz_policy.c policy/policy.c common/text.c common/util.c common/io.c common/digest.c common/err.c
 	@mkdir -p $(dir $@)
 	clang -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined $(call cflags_of,libcjson) $^ -o $@ $(call libs_of,libcjson)
 
-$(BUILD)/fuzz_vfs: tests/fuzz/fuzz_vfs.c effects/fs/vfs.c common/text.c common/util.c common/err.c
+$(BUILD)/fuzz_vfs: tests/fuzz/fuzz_vfs.c effects/fs/vfs.c common/text.c common/util.c common/io.c common/digest.c common/err.c
 	@mkdir -p $(dir $@)
 	clang -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined $(call cflags_of,libcjson) $^ -o $@ $(call libs_of,libcjson)
 

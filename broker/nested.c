@@ -45,6 +45,7 @@ struct nested_run {
         cJSON *input;
         char *script;
         bool esm;                        /* the script is a bundle (an ES module or TypeScript callee) */
+        struct sourcemap *map;           /* the bundle's source map, or NULL */
         char run_id[40];
         char tag[320];                   /* "[path] ", escaped */
         uint64_t open_req;
@@ -79,6 +80,7 @@ static void run_free(struct nested_run *n)
         free(n->layers_text);
         cJSON_Delete(n->input);
         free(n->script);
+        sourcemap_free(n->map);
         free(n->path);
         free(n->abs);
         free(n->dir);
@@ -210,6 +212,40 @@ static char *journal_text(struct nested_run *n)
 
 /* The nested session has ended: its journal into the caller's, its value
  * or error as the call's answer (agent-call.c's shapes), then it goes. */
+/* "agent error: Name: message (at file:line:col)" and the stack, one note
+ * a frame, as the nested `chidori run` of the one-process path prints them:
+ * a bundled callee's error placed in its own files first (its source map). */
+static void agent_error_note(struct nested_run *n, struct broker *caller, cJSON *error, const char *tag)
+{
+        struct err *me = NULL;
+        if (n->map && sourcemap_map_error(n->map, nested_base(n->abs), error, &me) < 0) {
+                char w[1200];
+                snprintf(w, sizeof(w), "warning: %s; error positions point into the bundle", err_msg(me));
+                broker_sink_note(caller, tag, w);
+                err_free(me);
+        }
+        const char *name = broker_arg_str(error, "name"), *m = broker_arg_str(error, "message");
+        const char *file = broker_arg_str(error, "file"), *stack = broker_arg_str(error, "stack");
+        const cJSON *ln = cJSON_GetObjectItemCaseSensitive(error, "line");
+        const cJSON *col = cJSON_GetObjectItemCaseSensitive(error, "column");
+        char where[400] = "", line[1024];
+        if (file && cJSON_IsNumber(ln) && cJSON_IsNumber(col))
+                snprintf(where, sizeof(where), " (at %.300s:%d:%d)", file, ln->valueint, col->valueint);
+        else if (file && cJSON_IsNumber(ln))
+                snprintf(where, sizeof(where), " (at %.300s:%d)", file, ln->valueint);
+        snprintf(line, sizeof(line), "agent error: %.100s: %.500s%s", name ? name : "Error", m ? m : "", where);
+        broker_sink_note(caller, tag, line);
+        for (const char *p = stack ? stack : ""; *p;) {
+                const char *nl = strchr(p, '\n');
+                size_t len = nl ? (size_t)(nl - p) : strlen(p);
+                if (len) {
+                        snprintf(line, sizeof(line), "    at %.*s", (int)(len > 900 ? 900 : len), p);
+                        broker_sink_note(caller, n->tag, line);
+                }
+                p += len + (nl ? 1 : 0);
+        }
+}
+
 static void finish(struct evloop *loop, void *arg)
 {
         (void)loop;
@@ -255,12 +291,11 @@ static void finish(struct evloop *loop, void *arg)
         char line[1024], tag[400];
         snprintf(tag, sizeof(tag), "%schidori: ", n->tag);
         if (r.show == OUTCOME_SHOW_AGENT_ERROR) {
-                const char *name = broker_arg_str(o->error, "name"), *m = broker_arg_str(o->error, "message");
-                snprintf(line, sizeof(line), "agent error: %s: %.900s", name ? name : "Error", m ? m : "");
+                agent_error_note(n, caller, o->error, tag);
         } else {
                 snprintf(line, sizeof(line), "%.1000s", o->end == SESSION_END_SPAWN && o->message ? o->message : r.message);
+                broker_sink_note(caller, tag, line);
         }
-        broker_sink_note(caller, tag, line);
         if (r.show == OUTCOME_SHOW_AGENT_ERROR) {
                 const char *name = broker_arg_str(o->error, "name"), *m = broker_arg_str(o->error, "message");
                 snprintf(msg, sizeof(msg), "callAgent %.200s failed: %s%s%.600s", p, name ? name : "",
@@ -378,6 +413,8 @@ static int bundle_callee(struct nested_run *n, size_t len, struct err **err)
         if (r == 0) {
                 n->script = strdup(a.script);
                 n->esm = a.esm;
+                n->map = a.map; /* its errors are placed in the callee's own files */
+                a.map = NULL;
                 if (!n->script)
                         r = err_set(err, ENOMEM, "callAgent");
         }

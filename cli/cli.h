@@ -28,6 +28,7 @@ struct worker {
         int frame_fd;      /* parent's end of the socketpair */
         int stderr_fd;     /* read end of the worker's stderr, -1 in-process */
         bool in_process;
+        const struct worker_inproc *inproc; /* in-process: how it stops */
         struct engine_thread *et; /* in-process: what the engine thread shares (heap: it may
                                    * outlive this struct if the thread has to be abandoned) */
         pthread_t thread;
@@ -41,8 +42,15 @@ struct worker {
 #define CLI_JS_BUDGET_DEFAULT_MS 60000L
 #define CLI_JS_BUDGET_UNTRUSTED_MS 10000L
 
+/* The engine in a thread of this process (cli/inproc.c). */
+struct worker_inproc {
+        int (*start)(struct worker *w, struct err **err);
+        void (*finish)(struct worker *w, bool kill_first);
+};
+extern const struct worker_inproc worker_inproc;
+
 struct spawn_opts {
-        bool in_process;
+        const struct worker_inproc *in_process; /* &worker_inproc: --no-isolate; NULL: a box */
         const char *worker_path; /* resolved path of chidori-worker */
         const char *run_id;
         const struct sandbox_opts *sandbox;

@@ -263,3 +263,46 @@ int cmd_launch(int argc, char **argv)
         launch_args_clear(&a);
         return code;
 }
+
+/* `chidori _host-tool [--as UID:GID] -- PROGRAM [ARGS...]` (internal): how
+ * the one-process run starts a "sandbox": false tool (sandbox/hosttool.c). */
+static int parse_as(const char *spec, uid_t *ret_uid, gid_t *ret_gid)
+{
+        unsigned long u, g;
+        char *end;
+        errno = 0;
+        u = strtoul(spec, &end, 10);
+        if (errno || end == spec || *end != ':' || u == 0 || u > 0xfffffffeul)
+                return -1;
+        const char *gs = end + 1;
+        g = strtoul(gs, &end, 10);
+        if (errno || end == gs || *end || g == 0 || g > 0xfffffffeul)
+                return -1;
+        *ret_uid = (uid_t)u;
+        *ret_gid = (gid_t)g;
+        return 0;
+}
+
+int cmd_host_tool(int argc, char **argv)
+{
+        int i = 1;
+        bool as = false;
+        uid_t as_uid = 0;
+        gid_t as_gid = 0;
+        if (i + 1 < argc && strcmp(argv[i], "--as") == 0) {
+                if (parse_as(argv[i + 1], &as_uid, &as_gid) < 0) {
+                        fprintf(stderr, "chidori: _host-tool: --as %s: expected UID:GID, neither 0\n", argv[i + 1]);
+                        return EXIT_USAGE;
+                }
+                as = true;
+                i += 2;
+        }
+        if (i < argc && strcmp(argv[i], "--") == 0)
+                i++;
+        if (i >= argc) {
+                fprintf(stderr, "chidori: _host-tool is internal: chidori _host-tool [--as UID:GID] -- PROGRAM "
+                                "[ARGS...]\n");
+                return EXIT_USAGE;
+        }
+        return host_tool_run(as, as_uid, as_gid, argv + i);
+}

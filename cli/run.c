@@ -468,7 +468,7 @@ static int execute(const struct run_opts *o, struct run_ctx *c)
                 }
         }
         struct spawn_opts so = {
-                .in_process = o->in_process, .worker_path = worker_path,
+                .in_process = o->in_process ? &worker_inproc : NULL, .worker_path = worker_path,
                 /* the cgroup leaf is "run-<hex>" */
                 .run_id = strncmp(c->run_id, "run-", 4) == 0 ? c->run_id + 4 : c->run_id, .sandbox = &o->sb,
         };

@@ -1,6 +1,7 @@
 /* cli/spawn.c — start the engine worker: a child process (isolated
- * mode) or a thread of this process (in-process mode, for embedders), both
- * talking frames over one end of a socketpair.
+ * mode) or a thread of this process (in-process mode, for embedders:
+ * cli/inproc.c, linked only where --no-isolate exists), both talking frames
+ * over one end of a socketpair.
  *
  * The OS confinement layers (namespaces, rootfs, Landlock, seccomp) plug in
  * between fork and exec here; see docs/sandbox.md.
@@ -48,87 +49,6 @@ int find_worker(char **ret_path, struct err **err)
                        dlib_dirs_text());
 }
 
-typedef int (*engine_serve_fn)(int in_fd, int out_fd, const _Atomic int *stop, struct err **err);
-static engine_serve_fn engine_serve_ptr;
-
-/* --no-isolate: the engine library, opened on first use (the launcher itself
- * does not link JavaScriptCore). */
-static int load_engine(struct err **err)
-{
-        if (engine_serve_ptr)
-                return 0;
-        void *sym = dlib_symbol("libchidori-engine.so", "CHIDORI_ENGINE_LIB", "engine_serve_until", err);
-        if (!sym)
-                return err_wrap(err, "in-process mode needs the engine library");
-        engine_serve_ptr = (engine_serve_fn)sym;
-        return 0;
-}
-
-/* Shared by the launcher and the in-process engine thread. */
-struct engine_thread {
-        int fd;           /* the engine's end of the socketpair */
-        _Atomic int stop; /* non-zero: the broker ended the run (deadline, signal): stop JS */
-};
-
-static void *engine_thread(void *arg)
-{
-        struct engine_thread *t = arg;
-        struct err *e = NULL;
-        engine_serve_ptr(t->fd, t->fd, &t->stop, &e);
-        err_free(e);  /* the broker reports the run; a broken transport is its to see */
-        return NULL;
-}
-
-_Atomic int *worker_stop_flag(struct worker *w)
-{
-        return w->et ? &w->et->stop : NULL;
-}
-
-static int spawn_in_process(struct worker *w, struct err **err)
-{
-        /* Before JSC initialises in this process: the watchdog's slices
-         * are cheap with polling traps (engine/engine.h). */
-        setenv("JSC_usePollingTraps", "true", 0);
-        if (load_engine(err) < 0)
-                return -1;
-        struct engine_thread *t = calloc(1, sizeof(*t));
-        if (!t)
-                return err_set(err, ENOMEM, "start the in-process engine");
-        int sv[2];
-        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-                free(t);
-                return err_set(err, errno, "socketpair");
-        }
-        w->frame_fd = sv[0];
-        t->fd = sv[1];
-        w->et = t;
-        w->in_process = true;
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setstacksize(&attr, 16u << 20); /* JSC sizes its recursion limit from this */
-        /* The engine thread and the threads JSC starts from it inherit a
-         * mask without SIGINT/SIGTERM/SIGHUP, so a stop signal interrupts
-         * this thread's wait (the broker's poll), not JS. */
-        sigset_t stops, old;
-        sigemptyset(&stops);
-        sigaddset(&stops, SIGINT);
-        sigaddset(&stops, SIGTERM);
-        sigaddset(&stops, SIGHUP);
-        pthread_sigmask(SIG_BLOCK, &stops, &old);
-        int r = pthread_create(&w->thread, &attr, engine_thread, t);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        pthread_attr_destroy(&attr);
-        if (r != 0) {
-                close(sv[0]);
-                close(sv[1]);
-                free(t);
-                w->et = NULL;
-                w->frame_fd = -1;
-                return err_set(err, r, "start the in-process engine thread");
-        }
-        return 0;
-}
-
 int spawn_exit_code(const struct err *e)
 {
         return err_code(e) == BOX_E_LAYER || strstr(err_msg(e), "sandbox layer unavailable") ? EXIT_LAYER_UNAVAILABLE
@@ -150,7 +70,8 @@ int spawn_worker(struct spawn_opts *o, struct worker *w, struct err **err)
                 if (setenv("TZ", tz, 1) < 0)
                         return err_set(err, errno, "set TZ=%s for the in-process engine", tz);
                 tzset();
-                return spawn_in_process(w, err);
+                w->inproc = o->in_process;
+                return o->in_process->start(w, err);
         }
         int sv[2], ep[2];
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
@@ -202,22 +123,6 @@ int spawn_worker(struct spawn_opts *o, struct worker *w, struct err **err)
         return 0;
 }
 
-/* Join the engine thread; false if it is still running after a second
- * (it is then detached and its state leaked: it may still read it). */
-static bool join_engine(struct worker *w)
-{
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += 1;
-        int r;
-        while ((r = pthread_timedjoin_np(w->thread, NULL, &until)) == EINTR)
-                ;
-        if (r == 0)
-                return true;
-        pthread_detach(w->thread);
-        return false;
-}
-
 int worker_finish(struct worker *w, bool kill_first, int *ret_status, struct sandbox_usage *ret_usage,
                   double *ret_cpu_ms, struct err **err)
 {
@@ -227,21 +132,7 @@ int worker_finish(struct worker *w, bool kill_first, int *ret_status, struct san
         if (ret_cpu_ms)
                 *ret_cpu_ms = 0;
         if (w->in_process) {
-                /* Closing our end makes the engine's next read fail, so a
-                 * thread still waiting for a frame returns; the stop flag
-                 * ends JS that is running (within a watchdog slice). */
-                if (kill_first)
-                        atomic_store(&w->et->stop, 1);
-                if (w->frame_fd >= 0)
-                        shutdown(w->frame_fd, SHUT_RDWR);
-                if (join_engine(w)) {
-                        close(w->et->fd);
-                        free(w->et);
-                } else {
-                        fprintf(stderr, "chidori: the in-process engine did not stop (JS the watchdog cannot "
-                                        "interrupt); leaving it to the exit of this process\n");
-                }
-                w->et = NULL;
+                w->inproc->finish(w, kill_first);
         } else {
                 if (kill_first && w->have_sr)
                         sandbox_kill(&w->sr);

@@ -33,8 +33,6 @@
 #include "sandbox/cgroup/cgroup.h"
 #include "sandbox/sandbox.h"
 
-bool launcher_cgroup_entered;
-
 int launcher_child_setup(void)
 {
         const char *ppid = getenv("CHIDORI_PARENT_PID");

@@ -167,23 +167,6 @@ __attribute__((noreturn)) static void init_main(char **cmd, int report, int aliv
  * groups, no capability left (a uid change from 0 clears them),
  * no_new_privs.  The death signal, which a credential change clears, is
  * set again. */
-static int parse_as(const char *spec, uid_t *ret_uid, gid_t *ret_gid)
-{
-        unsigned long u, g;
-        char *end;
-        errno = 0;
-        u = strtoul(spec, &end, 10);
-        if (errno || end == spec || *end != ':' || u == 0 || u > 0xfffffffeul)
-                return -1;
-        const char *gs = end + 1;
-        g = strtoul(gs, &end, 10);
-        if (errno || end == gs || *end || g == 0 || g > 0xfffffffeul)
-                return -1;
-        *ret_uid = (uid_t)u;
-        *ret_gid = (gid_t)g;
-        return 0;
-}
-
 static int drop_to(uid_t u, gid_t g)
 {
         pid_t parent = getppid();
@@ -200,30 +183,6 @@ static int drop_to(uid_t u, gid_t g)
         if (getppid() != parent)
                 _exit(128 + SIGKILL); /* the run is gone already */
         return 0;
-}
-
-int cmd_host_tool(int argc, char **argv)
-{
-        int i = 1;
-        bool as = false;
-        uid_t as_uid = 0;
-        gid_t as_gid = 0;
-        if (i + 1 < argc && strcmp(argv[i], "--as") == 0) {
-                if (parse_as(argv[i + 1], &as_uid, &as_gid) < 0) {
-                        fprintf(stderr, "chidori: _host-tool: --as %s: expected UID:GID, neither 0\n", argv[i + 1]);
-                        return EXIT_USAGE;
-                }
-                as = true;
-                i += 2;
-        }
-        if (i < argc && strcmp(argv[i], "--") == 0)
-                i++;
-        if (i >= argc) {
-                fprintf(stderr, "chidori: _host-tool is internal: chidori _host-tool [--as UID:GID] -- PROGRAM "
-                                "[ARGS...]\n");
-                return EXIT_USAGE;
-        }
-        return host_tool_run(as, as_uid, as_gid, argv + i);
 }
 
 int host_tool_run(bool as, uid_t as_uid, gid_t as_gid, char **cmd)

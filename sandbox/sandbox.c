@@ -37,6 +37,10 @@ void sandbox_opts_init(struct sandbox_opts *o)
 /* The filters are compiled at build time, twice: with user-notification
  * verdicts, and with kill-process ones for a kernel without seccomp user
  * notification (before 5.0). */
+/* Set once this process has entered the cgroup place of the run that
+ * started it (sandbox/child.c, cli/toolbox.c): its boxes' cgroups go below. */
+bool launcher_cgroup_entered;
+
 static bool kernel_has_user_notif(void)
 {
         static int known = -1;

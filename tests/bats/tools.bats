@@ -424,3 +424,25 @@ JS
   echo "one process: $chain"
   [[ $chain == *"chidori:launch"* ]]
 }
+
+@test "callAgent: a callee's error is shown at its place in its own file (a TypeScript callee through its source map), both parents" {
+  mkdir -p "$T/sub"
+  cat >"$T/sub/callee.ts" <<'TS'
+interface X { a: number }
+export default async function main(input: X): Promise<number> {
+  const y: number = input.a;
+  if (y > 0) throw new TypeError("bad " + y);
+  return y;
+}
+TS
+  agent top.js <<'JS'
+module.exports = async () => chidori.callAgent('./sub/callee.ts', { a: 1 }).catch((e) => e.message);
+JS
+  for b in 1 0; do
+    CHIDORI_RUN_BROKER=$b chid run --quiet "$T/top.js"
+    assert_status 0
+    assert_stdout '"callAgent ./sub/callee.ts failed: TypeError: bad 1"'
+    [[ $stderr == *"[./sub/callee.ts] chidori: agent error: TypeError: bad 1 (at callee.ts:4:24)"* ]] || { echo "$b: $stderr"; false; }
+    [[ $stderr == *"[./sub/callee.ts]     at main@callee.ts:4:24"* ]] || { echo "$b: $stderr"; false; }
+  done
+}

@@ -223,6 +223,12 @@ static int count_below(const char *path, int depth)
                         continue;
                 if (depth == 0 && strcmp(de->d_name, CG_LAUNCHER_LEAF) == 0)
                         continue;
+                /* Another process's launcher directory (a chidori running
+                 * beside the tests, e.g. a second suite) is not ours. */
+                pid_t lp;
+                uint64_t ls, ln;
+                if (depth == 0 && cg_parse_launcher_name(de->d_name, &lp, &ls, &ln) && lp != getpid())
+                        continue;
                 char sub[4200];
                 snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
                 n += 1 + count_below(sub, depth + 1);
