@@ -40,10 +40,13 @@ struct mbox {
         struct ev_io *exit_io;
         bool in_spawn;           /* inside boxes->spawn: freed by its caller */
         bool started, finishing, ended;
+        bool killed;             /* finished with kill_first: ended by us, not on its own */
         /* Started before the broker asked (monitor_serve.prestart): no
          * message about it goes out until a SPAWN claims it. */
         bool parked;
         int frame_fd, stderr_fd; /* parked and started: its descriptors */
+        bool died_parked;        /* parked, it ended on its own (killed from outside, crashed): */
+        struct box_ended end;    /*   how; the SPAWN that claims it is told, as if after SPAWNED */
         char banner[CHAN_BANNER_MAX];
         struct monitor_prestart posture;
         bool bundle;             /* esbuild's box (m->bundle_*), not the provider's */
@@ -196,10 +199,22 @@ static uint32_t chan_reason(enum box_end_reason r)
         return CHAN_END_EXITED;
 }
 
+static void send_ended(struct srv *s, struct mbox *b, const struct box_ended *be);
+
 static void ev_ended(void *arg, const struct box_ended *be)
 {
         struct mbox *b = arg;
         struct srv *s = b->srv;
+        if (b->parked && s && s->parked == b && b->started && !b->killed) {
+                /* The run's worker, ended before the broker claimed it: the
+                 * SPAWN that claims it hears of it (claim_parked), never a
+                 * second worker in its place.  Its descriptors stay open
+                 * for that (the broker reads what it wrote, then EOF). */
+                b->died_parked = true;
+                b->end = *be;
+                b->ended = true;
+                return;
+        }
         if (b->parked) {
                 if (b->started) {
                         close(b->frame_fd);
@@ -218,6 +233,14 @@ static void ev_ended(void *arg, const struct box_ended *be)
                         box_unlink(s, b);
                 return;
         }
+        send_ended(s, b, be);
+        b->ended = true;
+        if (!b->in_spawn)
+                box_unlink(s, b);
+}
+
+static void send_ended(struct srv *s, struct mbox *b, const struct box_ended *be)
+{
         union chan_msg m;
         chan_init(&m, CHAN_BOX_ENDED, 0);
         m.box_ended.box = b->id;
@@ -234,9 +257,6 @@ static void ev_ended(void *arg, const struct box_ended *be)
         m.box_ended.peak_bytes = be->peak_bytes;
         m.box_ended.memory_limit = be->memory_limit;
         send_msg(s, &m, NULL, 0);
-        b->ended = true;
-        if (!b->in_spawn)
-                box_unlink(s, b);
 }
 
 /* Kill (or only reap) a box that has started; its ended event follows. */
@@ -245,6 +265,7 @@ static void box_finish(struct srv *s, struct mbox *b, bool kill_first)
         if (!b->started || b->finishing || b->ended)
                 return;
         b->finishing = true;
+        b->killed = kill_first;
         if (b->bundle) {
                 struct box_ended be;
                 s->m->bundle_finish(s->m->bundle_arg, b->handle, kill_first, &be);
@@ -437,8 +458,25 @@ static bool claim_parked(struct srv *s, const struct chan_spawn *sp)
                 return false;
         s->parked = NULL;
         const struct monitor_prestart *w = &b->posture;
-        if (b->ended || !b->started || w->no_jit != (sp->jit == 0) || (uint64_t)w->cpu_budget_ms != sp->cpu_budget_ms ||
-            strcmp(w->tz, sp->tz) != 0) {
+        bool same = w->no_jit == (sp->jit == 0) && (uint64_t)w->cpu_budget_ms == sp->cpu_budget_ms &&
+                    strcmp(w->tz, sp->tz) == 0;
+        if (b->died_parked) {
+                b->parked = false;
+                if (!same) { /* not the worker asked for: a box as asked */
+                        close(b->frame_fd);
+                        if (b->stderr_fd >= 0)
+                                close(b->stderr_fd);
+                        box_unlink(s, b);
+                        return false;
+                }
+                b->req = sp->h.id;
+                s->tree = b->id;
+                send_worker(s, b, b->frame_fd, b->stderr_fd, b->banner);
+                send_ended(s, b, &b->end);
+                box_unlink(s, b);
+                return true;
+        }
+        if (b->ended || !b->started || !same) {
                 box_finish(s, b, true); /* still parked: its end goes unreported */
                 return false;
         }
@@ -849,6 +887,11 @@ int monitor_serve(const struct monitor_serve *m, struct err **err)
                 if (b->started && !b->finishing && !b->ended) {
                         box_finish(&s, b, true);
                 } else {
+                        if (b->died_parked) { /* never claimed: its descriptors were kept for a SPAWN */
+                                close(b->frame_fd);
+                                if (b->stderr_fd >= 0)
+                                        close(b->stderr_fd);
+                        }
                         b->ended = true;
                         box_unlink(&s, b);
                 }

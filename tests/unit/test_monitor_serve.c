@@ -807,6 +807,39 @@ static void serve_prestart(void **state)
         b_result(&m, 0);
         assert_int_equal(mon_join(&m), 0);
         mon_free(&m);
+
+        /* The early worker ends on its own (killed from outside, a crash)
+         * before the broker asks: the SPAWN gets it, what it wrote, and
+         * its end — never a second worker in its place. */
+        mon_start(&m);
+        m.ms.prestart = (struct monitor_prestart){ .on = true, .no_jit = true };
+        mon_run(&m);
+        b_hello(&m);
+        b_commit(&m);
+        for (int i = 0; i < 500 && m.fake.spawns < 1; i++)
+                usleep(10 * 1000);
+        assert_int_equal(write(m.fake.worker_fd, "last", 4), 4);
+        close(m.fake.worker_fd);
+        close(m.fake.exit_w); /* it exits */
+        for (int i = 0; i < 500 && m.fake.finished < 1; i++)
+                usleep(10 * 1000);
+        assert_int_equal(m.fake.finished, 1);
+        int dfd = -1;
+        assert_int_equal(b_spawn_worker(&m, 7, &dfd), 1);
+        assert_int_equal(m.fake.spawns, 1);
+        union chan_msg msg;
+        b_expect(&m, CHAN_BOX_ENDED, &msg, NULL, NULL);
+        assert_int_equal(msg.box_ended.box, 1);
+        assert_int_equal(msg.box_ended.reason, CHAN_END_EXITED);
+        char got[8] = { 0 };
+        assert_int_equal(read(dfd, got, sizeof(got)), 4);
+        assert_string_equal(got, "last");
+        assert_int_equal(read(dfd, got, sizeof(got)), 0);
+        close(dfd);
+        b_result(&m, 137);
+        assert_int_equal(mon_join(&m), 137);
+        assert_int_equal(m.fake.killed, 0);
+        mon_free(&m);
 }
 
 /* OPEN_AGENT (chidori replay without --agent): taken once, only when the
