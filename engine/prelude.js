@@ -220,17 +220,30 @@ function web() {
                 return webValues;
         const values = create(null);
         // Our accessors go first (web.js installs where a global is absent);
-        // what agent code put in their place stays.
+        // what agent code did to one meanwhile (assigned, redefined,
+        // deleted) is put back after.
+        const kept = create(null);
         for (let i = 0; i < WEB_GLOBALS.length; i++) {
-                const d = getOwnPropertyDescriptor(G, WEB_GLOBALS[i]);
-                if (d && d.get !== undefined && d.get === webGetters[WEB_GLOBALS[i]])
-                        delete G[WEB_GLOBALS[i]];
+                const n = WEB_GLOBALS[i];
+                if (webGetters[n] === undefined)
+                        continue;  // the engine had its own (JSC's): never ours
+                const d = getOwnPropertyDescriptor(G, n);
+                if (d && d.get !== undefined && d.get === webGetters[n])
+                        delete G[n];
+                else
+                        kept[n] = { d };
         }
         define(G, '__chidoriWebExports', values);
         try {
                 nativeLoad('web');
         } finally {
                 delete G.__chidoriWebExports;
+                for (const n in kept) {
+                        if (kept[n].d === undefined)
+                                delete G[n];
+                        else
+                                defineProperty(G, n, kept[n].d);
+                }
         }
         if (typeof values.URL !== 'function')
                 throw new ErrorC('chidori: the web module did not load');

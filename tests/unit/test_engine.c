@@ -961,6 +961,15 @@ static void test_surface_lazy(void **state)
         engine_modules_loaded = 0;
         check_value("function main() { return new URL('b', 'http://a/').href; }", NULL, "\"http://a/b\"");
         assert_int_equal(engine_modules_loaded, ENGINE_MOD_WEB);
+        /* What the agent did to web.js's globals before it loaded stays
+         * done: assigned, deleted, redefined; the others arrive. */
+        check_value("function main() {\n"
+                    "  globalThis.URL = undefined; delete globalThis.TextEncoder;\n"
+                    "  Object.defineProperty(globalThis, 'btoa', { value: () => 'mine', configurable: true });\n"
+                    "  const d = new DOMException('m', 'AbortError');\n"
+                    "  return [typeof URL, typeof TextEncoder, btoa('x'), d.name, typeof atob, typeof TextDecoder];\n"
+                    "}",
+                    NULL, "[\"undefined\",\"undefined\",\"mine\",\"AbortError\",\"function\",\"function\"]");
 }
 
 static void test_console_format(void **state)
