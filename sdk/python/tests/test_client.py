@@ -176,6 +176,13 @@ class Sessions(unittest.TestCase):
         self.assertEqual(evs[-1].session.result, {"echo": {"log": "hello from the agent"}})
         self.assertEqual([e.id for e in evs], list(range(1, len(evs) + 1)))
 
+    def test_leaving_a_stream_early_closes_it(self) -> None:
+        it = self.c.stream({"sleep": 1000})
+        first = next(it)
+        it.close()
+        self.assertEqual(self.c.run({"after": 1}).status, "done")
+        self.assertIsInstance(list(self.c.events(first.session.id))[-1], DoneEvent)
+
     def test_events_of_a_pause_and_after_an_id(self) -> None:
         s = self.c.run({"write": 1}, policy_profile="supervised")
         evs = list(self.c.events(s.id))

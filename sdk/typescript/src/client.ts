@@ -570,6 +570,15 @@ export class Client {
   private async *readEvents(res: TransportResponse, what: string, d: Deadline): AsyncGenerator<ChidoriEvent> {
     const parser = new SSEParser();
     const it = res.chunks()[Symbol.asyncIterator]();
+    try {
+      yield* this.parseEvents(it, parser, what, d);
+    } finally {
+      await it.return?.()?.catch(() => {});
+    }
+  }
+
+  private async *parseEvents(it: AsyncIterator<Uint8Array>, parser: SSEParser, what: string,
+                             d: Deadline): AsyncGenerator<ChidoriEvent> {
     for (;;) {
       let r: IteratorResult<Uint8Array>;
       try {

@@ -171,6 +171,17 @@ describe("sessions", () => {
     assert.deepEqual(evs.map((e) => e.id), evs.map((_, i) => i + 1));
   });
 
+  test("leaving a stream early closes it; the session goes on", async () => {
+    let id;
+    for await (const e of c.stream({ sleep: 1000 })) { id = e.data.id; break; }
+    assert.match(id, /^s/);
+    const s = await c.run({ after: 1 });
+    assert.equal(s.status, "done");
+    let last;
+    for await (const e of c.events(id)) last = e;
+    assert.equal(last.event, "done");
+  });
+
   test("events of a pause, and after an id", async () => {
     const s = await c.run({ write: 1 }, { policyProfile: "supervised" });
     const evs = [];
