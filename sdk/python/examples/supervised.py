@@ -15,7 +15,7 @@ def main() -> int:
     try:
         with Client(base_url, timeout=60) as client:
             session = client.run({"text": "buy milk"}, policy_profile="supervised")
-            while session.status == "awaitingapproval":
+            while session.pending_approval is not None:  # status "awaitingapproval"
                 ask = session.pending_approval
                 print("pending approval %d: %s %s" % (ask.id, ask.target, ask.args.get("path")))
                 print("  reason: %s" % ask.reason)

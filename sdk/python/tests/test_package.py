@@ -43,6 +43,16 @@ class Package(unittest.TestCase):
                 for m in mods:
                     self.assertIn(m.split(".")[0], stdlib, "%s imports %s, not in the standard library" % (name, m))
 
+    def test_types_check_strictly_as_python_3_9(self) -> None:
+        # Debian's mypy (python3-mypy, from make deps) on the package and its example.
+        py = shutil.which("python3", path="/usr/bin") or sys.executable
+        r = subprocess.run([py, "-m", "mypy", "--strict", "--python-version", "3.9", "--no-incremental",
+                            os.path.join(SRC), os.path.join(PKG, "examples", "supervised.py")],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.assertNotIn("No module named mypy", r.stdout, "python3-mypy is missing: run 'make deps'")
+        self.assertEqual(r.returncode, 0, r.stdout)
+        self.assertIn("Success: no issues found", r.stdout)
+
     def test_installs_into_a_venv_offline(self) -> None:
         tmp = tempfile.mkdtemp(prefix="chidori-sdk-venv.")
         try:

@@ -584,7 +584,10 @@ class Client:
 
     def health(self) -> Dict[str, Any]:
         """``GET /healthz`` (no token needed): ``{"status": "ok"}``."""
-        return self._json(self._call("GET", "/healthz", retry=False), "GET /healthz")
+        doc = self._json(self._call("GET", "/healthz", retry=False), "GET /healthz")
+        if not isinstance(doc, dict):
+            raise ProtocolError("GET /healthz: expected a JSON object", status=200, code="not_an_object")
+        return doc
 
     def ready(self) -> bool:
         """``GET /readyz``: True when ready, False while the server drains (503)."""

@@ -28,6 +28,12 @@ class PendingApproval:
     reason: str
 
 
+def _approval(d: Dict[str, Any]) -> PendingApproval:
+    aid = d.get("id")
+    return PendingApproval(aid if isinstance(aid, int) else -1, str(d.get("target", "")), d.get("args"),
+                           str(d.get("reason", "")))
+
+
 @dataclass(frozen=True)
 class PendingInput:
     prompt: Any
@@ -74,8 +80,7 @@ class Session:
             exit=doc.get("exit"),
             stats=doc.get("stats"),
             error=SessionError(str(err.get("name", "")), str(err.get("message", ""))) if isinstance(err, dict) else None,
-            pending_approval=PendingApproval(pa.get("id"), pa.get("target"), pa.get("args"), pa.get("reason"))
-            if isinstance(pa, dict) else None,
+            pending_approval=_approval(pa) if isinstance(pa, dict) else None,
             pending_input=PendingInput(pi.get("prompt")) if isinstance(pi, dict) else None,
             raw=doc,
         )
@@ -143,8 +148,7 @@ def event_from_wire(eid: Optional[int], name: str, data: Any) -> Event:
     if not isinstance(data, dict):
         return Event(eid, name, data)
     if name == "approval":
-        return ApprovalEvent(eid, name, data, PendingApproval(data.get("id"), data.get("target"), data.get("args"),
-                                                              data.get("reason")))
+        return ApprovalEvent(eid, name, data, _approval(data))
     if name == "input":
         return InputEvent(eid, name, data, data.get("prompt"))
     if name == "log":
