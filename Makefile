@@ -67,8 +67,12 @@ UNIT_BIN  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 PROBE_SRC := $(wildcard tests/probes/*.c)
 PROBE_BIN := $(patsubst tests/probes/%.c,$(BUILD)/probes/%,$(PROBE_SRC))
 
+# The man pages, made from the built binary's --help (scripts/man-from-help.py),
+# so the two never drift.
+MAN_PAGES := $(BUILD)/man/chidori.1 $(BUILD)/man/chidori-launch.1 $(BUILD)/man/chidori-serve.1
+
 .PHONY: all deps test test-docs unit asan fuzz bench lint install uninstall clean check-deps test-vm FORCE
-all: $(BUILD)/chidori $(BUILD)/chidori-worker $(BUILD)/chidori-broker $(BUILD)/chidori-monitor $(BUILD)/start-broker $(BUILD)/libchidori-engine.so $(BUILD)/libchidori-net.so $(BUILD)/jsrun $(BUILD)/vfsrun $(UNIT_BIN) $(PROBE_BIN) $(BUILD)/jsc_hello
+all: $(BUILD)/chidori $(BUILD)/chidori-launch $(MAN_PAGES) $(BUILD)/chidori-worker $(BUILD)/chidori-broker $(BUILD)/chidori-monitor $(BUILD)/start-broker $(BUILD)/libchidori-engine.so $(BUILD)/libchidori-net.so $(BUILD)/jsrun $(BUILD)/vfsrun $(UNIT_BIN) $(PROBE_BIN) $(BUILD)/jsc_hello
 
 deps:
 	./scripts/deps.sh
@@ -146,6 +150,35 @@ $(BUILD)/libchidori-host.a: $(HOST_OBJ)
 
 $(BUILD)/chidori: $(BUILD)/obj/cli/main.o $(BUILD)/libchidori-host.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(HOST_LIBS)
+
+# chidori-launch is `chidori launch` (cli/main.c dispatches on argv[0]): a link.
+$(BUILD)/chidori-launch: $(BUILD)/chidori
+	ln -sf chidori $@
+
+MAN_GEN = scripts/man-from-help.py
+man_version = $$($(BUILD)/chidori --version | cut -d' ' -f2)
+$(BUILD)/man/chidori.1: $(BUILD)/chidori $(MAN_GEN)
+	@mkdir -p $(dir $@)
+	$(BUILD)/chidori --help >$@.help
+	for c in run replay doctor memory; do $(BUILD)/chidori $$c --help >$@.$$c || exit 1; done
+	$(MAN_GEN) --name chidori --summary "a sandboxed runtime for JavaScript agents" --version "$(man_version)" \
+	  --see-also "chidori-launch(1),chidori-serve(1)" --section "chidori run" $@.run --section "chidori replay" $@.replay \
+	  --section "chidori doctor" $@.doctor --section "chidori memory" $@.memory $@.help >$@.tmp
+	mv $@.tmp $@
+
+$(BUILD)/man/chidori-launch.1: $(BUILD)/chidori $(BUILD)/chidori-launch $(MAN_GEN)
+	@mkdir -p $(dir $@)
+	$(BUILD)/chidori-launch --help >$@.help
+	$(MAN_GEN) --name chidori-launch --summary "run any program inside chidori's sandbox" --version "$(man_version)" \
+	  --see-also "chidori(1),chidori-serve(1)" $@.help >$@.tmp
+	mv $@.tmp $@
+
+$(BUILD)/man/chidori-serve.1: $(BUILD)/chidori $(MAN_GEN)
+	@mkdir -p $(dir $@)
+	$(BUILD)/chidori serve --help >$@.help
+	$(MAN_GEN) --name chidori-serve --summary "serve a chidori agent over HTTP: sessions, approvals, streaming" \
+	  --version "$(man_version)" --see-also "chidori(1),chidori-launch(1)" $@.help >$@.tmp
+	mv $@.tmp $@
 
 $(BUILD)/libchidori-engine.so: $(ENGINE_OBJ) $(call obj,common/err.c $(PROTO_SRC))
 	$(CC) -shared -Wl,-Bsymbolic $(LDFLAGS) -o $@ $^ $(WORKER_LIBS)
@@ -276,12 +309,15 @@ ESBUILD_SRC := tools/node_modules/.bin/esbuild
 INSTALL_FILES := $(BINDIR)/chidori $(LIBEXECDIR)/chidori-worker $(LIBEXECDIR)/chidori-broker $(LIBEXECDIR)/chidori-monitor \
                  $(LIBEXECDIR)/libchidori-engine.so \
                  $(LIBEXECDIR)/libchidori-net.so $(LIBEXECDIR)/esbuild \
-                 $(DATADIR)/bash-completion/completions/chidori $(DATADIR)/zsh/site-functions/_chidori
+                 $(DATADIR)/bash-completion/completions/chidori $(DATADIR)/zsh/site-functions/_chidori \
+                 $(BINDIR)/chidori-launch $(patsubst $(BUILD)/man/%,$(DATADIR)/man/man1/%,$(MAN_PAGES))
 
-install: $(BUILD)/chidori $(BUILD)/chidori-worker $(BUILD)/chidori-broker $(BUILD)/chidori-monitor $(BUILD)/chidori-broker $(BUILD)/start-broker $(BUILD)/libchidori-engine.so $(BUILD)/libchidori-net.so
+install: $(BUILD)/chidori $(BUILD)/chidori-launch $(MAN_PAGES) $(BUILD)/chidori-worker $(BUILD)/chidori-broker $(BUILD)/chidori-monitor $(BUILD)/chidori-broker $(BUILD)/start-broker $(BUILD)/libchidori-engine.so $(BUILD)/libchidori-net.so
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(DATADIR)/bash-completion/completions \
-		$(DESTDIR)$(DATADIR)/zsh/site-functions
+		$(DESTDIR)$(DATADIR)/zsh/site-functions $(DESTDIR)$(DATADIR)/man/man1
 	install -m 0755 $(BUILD)/chidori $(DESTDIR)$(BINDIR)/chidori
+	ln -sf chidori $(DESTDIR)$(BINDIR)/chidori-launch
+	install -m 0644 $(MAN_PAGES) $(DESTDIR)$(DATADIR)/man/man1/
 	install -m 0755 $(BUILD)/chidori-worker $(DESTDIR)$(LIBEXECDIR)/chidori-worker
 	install -m 0755 $(BUILD)/chidori-broker $(DESTDIR)$(LIBEXECDIR)/chidori-broker
 	install -m 0755 $(BUILD)/chidori-monitor $(DESTDIR)$(LIBEXECDIR)/chidori-monitor

@@ -220,6 +220,8 @@ int cmd_run(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_memory(int argc, char **argv);
 int cmd_launch(int argc, char **argv);
+/* chidori-launch (a link to chidori): `chidori launch`, its --help naming chidori-launch. */
+int cmd_launch_wrapper(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 

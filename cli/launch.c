@@ -23,9 +23,13 @@
 #include "common/util.h"
 #include "sandbox/box.h"
 
+/* "chidori launch", or "chidori-launch" when called by that name (cli/main.c):
+ * only --help says which; the options, messages and exit codes are the same. */
+static const char *launch_name = "chidori launch";
+
 static void launch_help(void)
 {
-        printf("Usage: chidori launch [OPTIONS] -- PROGRAM [ARGS...]\n"
+        printf("Usage: %s [OPTIONS] -- PROGRAM [ARGS...]\n"
                "\n"
                "Run any program inside the same box as the engine worker: user, pid, mount, net, ipc,\n"
                "uts and cgroup namespaces, a minimal read-only root (system libraries, the program,\n"
@@ -48,7 +52,11 @@ static void launch_help(void)
                "  -h, --help            show this help\n"
                "\n"
                "Exit status: the program's, or 124 deadline, 152 CPU limit, 159 blocked syscall,\n"
-               "78 required sandbox layer unavailable, 2 usage, 127 program not found.\n");
+               "78 required sandbox layer unavailable, 2 usage, 127 program not found.\n"
+               "\n"
+               "chidori-launch [OPTIONS] -- PROGRAM [ARGS...] is the same command (put it in front of\n"
+               "any command line, as bwrap or firejail).\n",
+               launch_name);
 }
 
 static char *resolve_program(const char *name)
@@ -245,6 +253,12 @@ static int launch_box(struct launch_args *a, const char *prog, char **prog_argv)
         for (size_t i = 0; i < nowned; i++)
                 free(owned[i]);
         return code;
+}
+
+int cmd_launch_wrapper(int argc, char **argv)
+{
+        launch_name = "chidori-launch";
+        return cmd_launch(argc, argv);
 }
 
 int cmd_launch(int argc, char **argv)

@@ -1,6 +1,7 @@
 /* cli/main.c — argv[1] selects a subcommand; everything else is in the
  * subcommand's file. */
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,9 +31,21 @@ static void help(FILE *f)
 }
 
 
+/* The name this binary was called by: "chidori-launch" is `chidori launch`. */
+static bool called_as(const char *argv0, const char *name)
+{
+        const char *base = argv0 ? strrchr(argv0, '/') : NULL;
+        base = base ? base + 1 : argv0;
+        return base && strcmp(base, name) == 0;
+}
+
 int main(int argc, char **argv)
 {
         stop_handlers_install();
+        if (called_as(argv[0], "chidori-launch")) {
+                int setup = launcher_child_setup();
+                return setup ? setup : cmd_launch_wrapper(argc, argv);
+        }
         if (argc < 2) {
                 help(stderr);
                 return EXIT_USAGE;

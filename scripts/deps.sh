@@ -11,6 +11,7 @@ PKGS=(
   libseccomp-dev libcap-dev libmnl-dev libmicrohttpd-dev libcurl4-openssl-dev libicu-dev tzdata
   bats bc procps passwd util-linux bubblewrap nodejs npm
   python3 jq curl zsh
+  python3-venv python3-setuptools python3-wheel python3-pip python3-mypy
 )
 
 missing=()
@@ -38,6 +39,13 @@ if [[ ! -x tools/node_modules/.bin/esbuild || ! -f tools/node_modules/.package-l
       tools/package-lock.json -nt tools/node_modules/.package-lock.json ]]; then
   echo "deps: installing the npm packages of tools/package-lock.json into tools/"
   (cd tools && npm ci --no-audit --no-fund --silent)
+fi
+# The TypeScript SDK's dev dependencies (sdk/typescript/package-lock.json:
+# typescript, @types/node), the same way.
+if [[ ! -x sdk/typescript/node_modules/.bin/tsc || ! -f sdk/typescript/node_modules/.package-lock.json ||
+      sdk/typescript/package-lock.json -nt sdk/typescript/node_modules/.package-lock.json ]]; then
+  echo "deps: installing the npm packages of sdk/typescript/package-lock.json into sdk/typescript/"
+  (cd sdk/typescript && npm ci --no-audit --no-fund --silent)
 fi
 # The qemu guest that tests cgroup v2 and kernel 6.1 (tests/vm): qemu,
 # busybox-static and Debian's kernel package, cached under tests/vm/.cache.

@@ -78,6 +78,25 @@ if [[ -x tests/docs/run-docs.py ]]; then
   fi
 fi
 
+# The client SDKs against a real `chidori serve` (sdk/python, sdk/typescript): each
+# runner's last line is "# NAME: N passed, N failed[, N skipped]".
+sdk_suite() { # TITLE LOG NAME CMD...
+  local title=$1 log=$logdir/$2 name=$3 line p f s; shift 3
+  echo "== $title"
+  "$@" >"$log" 2>&1
+  grep -E '^(not ok|FAIL:|ERROR:)' "$log" | sed 's/^/    /'
+  line=$(grep -E "^# $name: [0-9]+ passed, [0-9]+ failed" "$log" | tail -n 1)
+  if [[ -n $line ]]; then
+    p=$(awk '{print $3}' <<<"$line"); f=$(awk '{print $5}' <<<"$line")
+    s=$(grep -oE '[0-9]+ skipped' <<<"$line" | awk '{print $1}'); s=${s:-0}
+    pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s)); echo "  passed $p, failed $f, skipped $s"
+  else
+    echo "  $name crashed:"; tail -n 20 "$log" | sed 's/^/    /'; fail=$((fail + 1))
+  fi
+}
+sdk_suite "Python SDK (sdk/python/tests)" sdk-python.log sdk-python python3 sdk/python/tests/run.py
+sdk_suite "TypeScript SDK (sdk/typescript/test)" sdk-typescript.log sdk-typescript sdk/typescript/test/run.sh
+
 echo "== end-to-end tests (bats)"
 if compgen -G "tests/bats/*.bats" >/dev/null; then
   bats --tap $(ls tests/bats/*.bats | grep -v rootless.bats) >"$logdir/bats.log" 2>&1
