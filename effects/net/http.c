@@ -522,13 +522,47 @@ static long ms_until(double at)
         return (double)l < d ? l + 1 : l;
 }
 
+/* A header list that may hold a secret's value (on_header): wiped, then
+ * freed. */
+static void slist_wipe_free(struct curl_slist *sl)
+{
+        for (struct curl_slist *p = sl; p; p = p->next)
+                if (p->data)
+                        explicit_bzero(p->data, strlen(p->data));
+        curl_slist_free_all(sl);
+}
+
+static void wipe_free(char *p)
+{
+        if (p) {
+                explicit_bzero(p, strlen(p));
+                free(p);
+        }
+}
+
+/* The port of an origin "scheme://host:port". */
+static long origin_port(const char *origin)
+{
+        const char *c = strrchr(origin, ':');
+        long p = 0;
+        return c && parse_nonneg(c + 1, &p) == 0 ? p : 0;
+}
+
 /* The hop's request headers, as t->slist (NULL before): the agent's, in
- * order; then suppressions of libcurl's defaults that fetch does not send. */
+ * order, each as on_header fills it for this hop; then suppressions of
+ * libcurl's defaults that fetch does not send. */
 static int hop_headers(struct xfer *t, struct err **err)
 {
+        const struct http_config *c = &t->e->cfg;
         struct curl_slist *sl = NULL;
         for (size_t i = 0; i < t->nhdrs; i++) {
-                const char *v = t->hdrs[i].value;
+                char *filled = NULL;
+                if (c->on_header && c->on_header(c->hook_arg, t->id, t->url, t->host, origin_port(t->origin),
+                                                 t->hdrs[i].name, t->hdrs[i].value, &filled, err) < 0) {
+                        slist_wipe_free(sl);
+                        return -1;
+                }
+                const char *v = filled ? filled : t->hdrs[i].value;
                 while (is_ows(*v))
                         v++;
                 size_t vl = strlen(v);
@@ -539,7 +573,8 @@ static int hop_headers(struct xfer *t, struct err **err)
                 int k = vl ? asprintf(&line, "%s: %.*s", t->hdrs[i].name, (int)vl, v)
                            : asprintf(&line, "%s;", t->hdrs[i].name);
                 struct curl_slist *n = k < 0 ? NULL : curl_slist_append(sl, line);
-                free(k < 0 ? NULL : line);
+                wipe_free(k < 0 ? NULL : line);
+                wipe_free(filled);
                 if (!n)
                         goto oom;
                 sl = n;
@@ -557,7 +592,7 @@ static int hop_headers(struct xfer *t, struct err **err)
         t->slist = sl;
         return 0;
 oom:
-        curl_slist_free_all(sl);
+        slist_wipe_free(sl);
         return err_setc(err, HTTP_E_INTERNAL, ENOMEM, "http: request headers");
 }
 
@@ -568,7 +603,7 @@ static int hop_setup(struct xfer *t, struct err **err)
         struct http_engine *e = t->e;
         CURL *c = t->easy;
         curl_easy_reset(c);
-        curl_slist_free_all(t->slist);
+        slist_wipe_free(t->slist);
         t->slist = NULL;
 
         long left = ms_until(t->deadline);
@@ -647,7 +682,7 @@ static void xfer_free(struct xfer *t)
         err_free(t->end_err);
         if (t->easy)
                 curl_easy_cleanup(t->easy);
-        curl_slist_free_all(t->slist);
+        slist_wipe_free(t->slist);
         free(t->url);
         free(t->host);
         free(t->origin);
@@ -775,7 +810,16 @@ static int next_hop(struct xfer *t, const char *location, long status, struct er
         t->too_big = t->headers_too_big = t->in_body = t->over_inflight = false;
         t->refused = t->passed = 0;
         t->errbuf[0] = '\0';
-        return hop_setup(t, err);
+        struct err *he = NULL;
+        if (hop_setup(t, &he) == 0)
+                return 0;
+        if (err_code(he) == HTTP_E_SECRET || err_code(he) == HTTP_E_POLICY)
+                /* on_header refused this hop: say it was a redirect's */
+                err_setc(err, err_code(he), 0, "%s (redirect to %.400s)", err_msg(he), t->url);
+        else
+                *err = he, he = NULL;
+        err_free(he);
+        return -1;
 }
 
 static void finish(struct xfer *t, CURLcode rc)
@@ -850,7 +894,7 @@ static void stream_trim(struct xfer *t)
         struct http_response *r = &t->res;
         curl_easy_cleanup(t->easy);
         t->easy = NULL;
-        curl_slist_free_all(t->slist);
+        slist_wipe_free(t->slist);
         t->slist = NULL;
         free(t->body);
         t->body = NULL;
