@@ -233,3 +233,20 @@ no_value_in() { # FILE...: none of them holds the value
   assert_status 2
   assert_stderr_has "--secrets $T/missing.json: cannot be read"
 }
+
+@test "secrets: a nested agent (callAgent) is not handed its caller's secrets (broker and one-process)" {
+  mkdir "$T/ag"
+  cp "$T/fetch.js" "$T/ag/child.js"
+  cat >"$T/ag/parent.js" <<'JS'
+module.exports = async (input) => chidori.callAgent("child.js", input);
+JS
+  tag="nested-$RANDOM"
+  for mode in 1 0; do
+    CHIDORI_RUN_BROKER=$mode chid run --quiet --secrets "$T/secrets.json" --allow-host 127.0.0.1 "$T/ag/parent.js" \
+      --input "{\"urls\": [\"http://127.0.0.1:$P/text?s=$tag\"]}"
+    assert_status 0
+    [[ $(jq -c '.[0]' <<<"$output") == "[\"fetch failed: http: secret 'API' is not declared (the operator declares secrets with --secrets FILE)\",\"ESECRET\"]" ]] || {
+      echo "stdout: $output"; echo "stderr: $stderr"; return 1; }
+  done
+  [[ -z $(recorded "$SRVDIR/rec1" "$tag") ]]
+}
