@@ -81,7 +81,6 @@ static bool secret_gate(void *arg, const char *name, const char *url, char *msg,
 static int on_header(void *arg, uint64_t id, const char *url, const char *host, long port, const char *name,
                      const char *value, char **ret, struct err **err)
 {
-        (void)id;
         struct broker *b = arg;
         *ret = NULL;
         if (!secrets_has_placeholder(value))

@@ -212,16 +212,6 @@ static int parse_host(const char *spec, struct secret_host *ret, char *why, size
         return 0;
 }
 
-int secrets_check_host(const char *spec, char *why, size_t len)
-{
-        struct secret_host h;
-        if (parse_host(spec, &h, why, len) < 0)
-                return -1;
-        free(h.spec);
-        free(h.host);
-        return 0;
-}
-
 /* ---- building the table ---- */
 
 static struct secret *find(const struct secrets *s, const char *name, size_t n)

@@ -83,7 +83,4 @@ typedef bool (*secrets_gate_fn)(void *arg, const char *name, const char *url, ch
 int secrets_fill(const struct secrets *s, const char *header, const char *value, const char *url, const char *host,
                  long port, secrets_gate_fn gate, void *gate_arg, char **ret, struct err **err);
 
-/* HOST[:PORT] as the file takes it: 0, or -1 with a message in why. */
-int secrets_check_host(const char *spec, char *why, size_t len);
-
 #endif
