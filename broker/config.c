@@ -27,6 +27,7 @@
 #include "effects/memory/memstore.h"
 #include "effects/net/llm.h"
 #include "effects/net/net.h"
+#include "effects/net/secrets.h"
 #include "effects/net/ssrf.h"
 #include "effects/proc/tools.h"
 #include "effects/workspace/workspace.h"
@@ -126,6 +127,14 @@ static int config_one(const char *kv, struct broker_config *c, struct err **err)
                 if (strncmp(v, "CHIDORI_LLM_", 12) || !strchr(v, '=') || c->n_llm == BROKER_CONFIG_ALLOW_MAX)
                         return err_set(err, 0, "config: llm=%.40s (expected CHIDORI_LLM_NAME=VALUE)", v);
                 c->llm[c->n_llm++] = v;
+                return 0;
+        }
+        if (!strcmp(k, "secret") || !strcmp(k, "secret_host")) {
+                /* The value is never quoted in a message. */
+                if (!strchr(v, ' ') || c->n_secret == BROKER_CONFIG_SECRETS_MAX)
+                        return err_set(err, 0, "config: a %s entry that is not NAME TEXT, or more than %d", k,
+                                       BROKER_CONFIG_SECRETS_MAX);
+                c->secret[c->n_secret++] = kv;
                 return 0;
         }
         if (!strcmp(k, "allow_host")) {
@@ -231,6 +240,7 @@ struct run {
         struct chan_boxes *cb;
         cJSON *answers, *env;
         struct tools_registry *tools;
+        struct secrets *secrets;
         struct workspace *ws;
         struct ssrf_allow *allow;
         struct llm_config *llm;
@@ -407,6 +417,7 @@ static int run_session(int chan, const struct broker_config *c, struct run *r, s
                 .http_max_response_bytes = (size_t)c->http_max_response,
                 .http_timeout_ms = c->http_timeout_ms,
                 .tools = r->tools,
+                .secrets = r->secrets,
                 .llm = r->llm,
                 .children = r->tools ? &children : NULL,
                 .nested = folder && !r->replay ? &nx.hook : NULL,
@@ -544,6 +555,33 @@ static int load_llm(const struct broker_config *c, struct run *r, struct err **e
         return 0;
 }
 
+/* --secrets, as the CLI read them: secret=NAME VALUE, then its
+ * secret_host=NAME HOST entries.  The strings stay in the sealed blob
+ * (mapped read-only until the run ends); the table holds a copy, wiped
+ * when it is freed. */
+static int load_secrets(const struct broker_config *c, struct run *r, struct err **err)
+{
+        struct err *e = NULL;
+        for (size_t i = 0; i < c->n_secret; i++) {
+                bool host = strncmp(c->secret[i], "secret_host=", 12) == 0;
+                const char *v = strchr(c->secret[i], '=') + 1, *sp = strchr(v, ' ');
+                char name[SECRETS_NAME_MAX + 1];
+                size_t nl = (size_t)(sp - v);
+                if (nl >= sizeof(name))
+                        return err_set(err, 0, "config: a secret's name is longer than %d bytes", SECRETS_NAME_MAX);
+                memcpy(name, v, nl);
+                name[nl] = '\0';
+                int rc = host ? secrets_add_host(r->secrets, name, sp + 1, &e)
+                              : secrets_add(&r->secrets, name, sp + 1, &e);
+                if (rc < 0) {
+                        err_set(err, 0, "config: --secrets: %s", err_msg(e));
+                        err_free(e);
+                        return -1;
+                }
+        }
+        return 0;
+}
+
 /* The operator's files and grants, before COMMIT: the answers, the tools
  * file, the workspace, the allowed hosts, process.env.  A bad one is a
  * usage error (exit 2), as `chidori run` reports it. */
@@ -560,6 +598,8 @@ static int open_operator(const struct broker_config *c, struct run *r, struct er
                 err_free(e);
                 return -1;
         }
+        if (load_secrets(c, r, err) < 0)
+                return -1;
         if (c->workspace && workspace_open(c->workspace, NULL, &r->ws, &e) < 0) {
                 err_set(err, 0, "--workspace %s: %s (expected an existing directory)", c->workspace, err_msg(e));
                 err_free(e);
@@ -863,6 +903,7 @@ static void run_clear(struct run *r)
         cJSON_Delete(r->answers);
         cJSON_Delete(r->env);
         tools_free(r->tools);
+        secrets_free(r->secrets);
         workspace_close(r->ws);
         ssrf_allow_free(r->allow);
         if (r->llm)

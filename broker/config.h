@@ -55,6 +55,9 @@
  *                        absent: UTC; a replay takes the journal's)
  *   env=NAME=VALUE       one entry of process.env (--env); repeatable
  *   allow_host=SPEC      --allow-host; repeatable
+ *   secret=NAME VALUE, secret_host=NAME HOST   --secrets, as the CLI read it
+ *                        (effects/net/secrets.h): a secret's value, then each
+ *                        of its hosts; repeatable, in that order
  *   llm=CHIDORI_LLM_NAME=VALUE   the model provider's settings (docs/llm.md),
  *                        as the monitor's environment has them; repeatable
  *   http_max_response=N, http_timeout_ms=N, auto_approve=0|1
@@ -77,6 +80,7 @@
 
 #define BROKER_CONFIG_ENV_MAX 128
 #define BROKER_CONFIG_ALLOW_MAX 64
+#define BROKER_CONFIG_SECRETS_MAX 2048  /* secret= and secret_host= strings */
 
 struct broker_config {
         const char *agent, *agent_dir, *run_id;
@@ -106,6 +110,8 @@ struct broker_config {
         size_t n_allow;
         const char *llm[BROKER_CONFIG_ALLOW_MAX];    /* "CHIDORI_LLM_NAME=VALUE" */
         size_t n_llm;
+        const char *secret[BROKER_CONFIG_SECRETS_MAX]; /* "secret=NAME VALUE" / "secret_host=NAME HOST", in order */
+        size_t n_secret;
 };
 
 struct journal;

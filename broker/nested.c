@@ -348,6 +348,7 @@ static int start_session(struct nested_run *n, struct err **err)
         c->run_id = n->run_id;
         c->mem_ns = n->abs;      /* a nested run's namespace: its own path */
         c->answers = NULL;
+        c->secrets = NULL;       /* a callee is not handed the caller's secrets (docs/secrets.md) */
         c->can_input = c->can_approve = false; /* no terminal: ask_before refuses, input() fails */
         c->mode = SESSION_LIVE;
         c->replay = (struct session_replay){ 0 };

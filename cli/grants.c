@@ -13,6 +13,7 @@
 #include "common/util.h"
 #include "effects/memory/memstore.h"
 #include "effects/net/net.h"
+#include "effects/net/secrets.h"
 #include "effects/net/ssrf.h"
 #include "effects/proc/tools.h"
 #include "effects/workspace/workspace.h"
@@ -86,6 +87,8 @@ int grants_opts_env(struct grants_opts *o)
         }
         if ((v = getenv("CHIDORI_TOOLS")) && *v)
                 o->tools_file = v;
+        if ((v = getenv("CHIDORI_SECRETS")) && *v)
+                o->secrets_file = v;
         if ((v = getenv("CHIDORI_MAX_NESTED")) && *v && parse_count("CHIDORI_MAX_NESTED", v, &o->max_nested) < 0)
                 return -1;
         if ((v = getenv("CHIDORI_MAX_TOOLS")) && *v && parse_count("CHIDORI_MAX_TOOLS", v, &o->max_tools) < 0)
@@ -101,6 +104,7 @@ int grants_opts_parse(struct grants_opts *o, const char *cmd, int c, const char 
         switch (c) {
         case GOPT_WORKSPACE: o->workspace_dir = arg; break;
         case GOPT_TOOLS: o->tools_file = arg; break;
+        case GOPT_SECRETS: o->secrets_file = arg; break;
         case GOPT_MAX_NESTED: r = parse_count("--max-nested", arg, &o->max_nested) < 0 ? -1 : 1; break;
         case GOPT_MAX_TOOLS: r = parse_count("--max-tools", arg, &o->max_tools) < 0 ? -1 : 1; break;
         case GOPT_ALLOW_HOST: r = add_hosts(o, "--allow-host", arg) < 0 ? -1 : 1; break;
@@ -203,6 +207,8 @@ static const struct {
         /* on the nested command line already (absolute there) */
         { "CHIDORI_WORKSPACE", ENV_DROP },
         { "CHIDORI_TOOLS", ENV_DROP },
+        /* a nested agent is not handed the caller's secrets (docs/secrets.md) */
+        { "CHIDORI_SECRETS", ENV_DROP },
         { "CHIDORI_HTTP_ALLOW_HOSTS", ENV_DROP },
         { "CHIDORI_HTTP_MAX_RESPONSE", ENV_DROP },
         { "CHIDORI_HTTP_TIMEOUT_MS", ENV_DROP },
@@ -514,6 +520,8 @@ int grants_open(const struct grants_opts *o, const struct nested_src *ns, struct
         }
         if (o->tools_file && tools_load(o->tools_file, &g->tools, &e) < 0)
                 return refused(g, err, e, "--tools %s", err_msg(e));
+        if (o->secrets_file && secrets_load(o->secrets_file, env_get, &g->secrets, &e) < 0)
+                return refused(g, err, e, "--secrets %s", err_msg(e));
         /* The model provider: unset is fine (prompt then says so), set but
          * malformed is a configuration error now rather than at a prompt. */
         const char *url = getenv("CHIDORI_LLM_BASE_URL"), *key = getenv("CHIDORI_LLM_API_KEY");
@@ -551,6 +559,7 @@ int grants_open(const struct grants_opts *o, const struct nested_src *ns, struct
         cfg->http_timeout_ms = o->http_timeout_ms;
         cfg->auto_approve = o->auto_approve;
         cfg->tools = g->tools;
+        cfg->secrets = g->secrets;
         cfg->llm = g->llm;
         cfg->children = g->children.self_exe ? &g->children : NULL;
         cfg->agent_dir = g->agent_dir;
@@ -562,6 +571,7 @@ void grants_close(struct grants *g)
         workspace_close(g->ws);
         ssrf_allow_free(g->allow);
         tools_free(g->tools);
+        secrets_free(g->secrets);
         if (g->llm)
                 net_api(NULL)->llm_config_clear(g->llm);
         free(g->llm);

@@ -19,6 +19,7 @@ struct cgroup_run;
 struct workspace;
 struct ssrf_allow;
 struct tools_registry;
+struct secrets;
 struct llm_config;
 struct policy;
 struct sandbox_opts;
@@ -31,6 +32,7 @@ struct grants_opts {
         long http_timeout_ms;          /* --http-timeout MS [CHIDORI_HTTP_TIMEOUT_MS] */
         bool auto_approve;             /* CHIDORI_POLICY_AUTO_APPROVE=1 */
         const char *tools_file;        /* --tools FILE [CHIDORI_TOOLS] */
+        const char *secrets_file;      /* --secrets FILE [CHIDORI_SECRETS] */
         long max_nested;               /* --max-nested N [CHIDORI_MAX_NESTED], 0 = the default */
         long max_tools;                /* --max-tools N [CHIDORI_MAX_TOOLS], 0 = the default */
 };
@@ -44,6 +46,7 @@ struct grants {
         struct workspace *ws;
         struct ssrf_allow *allow;
         struct tools_registry *tools;
+        struct secrets *secrets;       /* --secrets: the values, wiped by grants_close */
         struct llm_config *llm;
         char *self_exe;
         char *agent_dir;
@@ -70,7 +73,7 @@ struct nested_src {
 
 enum {
         GOPT_WORKSPACE = 800, GOPT_ALLOW_HOST, GOPT_HTTP_MAX_RESPONSE, GOPT_HTTP_TIMEOUT, GOPT_TOOLS,
-        GOPT_MAX_NESTED, GOPT_MAX_TOOLS,
+        GOPT_MAX_NESTED, GOPT_MAX_TOOLS, GOPT_SECRETS,
 };
 
 #define GRANTS_LONGOPTS                                                                               \
@@ -80,7 +83,8 @@ enum {
         { "http-timeout", required_argument, NULL, GOPT_HTTP_TIMEOUT },                               \
         { "tools", required_argument, NULL, GOPT_TOOLS },                                             \
         { "max-nested", required_argument, NULL, GOPT_MAX_NESTED },                                   \
-        { "max-tools", required_argument, NULL, GOPT_MAX_TOOLS }
+        { "max-tools", required_argument, NULL, GOPT_MAX_TOOLS },                                     \
+        { "secrets", required_argument, NULL, GOPT_SECRETS }
 
 #define GRANTS_OPTIONS_HELP                                                                           \
         "  --workspace DIR       the directory chidori.workspace.* works on (none by default)\n"      \
@@ -94,6 +98,9 @@ enum {
         "  --tools FILE          the commands chidori.tool() may run (JSON; docs/tools.md)\n"        \
         "                        [CHIDORI_TOOLS]; prompts use CHIDORI_LLM_BASE_URL,\n"             \
         "                        CHIDORI_LLM_API_KEY and CHIDORI_LLM_MODEL (docs/llm.md)\n"      \
+        "  --secrets FILE        secrets fetch may send by reference: {{secret:NAME}} in a header\n" \
+        "                        value, only to the secret's hosts (JSON; docs/secrets.md)\n"       \
+        "                        [CHIDORI_SECRETS]\n"                                              \
         "  --max-nested N        nested agents (chidori.callAgent) running at once, 1-1024;\n"       \
         "                        more fail with ELIMIT (default 4) [CHIDORI_MAX_NESTED]\n"          \
         "  --max-tools N         tool processes (chidori.tool) running at once, 1-1024; more\n"     \

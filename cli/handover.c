@@ -81,8 +81,10 @@ void handover_file(struct handover *h, const char *name, const char *path)
 
 void handover_free(struct handover *h)
 {
-        for (size_t i = 0; i < h->n; i++)
+        for (size_t i = 0; i < h->n; i++) {
+                explicit_bzero(h->strs[i], strlen(h->strs[i])); /* secret= strings hold values */
                 free(h->strs[i]);
+        }
         for (size_t i = 0; i < h->nfds; i++)
                 close(h->fds[i]);
         memset(h, 0, sizeof(*h));

@@ -28,6 +28,7 @@
 #include "common/util.h"
 #include "effects/effects.h"
 #include "effects/memory/memstore.h"
+#include "effects/net/secrets.h"
 #include "policy/policy.h"
 #include "proto/json.h"
 #include "runtime/evloop.h"
@@ -852,6 +853,34 @@ static void handover_limits(struct handover *h, const struct run_opts *o)
         handover_add(h, "max_nested=%ld", o->gr.max_nested ? o->gr.max_nested : GRANTS_DEFAULT_MAX_NESTED);
 }
 
+static const char *secrets_env(const char *name)
+{
+        return getenv(name);
+}
+
+/* --secrets: the values are read here, as the operator (the broker can
+ * reach neither the operator's environment nor the files), and go in the
+ * sealed config blob (secret=NAME VALUE, secret_host=NAME HOST), never in
+ * an argv or an environment.  A bad file is a usage error, as in the
+ * one-process run (cli/grants.c). */
+static int handover_secrets(struct handover *h, const char *file)
+{
+        struct secrets *s = NULL;
+        struct err *e = NULL;
+        if (secrets_load(file, secrets_env, &s, &e) < 0) {
+                fprintf(stderr, "chidori: --secrets %s\n", err_msg(e));
+                err_free(e);
+                return -1;
+        }
+        for (size_t i = 0; i < secrets_count(s); i++) {
+                handover_add(h, "secret=%s %s", secrets_name(s, i), secrets_value(s, i));
+                for (size_t k = 0; k < secrets_nhosts(s, i); k++)
+                        handover_add(h, "secret_host=%s %s", secrets_name(s, i), secrets_host(s, i, k));
+        }
+        secrets_free(s);
+        return 0;
+}
+
 /* What the agent is handed: the workspace, hosts, http caps, process.env. */
 static int handover_grants(struct handover *h, const struct run_opts *o, char **ret_ws)
 {
@@ -875,6 +904,8 @@ static int handover_grants(struct handover *h, const struct run_opts *o, char **
                 handover_add(h, "auto_approve=1");
         if (g->tools_file)
                 handover_file(h, "tools", g->tools_file);
+        if (g->secrets_file && handover_secrets(h, g->secrets_file) < 0)
+                return -1;
         if (g->max_tools)
                 handover_add(h, "max_tools=%ld", g->max_tools);
         for (char **e = environ; *e; e++)

@@ -22,6 +22,7 @@
 #include "cli/bounds.h"
 #include "cli/cli.h"
 #include "cli/grants.h"
+#include "effects/net/secrets.h"
 #include "cli/options.h"
 #include "cli/suggest.h"
 #include "common/cleanup.h"
@@ -139,6 +140,7 @@ struct serve_boxes {
         const char *worker_path;
         const struct sandbox_opts *sb;
         const struct serve_opts *o;
+        const struct secrets *secrets; /* --secrets, read once (serve_check_grants) */
 };
 
 /* What a session is handed: the grants of `run`, its workspace being
@@ -163,7 +165,11 @@ static int session_grants(struct serve_boxes *sbx, const char *id, struct grants
                 .sb = sbx->sb, .untrusted = o->untrusted, .trusted = o->trusted, .js_deadline_ms = o->js_deadline_ms,
                 .state_dir = o->state_dir, .lim = &o->lim, .agent_path = o->agent_path,
         };
+        if (sbx->secrets)
+                go.secrets_file = NULL; /* read once at start: every session gets that table */
         int rc = grants_open(&go, &ns, g, cfg, err);
+        if (rc == 0 && sbx->secrets)
+                cfg->secrets = sbx->secrets;
         free(ws);
         return rc;
 }
@@ -560,6 +566,7 @@ struct serve_run {
         struct ev_io *stop_io;
         struct serve_state st;
         struct serve_boxes sbx;   /* the server's boxes_arg */
+        struct secrets *secrets;  /* --secrets (wiped at the end) */
         struct err *err;
 };
 
@@ -686,7 +693,8 @@ static int serve_signals(struct serve_opts *o, struct serve_run *r)
 }
 
 /* What the sessions will be handed, checked once now: a bad --workspace,
- * --tools or --allow-host is a usage error. */
+ * --tools, --allow-host or --secrets is a usage error.  The secrets are
+ * kept: read from the server's environment and files once. */
 static int serve_check_grants(struct serve_opts *o, struct serve_run *r)
 {
         r->sbx = (struct serve_boxes){ .worker_path = r->worker_path, .sb = &o->sb, .o = o };
@@ -696,6 +704,9 @@ static int serve_check_grants(struct serve_opts *o, struct serve_run *r)
                 fprintf(stderr, "chidori: serve: %s\n", err_msg(r->err));
                 return err_code(r->err) == GRANTS_E_USAGE ? EXIT_USAGE : EXIT_PROTOCOL;
         }
+        r->secrets = g.secrets;
+        g.secrets = NULL;
+        r->sbx.secrets = r->secrets;
         grants_close(&g);
         return -1;
 }
@@ -802,6 +813,7 @@ static void serve_close(struct serve_run *r)
         policy_free(r->pol);
         agent_free(&r->agent);
         auth_free(r->auth);
+        secrets_free(r->secrets);
         err_free(r->err);
 }
 

@@ -65,7 +65,8 @@ static const char *const workspace_actions[] = { "list", "read", "write", "delet
 
 /* untrusted and supervised share this allow-list: read-only introspection of
  * the sanitized workspace root.  Left out: workspace:write/delete (mutation),
- * http (egress), tool:*, agent:* and app_data:* (unknown powers). */
+ * http (egress), tool:*, agent:*, secret:* (the operator's credentials)
+ * and app_data:* (unknown powers). */
 static const struct rule readonly_rules[] = {
         { "workspace:list", POLICY_ALLOW, NULL, NULL },
         { "workspace:read", POLICY_ALLOW, NULL, NULL },
@@ -347,6 +348,25 @@ static const char *check_agent_path(const char *s)
         return NULL;
 }
 
+/* secret:<name>: a name as --secrets declares it (effects/net/secrets.h):
+ * 1..64 letters, digits, '_', '-', '.'. */
+static const char *check_secret_name(const char *s)
+{
+        size_t n = strlen(s);
+        if (n == 0)
+                return "needs a name after the colon (a secret --secrets declares)";
+        if (n > 64)
+                return "has a name longer than 64 bytes";
+        for (const char *c = s; *c; c++) {
+                if (*c == '*')
+                        return "is not a target (a wildcard is only allowed as the whole target \"*\")";
+                if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' ||
+                      *c == '-' || *c == '.'))
+                        return "has a name with a byte other than a letter, digit, '_', '-' or '.'";
+        }
+        return NULL;
+}
+
 static int check_target(struct parser *ps, const char *t)
 {
         const char *why = NULL;
@@ -362,9 +382,11 @@ static int check_target(struct parser *ps, const char *t)
                 why = check_name(t + 9);
         } else if (strncmp(t, "agent:", 6) == 0) {
                 why = check_agent_path(t + 6);
+        } else if (strncmp(t, "secret:", 7) == 0) {
+                why = check_secret_name(t + 7);
         } else {
                 why = "is not a target (expected http, workspace:<action>, tool:<name>, agent:<path>, "
-                      "app_data:<action> or *)";
+                      "secret:<name>, app_data:<action> or *)";
         }
         if (!why)
                 return 0;

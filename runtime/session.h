@@ -34,6 +34,7 @@ struct memstore;
 struct policy;
 struct workspace;
 struct ssrf_allow;
+struct secrets;
 struct tools_registry;
 struct llm_config;
 struct effect_table;
@@ -168,6 +169,10 @@ struct session_config {
         const struct ssrf_allow *http_allow; /* --allow-host / CHIDORI_HTTP_ALLOW_HOSTS, or NULL */
         size_t http_max_response_bytes;      /* 0 = the http module's default (16 MiB) */
         long http_timeout_ms;                /* whole request; 0 = default */
+        /* --secrets FILE (effects/net/secrets.h): the values fetch puts in
+         * place of {{secret:NAME}} for their hosts; NULL: none declared.
+         * Nested agents (callAgent) are not handed them. */
+        const struct secrets *secrets;
         const struct tools_registry *tools;  /* --tools FILE, or NULL */
         const struct llm_config *llm;        /* CHIDORI_LLM_*, or NULL: prompt fails, saying so */
         const struct broker_children *children; /* tools and nested agents; NULL: neither can start */

@@ -4,7 +4,9 @@
  *
  * The policy gate (`http`) has passed for the first URL when effect_http
  * runs; every redirect hop is checked again here (on_redirect), and every
- * address the guard refuses is printed and journaled (on_refuse).  A call
+ * address the guard refuses is printed and journaled (on_refuse), and
+ * every header holding a secret's placeholder is filled for each hop, or
+ * the hop refused (on_header).  A call
  * is answered when its transfer completes, so several fetches are in flight
  * at once and their answers arrive in completion order; the journal keeps
  * that order and replay delivers in it.
@@ -23,6 +25,7 @@
 #include "common/text.h"
 #include "common/util.h"
 #include "effects/net/net.h"
+#include "effects/net/secrets.h"
 #include "runtime/runtime-internal.h"
 
 static void on_refuse(void *arg, uint64_t id, const char *url, const char *addr, const char *why)
@@ -51,6 +54,51 @@ static int on_redirect(void *arg, uint64_t id, const char *url, struct err **err
         if (!ok)
                 return err_set(err, 0, "%s (redirect to %.400s)", msg, url);
         return 0;
+}
+
+/* secret:NAME, the policy's word for a hop to `url`: asked at once (a
+ * transfer cannot wait for an approval). */
+static bool secret_gate(void *arg, const char *name, const char *url, char *msg, size_t len)
+{
+        struct broker *b = arg;
+        cJSON *args = cJSON_CreateObject();
+        char target[16 + SECRETS_NAME_MAX];
+        snprintf(target, sizeof(target), "secret:%s", name);
+        if (!args || !cJSON_AddStringToObject(args, "url", url) || !cJSON_AddStringToObject(args, "name", name)) {
+                cJSON_Delete(args);
+                snprintf(msg, len, "policy: `%s`: out of memory", target);
+                return false;
+        }
+        bool ok = broker_gate_now(b, target, args, msg, len);
+        cJSON_Delete(args);
+        return ok;
+}
+
+/* Secrets by reference (effects/net/secrets.h): a header value holding
+ * {{secret:NAME}} gets NAME's value on a hop to one of its hosts, and the
+ * request fails on any other hop.  The journal keeps the call's args (the
+ * placeholder): a replay needs no secret. */
+static int on_header(void *arg, uint64_t id, const char *url, const char *host, long port, const char *name,
+                     const char *value, char **ret, struct err **err)
+{
+        struct broker *b = arg;
+        *ret = NULL;
+        if (!secrets_has_placeholder(value))
+                return 0;
+        struct err *e = NULL;
+        if (secrets_fill(b->cfg->secrets, name, value, url, host, port, secret_gate, b, ret, &e) == 0)
+                return 0;
+        int code = err_code(e) == SECRETS_E_POLICY ? HTTP_E_POLICY : HTTP_E_SECRET;
+        err_setc(err, code, 0, "http: %s", err_msg(e));
+        if (err_code(e) == SECRETS_E_HOST) {
+                /* The operator hears of it too (the URL is the agent's: escaped). */
+                char msg[1400];
+                snprintf(msg, sizeof(msg), "http: call %llu: %s (%.400s)", (unsigned long long)id, err_msg(e), url);
+                broker_sink_note(b, "chidori: ", msg);
+                broker_journal_note(b, "secret", msg);
+        }
+        err_free(e);
+        return -1;
 }
 
 static void on_done(void *arg, uint64_t id, const struct http_response *res, const struct err *herr)
@@ -99,6 +147,7 @@ static int engine(struct broker *b, struct err **err)
                 .allow = b->cfg->http_allow,
                 .on_refuse = on_refuse,
                 .on_redirect = on_redirect,
+                .on_header = on_header,
                 .hook_arg = b,
                 .inflight = &b->http_inflight,
                 .max_inflight = b->lim.max_queue,

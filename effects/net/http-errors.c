@@ -8,6 +8,7 @@ const char *http_error_name(int code)
                 [HTTP_E_REQUEST] = "request", [HTTP_E_SSRF] = "ssrf",         [HTTP_E_TOO_BIG] = "too_big",
                 [HTTP_E_TIMEOUT] = "timeout", [HTTP_E_REDIRECT] = "redirect", [HTTP_E_NETWORK] = "network",
                 [HTTP_E_INTERNAL] = "internal", [HTTP_E_LIMIT] = "ELIMIT",
+                [HTTP_E_SECRET] = "ESECRET", [HTTP_E_POLICY] = "EPOLICY",
         };
         return code > 0 && code < HTTP_E_MAX ? names[code] : NULL;
 }

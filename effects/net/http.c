@@ -34,6 +34,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/cleanup.h"
 #include "common/util.h"
 #include "effects/net/ssrf.h"
 
@@ -522,13 +523,47 @@ static long ms_until(double at)
         return (double)l < d ? l + 1 : l;
 }
 
+/* A header list that may hold a secret's value (on_header): wiped, then
+ * freed. */
+static void slist_wipe_free(struct curl_slist *sl)
+{
+        for (struct curl_slist *p = sl; p; p = p->next)
+                if (p->data)
+                        explicit_bzero(p->data, strlen(p->data));
+        curl_slist_free_all(sl);
+}
+
+static void wipe_free(char *p)
+{
+        if (p) {
+                explicit_bzero(p, strlen(p));
+                free(p);
+        }
+}
+
+/* The port of an origin "scheme://host:port". */
+static long origin_port(const char *origin)
+{
+        const char *c = strrchr(origin, ':');
+        long p = 0;
+        return c && parse_nonneg(c + 1, &p) == 0 ? p : 0;
+}
+
 /* The hop's request headers, as t->slist (NULL before): the agent's, in
- * order; then suppressions of libcurl's defaults that fetch does not send. */
+ * order, each as on_header fills it for this hop; then suppressions of
+ * libcurl's defaults that fetch does not send. */
 static int hop_headers(struct xfer *t, struct err **err)
 {
+        const struct http_config *c = &t->e->cfg;
         struct curl_slist *sl = NULL;
         for (size_t i = 0; i < t->nhdrs; i++) {
-                const char *v = t->hdrs[i].value;
+                char *filled = NULL;
+                if (c->on_header && c->on_header(c->hook_arg, t->id, t->url, t->host, origin_port(t->origin),
+                                                 t->hdrs[i].name, t->hdrs[i].value, &filled, err) < 0) {
+                        slist_wipe_free(sl);
+                        return -1;
+                }
+                const char *v = filled ? filled : t->hdrs[i].value;
                 while (is_ows(*v))
                         v++;
                 size_t vl = strlen(v);
@@ -539,7 +574,8 @@ static int hop_headers(struct xfer *t, struct err **err)
                 int k = vl ? asprintf(&line, "%s: %.*s", t->hdrs[i].name, (int)vl, v)
                            : asprintf(&line, "%s;", t->hdrs[i].name);
                 struct curl_slist *n = k < 0 ? NULL : curl_slist_append(sl, line);
-                free(k < 0 ? NULL : line);
+                wipe_free(k < 0 ? NULL : line);
+                wipe_free(filled);
                 if (!n)
                         goto oom;
                 sl = n;
@@ -557,7 +593,7 @@ static int hop_headers(struct xfer *t, struct err **err)
         t->slist = sl;
         return 0;
 oom:
-        curl_slist_free_all(sl);
+        slist_wipe_free(sl);
         return err_setc(err, HTTP_E_INTERNAL, ENOMEM, "http: request headers");
 }
 
@@ -568,7 +604,7 @@ static int hop_setup(struct xfer *t, struct err **err)
         struct http_engine *e = t->e;
         CURL *c = t->easy;
         curl_easy_reset(c);
-        curl_slist_free_all(t->slist);
+        slist_wipe_free(t->slist);
         t->slist = NULL;
 
         long left = ms_until(t->deadline);
@@ -647,7 +683,7 @@ static void xfer_free(struct xfer *t)
         err_free(t->end_err);
         if (t->easy)
                 curl_easy_cleanup(t->easy);
-        curl_slist_free_all(t->slist);
+        slist_wipe_free(t->slist);
         free(t->url);
         free(t->host);
         free(t->origin);
@@ -725,6 +761,47 @@ static bool is_redirect(long status)
         return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
 }
 
+static const char *const body_headers[] = { "content-type", "content-encoding", "content-language",
+                                            "content-location" };
+static const char *const creds[] = { "authorization", "cookie", "proxy-authorization" };
+
+static bool named_in(const char *name, const char *const *names, size_t n)
+{
+        for (size_t k = 0; k < n; k++)
+                if (strcasecmp(name, names[k]) == 0)
+                        return true;
+        return false;
+}
+
+/* The headers a redirect drops (the body's on a change to GET, the
+ * credentials on a change of origin) are shown to on_header for the new
+ * hop all the same: a secret's placeholder in one of them still fails
+ * the request on a hop the secret is not for, rather than going on
+ * without it (docs/secrets.md).  Nothing is sent here. */
+static int check_dropped(struct xfer *t, const char *url, const char *host, const char *origin, bool to_get,
+                         struct err **err)
+{
+        const struct http_config *c = &t->e->cfg;
+        bool cross = strcmp(origin, t->origin) != 0;
+        for (size_t i = 0; c->on_header && i < t->nhdrs; i++) {
+                const char *name = t->hdrs[i].name;
+                if (!(to_get && named_in(name, body_headers, ARRAY_SIZE(body_headers))) &&
+                    !(cross && named_in(name, creds, ARRAY_SIZE(creds))))
+                        continue;
+                char *filled = NULL;
+                struct err *he = NULL;
+                int r = c->on_header(c->hook_arg, t->id, url, host, origin_port(origin), name, t->hdrs[i].value,
+                                     &filled, &he);
+                wipe_free(filled);
+                if (r < 0) {
+                        err_setc(err, err_code(he), 0, "%s (redirect to %.400s)", err_msg(he), url);
+                        err_free(he);
+                        return -1;
+                }
+        }
+        return 0;
+}
+
 /* Move `t` to the URL a redirect names.  0 when the next hop is running. */
 static int next_hop(struct xfer *t, const char *location, long status, struct err **err)
 {
@@ -747,9 +824,11 @@ static int next_hop(struct xfer *t, const char *location, long status, struct er
         }
         bool to_get = (status == 303 && strcmp(t->method, "GET") != 0 && strcmp(t->method, "HEAD") != 0) ||
                       ((status == 301 || status == 302) && strcmp(t->method, "POST") == 0);
+        if (check_dropped(t, url, host, origin, to_get, err) < 0) {
+                free(url), free(host), free(origin);
+                return -1;
+        }
         if (to_get) {
-                static const char *const body_headers[] = { "content-type", "content-encoding", "content-language",
-                                                            "content-location" };
                 char *get = strdup("GET");
                 if (!get) {
                         free(url), free(host), free(origin);
@@ -763,7 +842,6 @@ static int next_hop(struct xfer *t, const char *location, long status, struct er
                 drop_headers(t, body_headers, sizeof(body_headers) / sizeof(body_headers[0]));
         }
         if (strcmp(origin, t->origin) != 0) {
-                static const char *const creds[] = { "authorization", "cookie", "proxy-authorization" };
                 drop_headers(t, creds, sizeof(creds) / sizeof(creds[0]));
         }
         free(t->url), free(t->host), free(t->origin);
@@ -775,7 +853,16 @@ static int next_hop(struct xfer *t, const char *location, long status, struct er
         t->too_big = t->headers_too_big = t->in_body = t->over_inflight = false;
         t->refused = t->passed = 0;
         t->errbuf[0] = '\0';
-        return hop_setup(t, err);
+        struct err *he = NULL;
+        if (hop_setup(t, &he) == 0)
+                return 0;
+        if (err_code(he) == HTTP_E_SECRET || err_code(he) == HTTP_E_POLICY)
+                /* on_header refused this hop: say it was a redirect's */
+                err_setc(err, err_code(he), 0, "%s (redirect to %.400s)", err_msg(he), t->url);
+        else
+                *err = he, he = NULL;
+        err_free(he);
+        return -1;
 }
 
 static void finish(struct xfer *t, CURLcode rc)
@@ -850,7 +937,7 @@ static void stream_trim(struct xfer *t)
         struct http_response *r = &t->res;
         curl_easy_cleanup(t->easy);
         t->easy = NULL;
-        curl_slist_free_all(t->slist);
+        slist_wipe_free(t->slist);
         t->slist = NULL;
         free(t->body);
         t->body = NULL;

@@ -61,11 +61,14 @@ enum http_errc {
         HTTP_E_NETWORK,   /* anything else libcurl reports (DNS, refused, TLS...) */
         HTTP_E_INTERNAL,  /* out of memory, libcurl misuse */
         HTTP_E_LIMIT,     /* response bodies in flight would pass max_inflight */
+        HTTP_E_SECRET,    /* on_header refused a header value (a secret not for this host, or unknown) */
+        HTTP_E_POLICY,    /* on_header: the policy refused it */
         HTTP_E_MAX
 };
 
 /* "request", "ssrf", "too_big", "timeout", "redirect", "network",
- * "internal", "ELIMIT"; NULL for anything else (0 included). */
+ * "internal", "ELIMIT", "ESECRET", "EPOLICY"; NULL for anything else (0
+ * included). */
 const char *http_error_name(int code);
 
 /* Optional hooks, both called with http_config.hook_arg and the caller's id.
@@ -80,6 +83,16 @@ const char *http_error_name(int code);
  *   it must not call any http_* function either. */
 typedef void (*http_refuse_fn)(void *arg, uint64_t id, const char *url, const char *addr, const char *why);
 typedef int (*http_redirect_fn)(void *arg, uint64_t id, const char *url, struct err **err);
+/* on_header: a request header's value as it is sent on this hop (`url`,
+ * its `host` in lower case as libcurl parsed it, its `port`), called for
+ * every header of every hop, the first included: 0 with *ret NULL sends
+ * `value` as it is; 0 with *ret (malloc'd, taken: wiped and freed here)
+ * sends that instead; -1 with err (its code, e.g. HTTP_E_SECRET) fails the
+ * request before anything is sent to this hop.  For secrets by reference
+ * (effects/net/secrets.h): the placeholder stays in the request and each
+ * hop gets the value only when it may. */
+typedef int (*http_header_fn)(void *arg, uint64_t id, const char *url, const char *host, long port,
+                              const char *name, const char *value, char **ret, struct err **err);
 
 struct http_config {
         long connect_timeout_ms;        /* per connection attempt; 0 = 10 s */
@@ -91,6 +104,7 @@ struct http_config {
         const char *user_agent;         /* default User-Agent; NULL = "chidori" */
         http_refuse_fn on_refuse;       /* may be NULL */
         http_redirect_fn on_redirect;   /* may be NULL */
+        http_header_fn on_header;       /* may be NULL */
         void *hook_arg;
         /* Response bodies buffered by transfers in flight, counted in
          * *inflight (which several engines may share); a transfer whose

@@ -19,7 +19,8 @@
 #include "effects/net/http.h"
 #include "effects/net/llm.h"
 
-#define CHIDORI_NET_API_VERSION 3  /* 2: http_config.inflight, max_inflight; 3: http_cancel, streams */
+#define CHIDORI_NET_API_VERSION 4  /* 2: http_config.inflight, max_inflight; 3: http_cancel, streams;
+                                      4: http_config.on_header */
 
 struct net_api {
         int version;

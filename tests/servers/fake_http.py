@@ -39,6 +39,11 @@ Endpoints (GET unless said otherwise; HEAD works wherever GET does):
                         the whole body cannot
   /release?tag=T        lets /gated?tag=T send its next chunk; "released"
 Anything else is 404 with {"error": "not found"}.
+
+--record FILE appends one JSON line per request received, before it is
+answered: {"method", "path" (with the query), "headers" ([name, value] pairs
+as sent)} — what a test can grep for a value the server must (or must not)
+have been sent.
 """
 import argparse
 import base64
@@ -122,7 +127,16 @@ class Handler(BaseHTTPRequestHandler):
 
     # ---- dispatch ----
 
+    def record(self):
+        if not self.server.record:
+            return
+        line = json.dumps({"method": self.command, "path": self.path,
+                           "headers": [[k, v] for k, v in self.headers.items()]})
+        with RECORD_LOCK, open(self.server.record, "a") as f:
+            f.write(line + "\n")
+
     def handle_any(self):
+        self.record()
         try:
             body = self.read_body()
         except (ValueError, OSError):
@@ -343,6 +357,9 @@ def gate(tag):
         return GATES.setdefault(tag, threading.Semaphore(0))
 
 
+RECORD_LOCK = threading.Lock()
+
+
 class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -356,6 +373,7 @@ def main():
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--record", default=None, help="append each request's method, path and headers (JSON lines)")
     a = ap.parse_args()
     try:
         loopback = ipaddress.ip_address(a.host).is_loopback
@@ -366,6 +384,7 @@ def main():
     Server.address_family = socket.AF_INET6 if ":" in a.host else socket.AF_INET
     srv = Server((a.host, a.port), Handler)
     srv.verbose = a.verbose
+    srv.record = a.record
     print(srv.server_address[1], flush=True)
     try:
         srv.serve_forever()

@@ -75,6 +75,7 @@ static void only_what_is_needed(void **state)
                 "CHIDORI_MAX_LOG=1M",                    /* a setting added later: passes */
                 "CHIDORI_WORKSPACE=ws",                  /* on the command line instead */
                 "CHIDORI_TOOLS=tools.json",
+                "CHIDORI_SECRETS=secrets.json",          /* a callee gets no secrets */
                 "CHIDORI_HTTP_ALLOW_HOSTS=a,b",
                 "CHIDORI_MAX_NESTED=2",
                 "CHIDORI_AGENT_DEPTH=3",                 /* set per call */

@@ -977,6 +977,88 @@ static void test_redirect_cross_origin_drops_credentials(void **state)
         ssrf_allow_free(a);
 }
 
+/* on_header: the secret's place (effects/net/secrets.h).  The hook fills
+ * "{{T}}" with "filled" on a hop to 127.0.0.1 and refuses any other hop;
+ * a refused hop is never connected to, the first one included, and a
+ * header a cross-origin redirect drops is shown to it all the same. */
+struct hdr_hook {
+        int calls;
+        char host[64];
+};
+
+static int hook_header(void *arg, uint64_t id, const char *url, const char *host, long port, const char *name,
+                       const char *value, char **ret, struct err **err)
+{
+        (void)id, (void)url, (void)name;
+        struct hdr_hook *h = arg;
+        *ret = NULL;
+        if (!strstr(value, "{{T}}"))
+                return 0;
+        h->calls++;
+        snprintf(h->host, sizeof(h->host), "%s", host);
+        if (strcmp(host, "127.0.0.1") != 0 || port != S->port)
+                return err_setc(err, HTTP_E_SECRET, 0, "http: T may not go to %s", host);
+        *ret = strdup("Bearer filled");
+        return 0;
+}
+
+static void test_header_hook(void **state)
+{
+        (void)state;
+        struct hdr_hook hk = { 0 };
+        struct http_config c = { .on_header = hook_header, .hook_arg = &hk };
+        struct ssrf_allow *a;
+        struct http_engine *e = engine("127.0.0.1,127.0.0.2", &a, &c);
+        struct http_header h[] = { { "X-Tok", "{{T}}" }, { "Authorization", "{{T}}" }, { "X-Plain", "p" } };
+        struct opts o = { .h = h, .nh = 3 };
+        struct result r;
+        /* the allowed host gets the filled value, in both headers */
+        char *u = url_of("127.0.0.1", "/echo");
+        assert_int_equal(fetch(e, u, &o, &r, NULL), 0);
+        if (r.err)
+                fail_msg("%s", r.err);
+        assert_int_equal(count_req(&r, "X-Tok: Bearer filled"), 1);
+        assert_int_equal(count_req(&r, "Authorization: Bearer filled"), 1);
+        assert_int_equal(count_req(&r, "X-Tok: {{T}}"), 0);
+        assert_int_equal(count_req(&r, "X-Plain: p"), 1);
+        assert_int_equal(hk.calls, 2);
+        result_clear(&r);
+        free(u);
+        /* a redirect to 127.0.0.2: refused before it is connected to */
+        char target[128], enc[256], path[400];
+        snprintf(target, sizeof(target), "http://127.0.0.2:%d/echo", S->port);
+        pct(target, enc, sizeof(enc));
+        snprintf(path, sizeof(path), "/redirect-to?u=%s", enc);
+        u = url_of("127.0.0.1", path);
+        int h1 = atomic_load(&S->hits[1]);
+        assert_int_equal(fetch(e, u, &o, &r, NULL), 0);
+        assert_int_equal(r.code, HTTP_E_SECRET);
+        char want[256];
+        snprintf(want, sizeof(want), "http: T may not go to 127.0.0.2 (redirect to %s)", target);
+        assert_string_equal(r.err, want);
+        result_clear(&r);
+        /* only Authorization (which that redirect drops): refused all the same */
+        struct opts o2 = { .h = h + 1, .nh = 2 };
+        assert_int_equal(fetch(e, u, &o2, &r, NULL), 0);
+        assert_int_equal(r.code, HTTP_E_SECRET);
+        assert_string_equal(r.err, want);
+        result_clear(&r);
+        free(u);
+        assert_int_equal(atomic_load(&S->hits[1]), h1);
+        /* the first hop: http_start refuses at once */
+        u = url_of("127.0.0.2", "/echo");
+        struct http_request rq = { .url = u, .headers = h, .nheaders = 3 };
+        struct err *err = NULL;
+        assert_int_equal(http_start(e, 9, &rq, on_done, &r, &err), -1);
+        assert_int_equal(err_code(err), HTTP_E_SECRET);
+        assert_string_equal(err_msg(err), "http: T may not go to 127.0.0.2");
+        err_free(err);
+        free(u);
+        assert_int_equal(atomic_load(&S->hits[1]), h1);
+        http_engine_free(e);
+        ssrf_allow_free(a);
+}
+
 static void test_redirect_modes(void **state)
 {
         (void)state;
@@ -1753,6 +1835,7 @@ int main(void)
                 cmocka_unit_test(test_redirect_bad_scheme_and_loop),
                 cmocka_unit_test(test_redirect_method_rules),
                 cmocka_unit_test(test_redirect_cross_origin_drops_credentials),
+                cmocka_unit_test(test_header_hook),
                 cmocka_unit_test(test_redirect_modes),
                 cmocka_unit_test(test_size_cap),
                 cmocka_unit_test(test_request_body_cap),

@@ -145,6 +145,7 @@ static void profile_permissive(void **state)
         assert_decide(p, "workspace:delete", NULL, POLICY_ALLOW);
         assert_decide(p, "tool:shell", NULL, POLICY_ALLOW);
         assert_decide(p, "app_data:put", NULL, POLICY_ALLOW);
+        assert_decide(p, "secret:API_KEY", NULL, POLICY_ALLOW);
         assert_int_equal(policy_rule_count(p), 0);
         assert_int_equal(policy_fallback(p), POLICY_ALLOW);
         assert_string_equal(policy_name(p), "permissive");
@@ -168,6 +169,7 @@ static void profile_untrusted(void **state)
         assert_decide(p, "workspace:delete", NULL, POLICY_DENY);
         assert_decide(p, "tool:search", NULL, POLICY_DENY);
         assert_decide(p, "app_data:get", NULL, POLICY_DENY);
+        assert_decide(p, "secret:API_KEY", NULL, POLICY_DENY);
         assert_int_equal(decide(p, "http", "{\"url\":\"https://api.example.com/\"}", &v), POLICY_DENY);
         assert_int_equal(v.rule_index, POLICY_RULE_FALLBACK);
         assert_string_equal(v.reason, "the untrusted profile allows only workspace:list, workspace:read and "
@@ -191,8 +193,28 @@ static void profile_supervised(void **state)
         assert_non_null(strstr(v.reason, "asks before every gated call"));
         assert_decide(p, "workspace:write", NULL, POLICY_ASK);
         assert_decide(p, "tool:x", NULL, POLICY_ASK);
+        assert_decide(p, "secret:API_KEY", NULL, POLICY_ASK);
         assert_int_equal(policy_rule_count(p), 3);
         assert_int_equal(policy_fallback(p), POLICY_ASK);
+        policy_free(p);
+}
+
+/* secret:NAME (--secrets, docs/secrets.md): a rule per secret, exact;
+ * match_args sees {url, name} of the hop. */
+static void secret_targets(void **state)
+{
+        (void)state;
+        struct policy *p = parse_ok("{\"rules\":[{\"target\":\"secret:GH_TOKEN\",\"decision\":\"always_allow\","
+                                    "\"match_args\":{\"url_prefix\":\"https://api.github.com/\"}}],"
+                                    "\"default\":\"never_allow\"}");
+        assert_decide(p, "secret:GH_TOKEN", "{\"url\":\"https://api.github.com/user\",\"name\":\"GH_TOKEN\"}",
+                      POLICY_ALLOW);
+        assert_decide(p, "secret:GH_TOKEN", "{\"url\":\"https://evil.example/\",\"name\":\"GH_TOKEN\"}",
+                      POLICY_DENY);
+        assert_decide(p, "secret:OTHER", "{\"url\":\"https://api.github.com/user\",\"name\":\"OTHER\"}",
+                      POLICY_DENY);
+        assert_decide(p, "secret:gh_token", "{\"url\":\"https://api.github.com/user\",\"name\":\"gh_token\"}",
+                      POLICY_DENY);
         policy_free(p);
 }
 
@@ -313,7 +335,7 @@ static void schema_errors_targets(void **state)
 #define T(target) "{\"rules\":[{\"target\":\"" target "\",\"decision\":\"never_allow\"}]}"
         parse_err(T("HTTP"), POLICY_ERR_SCHEMA,
                   "rules[0].target: \"HTTP\" is not a target (expected http, workspace:<action>, tool:<name>, "
-                  "agent:<path>, app_data:<action> or *)");
+                  "agent:<path>, secret:<name>, app_data:<action> or *)");
         parse_err(T("workspace:remove"), POLICY_ERR_SCHEMA,
                   "rules[0].target: \"workspace:remove\" is not a target (workspace actions are list, read, write, "
                   "delete and manifest)");
@@ -328,7 +350,15 @@ static void schema_errors_targets(void **state)
                   "rules[0].target: \"app_data:a b\" has a name with a space or a byte outside printable ASCII");
         parse_err(T(""), POLICY_ERR_SCHEMA,
                   "rules[0].target: \"\" is not a target (expected http, workspace:<action>, tool:<name>, "
-                  "agent:<path>, app_data:<action> or *)");
+                  "agent:<path>, secret:<name>, app_data:<action> or *)");
+        parse_err(T("secret:"), POLICY_ERR_SCHEMA,
+                  "rules[0].target: \"secret:\" needs a name after the colon (a secret --secrets declares)");
+        parse_err(T("secret:*"), POLICY_ERR_SCHEMA,
+                  "rules[0].target: \"secret:*\" is not a target (a wildcard is only allowed as the whole target "
+                  "\"*\")");
+        parse_err(T("secret:a b"), POLICY_ERR_SCHEMA,
+                  "rules[0].target: \"secret:a b\" has a name with a byte other than a letter, digit, '_', '-' or "
+                  "'.'");
         parse_err(T("agent:"), POLICY_ERR_SCHEMA,
                   "rules[0].target: \"agent:\" needs a path after the colon (the callee as callAgent names it, "
                   "e.g. agent:sub/child.js)");
@@ -1154,6 +1184,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(profile_permissive),
+                cmocka_unit_test(secret_targets),
                 cmocka_unit_test(profile_untrusted),
                 cmocka_unit_test(profile_supervised),
                 cmocka_unit_test(profile_unknown),
