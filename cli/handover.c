@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "chan/chan.h"
@@ -88,6 +89,40 @@ void handover_free(struct handover *h)
         memset(h, 0, sizeof(*h));
 }
 
+/* A copy of a library in a sealed memfd: Landlock lets the broker map an
+ * anonymous file, not one of the install folder it has no rule for. */
+static int lib_memfd(const char *path)
+{
+        _cleanup_close_ int in = open(path, O_RDONLY | O_CLOEXEC);
+        int fd = in >= 0 ? memfd_create("libchidori-net.so", MFD_CLOEXEC | MFD_ALLOW_SEALING) : -1;
+        if (fd < 0)
+                return -1;
+        char buf[65536];
+        ssize_t n;
+        while ((n = read(in, buf, sizeof(buf))) > 0)
+                if (write(fd, buf, (size_t)n) != n) {
+                        n = -1;
+                        break;
+                }
+        if (n < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK) < 0) {
+                close(fd);
+                return -1;
+        }
+        return fd;
+}
+
+void handover_net_lib(struct handover *h)
+{
+        /* The network library, which the broker cannot reach where it is
+         * installed (or built). */
+        const char *nl = getenv("CHIDORI_NET_LIB");
+        _cleanup_free_ char *found = nl && *nl ? NULL : dlib_find("libchidori-net.so", R_OK);
+        const char *netlib = nl && *nl ? nl : found;
+        int nfd = netlib ? lib_memfd(netlib) : -1;
+        if (nfd >= 0)
+                handover_fd(h, "net_lib_fd", nfd);
+}
+
 static int fail(const char *what, struct err *e, int code)
 {
         fprintf(stderr, "chidori: %s: %s\n", what, err_msg(e));
@@ -144,6 +179,12 @@ static void monitor_settings(struct handover *set, const struct handover_run *r,
         if (r->workspace)
                 handover_add(set, "workspace=%s", r->workspace);
         handover_add(set, "agent_from_broker=%d", r->agent_from_broker);
+        if (r->serve) {
+                handover_add(set, "serve=1");
+                handover_add(set, "stop_grace_ms=%ld", r->stop_grace_ms);
+                if (r->unlink_socket)
+                        handover_add(set, "unlink_socket=%s", r->unlink_socket);
+        }
         handover_add(set, "quiet=%d", r->quiet);
         handover_add(set, "broker_uid=%u", (unsigned)uid);
         handover_add(set, "broker_gid=%u", (unsigned)gid);

@@ -156,7 +156,7 @@ static int in_process_exit(const struct run_opts *o, int code)
         _exit(code);
 }
 
-static void make_run_id(char out[40])
+void make_run_id(char out[40])
 {
         unsigned char b[8];
         if (getrandom(b, sizeof(b), 0) != sizeof(b))
@@ -802,7 +802,7 @@ static int broker_user_check(const char *cmd, const struct run_opts *o)
  * CHIDORI_RUN_BROKER=0: the one-process parent of before the split, kept
  * for comparison (make bench) and debugging, said with a warning.  -1: a
  * bad value (printed). */
-static int broker_mode(const struct run_opts *o, bool *use)
+int cli_broker_switch(bool *off)
 {
         const char *v = getenv("CHIDORI_RUN_BROKER");
         if (v && *v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
@@ -812,7 +812,15 @@ static int broker_mode(const struct run_opts *o, bool *use)
                         text_quote(v, strnlen(v, 64), q, sizeof(q)));
                 return -1;
         }
-        bool off = v && strcmp(v, "0") == 0;
+        *off = v && strcmp(v, "0") == 0;
+        return 0;
+}
+
+static int broker_mode(const struct run_opts *o, bool *use)
+{
+        bool off;
+        if (cli_broker_switch(&off) < 0)
+                return -1;
         *use = !o->in_process && !off;
         if (off && !o->in_process)
                 fprintf(stderr, "chidori: WARNING: CHIDORI_RUN_BROKER=0: this run's parent is one process with your "
@@ -913,28 +921,6 @@ static int bytes_memfd(const char *name, const char *text, size_t len, int *ret,
         return 0;
 }
 
-/* A copy of a library in a sealed memfd: Landlock lets the broker map an
- * anonymous file, not one of the install folder it has no rule for. */
-static int lib_memfd(const char *path)
-{
-        _cleanup_close_ int in = open(path, O_RDONLY | O_CLOEXEC);
-        int fd = in >= 0 ? memfd_create("libchidori-net.so", MFD_CLOEXEC | MFD_ALLOW_SEALING) : -1;
-        if (fd < 0)
-                return -1;
-        char buf[65536];
-        ssize_t n;
-        while ((n = read(in, buf, sizeof(buf))) > 0)
-                if (write(fd, buf, (size_t)n) != n) {
-                        n = -1;
-                        break;
-                }
-        if (n < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK) < 0) {
-                close(fd);
-                return -1;
-        }
-        return fd;
-}
-
 /* The input, the answers, the journal, the terminal. */
 static int handover_io(struct handover *h, const struct run_opts *o)
 {
@@ -987,14 +973,7 @@ static int handover_io(struct handover *h, const struct run_opts *o)
                 }
                 handover_fd(h, "journal_fd", fd);
         }
-        /* The network library, which the broker cannot reach where it is
-         * installed (or built). */
-        const char *nl = getenv("CHIDORI_NET_LIB");
-        _cleanup_free_ char *found = nl && *nl ? NULL : dlib_find("libchidori-net.so", R_OK);
-        const char *netlib = nl && *nl ? nl : found;
-        int nfd = netlib ? lib_memfd(netlib) : -1;
-        if (nfd >= 0)
-                handover_fd(h, "net_lib_fd", nfd);
+        handover_net_lib(h);
         if (isatty(STDIN_FILENO) == 1) {
                 int fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
                 if (fd >= 0)

@@ -39,8 +39,11 @@
 struct settings {
         const char *chidori, *worker, *run_id, *agent_dir, *state_dir, *workspace, *json_usage, *esbuild;
         const char *remove_after;
+        const char *unlink_socket;         /* chidori serve --listen unix:PATH: removed at the end */
         struct monitor_prestart prestart;
         bool agent_from_broker, quiet, have_uid;
+        bool serve;                        /* chidori serve: a run tree per session, every stop forwarded */
+        long stop_grace_ms;                /* after the first STOP, before the broker is killed (0: 2 s) */
         sigset_t unblock;
         uid_t uid;
         gid_t gid;
@@ -102,6 +105,12 @@ static int setting(struct settings *s, const char *kv)
                 s->esbuild = v;
         else if (KEY("remove_after") && v[0] == '/')
                 s->remove_after = v;
+        else if (KEY("serve") && NUM(1))
+                s->serve = n;
+        else if (KEY("stop_grace_ms") && NUM(86400000 + 60000))
+                s->stop_grace_ms = (long)n;
+        else if (KEY("unlink_socket") && v[0] == '/')
+                s->unlink_socket = v;
         else if (KEY("prestart") && NUM(1))
                 s->prestart.on = n;
         else if (KEY("prestart_no_jit") && NUM(1))
@@ -311,6 +320,7 @@ static int serve(struct settings *st)
                 .agent_dirfd = agent_dirfd, .agent_dir = st->agent_dir, .agent_from_broker = st->agent_from_broker,
                 .deadline_ms = st->sb.deadline_ms, .broker_pidfd = b.pidfd,
                 .stop = &launcher_stop_signal, .prestart = st->prestart, .loop = loop, .early = early,
+                .many_trees = st->serve, .stop_count = &launcher_stop_count, .grace_ms = st->stop_grace_ms,
                 .esbuild = st->esbuild, .bundle_deadline_ms = BUNDLE_DEADLINE_MS, .bundle_start = bundle_start,
                 .bundle_finish = bundle_end, .bundle_arg = (void *)&st->sb,
                 .welcome_flags = (b.mode == BROKER_ROOTLESS ? CHAN_WELCOME_ROOTLESS : 0) |
@@ -342,6 +352,8 @@ int main(int argc, char **argv)
         int rc = read_settings(argv[2], &st, &blob);
         sigprocmask(SIG_UNBLOCK, &st.unblock, NULL);
         int code = rc < 0 ? EXIT_PROTOCOL : serve(&st);
+        if (st.unlink_socket)
+                unlink(st.unlink_socket);
         if (st.remove_after) {
                 /* An agent read from stdin, saved by chidori in a folder of its own. */
                 char dir[PATH_MAX];

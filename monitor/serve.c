@@ -47,6 +47,7 @@ struct mbox {
         char banner[CHAN_BANNER_MAX];
         struct monitor_prestart posture;
         bool bundle;             /* esbuild's box (m->bundle_*), not the provider's */
+        bool root;               /* the first worker of a run tree */
         bool deadline_hit;
         struct ev_timer *deadline;
 };
@@ -63,6 +64,7 @@ struct srv {
         uint64_t next_box;       /* numbers given so far: 1..next_box-1 */
         uint64_t tree;           /* the run's first worker box: every later worker joins its run tree */
         bool hello, done, quiet, stop_sent, reset_seen;
+        long stops_sent;         /* many_trees: stop signals forwarded so far */
         enum { END_RESULT, END_BROKEN, END_GRACE } end;
         int code;
         char why[640];           /* END_BROKEN: what the broker did */
@@ -444,6 +446,7 @@ static bool claim_parked(struct srv *s, const struct chan_spawn *sp)
         }
         b->parked = false;
         b->req = sp->h.id;
+        b->root = true;
         s->tree = b->id;
         send_worker(s, b, b->frame_fd, b->stderr_fd, b->banner);
         return true;
@@ -561,8 +564,10 @@ static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
          * and bundles go in the run's cgroup as the provider places them.) */
         struct mbox *tree = NULL;
         if (sp->kind == CHAN_BOX_WORKER) {
-                for (struct mbox *t = s->boxes; s->tree && t; t = t->next)
-                        if (t->id == s->tree && t->started && !t->finishing && !t->ended)
+                /* chidori serve: a tree per session, the one named. */
+                uint64_t want = s->m->many_trees ? sp->run_tree_id : s->tree;
+                for (struct mbox *t = s->boxes; want && t; t = t->next)
+                        if (t->id == want && t->root && t->started && !t->finishing && !t->ended)
                                 tree = t;
                 if (sp->run_tree_id != (tree ? tree->id : 0)) {
                         char why[160];
@@ -596,7 +601,8 @@ static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
                 send_failed(s, sp->h.id, ENOMEM, BOX_E_SETUP, "start the box: out of memory");
                 return;
         }
-        *b = (struct mbox){ .srv = s, .id = s->next_box++, .req = sp->h.id, .kind = sp->kind };
+        *b = (struct mbox){ .srv = s, .id = s->next_box++, .req = sp->h.id, .kind = sp->kind,
+                            .root = sp->kind == CHAN_BOX_WORKER && !tree };
         uint64_t id = b->id;
         if (start_box(s, b, &req) && sp->kind == CHAN_BOX_WORKER && !tree)
                 s->tree = id;
@@ -765,13 +771,20 @@ static void on_grace(struct evloop *loop, struct ev_timer *t, void *arg)
 
 static void check_stop(struct srv *s)
 {
-        if (s->stop_sent || !s->m->stop || !*s->m->stop || s->done)
+        if (!s->m->stop || !*s->m->stop || s->done)
                 return;
+        long n = s->m->stop_count ? (long)*s->m->stop_count : 1;
+        if (s->stop_sent && (!s->m->many_trees || n <= s->stops_sent))
+                return;
+        s->stops_sent = n;
+        bool first = !s->stop_sent;
         s->stop_sent = true;
         union chan_msg m;
         chan_init(&m, CHAN_STOP, 0);
         m.stop.signal = (int32_t)*s->m->stop;
         send_msg(s, &m, NULL, 0);
+        if (!first)
+                return;
         long g = s->m->grace_ms > 0 ? s->m->grace_ms : GRACE_DEFAULT_MS;
         struct err *e = NULL;
         if (evloop_timer_add(s->loop, mono_ms() + (double)g, on_grace, s, &s->grace, &e) < 0) {
