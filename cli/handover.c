@@ -182,6 +182,7 @@ static void monitor_settings(struct handover *set, const struct handover_run *r,
         if (r->serve) {
                 handover_add(set, "serve=1");
                 handover_add(set, "stop_grace_ms=%ld", r->stop_grace_ms);
+                handover_add(set, "max_trees=%ld", r->max_trees);
                 if (r->unlink_socket)
                         handover_add(set, "unlink_socket=%s", r->unlink_socket);
         }

@@ -52,6 +52,7 @@ struct handover_run {
          * unix socket removed at the end. */
         bool serve;
         long stop_grace_ms;
+        long max_trees;                    /* run trees at once: sessions and replays (2 x --max-running) */
         const char *unlink_socket;
 };
 

@@ -1004,7 +1004,7 @@ static int serve_broker(struct serve_opts *o)
                 snprintf(sock, sizeof(sock), "%s", r.unix_path ? r.unix_path : "");
         struct handover_run hr = {
                 .sb = &o->sb, .run_id = run_id + 4, .agent_dir = agent_dir, .state_dir = state, .workspace = ws,
-                .quiet = o->quiet, .serve = true,
+                .quiet = o->quiet, .serve = true, .max_trees = 2 * o->max_running,
                 /* The drain's --grace, and time to end the sessions after it. */
                 .stop_grace_ms = o->grace * 1000 + 10000, .unlink_socket = sock[0] == '/' ? sock : NULL,
         };

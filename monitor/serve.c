@@ -569,6 +569,15 @@ static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
                 for (struct mbox *t = s->boxes; want && t; t = t->next)
                         if (t->id == want && t->root && t->started && !t->finishing && !t->ended)
                                 tree = t;
+                size_t roots = 0;
+                for (struct mbox *t = s->boxes; !tree && t; t = t->next)
+                        roots += t->root && !t->ended;
+                if (!sp->run_tree_id && s->m->max_trees && roots >= s->m->max_trees) {
+                        chan_blob_unmap(&spec);
+                        send_failed(s, sp->h.id, 0, CHAN_SPAWN_E_REFUSED, "SPAWN of a new run tree: as many run as "
+                                                                          "the operator allows (2 x --max-running)");
+                        return;
+                }
                 if (sp->run_tree_id != (tree ? tree->id : 0)) {
                         char why[160];
                         snprintf(why, sizeof(why), "SPAWN in run tree %llu: %s %llu",

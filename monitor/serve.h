@@ -76,6 +76,7 @@ struct monitor_serve {
          * worker may join a running one), and every stop signal (counted
          * in *stop_count) is forwarded as a STOP: the second stops at once. */
         bool many_trees;
+        size_t max_trees;                  /* run trees at once (0: no limit): chidori serve's 2 x --max-running */
         const volatile sig_atomic_t *stop_count;
         struct monitor_prestart prestart;  /* .on: start the first worker ahead */
         /* The loop to serve on (the boxes' watchers may be on it already),
