@@ -916,6 +916,8 @@ static int serve_agent(int chan, const struct broker_config *c, struct run *r, c
         const struct broker_serve x = {
                 .listen_fd = (int)c->listen_fd, .listen_desc = c->listen_desc, .auth = auth, .agent = ag,
                 .agent_path = c->agent_path ? c->agent_path : abspath, .agent_abspath = abspath, .agent_sha256 = sha,
+                .agent_dir = c->agent_dir, .agent_rel = c->agent, .esbuild = c->esbuild, .cpu_secs = c->cpu_secs,
+                .max_nested = c->max_nested,
                 .policy = r->policy, .mem = r->mem, .state_dir = c->state_dir, .workspace = c->workspace,
                 .shared_workspace = c->shared_workspace, .shared_memory = c->shared_memory, .quiet = c->quiet,
                 .no_jit = r->no_jit, .auto_approve = c->auto_approve, .tz = r->tz, .js_deadline_ms = c->js_deadline_ms,

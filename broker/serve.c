@@ -4,12 +4,14 @@
  * over the channel (a chan_tree per session: a run tree of its own). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "broker/nested.h"
 #include "broker/provider.h"
 #include "broker/serve.h"
 #include "broker/tools.h"
@@ -26,6 +28,9 @@
 struct serve_state {
         const struct broker_serve *x;
         struct chan_boxes cb;
+        struct evloop *loop;
+        char *agent_folder;      /* the agent's folder: callees must be inside it */
+        volatile sig_atomic_t nested_stop; /* never set: the server ends nested runs by freeing them */
         struct server *srv;
         bool stop, draining, broken;
         double drain_until;      /* mono_ms() */
@@ -37,6 +42,8 @@ struct serve_box {
         struct chan_tree tree;
         struct broker_children children;
         struct workspace *ws;
+        struct nested_ctx nx;    /* callAgent: nested sessions whose boxes join the session's tree */
+        bool nested;
 };
 
 /* What a session is handed: the workspace DIR/<session id>/ (made 0700
@@ -82,6 +89,19 @@ static int boxes_new(void *arg, const char *run_id, struct session_config *cfg, 
                 cfg->tools = x->tools;
                 cfg->llm = x->llm;
                 cfg->children = x->tools ? &b->children : NULL;
+                if (st->agent_folder) {
+                        /* callAgent, as chidori run through the broker has it. */
+                        nested_init(&b->nx, &st->cb, st->loop, x->agent_dir, x->max_nested > 0 ? (unsigned)x->max_nested : 4);
+                        b->nx.boxes = &b->tree.provider;
+                        b->nx.tz = x->tz;
+                        b->nx.esbuild = x->esbuild;
+                        b->nx.js_deadline_ms = x->js_deadline_ms;
+                        b->nx.cpu_secs = x->cpu_secs;
+                        b->nx.stop = &st->nested_stop;
+                        b->nested = true;
+                        cfg->nested = &b->nx.hook;
+                        cfg->agent_dir = st->agent_folder;
+                }
         }
         *ret = &b->tree.provider;
         *ret_handle = b;
@@ -94,6 +114,8 @@ static void boxes_free(void *arg, void *handle)
         struct serve_box *b = handle;
         if (!b)
                 return;
+        if (b->nested)
+                nested_free(&b->nx);
         chan_tree_free(&b->tree);
         workspace_close(b->ws);
         free(b);
@@ -134,11 +156,14 @@ int broker_serve(int chan, const struct broker_serve *x, struct err **err)
         int code = EXIT_PROTOCOL;
         if (store_open(x->state_dir, &store, err) < 0)
                 return EXIT_PROTOCOL; /* a damaged database: the message names the file */
+        st.agent_folder = nested_agent_folder(x->agent_dir, x->agent_rel);
         if (evloop_new(&loop, err) < 0 || chan_boxes_init(&st.cb, chan, loop, err) < 0) {
+                free(st.agent_folder);
                 evloop_free(loop);
                 store_close(store);
                 return EXIT_PROTOCOL;
         }
+        st.loop = loop;
         st.cb.no_jit = x->no_jit;
         st.cb.cpu_budget_ms = x->js_deadline_ms;
         st.cb.tz = x->tz;
@@ -216,5 +241,6 @@ out:
         chan_boxes_free(&st.cb);
         evloop_free(loop);
         store_close(store);
+        free(st.agent_folder);
         return code;
 }

@@ -30,6 +30,9 @@ struct broker_serve {
         const struct auth *auth;
         const struct agent *agent;
         const char *agent_path;            /* as the operator named it (session JSON) */
+        const char *agent_dir, *agent_rel; /* the COMMIT's folder and the agent beneath it (callAgent) */
+        const char *esbuild;               /* the monitor's, for a callee that needs bundling; or NULL */
+        long cpu_secs, max_nested;
         const char *agent_abspath, *agent_sha256;
         const struct policy *policy;
         struct memstore *mem;

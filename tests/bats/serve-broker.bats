@@ -142,3 +142,40 @@ JS
   [[ -n $(child_named chidori-broker) ]]
   ! grep -q WARNING "$T/server.err"
 }
+
+@test "serve broker: a session's callAgent runs the callee in a box that joins the session's run tree; its answer is the call's" {
+  cat >"$T/agent.js" <<'JS'
+export default async (input) => {
+  if (input === "wait") return chidori.callAgent("./child.js", "wait");
+  return { got: await chidori.callAgent("./child.js", { n: input }) };
+};
+JS
+  cat >"$T/child.js" <<'JS'
+export default async (input) => {
+  if (input === "wait") { const t = Date.now(); while (Date.now() - t < 60000) {} }
+  return { doubled: input.n * 2 };
+};
+JS
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --trusted --js-deadline 120000
+  [[ -n $(child_named chidori-broker) ]]
+  req -X POST -d '{"input": 21}' "$URL/sessions"
+  assert_code 201
+  [[ $(jq -c .result <<<"$body") == '{"got":{"doubled":42}}' ]]
+  req -X POST -d '{"input": "wait", "wait": false}' "$URL/sessions"
+  local id; id=$(jq -r .id <<<"$body")
+  local i ws=
+  for ((i = 0; i < 200; i++)); do
+    ws=$(pgrep -P "$SERVER_PID" -x chidori-worker | tr '\n' ' ')
+    [[ $(wc -w <<<"$ws") -eq 2 ]] && break
+    sleep 0.1
+  done
+  [[ $(wc -w <<<"$ws") -eq 2 ]] || { echo "workers: '$ws'"; return 1; }
+  local w1 w2 d1 d2 r1 r2
+  read -r w1 w2 <<<"$ws"
+  d1=$(cg_dir "$w1"); d2=$(cg_dir "$w2")
+  # One box's run node is below the other's: the callee's joins the caller's tree.
+  r1=$(sed -E 's|(/run-[^/]*)/.*|\1|' <<<"$d1"); r2=$(sed -E 's|(/run-[^/]*)/.*|\1|' <<<"$d2")
+  [[ $d2 == "$r1"/* || $d1 == "$r2"/* ]] || { echo "not one tree: $d1 $d2"; return 1; }
+  req -X POST "$URL/sessions/$id/cancel"
+  assert_code 200
+}
