@@ -345,6 +345,7 @@ static int spawn_in(struct chan_boxes *o, uint64_t *tree, const struct box_reque
         if (tool) {
                 if (tool_spec(req, &m, &blob, err) < 0)
                         return -1;
+                m.spawn.run_tree_id = *tree; /* chidori serve: below the session's tree */
                 goto send;
         }
         /* The monitor starts its own worker: the spec names it, nothing more. */

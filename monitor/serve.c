@@ -316,7 +316,7 @@ static int tool_request(const struct chan_spawn *sp, const struct chan_blob *spe
         long t = sp->deadline_ms > TOOL_TIMEOUT_MAX_MS ? TOOL_TIMEOUT_MAX_MS : (long)sp->deadline_ms;
         *req = (struct box_request){
                 .kind = BOX_TOOL, .argv = v, .env_names = v + na + 1, .ro_binds = v + na + 1 + ne + 1,
-                .host = (sp->flags & CHAN_SPAWN_HOST) != 0, .timeout_ms = t,
+                .host = (sp->flags & CHAN_SPAWN_HOST) != 0, .timeout_ms = t, .tree = req->tree,
                 /* The box's deadline (launch --deadline) and the broker's
                  * KILL come first; this is the backstop. */
                 .deadline_at = mono_ms() + (double)(t + TOOL_BACKSTOP_MS),
@@ -563,6 +563,17 @@ static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
          * none running, a worker names none and starts the tree.  (Tools
          * and bundles go in the run's cgroup as the provider places them.) */
         struct mbox *tree = NULL;
+        if (sp->kind == CHAN_BOX_TOOL && s->m->many_trees) {
+                /* chidori serve: a tool goes below its session's tree. */
+                for (struct mbox *t = s->boxes; t; t = t->next)
+                        if (t->id == sp->run_tree_id && t->root && t->started && !t->finishing && !t->ended)
+                                tree = t;
+                if (!tree) {
+                        chan_blob_unmap(&spec);
+                        send_failed(s, sp->h.id, 0, CHAN_SPAWN_E_REFUSED, "SPAWN of a tool: no such run tree runs");
+                        return;
+                }
+        }
         if (sp->kind == CHAN_BOX_WORKER) {
                 /* chidori serve: a tree per session, the one named. */
                 uint64_t want = s->m->many_trees ? sp->run_tree_id : s->tree;

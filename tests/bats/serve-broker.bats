@@ -179,3 +179,33 @@ JS
   req -X POST "$URL/sessions/$id/cancel"
   assert_code 200
 }
+
+@test "serve broker: a session's tool runs below its own session's tree: another session ending does not end it" {
+  cat >"$T/tools.json" <<'JSON'
+{"slow": {"command": ["sh", "-c", "read -r l; sleep 3; echo '\"slept\"'"], "timeout_ms": 30000}}
+JSON
+  cat >"$T/agent.js" <<'JS'
+export default async (input) => {
+  if (input === "tool") return chidori.tool("slow", {});
+  const t = Date.now(); while (Date.now() - t < 60000) {}
+  return "spun";
+};
+JS
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --trusted --tools "$T/tools.json" --js-deadline 120000
+  [[ -n $(child_named chidori-broker) ]]
+  # The first session's worker is the first box (the one-run tree's holder before).
+  req -X POST -d '{"input": "spin", "wait": false}' "$URL/sessions"
+  local spin; spin=$(jq -r .id <<<"$body")
+  wait_status "$spin" running
+  local i
+  for ((i = 0; i < 100; i++)); do [[ -n $(child_named chidori-worker) ]] && break; sleep 0.1; done
+  req -X POST -d '{"input": "tool", "wait": false}' "$URL/sessions"
+  local tool; tool=$(jq -r .id <<<"$body")
+  # The tool is running (a sleep below the server) when the first session ends.
+  for ((i = 0; i < 100; i++)); do pgrep -f 'sleep 3' >/dev/null && break; sleep 0.1; done
+  pgrep -f 'sleep 3' >/dev/null
+  req -X POST "$URL/sessions/$spin/cancel"
+  assert_code 200
+  wait_status "$tool" done
+  [[ $(jq -r .result <<<"$body") == slept ]] || { echo "$body"; return 1; }
+}
