@@ -834,8 +834,15 @@ static enum step load_agent(int chan, struct broker_config *c, struct run *r, st
                         *code = EXIT_LAYER_UNAVAILABLE;
                         return STEP_FAIL;
                 }
-                /* esbuild's diagnosis (and the rest) as chidori run prints it. */
-                *code = bundle_report_error(stderr, *err);
+                /* esbuild's diagnosis (and the rest) as chidori run (or serve) prints it. */
+                if (c->serve) {
+                        const char *m = err_msg(*err);
+                        text_fput_line(stderr, "chidori: serve: ", m, strlen(m));
+                        *code = err_code(*err) == AGENT_E_BUNDLE || err_code(*err) == AGENT_E_IMPORT ? EXIT_AGENT_ERROR
+                                                                                                   : EXIT_USAGE;
+                } else {
+                        *code = bundle_report_error(stderr, *err);
+                }
                 err_free(*err);
                 *err = NULL;
                 return STEP_DONE;
@@ -867,7 +874,7 @@ static int report_failure(const struct broker_config *c, struct run *r, const st
         }
         /* It may quote a journal's or an agent folder's text: escaped. */
         const char *m = err_msg(e);
-        text_fput_line(stderr, "chidori: ", m, strlen(m));
+        text_fput_line(stderr, c->serve ? "chidori: serve: " : "chidori: ", m, strlen(m));
         return code;
 }
 
