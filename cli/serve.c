@@ -116,7 +116,11 @@ static void serve_help(void)
                "                        default of serve is untrusted: deny by default)\n"
                "  --untrusted           the untrusted policy whatever CHIDORI_POLICY* says\n"
                "  --quiet               do not print the banner\n"
-               "  -h, --help            show this help\n");
+               "  -h, --help            show this help\n"
+               "\n"
+               "The server is two processes: this one keeps the privilege (the socket, the boxes), an\n"
+               "unprivileged, confined broker parses HTTP, keeps the state and reads the workers' frames.\n"
+               "CHIDORI_RUN_BROKER=0 runs it as one process with your privileges (comparison, debugging).\n");
 }
 
 enum {
