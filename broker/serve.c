@@ -148,6 +148,40 @@ static void on_broken(void *arg, const char *why)
         fprintf(stderr, "chidori: serve: the monitor's channel broke: %s\n", why);
 }
 
+/* The banner as the one-process server printed it. */
+static void banner(const struct broker_serve *x)
+{
+        if (!x->quiet) {
+                char pdesc[512];
+                policy_describe(x->policy, pdesc, sizeof(pdesc));
+                fprintf(stderr, "Policy: %s\n", pdesc);
+                fprintf(stderr, "Tokens: %s\n",
+                        !auth_required(x->auth)            ? "none (loopback only)"
+                        : auth_tenant_count(x->auth) == 1 ? "one"
+                                                          : "per tenant");
+        }
+        /* The line a supervisor (and the tests) wait for: printed with --quiet too. */
+        fprintf(stderr, "Listening: %s\n", x->listen_desc);
+        fflush(stderr);
+}
+
+/* Until stopped, the drain over, or the channel broken: the exit code. */
+static int serve_loop(struct serve_state *st, struct evloop *loop, struct err **err)
+{
+        while (!st->stop) {
+                int timeout = -1;
+                if (st->draining) {
+                        double left = st->drain_until - mono_ms();
+                        if (server_running(st->srv) == 0 || left <= 0)
+                                break;
+                        timeout = left < 200 ? (int)left + 1 : 200;
+                }
+                if (evloop_run_once(loop, timeout, err) < 0)
+                        return EXIT_PROTOCOL;
+        }
+        return st->broken ? EXIT_PROTOCOL : EXIT_OK;
+}
+
 int broker_serve(int chan, const struct broker_serve *x, struct err **err)
 {
         struct serve_state st = { .x = x };
@@ -205,34 +239,8 @@ int broker_serve(int chan, const struct broker_serve *x, struct err **err)
         };
         if (server_new(loop, &cfg, &st.srv, err) < 0)
                 goto out;
-        if (!x->quiet) {
-                char pdesc[512];
-                policy_describe(x->policy, pdesc, sizeof(pdesc));
-                fprintf(stderr, "Policy: %s\n", pdesc);
-                fprintf(stderr, "Tokens: %s\n",
-                        !auth_required(x->auth)            ? "none (loopback only)"
-                        : auth_tenant_count(x->auth) == 1 ? "one"
-                                                          : "per tenant");
-        }
-        /* The line a supervisor (and the tests) wait for: printed with --quiet too. */
-        fprintf(stderr, "Listening: %s\n", x->listen_desc);
-        fflush(stderr);
-        code = EXIT_OK;
-        while (!st.stop) {
-                int timeout = -1;
-                if (st.draining) {
-                        double left = st.drain_until - mono_ms();
-                        if (server_running(st.srv) == 0 || left <= 0)
-                                break;
-                        timeout = left < 200 ? (int)left + 1 : 200;
-                }
-                if (evloop_run_once(loop, timeout, err) < 0) {
-                        code = EXIT_PROTOCOL;
-                        break;
-                }
-        }
-        if (st.broken)
-                code = EXIT_PROTOCOL;
+        banner(x);
+        code = serve_loop(&st, loop, err);
 out:
         /* Sessions still running are killed with their boxes (KILL; the
          * monitor kills whatever is left at RESULT) and stay `running` in

@@ -525,6 +525,50 @@ static void prestart(struct srv *s)
                 adopt_early(s, x);
 }
 
+/* The running first box of run tree `id`, or NULL. */
+static struct mbox *running_root(struct srv *s, uint64_t id)
+{
+        for (struct mbox *t = s->boxes; id && t; t = t->next)
+                if (t->id == id && t->root && t->started && !t->finishing && !t->ended)
+                        return t;
+        return NULL;
+}
+
+/* The run tree a worker or tool SPAWN goes in (*ret NULL: a worker starts
+ * one), or false with why.  One run tree: while its first worker runs,
+ * every other worker names it (its cgroup node goes below the first
+ * box's: the run's --memory and --pids bound them together; they die with
+ * it); with none running, a worker names none and starts the tree; tools
+ * and bundles go in the run's cgroup as the provider places them.
+ * chidori serve (many_trees): a worker naming no tree starts one of its
+ * own, at most max_trees at once; a tool must name its session's tree. */
+static bool spawn_tree(struct srv *s, const struct chan_spawn *sp, struct mbox **ret, char *why, size_t n)
+{
+        struct mbox *tree = NULL;
+        if (sp->kind == CHAN_BOX_TOOL && s->m->many_trees && !(tree = running_root(s, sp->run_tree_id))) {
+                snprintf(why, n, "SPAWN of a tool: no such run tree runs");
+                return false;
+        }
+        if (sp->kind == CHAN_BOX_WORKER) {
+                tree = running_root(s, s->m->many_trees ? sp->run_tree_id : s->tree);
+                size_t roots = 0;
+                for (struct mbox *t = s->boxes; !tree && t; t = t->next)
+                        roots += t->root && !t->ended;
+                if (!sp->run_tree_id && s->m->max_trees && roots >= s->m->max_trees) {
+                        snprintf(why, n, "SPAWN of a new run tree: as many run as the operator allows (2 x --max-running)");
+                        return false;
+                }
+                if (sp->run_tree_id != (tree ? tree->id : 0)) {
+                        snprintf(why, n, "SPAWN in run tree %llu: %s %llu", (unsigned long long)sp->run_tree_id,
+                                 tree ? "the run's tree is box" : "no such box runs; expected",
+                                 (unsigned long long)(tree ? tree->id : 0));
+                        return false;
+                }
+        }
+        *ret = tree;
+        return true;
+}
+
 static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
 {
         struct chan_blob spec;
@@ -557,48 +601,12 @@ static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
                 send_failed(s, sp->h.id, ENOENT, BOX_E_SETUP, "the time zone asked for is not one this host has");
                 return;
         }
-        /* One run tree: while its first worker runs, every other worker
-         * names it (its cgroup node goes below the first box's: the run's
-         * --memory and --pids bound them together; they die with it); with
-         * none running, a worker names none and starts the tree.  (Tools
-         * and bundles go in the run's cgroup as the provider places them.) */
         struct mbox *tree = NULL;
-        if (sp->kind == CHAN_BOX_TOOL && s->m->many_trees) {
-                /* chidori serve: a tool goes below its session's tree. */
-                for (struct mbox *t = s->boxes; t; t = t->next)
-                        if (t->id == sp->run_tree_id && t->root && t->started && !t->finishing && !t->ended)
-                                tree = t;
-                if (!tree) {
-                        chan_blob_unmap(&spec);
-                        send_failed(s, sp->h.id, 0, CHAN_SPAWN_E_REFUSED, "SPAWN of a tool: no such run tree runs");
-                        return;
-                }
-        }
-        if (sp->kind == CHAN_BOX_WORKER) {
-                /* chidori serve: a tree per session, the one named. */
-                uint64_t want = s->m->many_trees ? sp->run_tree_id : s->tree;
-                for (struct mbox *t = s->boxes; want && t; t = t->next)
-                        if (t->id == want && t->root && t->started && !t->finishing && !t->ended)
-                                tree = t;
-                size_t roots = 0;
-                for (struct mbox *t = s->boxes; !tree && t; t = t->next)
-                        roots += t->root && !t->ended;
-                if (!sp->run_tree_id && s->m->max_trees && roots >= s->m->max_trees) {
-                        chan_blob_unmap(&spec);
-                        send_failed(s, sp->h.id, 0, CHAN_SPAWN_E_REFUSED, "SPAWN of a new run tree: as many run as "
-                                                                          "the operator allows (2 x --max-running)");
-                        return;
-                }
-                if (sp->run_tree_id != (tree ? tree->id : 0)) {
-                        char why[160];
-                        snprintf(why, sizeof(why), "SPAWN in run tree %llu: %s %llu",
-                                 (unsigned long long)sp->run_tree_id,
-                                 tree ? "the run's tree is box" : "no such box runs; expected",
-                                 (unsigned long long)(tree ? tree->id : 0));
-                        chan_blob_unmap(&spec);
-                        send_failed(s, sp->h.id, 0, CHAN_SPAWN_E_REFUSED, why);
-                        return;
-                }
+        char why[160];
+        if (!spawn_tree(s, sp, &tree, why, sizeof(why))) {
+                chan_blob_unmap(&spec);
+                send_failed(s, sp->h.id, 0, CHAN_SPAWN_E_REFUSED, why);
+                return;
         }
         if (!tree && claim_parked(s, sp)) {
                 chan_blob_unmap(&spec);

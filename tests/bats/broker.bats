@@ -288,11 +288,11 @@ print("up", flush=True); time.sleep(60)' "$sock" >"$T/sock.out" &
 }
 
 # The ceiling of chidori-monitor's C lines (docs/architecture.md, "Lines of
-# code with privilege"): raise it only with a reason written there.  9,962:
-# chidori serve through the monitor added 62 (a run tree per session, at most
+# code with privilege"): raise it only with a reason written there.  9,970:
+# chidori serve through the monitor added 70 (a run tree per session, at most
 # 2 x --max-running of them, tools below their session's tree, every stop
 # forwarded, the serve settings).
-MONITOR_MAX_LINES=9962
+MONITOR_MAX_LINES=9970
 
 @test "privileged-loc: chidori-monitor links none of cJSON, libcurl, SQLite, JavaScriptCore, ICU and stays within its ceiling of lines; one line less fails" {
   [[ -x $BUILD_DIR/chidori-monitor ]] || { echo "build/chidori-monitor is not built (make all)"; false; }
