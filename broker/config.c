@@ -917,12 +917,11 @@ static int serve_agent(int chan, const struct broker_config *c, struct run *r, c
                 err_free(e);
                 return EXIT_USAGE;
         }
-        char abspath[4200], sha[65];
+        char abspath[4200];
         snprintf(abspath, sizeof(abspath), "%s%s%s", c->agent_dir, strcmp(c->agent_dir, "/") ? "/" : "", c->agent);
-        sha256_hex(ag->source, strlen(ag->source), sha);
         const struct broker_serve x = {
                 .listen_fd = (int)c->listen_fd, .listen_desc = c->listen_desc, .auth = auth, .agent = ag,
-                .agent_path = c->agent_path ? c->agent_path : abspath, .agent_abspath = abspath, .agent_sha256 = sha,
+                .agent_path = c->agent_path ? c->agent_path : abspath, .agent_abspath = abspath, .agent_sha256 = ag->sha256,
                 .agent_dir = c->agent_dir, .agent_rel = c->agent, .esbuild = c->esbuild, .cpu_secs = c->cpu_secs,
                 .max_nested = c->max_nested,
                 .policy = r->policy, .mem = r->mem, .state_dir = c->state_dir, .workspace = c->workspace,
