@@ -1,7 +1,8 @@
-/* cli/serve.c — `chidori serve AGENT`: options, the listening socket (made
- * here, handed to the server: the privileged monitor will make it later),
- * tokens, the banner, and the event loop the server runs on until SIGTERM
- * (docs/serve.md). */
+/* cli/serve.c — `chidori serve AGENT`: options, tokens, the listening socket
+ * (bound here, by the privileged side), then chidori-monitor exec'd with the
+ * broker's config (serve_broker; the server runs in the broker, broker/serve.c).
+ * CHIDORI_RUN_BROKER=0: the one-process server of before, the banner and the
+ * event loop here until SIGTERM (docs/serve.md). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* monitor/main.c — chidori-monitor: the privileged process of a run
  * through the broker (docs/architecture.md, "Processes and who holds which
- * privilege").  `chidori run` and `chidori replay` read the operator's
+ * privilege").  `chidori run`, `replay` and `serve` read the operator's
  * options, build the broker's config blob and exec this binary (same pid:
  * the process the shell waits for), which starts the broker, serves it
  * (monitor/serve.c, with the box provider of cli/provider.c) and exits with
