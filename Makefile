@@ -38,7 +38,7 @@ PROTO_SRC   := $(wildcard proto/*.c)
 CHAN_SRC    := $(wildcard chan/*.c)
 MONITOR_SRC := $(filter-out monitor/main.c,$(wildcard monitor/*.c))
 # The broker's pieces the tests link (libchidori.a); its main is chidori-broker's.
-BROKER_LIB_SRC := broker/provider.c broker/config.c broker/tools.c broker/bundle.c broker/nested.c
+BROKER_LIB_SRC := broker/provider.c broker/config.c broker/tools.c broker/bundle.c broker/nested.c broker/serve.c
 CLI_SRC     := $(filter-out cli/main.c,$(wildcard cli/*.c))
 SANDBOX_SRC := $(filter-out sandbox/seccomp-gen.c,$(wildcard sandbox/*.c sandbox/*/*.c))
 RUNTIME_SRC := $(wildcard runtime/*.c)
@@ -195,7 +195,7 @@ $(BUILD)/chidori-worker: $(BUILD)/obj/engine/worker.o $(ENGINE_OBJ) $(call obj,c
 BROKER_CORE_OBJ := $(call obj,broker/lockdown.c $(CHAN_SRC) common/err.c) $(BUILD)/obj/gen/seccomp_bpf.o
 BROKER_OBJ := $(BROKER_CORE_OBJ) \
               $(call obj,broker/main.c $(BROKER_LIB_SRC) $(filter-out common/err.c,$(COMMON_SRC)) $(PROTO_SRC) \
-                $(RUNTIME_SRC) $(POLICY_SRC) $(filter-out $(NET_SRC),$(EFFECTS_SRC)) cli/report.c cli/sink.c cli/bundle.c cli/sourcemap.c sandbox/seccomp-names.c \
+                $(RUNTIME_SRC) $(POLICY_SRC) $(filter-out $(NET_SRC),$(EFFECTS_SRC)) $(SERVER_SRC) cli/report.c cli/sink.c cli/bundle.c cli/sourcemap.c sandbox/seccomp-names.c \
                 sandbox/tz.c)
 BROKER_LIBS = $(call libs_of,libcjson sqlite3) -lpthread -ldl -lm
 $(BUILD)/chidori-broker: $(BROKER_OBJ)

@@ -15,6 +15,8 @@
 #include "broker/config.h"
 #include "broker/nested.h"
 #include "broker/provider.h"
+#include "broker/serve.h"
+#include "server/server.h"
 #include "broker/tools.h"
 #include "chan/chan.h"
 #include "cli/bundle.h"
@@ -94,6 +96,13 @@ static const struct key {
         KEY("auto_approve", K_FLAG, auto_approve), KEY("pids_source", K_STR, pids_source),
         KEY("pids_max", K_NUM, pids_max), KEY("max_tools", K_NUM, max_tools), KEY("esbuild", K_STR, esbuild),
         KEY("max_nested", K_NUM, max_nested),
+        KEY("serve", K_FLAG, serve), KEY("listen_fd", K_FD, listen_fd), KEY("listen_desc", K_STR, listen_desc),
+        KEY("token_file", K_STR, token_file), KEY("token_fd", K_FD, token_fd),
+        KEY("serve_token", K_STR, serve_token), KEY("max_body", K_NUM, max_body),
+        KEY("conn_timeout", K_NUM, conn_timeout), KEY("max_conns", K_NUM, max_conns),
+        KEY("max_running", K_NUM, max_running), KEY("max_queued", K_NUM, max_queued), KEY("grace", K_NUM, grace),
+        KEY("approval_ttl", K_NUM, approval_ttl), KEY("session_ttl", K_NUM, session_ttl),
+        KEY("shared_memory", K_FLAG, shared_memory), KEY("shared_workspace", K_FLAG, shared_workspace),
 };
 
 /* One "key=value": into its field, or a repeatable key's list. */
@@ -193,8 +202,17 @@ static int config_check(const struct broker_config *c, struct err **err)
         if ((c->policy_file && (c->policy_fd >= 0) == (c->policy_errno != 0)) ||
             (c->tools_file && (c->tools_fd >= 0) == (c->tools_errno != 0)))
                 return err_set(err, 0, "config: a file needs its descriptor or the errno of its open, one of them");
+        if (c->serve && (c->listen_fd < 0 || !c->listen_desc || !c->state_dir || c->journal_fd >= 0 ||
+                         c->replay_fd >= 0 || c->agent_from_journal || c->agent_stdin || c->max_running < 1 ||
+                         c->max_conns < 1 || c->conn_timeout < 1 || c->max_body < 1))
+                return err_set(err, 0, "config: serve goes with listen_fd, listen_desc, state_dir, an agent file and "
+                                       "its limits, without a journal or a replay");
+        if (!c->serve && (c->listen_fd >= 0 || c->token_fd >= 0 || c->serve_token))
+                return err_set(err, 0, "config: listen_fd, token_fd and serve_token go with serve=1");
+        if ((c->token_fd >= 0) != (c->token_file != NULL) || (c->token_file && c->serve_token))
+                return err_set(err, 0, "config: token_fd goes with token_file, and not with serve_token");
         const long fds[] = { c->journal_fd, c->replay_fd, c->answers_fd, c->policy_fd, c->tools_fd, c->tty_fd,
-                             c->input_fd, c->net_lib_fd, c->input_arg_fd };
+                             c->input_fd, c->net_lib_fd, c->input_arg_fd, c->listen_fd, c->token_fd };
         for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
                 for (size_t j = i + 1; j < sizeof(fds) / sizeof(fds[0]); j++)
                         if (fds[i] >= 0 && fds[i] == fds[j])
@@ -207,7 +225,7 @@ int broker_config_parse(const char *const *strs, size_t n, struct broker_config 
         *c = (struct broker_config){ .run_id = "run-0", .js_deadline_ms = -1, .jit = -1, .journal_fd = -1,
                                      .replay_fd = -1, .answers_fd = -1, .input_fd = -1, .policy_fd = -1,
                                      .tools_fd = -1, .tty_fd = -1, .net_lib_fd = -1,
-                                     .input_arg_fd = -1 };
+                                     .input_arg_fd = -1, .listen_fd = -1, .token_fd = -1 };
         for (size_t i = 0; i < n; i++)
                 if (config_one(strs[i], c, err) < 0)
                         return -1;
@@ -808,7 +826,7 @@ enum step { STEP_ON, STEP_FAIL /* *code set, err to print */, STEP_DONE /* *code
 static enum step choose_policy(struct broker_config *c, struct run *r, char **warning, int *code, struct err **err)
 {
         struct policy_sources src = {
-                .surface = POLICY_SURFACE_RUN, .flag_untrusted = c->untrusted, .flag_trusted = c->trusted,
+                .surface = c->serve ? POLICY_SURFACE_SERVE : POLICY_SURFACE_RUN, .flag_untrusted = c->untrusted, .flag_trusted = c->trusted,
                 .env_inline = c->policy_inline, .env_profile = c->policy_profile,
                 .env_file = c->policy_file, .env_file_fd = c->policy_fd > 0 ? (int)c->policy_fd : 0,
                 .env_file_errno = (int)c->policy_errno,
@@ -856,8 +874,15 @@ static enum step load_agent(int chan, struct broker_config *c, struct run *r, st
                         *code = EXIT_LAYER_UNAVAILABLE;
                         return STEP_FAIL;
                 }
-                /* esbuild's diagnosis (and the rest) as chidori run prints it. */
-                *code = bundle_report_error(stderr, *err);
+                /* esbuild's diagnosis (and the rest) as chidori run (or serve) prints it. */
+                if (c->serve) {
+                        const char *m = err_msg(*err);
+                        text_fput_line(stderr, "chidori: serve: ", m, strlen(m));
+                        *code = err_code(*err) == AGENT_E_BUNDLE || err_code(*err) == AGENT_E_IMPORT ? EXIT_AGENT_ERROR
+                                                                                                   : EXIT_USAGE;
+                } else {
+                        *code = bundle_report_error(stderr, *err);
+                }
                 err_free(*err);
                 *err = NULL;
                 return STEP_DONE;
@@ -889,7 +914,7 @@ static int report_failure(const struct broker_config *c, struct run *r, const st
         }
         /* It may quote a journal's or an agent folder's text: escaped. */
         const char *m = err_msg(e);
-        text_fput_line(stderr, "chidori: ", m, strlen(m));
+        text_fput_line(stderr, c->serve ? "chidori: serve: " : "chidori: ", m, strlen(m));
         return code;
 }
 
@@ -912,6 +937,60 @@ static void run_clear(struct run *r)
         free(r->ns);
         free(r->agent_abs);
         free(r->agent_dir_buf);
+}
+
+/* chidori serve (serve=1): the tokens, then the server (broker/serve.c)
+ * with what the steps before built.  The exit code (printed). */
+static int serve_agent(int chan, const struct broker_config *c, struct run *r, const struct agent *ag)
+{
+        struct err *e = NULL;
+        struct auth *auth = NULL;
+        int rc = c->token_file    ? auth_load_fd((int)c->token_fd, c->token_file, &auth, &e)
+                 : c->serve_token ? auth_new_token(c->serve_token, &auth, &e)
+                                  : auth_new_open(&auth, &e);
+        if (c->token_fd >= 0)
+                close((int)c->token_fd);
+        if (rc < 0) {
+                char msg[4400];
+                snprintf(msg, sizeof(msg), "%s%s%s%s", c->token_file ? "--token-file '" : "CHIDORI_SERVE_TOKEN",
+                         c->token_file ? c->token_file : "", c->token_file ? "': " : ": ", err_msg(e));
+                text_fput_line(stderr, "chidori: serve: ", msg, strlen(msg));
+                err_free(e);
+                return EXIT_USAGE;
+        }
+        char abspath[4200];
+        snprintf(abspath, sizeof(abspath), "%s%s%s", c->agent_dir, strcmp(c->agent_dir, "/") ? "/" : "", c->agent);
+        const struct broker_serve x = {
+                .listen_fd = (int)c->listen_fd, .listen_desc = c->listen_desc, .auth = auth, .agent = ag,
+                .agent_path = c->agent_path ? c->agent_path : abspath, .agent_abspath = abspath, .agent_sha256 = ag->sha256,
+                .agent_dir = c->agent_dir, .agent_rel = c->agent, .esbuild = c->esbuild, .cpu_secs = c->cpu_secs,
+                .max_nested = c->max_nested,
+                .policy = r->policy, .mem = r->mem, .state_dir = c->state_dir, .workspace = c->workspace,
+                .shared_workspace = c->shared_workspace, .shared_memory = c->shared_memory, .quiet = c->quiet,
+                .no_jit = r->no_jit, .auto_approve = c->auto_approve, .tz = r->tz, .js_deadline_ms = c->js_deadline_ms,
+                .deadline_ms = c->deadline_ms, .grace_s = c->grace, .max_tools = c->max_tools,
+                .http_timeout_ms = c->http_timeout_ms, .max_body = (size_t)c->max_body,
+                .http_max_response = (size_t)c->http_max_response, .conn_timeout_s = (unsigned)c->conn_timeout,
+                .max_conns = (unsigned)c->max_conns, .max_running = (unsigned)c->max_running,
+                .max_queued = (unsigned)c->max_queued, .approval_ttl_s = (unsigned)c->approval_ttl,
+                .session_ttl_s = (unsigned)c->session_ttl,
+                .limits = {
+                        .max_calls = (uint64_t)c->max_calls, .max_queue = (uint64_t)c->max_queue,
+                        .max_log = (uint64_t)c->max_log, .max_journal = (uint64_t)c->max_journal,
+                        .max_vfs = (uint64_t)c->max_vfs, .max_memory_store = (uint64_t)c->max_memory_store,
+                        .max_workspace_write = (uint64_t)c->max_workspace_write,
+                        .max_timers = (uint64_t)c->max_timers,
+                },
+                .allow = r->allow, .tools = r->tools, .llm = r->llm, .secrets = r->secrets,
+        };
+        int code = broker_serve(chan, &x, &e);
+        if (e) {
+                const char *m = err_msg(e);
+                text_fput_line(stderr, "chidori: serve: ", m, strlen(m));
+                err_free(e);
+        }
+        auth_free(auth);
+        return code;
 }
 
 /* The run, as steps: the config, HELLO, the policy, the operator's files,
@@ -961,6 +1040,10 @@ int broker_run(int chan, int config_fd)
         if (r.journal)
                 journal_header(&r, ag.source);
         st = STEP_DONE;
+        if (c.serve) {
+                code = serve_agent(chan, &c, &r, &ag);
+                goto end;
+        }
         if (run_session(chan, &c, &r, &ag, &code, &e) < 0) {
                 st = STEP_FAIL;
                 code = EXIT_PROTOCOL;

@@ -69,6 +69,15 @@
  *                        kind bundle names it (broker/bundle.c)
  *   tty_fd=N             the terminal (opened by the monitor when stdin is one):
  *                        ask_before and chidori.input() ask there
+ *   serve=1              chidori serve (broker/serve.h): the server instead of
+ *                        one run; with it:
+ *   listen_fd=N, listen_desc=TEXT   the listening socket the CLI bound, and
+ *                        its Listening: text
+ *   token_file=PATH, token_fd=N | serve_token=TOKEN   --token-file (opened by
+ *                        the CLI) or CHIDORI_SERVE_TOKEN; neither: no token
+ *   max_body=N, conn_timeout=N, max_conns=N, max_running=N, max_queued=N,
+ *   grace=N, approval_ttl=N, session_ttl=N, shared_memory=0|1,
+ *   shared_workspace=0|1   serve's options (docs/serve.md)
  * Every descriptor is at 5 or above and named once.
  */
 #ifndef CHIDORI_BROKER_CONFIG_H
@@ -112,6 +121,11 @@ struct broker_config {
         size_t n_llm;
         const char *secret[BROKER_CONFIG_SECRETS_MAX]; /* "secret=NAME VALUE" / "secret_host=NAME HOST", in order */
         size_t n_secret;
+        /* chidori serve (serve=1) */
+        bool serve, shared_memory, shared_workspace;
+        long listen_fd, token_fd;          /* -1: none */
+        const char *listen_desc, *token_file, *serve_token;
+        long max_body, conn_timeout, max_conns, max_running, max_queued, grace, approval_ttl, session_ttl;
 };
 
 struct journal;

@@ -383,7 +383,7 @@ static int start_session(struct nested_run *n, struct err **err)
                         c->limits.max_journal = NESTED_JOURNAL_MAX;
         }
         n->sink = (struct session_sink){ .log = on_log, .note = on_note, .ended = on_ended, .arg = n };
-        if (session_new(x->loop, c, &n->sink, &x->cb->provider, &n->s, err) < 0)
+        if (session_new(x->loop, c, &n->sink, x->boxes ? x->boxes : &x->cb->provider, &n->s, err) < 0)
                 return -1;
         return session_start(n->s, err);
 }

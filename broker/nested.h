@@ -29,6 +29,9 @@ struct nested_run;
 struct nested_ctx {
         struct session_nested hook;       /* give &hook to every session's config */
         struct chan_boxes *cb;
+        /* Where the nested workers' boxes come from: chidori serve's
+         * session provider (a chan_tree: its run tree); NULL: cb's. */
+        const struct box_provider *boxes;
         struct evloop *loop;
         const char *top_dir;              /* the COMMIT's agent folder: OPEN_AGENT_FILE is beneath it */
         const char *esbuild;              /* the monitor's esbuild (a callee that needs bundling), or NULL */

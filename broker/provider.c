@@ -20,6 +20,7 @@ struct chan_box {
         uint64_t box;            /* the monitor's number, once SPAWNED */
         struct box_events ev;
         bool tool;               /* SPAWN kind tool: 3 fds, no banner */
+        uint64_t *tree;          /* its run tree's first box, set at SPAWNED if 0 (NULL: forgotten) */
         bool started, kill_on_start, finish_asked;
 };
 
@@ -137,8 +138,8 @@ static size_t on_message(struct chan_boxes *o, const union chan_msg *m, const in
                 }
                 b->started = true;
                 b->box = m->spawned.box;
-                if (!o->tree_box && !b->tool) /* kept after it ends: a later box never starts a tree of its own */
-                        o->tree_box = b->box;
+                if (b->tree && !*b->tree && !b->tool) /* kept after it ends: a later box never starts a tree of its own */
+                        *b->tree = b->box;
                 if (b->kill_on_start)
                         send_kill(o, b);
                 if (b->tool) {
@@ -332,11 +333,9 @@ static int tool_spec(const struct box_request *req, union chan_msg *m, int *blob
         return r;
 }
 
-static int spawn(void *arg, struct evloop *loop, const struct box_request *req, const struct box_events *ev,
-                 void **ret_handle, struct err **err)
+static int spawn_in(struct chan_boxes *o, uint64_t *tree, const struct box_request *req, const struct box_events *ev,
+                    void **ret_handle, struct err **err)
 {
-        (void)loop;
-        struct chan_boxes *o = arg;
         bool tool = req->kind == BOX_TOOL;
         if (o->broken)
                 return err_set(err, 0, "start the %s: the monitor's channel: %s", tool ? "tool" : "worker", o->why);
@@ -346,6 +345,7 @@ static int spawn(void *arg, struct evloop *loop, const struct box_request *req, 
         if (tool) {
                 if (tool_spec(req, &m, &blob, err) < 0)
                         return -1;
+                m.spawn.run_tree_id = *tree; /* chidori serve: below the session's tree */
                 goto send;
         }
         /* The monitor starts its own worker: the spec names it, nothing more. */
@@ -353,7 +353,7 @@ static int spawn(void *arg, struct evloop *loop, const struct box_request *req, 
         if (chan_blob_create("spawn", spec, 2, &blob, err) < 0)
                 return -1;
         m.spawn.kind = CHAN_BOX_WORKER;
-        m.spawn.run_tree_id = o->tree_box;
+        m.spawn.run_tree_id = *tree;
         m.spawn.n_argv = 1;
         m.spawn.jit = o->no_jit ? 0 : 1;
         m.spawn.cpu_budget_ms = o->cpu_budget_ms > 0 ? (uint64_t)o->cpu_budget_ms : 0;
@@ -370,6 +370,7 @@ send:;
                 return err_set(err, ENOMEM, "start the %s", tool ? "tool" : "worker");
         }
         b->tool = tool;
+        b->tree = tree;
         int r = chan_send(o->chan, &m, &blob, 1, err);
         close(blob);
         if (r < 0) {
@@ -384,9 +385,16 @@ send:;
         return 0;
 }
 
-static void finish(void *arg, void *handle, bool kill_first)
+static int spawn(void *arg, struct evloop *loop, const struct box_request *req, const struct box_events *ev,
+                 void **ret_handle, struct err **err)
 {
+        (void)loop;
         struct chan_boxes *o = arg;
+        return spawn_in(o, &o->tree_box, req, ev, ret_handle, err);
+}
+
+static void finish_in(struct chan_boxes *o, void *handle, bool kill_first)
+{
         for (struct chan_box *b = o->boxes; b; b = b->next) {
                 if (b != handle)
                         continue;
@@ -401,6 +409,68 @@ static void finish(void *arg, void *handle, bool kill_first)
                         b->kill_on_start = true;
                 return;
         }
+}
+
+static void finish(void *arg, void *handle, bool kill_first)
+{
+        finish_in(arg, handle, kill_first);
+}
+
+/* ---- chidori serve: a provider per session over the one channel ---- */
+
+static int tree_spawn(void *arg, struct evloop *loop, const struct box_request *req, const struct box_events *ev,
+                      void **ret_handle, struct err **err)
+{
+        (void)loop;
+        struct chan_tree *t = arg;
+        return spawn_in(t->o, &t->tree_box, req, ev, ret_handle, err);
+}
+
+static void tree_finish(void *arg, void *handle, bool kill_first)
+{
+        struct chan_tree *t = arg;
+        finish_in(t->o, handle, kill_first);
+}
+
+void chan_tree_init(struct chan_tree *t, struct chan_boxes *o)
+{
+        *t = (struct chan_tree){ .o = o };
+        t->provider = (struct box_provider){ .spawn = tree_spawn, .finish = tree_finish, .arg = t };
+}
+
+/* The events of a box whose session is gone: its descriptors closed. */
+static void gone_started(void *arg, const struct box_started *st)
+{
+        (void)arg;
+        /* A worker's: frame and stderr; a tool's (frame -1): stdin, stdout, stderr. */
+        const int fds[] = { st->frame_fd, st->stderr_fd, st->frame_fd < 0 ? st->stdin_fd : -1,
+                            st->frame_fd < 0 ? st->stdout_fd : -1 };
+        for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+                if (fds[i] >= 0)
+                        close(fds[i]);
+}
+
+static void gone_failed(void *arg, const struct err *e, bool layer)
+{
+        (void)arg, (void)e, (void)layer;
+}
+
+static void gone_ended(void *arg, const struct box_ended *e)
+{
+        (void)arg, (void)e;
+}
+
+void chan_tree_free(struct chan_tree *t)
+{
+        /* The session freed before its boxes ended (the server's end):
+         * they were asked to be killed; what the monitor says of them
+         * later goes nowhere. */
+        for (struct chan_box *b = t->o->boxes; b; b = b->next)
+                if (b->tree == &t->tree_box) {
+                        b->tree = NULL;
+                        b->ev = (struct box_events){ .started = gone_started, .failed = gone_failed,
+                                                     .ended = gone_ended };
+                }
 }
 
 int chan_boxes_init(struct chan_boxes *o, int chan, struct evloop *loop, struct err **err)

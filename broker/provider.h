@@ -59,6 +59,18 @@ struct chan_boxes {
         const char *tz;                    /* the box's zone (a replay's: the journal's); NULL: the monitor's */
 };
 
+/* chidori serve: one session's provider over the channel `o` serves; its
+ * first worker starts a run tree of its own (the monitor's many_trees),
+ * its later ones (nested agents) join it.  Free it (it forgets its boxes'
+ * tree) before `o`. */
+struct chan_tree {
+        struct box_provider provider;      /* give this to session_new */
+        struct chan_boxes *o;
+        uint64_t tree_box;
+};
+void chan_tree_init(struct chan_tree *t, struct chan_boxes *o);
+void chan_tree_free(struct chan_tree *t);
+
 /* Watch `chan` on `loop` and fill o->provider.  Set on_stop/on_broken/cb_arg after. */
 int chan_boxes_init(struct chan_boxes *o, int chan, struct evloop *loop, struct err **err);
 /* Stop watching; boxes not ended are forgotten (their events never come). */

@@ -224,6 +224,11 @@ int cmd_launch(int argc, char **argv);
 int cmd_launch_wrapper(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+/* "run-" and 16 hex digits (run.c): a run's id, its cgroup leaf's suffix. */
+void make_run_id(char out[40]);
+/* CHIDORI_RUN_BROKER (run.c): 0 the one-process parent (*off), 1 or unset
+ * the broker; -1 for another value (printed). */
+int cli_broker_switch(bool *off);
 
 /* ---- memory.c ---- */
 /* --state-dir DIR: DIR exists, or its parent does (DIR itself is then

@@ -13,11 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "chan/chan.h"
 #include "cli/cli.h"
 #include "cli/handover.h"
+#include "effects/net/secrets.h"
 #include "cli/suggest.h"
 #include "common/cleanup.h"
 #include "common/dlib.h"
@@ -90,6 +92,40 @@ void handover_free(struct handover *h)
         memset(h, 0, sizeof(*h));
 }
 
+/* A copy of a library in a sealed memfd: Landlock lets the broker map an
+ * anonymous file, not one of the install folder it has no rule for. */
+static int lib_memfd(const char *path)
+{
+        _cleanup_close_ int in = open(path, O_RDONLY | O_CLOEXEC);
+        int fd = in >= 0 ? memfd_create("libchidori-net.so", MFD_CLOEXEC | MFD_ALLOW_SEALING) : -1;
+        if (fd < 0)
+                return -1;
+        char buf[65536];
+        ssize_t n;
+        while ((n = read(in, buf, sizeof(buf))) > 0)
+                if (write(fd, buf, (size_t)n) != n) {
+                        n = -1;
+                        break;
+                }
+        if (n < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK) < 0) {
+                close(fd);
+                return -1;
+        }
+        return fd;
+}
+
+void handover_net_lib(struct handover *h)
+{
+        /* The network library, which the broker cannot reach where it is
+         * installed (or built). */
+        const char *nl = getenv("CHIDORI_NET_LIB");
+        _cleanup_free_ char *found = nl && *nl ? NULL : dlib_find("libchidori-net.so", R_OK);
+        const char *netlib = nl && *nl ? nl : found;
+        int nfd = netlib ? lib_memfd(netlib) : -1;
+        if (nfd >= 0)
+                handover_fd(h, "net_lib_fd", nfd);
+}
+
 static int fail(const char *what, struct err *e, int code)
 {
         fprintf(stderr, "chidori: %s: %s\n", what, err_msg(e));
@@ -143,6 +179,13 @@ static void monitor_settings(struct handover *set, const struct handover_run *r,
         if (r->workspace)
                 handover_add(set, "workspace=%s", r->workspace);
         handover_add(set, "agent_from_broker=%d", r->agent_from_broker);
+        if (r->serve) {
+                handover_add(set, "serve=1");
+                handover_add(set, "stop_grace_ms=%ld", r->stop_grace_ms);
+                handover_add(set, "max_trees=%ld", r->max_trees);
+                if (r->unlink_socket)
+                        handover_add(set, "unlink_socket=%s", r->unlink_socket);
+        }
         handover_add(set, "quiet=%d", r->quiet);
         handover_add(set, "broker_uid=%u", (unsigned)uid);
         handover_add(set, "broker_gid=%u", (unsigned)gid);
@@ -256,4 +299,32 @@ int handover_run(struct handover *h, const struct handover_run *r)
         close(config_fd);
         handover_free(&set);
         return fail("start the monitor (chidori-monitor)", e, EXIT_PROTOCOL);
+}
+
+static const char *secrets_env(const char *name)
+{
+        return getenv(name);
+}
+
+/* --secrets: the values are read here, as the operator (the broker can
+ * reach neither the operator's environment nor the files), and go in the
+ * sealed config blob (secret=NAME VALUE, secret_host=NAME HOST), never in
+ * an argv or an environment.  A bad file is a usage error, as in the
+ * one-process run (cli/grants.c). */
+int handover_secrets(struct handover *h, const char *file)
+{
+        struct secrets *s = NULL;
+        struct err *e = NULL;
+        if (secrets_load(file, secrets_env, &s, &e) < 0) {
+                fprintf(stderr, "chidori: --secrets %s\n", err_msg(e));
+                err_free(e);
+                return -1;
+        }
+        for (size_t i = 0; i < secrets_count(s); i++) {
+                handover_add(h, "secret=%s %s", secrets_name(s, i), secrets_value(s, i));
+                for (size_t k = 0; k < secrets_nhosts(s, i); k++)
+                        handover_add(h, "secret_host=%s %s", secrets_name(s, i), secrets_host(s, i, k));
+        }
+        secrets_free(s);
+        return 0;
 }

@@ -34,6 +34,8 @@ int handover_fd(struct handover *h, const char *key, int fd);
  * reports it as the one-process run did). */
 void handover_file(struct handover *h, const char *name, const char *path);
 void handover_free(struct handover *h);
+/* libchidori-net.so as a sealed memfd copy: "net_lib_fd=N" (fetch, prompt). */
+void handover_net_lib(struct handover *h);
 
 struct handover_run {
         const struct sandbox_opts *sb;     /* the operator's box options */
@@ -45,11 +47,23 @@ struct handover_run {
         const char *remove_after;          /* a file (an agent read from stdin) the monitor removes, and its folder */
         const char *state_dir, *workspace; /* absolute or NULL: attached read-write */
         const char *broker_user;           /* --broker-user, or NULL */
+        /* chidori serve: a run tree per session, every stop signal
+         * forwarded, the broker killed stop_grace_ms after the first; the
+         * unix socket removed at the end. */
+        bool serve;
+        long stop_grace_ms;
+        long max_trees;                    /* run trees at once: sessions and replays (2 x --max-running) */
+        const char *unlink_socket;
 };
 
 /* Exec chidori-monitor with the strings (sealed), the descriptors and the
  * monitor's settings: returns only when that cannot be done, with the exit
  * code (the message printed).  The monitor exits with the run's code. */
 int handover_run(struct handover *h, const struct handover_run *r);
+
+/* --secrets FILE read as the operator (its values from the operator's
+ * environment and files) into the config: secret=NAME VALUE, then each
+ * secret_host=NAME HOST.  -1 after printing why (a usage error). */
+int handover_secrets(struct handover *h, const char *file);
 
 #endif

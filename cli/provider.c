@@ -32,6 +32,7 @@ struct cli_box {
         bool ended;
         bool have_cg;            /* owner->tools.run_cg is this worker's cgroup */
         struct cli_tool *tool;   /* a tool (BOX_TOOL), not a worker */
+        struct cgroup_run *under; /* a tool: the run cgroup its place is below (NULL: none) */
         struct cli_box *tnext;   /* in owner->live_tools */
 };
 
@@ -65,12 +66,14 @@ static void reap(struct cli_box *b, bool kill_first, enum box_end_reason reason,
                 ev.ended(ev.arg, &e);
                 return;
         }
-        /* The tools' places are below the worker's cgroup: they go first. */
-        if (b->have_cg) {
-                while (b->owner->live_tools)
-                        reap(b->owner->live_tools, true, BOX_KILLED, 0);
-                b->owner->tools.run_cg = NULL;
+        /* The tools' places below the worker's cgroup go first. */
+        for (struct cli_box *t = b->owner->live_tools, *next; b->w.have_sr && b->w.sr.cg && t; t = next) {
+                next = t->tnext;
+                if (t->under == b->w.sr.cg)
+                        reap(t, true, BOX_KILLED, 0);
         }
+        if (b->have_cg)
+                b->owner->tools.run_cg = NULL;
         struct sandbox_usage usage;
         struct err *err = NULL;
         if (b->owner->set_cgroup)
@@ -133,7 +136,15 @@ static int spawn_tool(struct cli_boxes *o, struct cli_box *b, const struct box_r
 {
         int fds[3];
         struct err *terr = NULL;
-        if (cli_tool_start(&o->tools, req, &b->tool, fds, &terr) < 0) {
+        /* chidori serve: below the run tree the broker named (its session's). */
+        const struct cli_box *tree = req->tree;
+        struct cgroup_run *run_cg = o->tools.run_cg;
+        if (tree && !tree->ended && tree->w.have_sr)
+                o->tools.run_cg = tree->w.sr.cg;
+        b->under = o->tools.run_cg;
+        int r = cli_tool_start(&o->tools, req, &b->tool, fds, &terr);
+        o->tools.run_cg = run_cg;
+        if (r < 0) {
                 struct box_events ev = b->ev;
                 free(b);
                 ev.failed(ev.arg, terr, false);

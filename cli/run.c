@@ -157,7 +157,7 @@ static int in_process_exit(const struct run_opts *o, int code)
         _exit(code);
 }
 
-static void make_run_id(char out[40])
+void make_run_id(char out[40])
 {
         unsigned char b[8];
         if (getrandom(b, sizeof(b), 0) != sizeof(b))
@@ -803,7 +803,7 @@ static int broker_user_check(const char *cmd, const struct run_opts *o)
  * CHIDORI_RUN_BROKER=0: the one-process parent of before the split, kept
  * for comparison (make bench) and debugging, said with a warning.  -1: a
  * bad value (printed). */
-static int broker_mode(const struct run_opts *o, bool *use)
+int cli_broker_switch(bool *off)
 {
         const char *v = getenv("CHIDORI_RUN_BROKER");
         if (v && *v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
@@ -813,7 +813,15 @@ static int broker_mode(const struct run_opts *o, bool *use)
                         text_quote(v, strnlen(v, 64), q, sizeof(q)));
                 return -1;
         }
-        bool off = v && strcmp(v, "0") == 0;
+        *off = v && strcmp(v, "0") == 0;
+        return 0;
+}
+
+static int broker_mode(const struct run_opts *o, bool *use)
+{
+        bool off;
+        if (cli_broker_switch(&off) < 0)
+                return -1;
         *use = !o->in_process && !off;
         if (off && !o->in_process)
                 fprintf(stderr, "chidori: WARNING: CHIDORI_RUN_BROKER=0: this run's parent is one process with your "
@@ -851,34 +859,6 @@ static void handover_limits(struct handover *h, const struct run_opts *o)
         handover_add(h, "max_workspace_write=%llu", (unsigned long long)l->max_workspace_write);
         handover_add(h, "max_timers=%llu", (unsigned long long)l->max_timers);
         handover_add(h, "max_nested=%ld", o->gr.max_nested ? o->gr.max_nested : GRANTS_DEFAULT_MAX_NESTED);
-}
-
-static const char *secrets_env(const char *name)
-{
-        return getenv(name);
-}
-
-/* --secrets: the values are read here, as the operator (the broker can
- * reach neither the operator's environment nor the files), and go in the
- * sealed config blob (secret=NAME VALUE, secret_host=NAME HOST), never in
- * an argv or an environment.  A bad file is a usage error, as in the
- * one-process run (cli/grants.c). */
-static int handover_secrets(struct handover *h, const char *file)
-{
-        struct secrets *s = NULL;
-        struct err *e = NULL;
-        if (secrets_load(file, secrets_env, &s, &e) < 0) {
-                fprintf(stderr, "chidori: --secrets %s\n", err_msg(e));
-                err_free(e);
-                return -1;
-        }
-        for (size_t i = 0; i < secrets_count(s); i++) {
-                handover_add(h, "secret=%s %s", secrets_name(s, i), secrets_value(s, i));
-                for (size_t k = 0; k < secrets_nhosts(s, i); k++)
-                        handover_add(h, "secret_host=%s %s", secrets_name(s, i), secrets_host(s, i, k));
-        }
-        secrets_free(s);
-        return 0;
 }
 
 /* What the agent is handed: the workspace, hosts, http caps, process.env. */
@@ -944,28 +924,6 @@ static int bytes_memfd(const char *name, const char *text, size_t len, int *ret,
         return 0;
 }
 
-/* A copy of a library in a sealed memfd: Landlock lets the broker map an
- * anonymous file, not one of the install folder it has no rule for. */
-static int lib_memfd(const char *path)
-{
-        _cleanup_close_ int in = open(path, O_RDONLY | O_CLOEXEC);
-        int fd = in >= 0 ? memfd_create("libchidori-net.so", MFD_CLOEXEC | MFD_ALLOW_SEALING) : -1;
-        if (fd < 0)
-                return -1;
-        char buf[65536];
-        ssize_t n;
-        while ((n = read(in, buf, sizeof(buf))) > 0)
-                if (write(fd, buf, (size_t)n) != n) {
-                        n = -1;
-                        break;
-                }
-        if (n < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK) < 0) {
-                close(fd);
-                return -1;
-        }
-        return fd;
-}
-
 /* The input, the answers, the journal, the terminal. */
 static int handover_io(struct handover *h, const struct run_opts *o)
 {
@@ -1018,14 +976,7 @@ static int handover_io(struct handover *h, const struct run_opts *o)
                 }
                 handover_fd(h, "journal_fd", fd);
         }
-        /* The network library, which the broker cannot reach where it is
-         * installed (or built). */
-        const char *nl = getenv("CHIDORI_NET_LIB");
-        _cleanup_free_ char *found = nl && *nl ? NULL : dlib_find("libchidori-net.so", R_OK);
-        const char *netlib = nl && *nl ? nl : found;
-        int nfd = netlib ? lib_memfd(netlib) : -1;
-        if (nfd >= 0)
-                handover_fd(h, "net_lib_fd", nfd);
+        handover_net_lib(h);
         if (isatty(STDIN_FILENO) == 1) {
                 int fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
                 if (fd >= 0)

@@ -1,7 +1,8 @@
-/* cli/serve.c — `chidori serve AGENT`: options, the listening socket (made
- * here, handed to the server: the privileged monitor will make it later),
- * tokens, the banner, and the event loop the server runs on until SIGTERM
- * (docs/serve.md). */
+/* cli/serve.c — `chidori serve AGENT`: options, tokens, the listening socket
+ * (bound here, by the privileged side), then chidori-monitor exec'd with the
+ * broker's config (serve_broker; the server runs in the broker, broker/serve.c).
+ * CHIDORI_RUN_BROKER=0: the one-process server of before, the banner and the
+ * event loop here until SIGTERM (docs/serve.md). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -23,6 +24,7 @@
 #include "cli/cli.h"
 #include "cli/grants.h"
 #include "effects/net/secrets.h"
+#include "cli/handover.h"
 #include "cli/options.h"
 #include "cli/suggest.h"
 #include "common/cleanup.h"
@@ -116,7 +118,11 @@ static void serve_help(void)
                "                        default of serve is untrusted: deny by default)\n"
                "  --untrusted           the untrusted policy whatever CHIDORI_POLICY* says\n"
                "  --quiet               do not print the banner\n"
-               "  -h, --help            show this help\n");
+               "  -h, --help            show this help\n"
+               "\n"
+               "The server is two processes: this one keeps the privilege (the socket, the boxes), an\n"
+               "unprivileged, confined broker parses HTTP, keeps the state and reads the workers' frames.\n"
+               "CHIDORI_RUN_BROKER=0 runs it as one process with your privileges (comparison, debugging).\n");
 }
 
 enum {
@@ -817,8 +823,224 @@ static void serve_close(struct serve_run *r)
         err_free(r->err);
 }
 
+/* ---- serve as monitor + broker (the default): what is the operator's is
+ * opened here, the rest is the broker's (broker/serve.c) ---- */
+
+/* The agent file: its folder and name for the broker (OPEN_AGENT_FILE
+ * beneath the folder), in agent_load's words when it cannot be resolved. */
+static int broker_agent(const struct serve_opts *o, struct handover *h, char **ret_dir)
+{
+        char *abs = realpath(o->agent_path, NULL);
+        if (!abs) {
+                char msg[PATH_MAX + 128];
+                int e = errno;
+                snprintf(msg, sizeof(msg), e == ENOENT ? "agent file '%s' not found: %s" : "load agent: open '%s': %s",
+                         o->agent_path, strerror(e));
+                text_fput_line(stderr, "chidori: serve: ", msg, strlen(msg));
+                return -1;
+        }
+        char *slash = strrchr(abs, '/');
+        *slash = '\0';
+        handover_add(h, "agent=%s", slash + 1);
+        handover_add(h, "agent_path=%s", o->agent_path);
+        *ret_dir = strdup(slash == abs ? "/" : abs);
+        free(abs);
+        if (!*ret_dir)
+                return -1;
+        handover_add(h, "agent_dir=%s", *ret_dir);
+        return 0;
+}
+
+/* The state directory, made as the memory store makes it (0700): the
+ * monitor attaches it in the broker's root, where serve.db is opened. */
+static int broker_state_dir(const struct serve_opts *o, char **ret)
+{
+        struct err *err = NULL;
+        char *dir = NULL;
+        if (o->state_dir)
+                dir = strdup(o->state_dir);
+        else if (memstore_default_dir(&dir, &err) < 0) {
+                fprintf(stderr, "chidori: serve: %s; choose a place with --state-dir DIR\n", err_msg(err));
+                err_free(err);
+                return -1;
+        }
+        if (!dir || memstore_make_dir(dir, &err) < 0 || !(*ret = realpath(dir, NULL))) {
+                if (!err)
+                        err_set(&err, errno, "memory: cannot use directory '%s'", dir ? dir : "");
+                fprintf(stderr, "chidori: serve: open the memory store: %s; choose another place with --state-dir "
+                                "DIR\n", err_msg(err));
+                err_free(err);
+                free(dir);
+                return -1;
+        }
+        free(dir);
+        return 0;
+}
+
+/* The policy's sources, the engine's limits and the parent's: the broker
+ * chooses and applies them as the one-process server did. */
+static void broker_policy_limits(const struct serve_opts *o, struct handover *h)
+{
+        const char *file = getenv("CHIDORI_POLICY_FILE"), *inl = getenv("CHIDORI_POLICY"),
+                   *prof = getenv("CHIDORI_POLICY_PROFILE");
+        if (o->untrusted)
+                handover_add(h, "untrusted=1");
+        if (o->trusted)
+                handover_add(h, "trusted=1");
+        if (file && *file)
+                handover_file(h, "policy", file);
+        if (inl && *inl)
+                handover_add(h, "policy_inline=%s", inl);
+        if (prof && *prof)
+                handover_add(h, "policy_profile=%s", prof);
+        if (o->sb.deadline_ms > 0)
+                handover_add(h, "deadline_ms=%ld", o->sb.deadline_ms);
+        if (o->js_deadline_ms >= 0)
+                handover_add(h, "js_deadline_ms=%ld", o->js_deadline_ms);
+        handover_add(h, "jit=%s", o->sb.jit < 0 ? "auto" : o->sb.jit ? "1" : "0");
+        handover_add(h, "cpu_secs=%ld", sandbox_cpu_secs(&o->sb, true));
+        handover_add(h, "pids_max=%llu", (unsigned long long)o->sb.pids_max);
+        if (o->sb.tz)
+                handover_add(h, "tz=%s", o->sb.tz);
+        const struct session_limits *l = &o->lim;
+        handover_add(h, "max_calls=%llu", (unsigned long long)l->max_calls);
+        handover_add(h, "max_queue=%llu", (unsigned long long)l->max_queue);
+        handover_add(h, "max_log=%llu", (unsigned long long)l->max_log);
+        handover_add(h, "max_journal=%llu", (unsigned long long)l->max_journal);
+        handover_add(h, "max_vfs=%llu", (unsigned long long)l->max_vfs);
+        handover_add(h, "max_memory_store=%llu", (unsigned long long)l->max_memory_store);
+        handover_add(h, "max_workspace_write=%llu", (unsigned long long)l->max_workspace_write);
+        handover_add(h, "max_timers=%llu", (unsigned long long)l->max_timers);
+}
+
+/* What every session is handed (cli/grants.c's options), and the model's settings. */
+static int broker_grants(const struct serve_opts *o, struct handover *h, char **ret_ws)
+{
+        const struct grants_opts *g = &o->gr;
+        if (g->workspace_dir) {
+                struct stat st;
+                *ret_ws = realpath(g->workspace_dir, NULL);
+                if (!*ret_ws || stat(*ret_ws, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                        char q[PATH_MAX];
+                        fprintf(stderr, "chidori: serve: --workspace %s: %s (expected an existing directory)\n",
+                                text_quote(g->workspace_dir, strlen(g->workspace_dir), q, sizeof(q)),
+                                strerror(*ret_ws ? ENOTDIR : errno));
+                        return -1;
+                }
+                handover_add(h, "workspace=%s", *ret_ws);
+        }
+        for (size_t i = 0; i < g->nallow; i++)
+                handover_add(h, "allow_host=%s", g->allow_specs[i]);
+        if (g->http_max_response)
+                handover_add(h, "http_max_response=%llu", g->http_max_response);
+        if (g->http_timeout_ms)
+                handover_add(h, "http_timeout_ms=%ld", g->http_timeout_ms);
+        if (g->auto_approve)
+                handover_add(h, "auto_approve=1");
+        if (g->tools_file)
+                handover_file(h, "tools", g->tools_file);
+        if (g->secrets_file && handover_secrets(h, g->secrets_file) < 0)
+                return -1;
+        if (g->max_tools)
+                handover_add(h, "max_tools=%ld", g->max_tools);
+        handover_add(h, "max_nested=%ld", g->max_nested ? g->max_nested : GRANTS_DEFAULT_MAX_NESTED);
+        for (char **e = environ; *e; e++)
+                if (strncmp(*e, "CHIDORI_LLM_", 12) == 0 && strchr(*e, '='))
+                        handover_add(h, "llm=%s", *e);
+        return 0;
+}
+
+/* serve's own settings, the listening socket and the tokens' source. */
+static int broker_server(const struct serve_opts *o, struct serve_run *r, struct handover *h)
+{
+        handover_add(h, "serve=1");
+        handover_add(h, "listen_desc=%s", r->desc);
+        handover_fd(h, "listen_fd", r->fd);
+        r->fd = -1;
+        const char *env_token = getenv("CHIDORI_SERVE_TOKEN");
+        if (o->token_file) {
+                /* Read here already (serve_tokens); the broker reads its own copy. */
+                int fd = open(o->token_file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                if (fd < 0) {
+                        char q[PATH_MAX];
+                        fprintf(stderr, "chidori: serve: --token-file '%s': %s\n",
+                                text_quote(o->token_file, strlen(o->token_file), q, sizeof(q)), strerror(errno));
+                        return -1;
+                }
+                handover_add(h, "token_file=%s", o->token_file);
+                handover_fd(h, "token_fd", fd);
+        } else if (env_token && *env_token) {
+                handover_add(h, "serve_token=%s", env_token);
+        }
+        handover_add(h, "max_body=%llu", (unsigned long long)o->max_body);
+        handover_add(h, "conn_timeout=%ld", o->conn_timeout);
+        handover_add(h, "max_conns=%ld", o->max_conns);
+        handover_add(h, "max_running=%ld", o->max_running);
+        handover_add(h, "max_queued=%ld", o->max_queued);
+        handover_add(h, "grace=%ld", o->grace);
+        handover_add(h, "approval_ttl=%ld", o->approval_ttl);
+        handover_add(h, "session_ttl=%ld", o->session_ttl);
+        handover_add(h, "shared_memory=%d", o->shared_memory);
+        handover_add(h, "shared_workspace=%d", o->shared_workspace);
+        handover_add(h, "quiet=%d", o->quiet);
+        return 0;
+}
+
+/* chidori serve through the broker: the tokens (checked here: listening
+ * beyond loopback needs one), the agent's folder, the state directory,
+ * the workspace and the listening socket (bound here, by the privileged
+ * side: a low port works) are the operator's; then chidori-monitor is
+ * exec'd (same pid), which starts the broker in serve mode.  Returns
+ * only on failure, with the exit code (printed). */
+static int serve_broker(struct serve_opts *o)
+{
+        struct serve_run r = { .fd = -1 };
+        struct handover h;
+        handover_init(&h);
+        char *agent_dir = NULL, *state = NULL, *ws = NULL;
+        char run_id[40];
+        int code = serve_tokens(o, &r);
+        if (code >= 0)
+                goto out;
+        code = EXIT_USAGE;
+        if (broker_agent(o, &h, &agent_dir) < 0 || broker_state_dir(o, &state) < 0 || broker_grants(o, &h, &ws) < 0)
+                goto out;
+        if ((code = serve_listen(o, &r)) >= 0)
+                goto out;
+        code = EXIT_USAGE;
+        make_run_id(run_id);
+        handover_add(&h, "run_id=%s", run_id);
+        handover_add(&h, "state_dir=%s", state);
+        broker_policy_limits(o, &h);
+        handover_net_lib(&h);
+        if (broker_server(o, &r, &h) < 0)
+                goto out;
+        /* The monitor removes the unix socket at the end: by an absolute path. */
+        char sock[PATH_MAX + 2], cwd[PATH_MAX];
+        if (r.unix_path && r.unix_path[0] != '/' && getcwd(cwd, sizeof(cwd)))
+                snprintf(sock, sizeof(sock), "%.*s/%s", (int)(sizeof(sock) / 2), cwd, r.unix_path);
+        else
+                snprintf(sock, sizeof(sock), "%s", r.unix_path ? r.unix_path : "");
+        struct handover_run hr = {
+                .sb = &o->sb, .run_id = run_id + 4, .agent_dir = agent_dir, .state_dir = state, .workspace = ws,
+                .quiet = o->quiet, .serve = true, .max_trees = 2 * o->max_running,
+                /* The drain's --grace, and time to end the sessions after it. */
+                .stop_grace_ms = o->grace * 1000 + 10000, .unlink_socket = sock[0] == '/' ? sock : NULL,
+        };
+        code = handover_run(&h, &hr);
+out:
+        handover_free(&h);
+        free(agent_dir);
+        free(state);
+        free(ws);
+        serve_close(&r);
+        return code;
+}
+
 /* The steps of serve in their order (the comment of each says why there):
- * each returns -1 to go on, or the exit code; serve_loop always ends it. */
+ * each returns -1 to go on, or the exit code; serve_loop always ends it.
+ * By default serve is monitor + broker (serve_broker); CHIDORI_RUN_BROKER=0
+ * keeps this one-process server, for comparison and debugging. */
 int cmd_serve(int argc, char **argv)
 {
         static int (*const steps[])(struct serve_opts *, struct serve_run *) = {
@@ -829,6 +1051,14 @@ int cmd_serve(int argc, char **argv)
         int code = serve_parse(argc, argv, &o);
         if (code >= 0)
                 return code;
+        bool one_process;
+        if (cli_broker_switch(&one_process) < 0)
+                return EXIT_USAGE;
+        if (!one_process)
+                return serve_broker(&o);
+        fprintf(stderr, "chidori: WARNING: CHIDORI_RUN_BROKER=0: this server is one process with your privileges that "
+                        "parses HTTP, its state database and what the workers send (no broker); use only for "
+                        "comparison and debugging\n");
         struct serve_run r = { .fd = -1 };
         for (size_t i = 0; code < 0 && i < ARRAY_SIZE(steps); i++)
                 code = steps[i](&o, &r);

@@ -4,10 +4,12 @@
 #include <string.h>
 
 volatile sig_atomic_t launcher_stop_signal;
+volatile sig_atomic_t launcher_stop_count;
 
 static void on_stop(int sig)
 {
         launcher_stop_signal = sig;
+        launcher_stop_count++;
 }
 
 static void on_sigpipe(int sig)

@@ -7,6 +7,8 @@
 
 /* The stop signal that arrived (SIGINT, SIGTERM, SIGHUP), or 0. */
 extern volatile sig_atomic_t launcher_stop_signal;
+/* How many have arrived (chidori serve: the second one stops at once). */
+extern volatile sig_atomic_t launcher_stop_count;
 
 /* A stop signal is noted in launcher_stop_signal (no SA_RESTART: the wait
  * in progress returns EINTR) so the normal teardown runs and the process

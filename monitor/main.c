@@ -1,6 +1,6 @@
 /* monitor/main.c — chidori-monitor: the privileged process of a run
  * through the broker (docs/architecture.md, "Processes and who holds which
- * privilege").  `chidori run` and `chidori replay` read the operator's
+ * privilege").  `chidori run`, `replay` and `serve` read the operator's
  * options, build the broker's config blob and exec this binary (same pid:
  * the process the shell waits for), which starts the broker, serves it
  * (monitor/serve.c, with the box provider of cli/provider.c) and exits with
@@ -39,8 +39,12 @@
 struct settings {
         const char *worker, *run_id, *agent_dir, *state_dir, *workspace, *json_usage, *esbuild;
         const char *remove_after;
+        const char *unlink_socket;         /* chidori serve --listen unix:PATH: removed at the end */
         struct monitor_prestart prestart;
         bool agent_from_broker, quiet, have_uid;
+        bool serve;                        /* chidori serve: a run tree per session, every stop forwarded */
+        long stop_grace_ms;                /* after the first STOP, before the broker is killed (0: 2 s) */
+        uint64_t max_trees;                /* chidori serve: run trees at once (0: no limit) */
         sigset_t unblock;
         uid_t uid;
         gid_t gid;
@@ -100,6 +104,14 @@ static int setting(struct settings *s, const char *kv)
                 s->esbuild = v;
         else if (KEY("remove_after") && v[0] == '/')
                 s->remove_after = v;
+        else if (KEY("serve") && NUM(1))
+                s->serve = n;
+        else if (KEY("stop_grace_ms") && NUM(86400000 + 60000))
+                s->stop_grace_ms = (long)n;
+        else if (KEY("max_trees") && NUM(UINT32_MAX))
+                s->max_trees = n;
+        else if (KEY("unlink_socket") && v[0] == '/')
+                s->unlink_socket = v;
         else if (KEY("prestart") && NUM(1))
                 s->prestart.on = n;
         else if (KEY("prestart_no_jit") && NUM(1))
@@ -309,6 +321,8 @@ static int serve(struct settings *st)
                 .agent_dirfd = agent_dirfd, .agent_dir = st->agent_dir, .agent_from_broker = st->agent_from_broker,
                 .deadline_ms = st->sb.deadline_ms, .broker_pidfd = b.pidfd,
                 .stop = &launcher_stop_signal, .prestart = st->prestart, .loop = loop, .early = early,
+                .many_trees = st->serve, .stop_count = &launcher_stop_count, .grace_ms = st->stop_grace_ms,
+                .max_trees = (size_t)st->max_trees,
                 .esbuild = st->esbuild, .bundle_deadline_ms = BUNDLE_DEADLINE_MS, .bundle_start = bundle_start,
                 .bundle_finish = bundle_end, .bundle_arg = (void *)&st->sb,
                 .welcome_flags = (b.mode == BROKER_ROOTLESS ? CHAN_WELCOME_ROOTLESS : 0) |
@@ -340,6 +354,8 @@ int main(int argc, char **argv)
         int rc = read_settings(argv[2], &st, &blob);
         sigprocmask(SIG_UNBLOCK, &st.unblock, NULL);
         int code = rc < 0 ? EXIT_PROTOCOL : serve(&st);
+        if (st.unlink_socket)
+                unlink(st.unlink_socket);
         if (st.remove_after) {
                 /* An agent read from stdin, saved by chidori in a folder of its own. */
                 char dir[PATH_MAX];

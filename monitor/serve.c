@@ -50,6 +50,7 @@ struct mbox {
         char banner[CHAN_BANNER_MAX];
         struct monitor_prestart posture;
         bool bundle;             /* esbuild's box (m->bundle_*), not the provider's */
+        bool root;               /* the first worker of a run tree */
         bool deadline_hit;
         struct ev_timer *deadline;
 };
@@ -66,6 +67,7 @@ struct srv {
         uint64_t next_box;       /* numbers given so far: 1..next_box-1 */
         uint64_t tree;           /* the run's first worker box: every later worker joins its run tree */
         bool hello, done, quiet, stop_sent, reset_seen;
+        long stops_sent;         /* many_trees: stop signals forwarded so far */
         enum { END_RESULT, END_BROKEN, END_GRACE } end;
         int code;
         char why[640];           /* END_BROKEN: what the broker did */
@@ -335,7 +337,7 @@ static int tool_request(const struct chan_spawn *sp, const struct chan_blob *spe
         long t = sp->deadline_ms > TOOL_TIMEOUT_MAX_MS ? TOOL_TIMEOUT_MAX_MS : (long)sp->deadline_ms;
         *req = (struct box_request){
                 .kind = BOX_TOOL, .argv = v, .env_names = v + na + 1, .ro_binds = v + na + 1 + ne + 1,
-                .host = (sp->flags & CHAN_SPAWN_HOST) != 0, .timeout_ms = t,
+                .host = (sp->flags & CHAN_SPAWN_HOST) != 0, .timeout_ms = t, .tree = req->tree,
                 /* The box's deadline (launch --deadline) and the broker's
                  * KILL come first; this is the backstop. */
                 .deadline_at = mono_ms() + (double)(t + TOOL_BACKSTOP_MS),
@@ -482,6 +484,7 @@ static bool claim_parked(struct srv *s, const struct chan_spawn *sp)
         }
         b->parked = false;
         b->req = sp->h.id;
+        b->root = true;
         s->tree = b->id;
         send_worker(s, b, b->frame_fd, b->stderr_fd, b->banner);
         return true;
@@ -560,6 +563,50 @@ static void prestart(struct srv *s)
                 adopt_early(s, x);
 }
 
+/* The running first box of run tree `id`, or NULL. */
+static struct mbox *running_root(struct srv *s, uint64_t id)
+{
+        for (struct mbox *t = s->boxes; id && t; t = t->next)
+                if (t->id == id && t->root && t->started && !t->finishing && !t->ended)
+                        return t;
+        return NULL;
+}
+
+/* The run tree a worker or tool SPAWN goes in (*ret NULL: a worker starts
+ * one), or false with why.  One run tree: while its first worker runs,
+ * every other worker names it (its cgroup node goes below the first
+ * box's: the run's --memory and --pids bound them together; they die with
+ * it); with none running, a worker names none and starts the tree; tools
+ * and bundles go in the run's cgroup as the provider places them.
+ * chidori serve (many_trees): a worker naming no tree starts one of its
+ * own, at most max_trees at once; a tool must name its session's tree. */
+static bool spawn_tree(struct srv *s, const struct chan_spawn *sp, struct mbox **ret, char *why, size_t n)
+{
+        struct mbox *tree = NULL;
+        if (sp->kind == CHAN_BOX_TOOL && s->m->many_trees && !(tree = running_root(s, sp->run_tree_id))) {
+                snprintf(why, n, "SPAWN of a tool: no such run tree runs");
+                return false;
+        }
+        if (sp->kind == CHAN_BOX_WORKER) {
+                tree = running_root(s, s->m->many_trees ? sp->run_tree_id : s->tree);
+                size_t roots = 0;
+                for (struct mbox *t = s->boxes; !tree && t; t = t->next)
+                        roots += t->root && !t->ended;
+                if (!sp->run_tree_id && s->m->max_trees && roots >= s->m->max_trees) {
+                        snprintf(why, n, "SPAWN of a new run tree: as many run as the operator allows (2 x --max-running)");
+                        return false;
+                }
+                if (sp->run_tree_id != (tree ? tree->id : 0)) {
+                        snprintf(why, n, "SPAWN in run tree %llu: %s %llu", (unsigned long long)sp->run_tree_id,
+                                 tree ? "the run's tree is box" : "no such box runs; expected",
+                                 (unsigned long long)(tree ? tree->id : 0));
+                        return false;
+                }
+        }
+        *ret = tree;
+        return true;
+}
+
 static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
 {
         struct chan_blob spec;
@@ -592,26 +639,12 @@ static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
                 send_failed(s, sp->h.id, ENOENT, BOX_E_SETUP, "the time zone asked for is not one this host has");
                 return;
         }
-        /* One run tree: while its first worker runs, every other worker
-         * names it (its cgroup node goes below the first box's: the run's
-         * --memory and --pids bound them together; they die with it); with
-         * none running, a worker names none and starts the tree.  (Tools
-         * and bundles go in the run's cgroup as the provider places them.) */
         struct mbox *tree = NULL;
-        if (sp->kind == CHAN_BOX_WORKER) {
-                for (struct mbox *t = s->boxes; s->tree && t; t = t->next)
-                        if (t->id == s->tree && t->started && !t->finishing && !t->ended)
-                                tree = t;
-                if (sp->run_tree_id != (tree ? tree->id : 0)) {
-                        char why[160];
-                        snprintf(why, sizeof(why), "SPAWN in run tree %llu: %s %llu",
-                                 (unsigned long long)sp->run_tree_id,
-                                 tree ? "the run's tree is box" : "no such box runs; expected",
-                                 (unsigned long long)(tree ? tree->id : 0));
-                        chan_blob_unmap(&spec);
-                        send_failed(s, sp->h.id, 0, CHAN_SPAWN_E_REFUSED, why);
-                        return;
-                }
+        char why[160];
+        if (!spawn_tree(s, sp, &tree, why, sizeof(why))) {
+                chan_blob_unmap(&spec);
+                send_failed(s, sp->h.id, 0, CHAN_SPAWN_E_REFUSED, why);
+                return;
         }
         if (!tree && claim_parked(s, sp)) {
                 chan_blob_unmap(&spec);
@@ -634,7 +667,8 @@ static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
                 send_failed(s, sp->h.id, ENOMEM, BOX_E_SETUP, "start the box: out of memory");
                 return;
         }
-        *b = (struct mbox){ .srv = s, .id = s->next_box++, .req = sp->h.id, .kind = sp->kind };
+        *b = (struct mbox){ .srv = s, .id = s->next_box++, .req = sp->h.id, .kind = sp->kind,
+                            .root = sp->kind == CHAN_BOX_WORKER && !tree };
         uint64_t id = b->id;
         if (start_box(s, b, &req) && sp->kind == CHAN_BOX_WORKER && !tree)
                 s->tree = id;
@@ -803,13 +837,20 @@ static void on_grace(struct evloop *loop, struct ev_timer *t, void *arg)
 
 static void check_stop(struct srv *s)
 {
-        if (s->stop_sent || !s->m->stop || !*s->m->stop || s->done)
+        if (!s->m->stop || !*s->m->stop || s->done)
                 return;
+        long n = s->m->stop_count ? (long)*s->m->stop_count : 1;
+        if (s->stop_sent && (!s->m->many_trees || n <= s->stops_sent))
+                return;
+        s->stops_sent = n;
+        bool first = !s->stop_sent;
         s->stop_sent = true;
         union chan_msg m;
         chan_init(&m, CHAN_STOP, 0);
         m.stop.signal = (int32_t)*s->m->stop;
         send_msg(s, &m, NULL, 0);
+        if (!first)
+                return;
         long g = s->m->grace_ms > 0 ? s->m->grace_ms : GRACE_DEFAULT_MS;
         struct err *e = NULL;
         if (evloop_timer_add(s->loop, mono_ms() + (double)g, on_grace, s, &s->grace, &e) < 0) {

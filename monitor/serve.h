@@ -71,6 +71,13 @@ struct monitor_serve {
         int broker_pidfd;                  /* the broker (killed and reaped at the end); -1: none (tests) */
         const volatile sig_atomic_t *stop; /* the signal that asked the monitor to stop, or 0; may be NULL */
         long grace_ms;                     /* after STOP, before the broker is killed (0: 2000) */
+        /* chidori serve: every worker SPAWN naming no tree starts a run
+         * tree of its own (one per session, any number at once; a later
+         * worker may join a running one), and every stop signal (counted
+         * in *stop_count) is forwarded as a STOP: the second stops at once. */
+        bool many_trees;
+        size_t max_trees;                  /* run trees at once (0: no limit): chidori serve's 2 x --max-running */
+        const volatile sig_atomic_t *stop_count;
         struct monitor_prestart prestart;  /* .on: start the first worker ahead */
         /* The loop to serve on (the boxes' watchers may be on it already),
          * NULL: monitor_serve makes its own; and a worker started before

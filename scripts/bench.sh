@@ -493,36 +493,53 @@ run_t0=$(date +%s%N)
 run_ok=0
 for _ in $(seq "$NS"); do "$CH" run --quiet --input 1 "$tmp/one.js" >/dev/null 2>&1 && run_ok=$((run_ok + 1)); done
 run_rate=$(awk -v n="$run_ok" -v ns="$(($(date +%s%N) - run_t0))" 'BEGIN { printf "%.1f", n / (ns / 1e9) }')
-"$CH" serve "$tmp/one.js" --listen 127.0.0.1:0 --state-dir "$tmp/serve-state" --max-queued 4096 --quiet \
-  2>"$tmp/serve.err" </dev/null &
-spid=$!
-for _ in $(seq 200); do grep -q '^Listening: ' "$tmp/serve.err" 2>/dev/null && break; sleep 0.05; done
-SP=$(sed -n 's/^Listening: http:.*:\([0-9]*\)$/\1/p' "$tmp/serve.err")
-if [[ -z $SP ]]; then
-  echo "   n/a: the server did not start: $(head -3 "$tmp/serve.err")"
-else
-  rule
-  printf '  %-30s %10s %10s %12s %10s %10s %8s\n' "clients (concurrency)" "sessions" "seconds" "sessions/s" "p50 ms" "p99 ms" "errors"
-  rule
-  for c in 1 8 32; do
-    read -r ok secs rate p50 p99 errs < <("$tmp/loadgen" -p "$SP" -c "$c" -n "$NS" || echo "fail fail fail fail fail fail")
-    printf '  %-30s %10s %10s %12s %10s %10s %8s\n' "serve, $c" "$ok" "$secs" "$rate" "$p50" "$p99" "$errs"
-  done
-  printf '  %-30s %10s %10s %12s\n' "chidori run, one after another" "$run_ok" "" "$run_rate"
-  rule
-  # Server RSS after 10,000 sessions (scaled): it must not grow without bound.
-  N10K=$(n_of 10000)
-  rss0=$(awk '/^VmRSS/ { print $2 }' "/proc/$spid/status")
-  read -r ok secs rate _ _ errs < <("$tmp/loadgen" -p "$SP" -c 32 -n "$N10K" || echo "fail fail fail fail fail fail")
-  rss1=$(awk '/^VmRSS/ { print $2 }' "/proc/$spid/status")
-  printf '  %-70s %9s MiB\n' "server RSS after the table above" "$(calc 'a / 1024' "$rss0")"
-  printf '  %-70s %9s MiB\n' "server RSS after $ok more sessions ($rate/s, $errs errors)" "$(calc 'a / 1024' "$rss1")"
-  printf '  %-70s %9s\n' "(no target yet: issue 11 asks for these figures to be measured and published)" ""
-fi
-kill -TERM "$spid" 2>/dev/null || true
-sleep 0.2
-kill -TERM "$spid" 2>/dev/null || true
-wait "$spid" 2>/dev/null || true
+# The server as monitor + broker (the default), then as one process
+# (CHIDORI_RUN_BROKER=0, before the split) for comparison; the RSS check on the default.
+for mode in broker one; do
+  label="serve"; [[ $mode == one ]] && label="serve, one process"
+  rm -f "$tmp/serve.err"
+  if [[ $mode == one ]]; then
+    CHIDORI_RUN_BROKER=0 "$CH" serve "$tmp/one.js" --listen 127.0.0.1:0 --state-dir "$tmp/serve-state-$mode" \
+      --max-queued 4096 --quiet 2>"$tmp/serve.err" </dev/null &
+  else
+    "$CH" serve "$tmp/one.js" --listen 127.0.0.1:0 --state-dir "$tmp/serve-state-$mode" --max-queued 4096 --quiet \
+      2>"$tmp/serve.err" </dev/null &
+  fi
+  spid=$!
+  for _ in $(seq 200); do grep -q '^Listening: ' "$tmp/serve.err" 2>/dev/null && break; sleep 0.05; done
+  SP=$(sed -n 's/^Listening: http:.*:\([0-9]*\)$/\1/p' "$tmp/serve.err")
+  if [[ -z $SP ]]; then
+    echo "   n/a ($label): the server did not start: $(head -3 "$tmp/serve.err")"
+  else
+    rule
+    printf '  %-30s %10s %10s %12s %10s %10s %8s\n' "clients (concurrency)" "sessions" "seconds" "sessions/s" "p50 ms" "p99 ms" "errors"
+    rule
+    for c in 1 8 32; do
+      read -r ok secs rate p50 p99 errs < <("$tmp/loadgen" -p "$SP" -c "$c" -n "$NS" || echo "fail fail fail fail fail fail")
+      printf '  %-30s %10s %10s %12s %10s %10s %8s\n' "$label, $c" "$ok" "$secs" "$rate" "$p50" "$p99" "$errs"
+    done
+    printf '  %-30s %10s %10s %12s\n' "chidori run, one after another" "$run_ok" "" "$run_rate"
+    rule
+  fi
+  if [[ -n $SP && $mode == broker ]]; then
+    # Server RSS after 10,000 sessions (scaled): it must not grow without bound.
+    # The server is the broker (HTTP, SQLite, the sessions); the monitor keeps the boxes.
+    bpid=$(pgrep -P "$spid" -x chidori-broker | head -n 1)
+    N10K=$(n_of 10000)
+    rss0=$(awk '/^VmRSS/ { print $2 }' "/proc/$bpid/status")
+    read -r ok secs rate _ _ errs < <("$tmp/loadgen" -p "$SP" -c 32 -n "$N10K" || echo "fail fail fail fail fail fail")
+    rss1=$(awk '/^VmRSS/ { print $2 }' "/proc/$bpid/status")
+    mrss=$(awk '/^VmRSS/ { print $2 }' "/proc/$spid/status")
+    printf '  %-70s %9s MiB\n' "server (broker) RSS after the table above" "$(calc 'a / 1024' "$rss0")"
+    printf '  %-70s %9s MiB\n' "server (broker) RSS after $ok more sessions ($rate/s, $errs errors)" "$(calc 'a / 1024' "$rss1")"
+    printf '  %-70s %9s MiB\n' "monitor RSS then" "$(calc 'a / 1024' "$mrss")"
+    printf '  %-70s %9s\n' "(no target yet: issue 11 asks for these figures to be measured and published)" ""
+  fi
+  kill -TERM "$spid" 2>/dev/null || true
+  sleep 0.2
+  kill -TERM "$spid" 2>/dev/null || true
+  wait "$spid" 2>/dev/null || true
+done
 
 echo
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg); took $(($(date +%s) - start_s)) s; output saved in $OUT"

@@ -102,6 +102,9 @@ if compgen -G "tests/bats/*.bats" >/dev/null; then
   bats --tap $(ls tests/bats/*.bats | grep -v rootless.bats) >"$logdir/bats.log" 2>&1
   # The rootless part: a throwaway user runs the sandbox suite (skips with the reason when not root).
   BUILD="$BUILD" scripts/rootless-tests.sh >>"$logdir/bats.log" 2>&1
+  # chidori serve's suites again with the one-process server (CHIDORI_RUN_BROKER=0), kept for comparison.
+  CHIDORI_RUN_BROKER=0 bats --tap tests/bats/serve.bats tests/bats/serve-approve.bats tests/bats/serve-drain.bats \
+    tests/bats/serve-events.bats 2>&1 | sed -E 's/^((not )?ok [0-9]+ )/\1[CHIDORI_RUN_BROKER=0] /' >>"$logdir/bats.log"
   grep -E '^not ok' -A 12 "$logdir/bats.log" | sed 's/^/    /'
   p=$(grep -Ec '^ok [0-9]+ ' "$logdir/bats.log")
   s=$(grep -Ec '^ok [0-9]+ .*# skip' "$logdir/bats.log")

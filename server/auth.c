@@ -101,12 +101,29 @@ int auth_new_token(const char *token, struct auth **ret, struct err **err)
         return 0;
 }
 
+static int load_text(char *text, size_t len, struct auth **ret, struct err **err);
+
 int auth_load_file(const char *path, struct auth **ret, struct err **err)
 {
         char *text = NULL;
         size_t len = 0;
         if (read_file(path, 1u << 20, &text, &len, err) < 0)
                 return -1;
+        return load_text(text, len, ret, err);
+}
+
+int auth_load_fd(int fd, const char *path, struct auth **ret, struct err **err)
+{
+        char *text = NULL;
+        size_t len = 0;
+        if (read_fd(fd, path, 1u << 20, &text, &len, err) < 0)
+                return -1;
+        return load_text(text, len, ret, err);
+}
+
+/* The file's text (taken). */
+static int load_text(char *text, size_t len, struct auth **ret, struct err **err)
+{
         if (memchr(text, '\0', len)) {
                 free(text);
                 return err_set(err, 0, "holds a NUL byte (expected lines 'TENANT TOKEN', or one token)");

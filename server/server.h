@@ -39,6 +39,9 @@ int auth_new_token(const char *token, struct auth **ret, struct err **err);
  * or lines `TENANT TOKEN` (blank lines and lines starting with '#'
  * skipped).  A malformed file is an error naming the line. */
 int auth_load_file(const char *path, struct auth **ret, struct err **err);
+/* The same from a descriptor opened by the caller (the broker: the
+ * monitor's side opened the operator's file); `path` for messages. */
+int auth_load_fd(int fd, const char *path, struct auth **ret, struct err **err);
 void auth_free(struct auth *a);
 /* Tokens are configured: routes but /healthz and /readyz need one. */
 bool auth_required(const struct auth *a);

@@ -637,6 +637,69 @@ static void serve_run_tree(void **state)
         mon_free(&m);
 }
 
+/* chidori serve (many_trees): a worker naming no tree starts a tree of its
+ * own while others run, at most max_trees at once; one naming a running
+ * tree's first box joins it, one naming a box that is no tree's first is
+ * refused; every stop signal goes to the broker as a STOP. */
+static void serve_many_trees(void **state)
+{
+        (void)state;
+        struct mon m;
+        mon_start(&m);
+        volatile sig_atomic_t count = 0;
+        m.ms.many_trees = true;
+        m.ms.max_trees = 2;
+        m.ms.stop_count = &count;
+        m.ms.grace_ms = 30000;
+        mon_run(&m);
+        b_hello(&m);
+        b_commit(&m);
+        int keep[8], nkeep = 0;
+        assert_int_equal(b_spawn_worker(&m, 1, NULL), 1);
+        void *first = m.fake.last;
+        keep[nkeep++] = m.fake.exit_w, keep[nkeep++] = m.fake.worker_fd;
+        assert_int_equal(b_spawn_worker(&m, 2, NULL), 2);
+        assert_null(m.fake.tree);
+        keep[nkeep++] = m.fake.exit_w, keep[nkeep++] = m.fake.worker_fd;
+        union chan_msg msg;
+        b_spawn_in(&m, CHAN_BOX_WORKER, "/w", 3, 0);
+        b_expect(&m, CHAN_SPAWN_FAILED, &msg, NULL, NULL);
+        assert_int_equal(msg.spawn_failed.code, CHAN_SPAWN_E_REFUSED);
+        assert_non_null(strstr(msg.spawn_failed.message, "2 x --max-running"));
+        assert_int_equal(m.fake.spawns, 2);
+        int fds[CHAN_MAX_FDS];
+        size_t n = 0;
+        b_spawn_in(&m, CHAN_BOX_WORKER, "/w", 4, 1);
+        b_expect(&m, CHAN_SPAWNED, &msg, fds, &n);
+        for (size_t i = 0; i < n; i++)
+                close(fds[i]);
+        assert_int_equal(msg.spawned.box, 3);
+        assert_ptr_equal(m.fake.tree, first);
+        keep[nkeep++] = m.fake.exit_w, keep[nkeep++] = m.fake.worker_fd;
+        b_spawn_in(&m, CHAN_BOX_WORKER, "/w", 5, 3);
+        b_expect(&m, CHAN_SPAWN_FAILED, &msg, NULL, NULL);
+        assert_non_null(strstr(msg.spawn_failed.message, "no such box runs"));
+        /* The first tree's first box exits: a new tree may start. */
+        assert_int_equal(write(keep[0], "x", 1), 1);
+        b_expect(&m, CHAN_BOX_ENDED, &msg, NULL, NULL);
+        assert_int_equal(msg.box_ended.box, 1);
+        assert_int_equal(b_spawn_worker(&m, 6, NULL), 4);
+        keep[nkeep++] = m.fake.exit_w, keep[nkeep++] = m.fake.worker_fd;
+        /* Two stop signals: two STOPs (the broker drains, then stops). */
+        count = 1;
+        m.stop = SIGTERM;
+        b_expect(&m, CHAN_STOP, &msg, NULL, NULL);
+        assert_int_equal(msg.stop.signal, SIGTERM);
+        count = 2;
+        b_expect(&m, CHAN_STOP, &msg, NULL, NULL);
+        b_result(&m, 0);
+        assert_int_equal(mon_join(&m), 0);
+        for (int i = 0; i < nkeep; i++)
+                if (keep[i] >= 0)
+                        close(keep[i]);
+        mon_free(&m);
+}
+
 /* A broker that breaks the protocol: every box is killed, exit 70 naming it. */
 static void serve_protocol_break(void **state)
 {
@@ -1193,6 +1256,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(serve_happy_path),      cmocka_unit_test(serve_spawn_refused), cmocka_unit_test(serve_spawn_bundle),
                 cmocka_unit_test(serve_run_tree),
+                cmocka_unit_test(serve_many_trees),
                 cmocka_unit_test(serve_protocol_break),  cmocka_unit_test(serve_out_of_order),
                 cmocka_unit_test(serve_broker_dies),     cmocka_unit_test(serve_stop),
                 cmocka_unit_test(serve_open_agent_file), cmocka_unit_test(serve_open_agent), cmocka_unit_test(serve_prestart), cmocka_unit_test(provider_session_done),
