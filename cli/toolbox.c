@@ -53,7 +53,7 @@ struct cli_tool {
  * monitor has, a requested name replacing a fixed one. */
 static int tool_env(const struct box_request *req, struct strv *ev)
 {
-        static const char *const fixed[] = { "PATH=" TOOL_PATH, "HOME=/", "LANG=C.UTF-8" };
+        static const char *const fixed[] = { ("PATH=" TOOL_PATH), "HOME=/", "LANG=C.UTF-8" };
         size_t nfixed = req->host ? 1 : ARRAY_SIZE(fixed), n = 0;
         for (size_t i = 0; i < nfixed; i++) {
                 bool replaced = false;
