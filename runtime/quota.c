@@ -132,6 +132,10 @@ void quota_usage_load(struct quota *q, const cJSON *usage)
 
 bool quota_take_call(struct quota *q, const char *op, char *msg, size_t len)
 {
+        /* A log line is bounded by --max-log, and withdrawing a call must
+         * always be possible: neither is an effect here. */
+        if (strcmp(op, "log") == 0 || strcmp(op, "call.cancel") == 0)
+                return true;
         enum quota_kind also = QUOTA_KIND_MAX;
         if (strcmp(op, "http") == 0)
                 also = QUOTA_HTTP_REQUESTS;

@@ -21,7 +21,7 @@
 struct cJSON;
 
 enum quota_kind {
-        QUOTA_EFFECTS,          /* host calls performed */
+        QUOTA_EFFECTS,          /* host calls performed (but log and call.cancel) */
         QUOTA_HTTP_REQUESTS,    /* fetch calls */
         QUOTA_EGRESS_BYTES,     /* bytes sent by fetch (URL, headers, body) */
         QUOTA_INGRESS_BYTES,    /* bytes of response bodies received by fetch */
@@ -67,7 +67,8 @@ void quota_add(struct quota *q, enum quota_kind k, uint64_t n);
 bool quota_take(struct quota *q, enum quota_kind k, uint64_t n, char *msg, size_t len);
 
 /* A host call `op` about to be performed: one effect, and one http request
- * (op "http") or tool invocation (op "tool"); all of them or none. */
+ * (op "http") or tool invocation (op "tool"); all of them or none.  "log"
+ * (bounded by --max-log) and "call.cancel" are not counted. */
 bool quota_take_call(struct quota *q, const char *op, char *msg, size_t len);
 
 /* {"NAME": {"used": N, "limit": N|null}, ...} of every kind. */
