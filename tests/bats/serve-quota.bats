@@ -269,3 +269,28 @@ JS
   req -X POST -d '{"wait": true}' "$URL/sessions"
   [[ $(jq -c '.result' <<<"$body") == '[null,null,null,null]' ]] || { echo "$body"; false; }
 }
+
+@test "serve quota: workspace_bytes and memory_bytes: the write that would pass it fails with EQUOTA and nothing is written" {
+  mkdir -p "$T/ws"
+  cat >"$T/agent.js" <<'JS'
+const tryit = async (f) => { try { await f(); return "ok"; } catch (e) { return { code: e.code, message: e.message }; } };
+export default async () => [
+  await tryit(() => chidori.workspace.write("a.txt", "x".repeat(100))),
+  await tryit(() => chidori.workspace.write("b.txt", "x".repeat(100))),
+  await tryit(() => chidori.memory.set("k1", "y".repeat(100))),
+  await tryit(() => chidori.memory.set("k2", "y".repeat(100))),
+];
+JS
+  quotas '{"session": {"workspace_bytes": 150, "memory_bytes": 150}}'
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --trusted --workspace "$T/ws" --quotas "$T/quotas.json"
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  local id; id=$(jq -r .id <<<"$body")
+  [[ $(jq -c '[.result[] | if type == "object" then .code else . end]' <<<"$body") == '["ok","EQUOTA","ok","EQUOTA"]' ]] || { echo "$body"; false; }
+  [[ $(jq -r '.result[1].message' <<<"$body") == *"workspace_bytes limit 150, used 100, this call needs 100 more"* ]] || { echo "$body"; false; }
+  [[ $(jq -r '.result[3].message' <<<"$body") == *"memory_bytes limit 150, used "* ]] || { echo "$body"; false; }
+  [[ -f $T/ws/$id/a.txt && ! -e $T/ws/$id/b.txt ]]
+  stop_server
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st2" --trusted --workspace "$T/ws"
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  [[ $(jq -c '.result' <<<"$body") == '["ok","ok","ok","ok"]' ]] || { echo "$body"; false; }
+}
