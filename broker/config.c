@@ -42,6 +42,7 @@
 #include "sandbox/tz.h"
 #include "runtime/outcome.h"
 #include "runtime/session.h"
+#include "server/quotas.h"
 #include "sandbox/seccomp.h"
 
 
@@ -87,6 +88,8 @@ static const struct key {
         KEY("policy_file", K_STR, policy_file), KEY("policy_fd", K_FD, policy_fd),
         KEY("policy_errno", K_NUM, policy_errno), KEY("tools_file", K_STR, tools_file),
         KEY("tools_fd", K_FD, tools_fd), KEY("net_lib_fd", K_FD, net_lib_fd),
+        KEY("quotas_file", K_STR, quotas_file), KEY("quotas_fd", K_FD, quotas_fd),
+        KEY("quotas_errno", K_NUM, quotas_errno),
         KEY("input_arg_fd", K_FD, input_arg_fd), KEY("tools_errno", K_NUM, tools_errno), KEY("tty_fd", K_FD, tty_fd),
         KEY("workspace", K_STR, workspace), KEY("tz", K_STR, tz),
         KEY("max_calls", K_NUM, max_calls), KEY("max_queue", K_NUM, max_queue), KEY("max_log", K_NUM, max_log),
@@ -199,6 +202,10 @@ static int config_check(const struct broker_config *c, struct err **err)
                 return err_set(err, 0, "config: policy_fd or policy_errno without policy_file");
         if ((c->tools_fd >= 0 || c->tools_errno) && !c->tools_file)
                 return err_set(err, 0, "config: tools_fd or tools_errno without tools_file");
+        if ((c->quotas_fd >= 0 || c->quotas_errno) && !c->quotas_file)
+                return err_set(err, 0, "config: quotas_fd or quotas_errno without quotas_file");
+        if (c->quotas_file && (!c->serve || (c->quotas_fd >= 0) == (c->quotas_errno != 0)))
+                return err_set(err, 0, "config: quotas_file goes with serve=1 and its descriptor or errno, one of them");
         if ((c->policy_file && (c->policy_fd >= 0) == (c->policy_errno != 0)) ||
             (c->tools_file && (c->tools_fd >= 0) == (c->tools_errno != 0)))
                 return err_set(err, 0, "config: a file needs its descriptor or the errno of its open, one of them");
@@ -212,7 +219,7 @@ static int config_check(const struct broker_config *c, struct err **err)
         if ((c->token_fd >= 0) != (c->token_file != NULL) || (c->token_file && c->serve_token))
                 return err_set(err, 0, "config: token_fd goes with token_file, and not with serve_token");
         const long fds[] = { c->journal_fd, c->replay_fd, c->answers_fd, c->policy_fd, c->tools_fd, c->tty_fd,
-                             c->input_fd, c->net_lib_fd, c->input_arg_fd, c->listen_fd, c->token_fd };
+                             c->input_fd, c->net_lib_fd, c->input_arg_fd, c->listen_fd, c->token_fd, c->quotas_fd };
         for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
                 for (size_t j = i + 1; j < sizeof(fds) / sizeof(fds[0]); j++)
                         if (fds[i] >= 0 && fds[i] == fds[j])
@@ -225,7 +232,7 @@ int broker_config_parse(const char *const *strs, size_t n, struct broker_config 
         *c = (struct broker_config){ .run_id = "run-0", .js_deadline_ms = -1, .jit = -1, .journal_fd = -1,
                                      .replay_fd = -1, .answers_fd = -1, .input_fd = -1, .policy_fd = -1,
                                      .tools_fd = -1, .tty_fd = -1, .net_lib_fd = -1,
-                                     .input_arg_fd = -1, .listen_fd = -1, .token_fd = -1 };
+                                     .input_arg_fd = -1, .listen_fd = -1, .token_fd = -1, .quotas_fd = -1 };
         for (size_t i = 0; i < n; i++)
                 if (config_one(strs[i], c, err) < 0)
                         return -1;
@@ -958,6 +965,22 @@ static int serve_agent(int chan, const struct broker_config *c, struct run *r, c
                 err_free(e);
                 return EXIT_USAGE;
         }
+        /* --quotas, read here from the descriptor the CLI opened (it checked the file already). */
+        struct quotas *quotas = NULL;
+        if (c->quotas_file) {
+                rc = c->quotas_fd >= 0 ? quotas_load_fd((int)c->quotas_fd, c->quotas_file, &quotas, &e)
+                                       : err_set(&e, (int)c->quotas_errno, "cannot open %s", c->quotas_file);
+                if (c->quotas_fd >= 0)
+                        close((int)c->quotas_fd);
+                if (rc < 0) {
+                        char msg[1200];
+                        snprintf(msg, sizeof(msg), "--quotas %s", err_msg(e));
+                        text_fput_line(stderr, "chidori: serve: ", msg, strlen(msg));
+                        err_free(e);
+                        auth_free(auth);
+                        return EXIT_USAGE;
+                }
+        }
         char abspath[4200];
         snprintf(abspath, sizeof(abspath), "%s%s%s", c->agent_dir, strcmp(c->agent_dir, "/") ? "/" : "", c->agent);
         const struct broker_serve x = {
@@ -981,9 +1004,10 @@ static int serve_agent(int chan, const struct broker_config *c, struct run *r, c
                         .max_workspace_write = (uint64_t)c->max_workspace_write,
                         .max_timers = (uint64_t)c->max_timers,
                 },
-                .allow = r->allow, .tools = r->tools, .llm = r->llm, .secrets = r->secrets,
+                .allow = r->allow, .tools = r->tools, .llm = r->llm, .secrets = r->secrets, .quotas = quotas,
         };
         int code = broker_serve(chan, &x, &e);
+        quotas_free(quotas);
         if (e) {
                 const char *m = err_msg(e);
                 text_fput_line(stderr, "chidori: serve: ", m, strlen(m));

@@ -46,6 +46,7 @@
  *                        path, and the descriptor the monitor opened or the
  *                        errno of its failed open (fails closed, as before)
  *   tools_file=PATH, tools_fd=N | tools_errno=E      --tools, the same way
+ *   quotas_file=PATH, quotas_fd=N | quotas_errno=E   serve's --quotas, the same way
  *   workspace=/ABS       --workspace (attached at its path by the monitor)
  *   max_calls=N, max_queue=N, max_log=N, max_journal=N, max_vfs=N,
  *   max_memory_store=N, max_workspace_write=N, max_timers=N   the parent's
@@ -106,6 +107,8 @@ struct broker_config {
         const char *answers_file, *policy_file, *tools_file, *input_file, *replay_file;
         long answers_fd, policy_fd, tools_fd, tty_fd, input_fd, net_lib_fd, input_arg_fd; /* -1: none */
         long policy_errno, tools_errno;
+        const char *quotas_file;  /* serve's --quotas (server/quotas.h) */
+        long quotas_fd, quotas_errno;
         const char *workspace, *tz;
         long max_calls, max_queue, max_log, max_journal, max_vfs, max_memory_store, max_workspace_write, max_timers;
         long max_tools;

@@ -230,6 +230,7 @@ int broker_serve(int chan, const struct broker_serve *x, struct err **err)
                         .js_deadline_ms = x->js_deadline_ms,
                         .deadline_ms = x->deadline_ms,
                         .limits = x->limits,
+                        .quotas = x->quotas,
                         .effects = &effects_table,
                         .mem = x->mem,
                         .shared_memory = x->shared_memory,

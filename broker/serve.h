@@ -48,6 +48,7 @@ struct broker_serve {
         const struct tools_registry *tools;
         const struct secrets *secrets;   /* --secrets: every session's table */
         const struct llm_config *llm;
+        const struct quotas *quotas;     /* --quotas, or NULL */
 };
 
 /* Serve until stopped (STOP, twice or after the drain) or the channel

@@ -24,6 +24,7 @@
 #include "cli/cli.h"
 #include "cli/grants.h"
 #include "effects/net/secrets.h"
+#include "server/quotas.h"
 #include "cli/handover.h"
 #include "cli/options.h"
 #include "cli/suggest.h"
@@ -61,6 +62,8 @@ struct serve_opts {
         struct grants_opts gr;    /* --workspace, --allow-host, --tools ...: each session's */
         bool shared_workspace;
         bool trusted, untrusted, quiet, shared_memory;
+        const char *quotas_file;  /* --quotas FILE [CHIDORI_QUOTAS] */
+        struct quotas *quotas;    /* ... read and checked (serve_check_args) */
 };
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -107,6 +110,8 @@ static void serve_help(void)
                "                        deleted with its journal (default 0: kept)\n"
                "  --js-deadline MS      the engine's CPU-time budget per run, in ms (default 10000, 60000\n"
                "                        under a permissive policy; 0 = none) [CHIDORI_JS_DEADLINE_MS]\n"
+               "  --quotas FILE         quotas per session and budgets per tenant (JSON: docs/serve.md,\n"
+               "                        \"Quotas\"); a call over one fails with EQUOTA [CHIDORI_QUOTAS]\n"
                "  --shared-workspace    every session works on --workspace DIR itself (default: each\n"
                "                        session its own DIR/<session id>/)\n"
                "  What every session is handed, as for `chidori run` (--workspace: DIR/<session id>/):\n"
@@ -129,7 +134,7 @@ enum {
         SVOPT_LISTEN = 1200, SVOPT_TOKEN_FILE, SVOPT_MAX_BODY, SVOPT_CONN_TIMEOUT, SVOPT_MAX_CONNS,
         SVOPT_MAX_RUNNING, SVOPT_MAX_QUEUED, SVOPT_TRUSTED, SVOPT_UNTRUSTED, SVOPT_QUIET, SVOPT_STATE_DIR,
         SVOPT_SHARED_MEMORY, SVOPT_JS_DEADLINE, SVOPT_GRACE, SVOPT_APPROVAL_TTL, SVOPT_SESSION_TTL,
-        SVOPT_SHARED_WORKSPACE,
+        SVOPT_SHARED_WORKSPACE, SVOPT_QUOTAS,
 };
 
 /* ---- the box of a session: the CLI's provider, as `run` uses it ---- */
@@ -428,6 +433,7 @@ static const struct option serve_longopts[] = {
         { "approval-ttl", required_argument, NULL, SVOPT_APPROVAL_TTL },
         { "session-ttl", required_argument, NULL, SVOPT_SESSION_TTL },
         { "shared-workspace", no_argument, NULL, SVOPT_SHARED_WORKSPACE },
+        { "quotas", required_argument, NULL, SVOPT_QUOTAS },
         SANDBOX_LONGOPTS,
         BOUNDS_LONGOPTS,
         GRANTS_LONGOPTS,
@@ -459,6 +465,9 @@ static int serve_opts_init(struct serve_opts *o)
         }
         if (sandbox_opts_env(&o->sb) < 0 || bounds_opts_env(&o->lim) < 0 || grants_opts_env(&o->gr) < 0)
                 return -1;
+        const char *env_q = getenv("CHIDORI_QUOTAS");
+        if (env_q && *env_q)
+                o->quotas_file = env_q;
         return 0;
 }
 
@@ -485,6 +494,7 @@ static int serve_option(struct serve_opts *o, int c, const char *arg)
         case SVOPT_JS_DEADLINE: return parse_count("--js-deadline", arg, 0, 86400000L, &o->js_deadline_ms);
         case SVOPT_GRACE: return parse_count("--grace", arg, 0, 86400, &o->grace);
         case SVOPT_SHARED_WORKSPACE: o->shared_workspace = true; return 0;
+        case SVOPT_QUOTAS: o->quotas_file = arg; return 0;
         case SVOPT_APPROVAL_TTL: return parse_count("--approval-ttl", arg, 0, 31536000L, &o->approval_ttl);
         case SVOPT_SESSION_TTL: return parse_count("--session-ttl", arg, 0, 315360000L, &o->session_ttl);
         case SVOPT_LISTEN: o->listen = arg; return 0;
@@ -520,6 +530,17 @@ static int serve_check_args(int argc, char **argv, struct serve_opts *o)
                                    (unsigned long long)o->sb.pids_max, ENGINE_PIDS_MIN);
         if (o->state_dir && state_dir_check(o->state_dir) < 0)
                 return EXIT_USAGE;
+        if (o->quotas_file) {
+                struct err *e = NULL;
+                if (quotas_load_file(o->quotas_file, &o->quotas, &e) < 0) {
+                        char q[1200];
+                        snprintf(q, sizeof(q), "--quotas %s", err_msg(e));
+                        err_free(e);
+                        text_fput_line(stderr, "chidori: serve: ", q, strlen(q));
+                        fprintf(stderr, "Try 'chidori serve --help'.\n");
+                        return EXIT_USAGE;
+                }
+        }
         o->agent_path = argv[optind];
         if (strcmp(o->agent_path, "-") == 0)
                 return usage_error("serve runs an agent file; it cannot be read from stdin ('-')");
@@ -744,6 +765,7 @@ static int serve_start(struct serve_opts *o, struct serve_run *r)
                         .js_deadline_ms = o->js_deadline_ms,
                         .deadline_ms = o->sb.deadline_ms,
                         .limits = o->lim,
+                        .quotas = o->quotas,
                         .effects = &effects_table,
                         .mem = r->mem,
                         .shared_memory = o->shared_memory,
@@ -939,6 +961,8 @@ static int broker_grants(const struct serve_opts *o, struct handover *h, char **
                 handover_add(h, "auto_approve=1");
         if (g->tools_file)
                 handover_file(h, "tools", g->tools_file);
+        if (o->quotas_file)
+                handover_file(h, "quotas", o->quotas_file);
         if (g->secrets_file && handover_secrets(h, g->secrets_file) < 0)
                 return -1;
         if (g->max_tools)
@@ -1054,8 +1078,11 @@ int cmd_serve(int argc, char **argv)
         bool one_process;
         if (cli_broker_switch(&one_process) < 0)
                 return EXIT_USAGE;
-        if (!one_process)
-                return serve_broker(&o);
+        if (!one_process) {
+                code = serve_broker(&o);
+                quotas_free(o.quotas);
+                return code;
+        }
         fprintf(stderr, "chidori: WARNING: CHIDORI_RUN_BROKER=0: this server is one process with your privileges that "
                         "parses HTTP, its state database and what the workers send (no broker); use only for "
                         "comparison and debugging\n");
@@ -1063,5 +1090,6 @@ int cmd_serve(int argc, char **argv)
         for (size_t i = 0; code < 0 && i < ARRAY_SIZE(steps); i++)
                 code = steps[i](&o, &r);
         serve_close(&r);
+        quotas_free(o.quotas);
         return code;
 }

@@ -16,6 +16,7 @@
 #include "proto/json.h"
 #include "runtime/evloop.h"
 #include "runtime/journal.h"
+#include "runtime/quota.h"
 #include "runtime/session-internal.h"
 
 /* The allocations of a queued frame beyond its bytes, roughly (a qframe,
@@ -412,7 +413,12 @@ int session_perform_gated(struct session *s, int64_t id, const struct effect *e,
         struct json_span saved = b->cur_args;
         b->cur_args = (struct json_span){ args_text, strlen(args_text) };
         b->cur_op = op;
-        int r = write_intent(s, e, id, op, args_text, &ferr);
+        int r = 0;
+        char qmsg[512];
+        if (s->cfg->quota && !quota_take_call(s->cfg->quota, op, qmsg, sizeof(qmsg)))
+                r = broker_quota_fail(b, qmsg, &ferr);
+        if (r == 0)
+                r = write_intent(s, e, id, op, args_text, &ferr);
         if (r == 0)
                 r = e->fn(b, id, args, &value, &ferr);
         b->cur_op = NULL;
@@ -431,6 +437,7 @@ int session_perform_gated(struct session *s, int64_t id, const struct effect *e,
         if (r < 0) {
                 cJSON *eo = broker_error_obj("Error", err_msg(ferr),
                                              err_code(ferr) == BROKER_E_LIMIT ? "ELIMIT"
+                                             : err_code(ferr) == BROKER_E_QUOTA ? "EQUOTA"
                                              : e->code_name                   ? e->code_name(err_code(ferr))
                                                                               : NULL);
                 err_free(ferr);

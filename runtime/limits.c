@@ -14,6 +14,7 @@
 
 #include "common/util.h"
 #include "effects/template/template.h"
+#include "runtime/quota.h"
 #include "runtime/runtime-internal.h"
 
 static const struct {
@@ -126,4 +127,30 @@ int broker_limit_fail(struct broker *b, enum broker_limit k, struct err **err)
         broker_limit_text(b, k, text, sizeof(text));
         broker_limit_report(b, k, NULL);
         return err_setc(err, BROKER_E_LIMIT, 0, "%s", text);
+}
+
+int broker_quota_fail(struct broker *b, const char *msg, struct err **err)
+{
+        if (!b->quota_reported) {
+                b->quota_reported = true;
+                char line[640];
+                snprintf(line, sizeof(line), "%s; calls over it fail with EQUOTA", msg);
+                broker_sink_note(b, "chidori: ", line);
+                broker_journal_note(b, "quota", line);
+        }
+        return err_setc(err, BROKER_E_QUOTA, 0, "%s", msg);
+}
+
+int broker_quota_take(struct broker *b, enum quota_kind k, uint64_t n, struct err **err)
+{
+        char msg[512];
+        if (!b->cfg->quota || quota_take(b->cfg->quota, k, n, msg, sizeof(msg)))
+                return 0;
+        return broker_quota_fail(b, msg, err);
+}
+
+void broker_quota_add(struct broker *b, enum quota_kind k, uint64_t n)
+{
+        if (b->cfg->quota)
+                quota_add(b->cfg->quota, k, n);
 }

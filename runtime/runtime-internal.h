@@ -10,6 +10,7 @@
 #include "common/budget.h"
 #include "proto/json.h"
 #include "proto/proto.h"
+#include "runtime/quota.h"
 #include "runtime/session.h"
 
 struct http_engine;
@@ -67,6 +68,7 @@ struct broker {
         /* The parent's limits (runtime/limits.c): cfg->limits with the defaults filled in. */
         struct session_limits lim;
         unsigned limits_reported;  /* bit per enum broker_limit: stderr line and note written */
+        bool quota_reported;       /* a quota refused a call: told once (broker_quota_fail) */
         uint64_t log_bytes;        /* log message bytes this run */
         uint64_t ws_written;       /* bytes written to the workspace this run */
         uint64_t http_inflight;    /* response body bytes buffered by transfers in flight */
@@ -97,6 +99,19 @@ enum broker_limit {
 /* err->code of a handler stopped by a parent limit: the agent's Error gets
  * code "ELIMIT" (a value no module uses for its own codes). */
 #define BROKER_E_LIMIT 0x4c494d
+
+/* err->code of a call refused by a quota (runtime/quota.h): the agent's
+ * Error gets code "EQUOTA". */
+#define BROKER_E_QUOTA 0x51554f
+/* A quota refused a call: `msg` (quota_check's) told once per quota kind
+ * to the sink and the journal (note kind "quota"), then err set with code
+ * BROKER_E_QUOTA.  Returns -1. */
+int broker_quota_fail(struct broker *b, const char *msg, struct err **err);
+/* For a handler: take `n` of quota `k` (0 with no quota configured), or
+ * fail as broker_quota_fail (-1).  n 0: refused only when it is used up. */
+int broker_quota_take(struct broker *b, enum quota_kind k, uint64_t n, struct err **err);
+/* Charge what only the outcome tells (bytes received, tokens): no check. */
+void broker_quota_add(struct broker *b, enum quota_kind k, uint64_t n);
 
 /* Fill b->lim from cfg->limits and the defaults. */
 void broker_limits_init(struct broker *b);

@@ -39,6 +39,7 @@ struct tools_registry;
 struct llm_config;
 struct effect_table;
 struct box_provider;
+struct quota;
 
 /* The parent's own limits: what a worker can make this process hold or do
  * (docs/sandbox.md, "The parent's limits").  The launcher fills every field
@@ -157,6 +158,9 @@ struct session_config {
          * session_cancel.  NULL: none. */
         volatile sig_atomic_t *stop;
         struct session_limits limits; /* the parent's limits; zero fields take the defaults */
+        /* Quotas and budgets (runtime/quota.h), checked and charged as calls
+         * are performed; NULL: none.  The embedder's: it reads the use. */
+        struct quota *quota;
         /* The effects: the dispatch table and the families (effects/core.c,
          * effects_table).  Required. */
         const struct effect_table *effects;

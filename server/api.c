@@ -15,6 +15,7 @@
 #include "policy/policy.h"
 #include "proto/json.h"
 #include "runtime/evloop.h"
+#include "server/quotas.h"
 #include "server/server-internal.h"
 #include "server/store.h"
 
@@ -187,8 +188,22 @@ static void count_status(void *arg, const char *status, uint64_t n)
                         counts[i] = n;
 }
 
+/* A Prometheus label value: backslash, quote and newline escaped. */
+static const char *label(const char *v, char *buf, size_t len)
+{
+        size_t o = 0;
+        for (; *v && o + 3 < len; v++) {
+                if (*v == '\\' || *v == '"' || *v == '\n')
+                        buf[o++] = '\\';
+                buf[o++] = *v == '\n' ? 'n' : *v;
+        }
+        buf[o] = 0;
+        return buf;
+}
+
 static void route_metrics(struct server *srv, struct http_req *r)
 {
+        char lb[600];
         uint64_t counts[SESS_STATUS_MAX] = { 0 };
         if (srv->store)
                 store_status_counts(srv->store, count_status, counts, NULL);
@@ -228,6 +243,23 @@ static void route_metrics(struct server *srv, struct http_req *r)
         for (int c = 1; c < 6; c++)
                 fprintf(f, "chidori_http_responses_total{class=\"%dxx\"} %llu\n", c,
                         (unsigned long long)st->by_class[c]);
+        metric_head(f, "tenant_usage", "gauge",
+                    "A tenant's use of each quota in the current window (--quotas window_s), as recorded.");
+        for (const struct tenant_budget *tb = srv->budgets; tb; tb = tb->next)
+                for (int k = 0; k < QUOTA_KIND_MAX; k++)
+                        fprintf(f, "chidori_tenant_usage{tenant=\"%s\",quota=\"%s\"} %llu\n", label(tb->tenant, lb, sizeof(lb)),
+                                quota_name(k), (unsigned long long)tb->q.used[k]);
+        metric_head(f, "tenant_quota_limit", "gauge", "A tenant's budget per window (--quotas), where one is set.");
+        for (const struct tenant_budget *tb = srv->budgets; tb; tb = tb->next)
+                for (int k = 0; k < QUOTA_KIND_MAX; k++)
+                        if (tb->q.lim.v[k])
+                                fprintf(f, "chidori_tenant_quota_limit{tenant=\"%s\",quota=\"%s\"} %llu\n",
+                                        label(tb->tenant, lb, sizeof(lb)), quota_name(k),
+                                        (unsigned long long)tb->q.lim.v[k]);
+        metric_head(f, "tenant_sessions", "gauge", "A tenant's sessions queued or running now.");
+        for (const struct tenant_budget *tb = srv->budgets; tb; tb = tb->next)
+                fprintf(f, "chidori_tenant_sessions{tenant=\"%s\"} %u\n", label(tb->tenant, lb, sizeof(lb)),
+                        budget_live_sessions(srv, tb->tenant));
         metric_head(f, "draining", "gauge", "1 while the server drains (SIGTERM).");
         fprintf(f, "chidori_draining %d\n", srv->draining ? 1 : 0);
         metric_head(f, "uptime_seconds", "gauge", "Seconds since the server started.");
@@ -258,7 +290,7 @@ static void store_error(struct http_req *r, const struct err *e)
 }
 
 /* The session's JSON (docs/serve.md, "Session"). */
-cJSON *api_session_json(const struct store_session *s)
+cJSON *api_session_json(struct server *srv, const struct store_session *s)
 {
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "id", s->id);
@@ -299,6 +331,17 @@ cJSON *api_session_json(const struct store_session *s)
                 if (st)
                         cJSON_AddItemToObject(j, "stats", st);
         }
+        /* usage: {NAME: {used, limit}} — the running session's now, else as
+         * its last run left it (in the stored stats). */
+        cJSON *stats = cJSON_GetObjectItemCaseSensitive(j, "stats");
+        cJSON *usage = cJSON_DetachItemFromObjectCaseSensitive(stats, "usage");
+        struct live *l = srv ? sessions_find(srv, s->id) : NULL;
+        if (l && l->cfg.quota && !l->queued) {
+                cJSON_Delete(usage);
+                usage = quota_usage_json(&l->quota);
+        }
+        if (usage)
+                cJSON_AddItemToObject(j, "usage", usage);
         return j;
 }
 
@@ -325,7 +368,7 @@ static void reply_session(struct server *srv, struct http_req *r, const char *id
         char loc[64];
         snprintf(loc, sizeof(loc), "/sessions/%s", id);
         const char *const h[] = { "Location", loc, NULL };
-        reply_json(r, code, api_session_json(&s), location ? h : NULL);
+        reply_json(r, code, api_session_json(srv, &s), location ? h : NULL);
         store_session_clear(&s);
 }
 
@@ -586,6 +629,23 @@ static int can_take_session(struct server *srv, struct http_req *r)
         return 0;
 }
 
+/* A tenant's concurrent sessions (--quotas "concurrent_sessions"): past
+ * it, 429 like --max-queued: -1 answered. */
+static int tenant_can_take(struct server *srv, struct http_req *r)
+{
+        const struct quotas *q = srv->run.quotas;
+        unsigned max = q ? quotas_tenant(q, r->tenant)->concurrent : 0;
+        unsigned now = max ? budget_live_sessions(srv, r->tenant) : 0;
+        if (!max || now < max)
+                return 0;
+        const char *const h[] = { "Retry-After", "1", NULL };
+        api_error_hdr(r, API_QUEUE_FULL, h,
+                      "tenant quota exceeded: concurrent_sessions limit %u, used %u (sessions of tenant '%s' queued or "
+                      "running; the operator's --quotas): retry when one ends",
+                      max, now, r->tenant);
+        return -1;
+}
+
 /* The answer to a session just made: its events (`stream`, 201), 202 at
  * once (wait false), 201 once it settles within wait_ms, else 202. */
 static void created_answer(struct server *srv, struct http_req *r, const char *id, bool stream, bool wait,
@@ -614,7 +674,8 @@ static void created_answer(struct server *srv, struct http_req *r, const char *i
  * session's events from its creation until it settles). */
 static void route_create(struct server *srv, struct http_req *r, bool stream)
 {
-        static const char *const known[] = { "input", "policy_profile", "policyProfile", "wait", "wait_ms", NULL };
+        static const char *const known[] = { "input", "policy_profile", "policyProfile", "wait", "wait_ms", "quotas",
+                                             NULL };
         static const char *const raw[] = { "input", NULL };
         cJSON *doc = parse_body(r, known, raw);
         if (!doc)
@@ -625,10 +686,24 @@ static void route_create(struct server *srv, struct http_req *r, bool stream)
         struct policy *profile = NULL;
         struct err *err = NULL;
         const char *key = NULL;
+        char *quotas_text = NULL;
         if (profile_field(r, doc, &prof) < 0 || wait_fields(r, doc, true, &wait, &wait_ms) < 0)
                 goto out;
+        /* The session's own quotas: stricter wins over the operator's
+         * (a looser value is no use, not an error: docs/serve.md, "Quotas"). */
+        const cJSON *qj = cJSON_GetObjectItemCaseSensitive(doc, "quotas");
+        if (qj && !cJSON_IsNull(qj)) {
+                struct quota_limits ql = { 0 };
+                char qmsg[512];
+                if (!quota_limits_parse(qj, "quotas", NULL, &ql, qmsg, sizeof(qmsg))) {
+                        api_error(r, API_INVALID_FIELD, "%s", qmsg);
+                        goto out;
+                }
+                quotas_text = cJSON_PrintUnformatted(qj);
+        }
         key = http_header(r, "Idempotency-Key");
-        if (idempotent_repeat(srv, r, key, stream) || can_take_session(srv, r) < 0)
+        if (idempotent_repeat(srv, r, key, stream) || can_take_session(srv, r) < 0 ||
+            tenant_can_take(srv, r) < 0)
                 goto out;
         if (cJSON_IsString(prof) && policy_profile(prof->valuestring, "session policy_profile", &profile, &err) < 0) {
                 api_error(r, API_INTERNAL, "%s", err_msg(err));
@@ -642,7 +717,7 @@ static void route_create(struct server *srv, struct http_req *r, bool stream)
                 .id = id, .tenant = (char *)r->tenant, .agent = (char *)srv->cfg.agent, .status = "queued",
                 .policy_profile = cJSON_IsString(prof) ? prof->valuestring : NULL,
                 .input = in && cJSON_IsRaw(in) ? in->valuestring : "null",
-                .created_at = ts, .updated_at = ts,
+                .created_at = ts, .updated_at = ts, .quotas = quotas_text,
         };
         if (store_session_insert(srv->store, &rec, key, &err) < 0) {
                 store_error(r, err);
@@ -657,12 +732,14 @@ static void route_create(struct server *srv, struct http_req *r, bool stream)
         }
         created_answer(srv, r, id, stream, wait, wait_ms);
 out:
+        free(quotas_text);
         policy_free(profile);
         err_free(err);
         cJSON_Delete(doc);
 }
 
 struct list_ctx {
+        struct server *srv;
         cJSON *arr;
         unsigned limit, n;
         char last[SESSION_ID_LEN + 1];
@@ -676,7 +753,7 @@ static int list_one(void *arg, const struct store_session *s)
                 c->more = true;
                 return 1;
         }
-        cJSON_AddItemToArray(c->arr, api_session_json(s));
+        cJSON_AddItemToArray(c->arr, api_session_json(c->srv, s));
         snprintf(c->last, sizeof(c->last), "%s", s->id);
         c->n++;
         return 0;
@@ -710,7 +787,7 @@ static void route_list(struct server *srv, struct http_req *r)
                           text_quote(after, strnlen(after, 64), q, sizeof(q)));
                 return;
         }
-        struct list_ctx c = { .arr = cJSON_CreateArray(), .limit = (unsigned)limit };
+        struct list_ctx c = { .srv = srv, .arr = cJSON_CreateArray(), .limit = (unsigned)limit };
         struct err *err = NULL;
         const char *tenant = strcmp(r->tenant, AUTH_ADMIN_TENANT) == 0 ? NULL : r->tenant;
         if (store_session_list(srv->store, tenant, status, after, c.limit, list_one, &c, &err) < 0) {
@@ -984,7 +1061,7 @@ static void route_sessions(struct server *srv, struct http_req *r)
         if (visible(srv, r, id, &s) < 0)
                 return;
         if (!*action && get)
-                reply_json(r, 200, api_session_json(&s), NULL);
+                reply_json(r, 200, api_session_json(srv, &s), NULL);
         else if (!*action)
                 route_delete(srv, r, &s);
         else if (strcmp(action, "journal") == 0)

@@ -304,6 +304,7 @@ void server_free(struct server *srv)
         waiters_free_all(srv);
         replayers_free_all(srv);
         sessions_free_all(srv);
+        budgets_free_all(srv);
         events_free_all(srv);
         if (srv->mhd)
                 MHD_run(srv->mhd);

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/quota.h"
 #include "runtime/session.h"
 #include "server/server.h"
 
@@ -106,6 +107,16 @@ struct live {
         int64_t calls_before;     /* ... in the runs before this one: not sent again */
         uint64_t jbytes, jmax;    /* journal bytes written (every run), the limit (0: none) */
         bool jfull;
+        struct quota quota;       /* the session's quotas and use (every run); parent: its tenant's */
+        struct tenant_budget *budget;
+};
+
+/* A tenant's budget in the current window (budget.c). */
+struct tenant_budget {
+        struct tenant_budget *next;
+        char *tenant;
+        struct quota q;           /* the parent of its sessions' quotas */
+        int64_t window;           /* the window's start, unix seconds */
 };
 
 /* A request waiting for a session to settle (wait, cancel). */
@@ -138,6 +149,7 @@ struct server {
         struct stream *streams;   /* open SSE answers */
         struct ev_timer *sweep;   /* --approval-ttl, --session-ttl */
         struct replayer *replayers; /* POST /sessions/ID/replay runs */
+        struct tenant_budget *budgets; /* budget.c */
 };
 
 /* ---- http.c ---- */
@@ -200,6 +212,16 @@ void replayers_free_all(struct server *srv);
  * sessions past --session-ttl. */
 void sessions_sweep(struct server *srv);
 
+/* ---- budget.c: the tenants' budgets ---- */
+/* The budget of `tenant` in the current window (read from the store the
+ * first time, or when the window changed), NULL out of memory. */
+struct tenant_budget *budget_of(struct server *srv, const char *tenant);
+void budget_save(struct server *srv, struct tenant_budget *tb);
+/* Written to the store, then freed (the server stops). */
+void budgets_free_all(struct server *srv);
+/* Sessions of `tenant` queued or running now. */
+unsigned budget_live_sessions(const struct server *srv, const char *tenant);
+
 /* ---- api.c ---- */
 /* Wake the requests waiting for session id (it settled). */
 void waiters_wake(struct server *srv, const char *id);
@@ -208,7 +230,7 @@ int waiters_add(struct server *srv, struct http_req *r, const char *id, long ms,
 void waiters_free_all(struct server *srv);
 
 /* The session's JSON (docs/serve.md, "The session"). */
-cJSON *api_session_json(const struct store_session *s);
+cJSON *api_session_json(struct server *srv, const struct store_session *s);
 
 /* The request is complete (or too large): answer it. */
 void api_handle(struct server *srv, struct http_req *r);

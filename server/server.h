@@ -86,6 +86,7 @@ struct memstore;
 struct effect_table;
 struct box_provider;
 struct policy;
+struct quotas;
 
 /* What every session runs: the operator's agent and options (cli/serve.c). */
 struct server_run {
@@ -95,6 +96,7 @@ struct server_run {
         const struct policy *policy;
         long js_deadline_ms, deadline_ms;
         struct session_limits limits;
+        const struct quotas *quotas;  /* --quotas (server/quotas.h), or NULL: none (use is still reported) */
         const struct effect_table *effects;
         struct memstore *mem;
         bool shared_memory;

@@ -23,6 +23,7 @@
 #include "runtime/journal.h"
 #include "runtime/outcome.h"
 #include "runtime/session.h"
+#include "server/quotas.h"
 #include "server/server-internal.h"
 #include "server/store.h"
 
@@ -244,7 +245,7 @@ static void emit_session(struct server *srv, const char *id, const char *event)
         if (store_session_get(srv->store, id, &rec, NULL) != 0)
                 return;
         bool settled = strcmp(rec.status, "queued") != 0 && strcmp(rec.status, "running") != 0;
-        events_emit(srv, id, event, api_session_json(&rec), false);
+        events_emit(srv, id, event, api_session_json(srv, &rec), false);
         store_session_clear(&rec);
         if (settled)
                 events_settled(srv, id);
@@ -288,6 +289,53 @@ static void defer_free(struct server *srv, struct live *l)
                 srv->free_deferred = true;
 }
 
+/* The session's quotas (runtime/quota.h): the operator's, tightened by
+ * the session's own (POST /sessions "quotas", stricter wins), its use in
+ * earlier runs (a resume, a restart) read back from its stats; the parent
+ * its tenant's budget.  Wall time is a deadline: what is left of it. */
+static int quota_setup(struct live *l, struct err **err)
+{
+        struct server *srv = l->srv;
+        memset(&l->quota, 0, sizeof(l->quota));
+        l->quota.scope = "session";
+        if (srv->run.quotas)
+                l->quota.lim = srv->run.quotas->session;
+        struct store_session rec = { 0 };
+        if (store_session_get(srv->store, l->id, &rec, NULL) == 0) {
+                cJSON *own = rec.quotas ? cJSON_Parse(rec.quotas) : NULL;
+                struct quota_limits tight = { 0 };
+                char msg[512];
+                if (own && quota_limits_parse(own, "the session's quotas", NULL, &tight, msg, sizeof(msg)))
+                        quota_limits_tighten(&l->quota.lim, &tight);
+                cJSON_Delete(own);
+                cJSON *st = rec.stats ? cJSON_Parse(rec.stats) : NULL;
+                quota_usage_load(&l->quota, cJSON_GetObjectItemCaseSensitive(st, "usage"));
+                cJSON_Delete(st);
+        }
+        store_session_clear(&rec);
+        if (!(l->budget = budget_of(srv, l->tenant)))
+                return err_set(err, ENOMEM, "the tenant's budget");
+        l->quota.parent = &l->budget->q;
+        l->cfg.quota = &l->quota;
+        uint64_t wall = l->quota.lim.v[QUOTA_WALL_MS];
+        if (wall) {
+                uint64_t used = l->quota.used[QUOTA_WALL_MS];
+                long left = used >= wall ? 1 : (long)(wall - used);
+                if (l->cfg.deadline_ms <= 0 || left < l->cfg.deadline_ms)
+                        l->cfg.deadline_ms = left;
+        }
+        return 0;
+}
+
+/* A run ended (or paused): its wall time charged, the tenant's use written. */
+static void quota_end(struct live *l, const struct session_outcome *o)
+{
+        if (!l->cfg.quota)
+                return;
+        quota_add(&l->quota, QUOTA_WALL_MS, o->wall_ms > 0 ? (uint64_t)(o->wall_ms + 0.5) : 0);
+        budget_save(l->srv, l->budget);
+}
+
 /* The stats of this run added to those of the session's earlier runs
  * (a resume is a run); `effects` counts the calls performed, not those
  * answered from the journal. */
@@ -315,6 +363,7 @@ static char *stats_sum(struct live *l, const struct session_outcome *o)
         cJSON_AddNumberToObject(stats, "cpu_ms", (double)(long long)(cpu + 0.5));
         cJSON_AddNumberToObject(stats, "peak_bytes", peak);
         cJSON_AddNumberToObject(stats, "effects", effects);
+        cJSON_AddItemToObject(stats, "usage", quota_usage_json(&l->quota));
         char *text = cJSON_PrintUnformatted(stats);
         cJSON_Delete(stats);
         return text;
@@ -355,6 +404,7 @@ static void ended_paused(struct live *l, const struct session_outcome *o)
                 bool approval = cJSON_GetObjectItemCaseSensitive(l->pending, "approval") != NULL;
                 srv->stats.pauses[approval ? 0 : 1]++;
                 save_pending(l, l->pending);
+                quota_end(l, o);
                 char *stats = stats_sum(l, o);
                 if (store_session_update(srv->store, l->id,
                                          sess_status_name(approval ? SESS_AWAITING_APPROVAL : SESS_AWAITING_INPUT), NULL,
@@ -405,6 +455,7 @@ static void sink_ended(void *arg, struct session *s)
                         error = cJSON_PrintUnformatted(err);
                         cJSON_Delete(err);
                 }
+                quota_end(l, o);
                 char *stats_text = stats_sum(l, o);
                 cJSON *stats = stats_text ? cJSON_Parse(stats_text) : cJSON_CreateObject();
                 /* The journal's end line, as `run` writes it, with the stats
@@ -696,6 +747,8 @@ static int live_start(struct live *l, struct err **err)
                 .policy = run->policy,
                 .layers = l->profile ? l->profile_layers : NULL,
         };
+        if (quota_setup(l, err) < 0)
+                return -1;
         l->sink = (struct session_sink){
                 .log = sink_log,
                 .call = sink_call,

@@ -43,14 +43,16 @@ static const char schema[] =
         "CREATE TABLE IF NOT EXISTS sessions("
         " id TEXT PRIMARY KEY, tenant TEXT NOT NULL, agent TEXT NOT NULL, status TEXT NOT NULL,"
         " policy_profile TEXT, input TEXT NOT NULL, result TEXT, error TEXT, exit INTEGER, stats TEXT,"
-        " created_at TEXT NOT NULL, updated_at TEXT NOT NULL, pending TEXT);"
+        " created_at TEXT NOT NULL, updated_at TEXT NOT NULL, pending TEXT, quotas TEXT);"
         "CREATE INDEX IF NOT EXISTS sessions_tenant ON sessions(tenant, id);"
         "CREATE TABLE IF NOT EXISTS journal(session TEXT NOT NULL, seq INTEGER NOT NULL, line TEXT NOT NULL,"
         " PRIMARY KEY(session, seq));"
         "CREATE TABLE IF NOT EXISTS idempotency(tenant TEXT NOT NULL, key TEXT NOT NULL, session TEXT NOT NULL,"
         " created INTEGER NOT NULL, PRIMARY KEY(tenant, key));"
         "CREATE TABLE IF NOT EXISTS events(session TEXT NOT NULL, seq INTEGER NOT NULL, event TEXT NOT NULL,"
-        " data TEXT NOT NULL, PRIMARY KEY(session, seq));";
+        " data TEXT NOT NULL, PRIMARY KEY(session, seq));"
+        "CREATE TABLE IF NOT EXISTS tenant_usage(tenant TEXT NOT NULL, window_start INTEGER NOT NULL,"
+        " usage TEXT NOT NULL, PRIMARY KEY(tenant, window_start));";
 
 int store_open(const char *dir, struct store **ret, struct err **err)
 {
@@ -108,7 +110,14 @@ int store_open(const char *dir, struct store **ret, struct err **err)
                 store_close(st);
                 return -1;
         }
-        if (version == 0 && exec(st, "INSERT INTO schema_version VALUES (2)", err) < 0) {
+        /* Version 3 adds sessions.quotas (the session's own, POST /sessions)
+         * and the tenant_usage table (created above). */
+        if ((version == 1 || version == 2) && (exec(st, "ALTER TABLE sessions ADD COLUMN quotas TEXT", err) < 0 ||
+                                               exec(st, "UPDATE schema_version SET version = 3", err) < 0)) {
+                store_close(st);
+                return -1;
+        }
+        if (version == 0 && exec(st, "INSERT INTO schema_version VALUES (3)", err) < 0) {
                 store_close(st);
                 return -1;
         }
@@ -189,7 +198,7 @@ int store_session_insert(struct store *st, const struct store_session *s, const 
         sqlite3_stmt *q = NULL;
         int rc = sqlite3_prepare_v2(st->db,
                                     "INSERT INTO sessions(id, tenant, agent, status, policy_profile, input, created_at, "
-                                    "updated_at, exit) VALUES (?,?,?,?,?,?,?,?,NULL)",
+                                    "updated_at, exit, quotas) VALUES (?,?,?,?,?,?,?,?,NULL,?)",
                                     -1, &q, NULL);
         if (rc != SQLITE_OK)
                 goto fail;
@@ -201,6 +210,7 @@ int store_session_insert(struct store *st, const struct store_session *s, const 
         bind_text(q, 6, s->input);
         bind_text(q, 7, s->created_at);
         bind_text(q, 8, s->updated_at);
+        bind_text(q, 9, s->quotas);
         if (run_stmt(st, q, err, "record the session") < 0)
                 goto rollback;
         if (idem_key) {
@@ -235,7 +245,7 @@ static char *col(sqlite3_stmt *q, int i)
 }
 
 #define SESSION_COLS \
-        "id, tenant, agent, status, policy_profile, input, result, error, stats, created_at, updated_at, exit, pending"
+        "id, tenant, agent, status, policy_profile, input, result, error, stats, created_at, updated_at, exit, pending, quotas"
 
 static void row(sqlite3_stmt *q, struct store_session *s)
 {
@@ -252,6 +262,7 @@ static void row(sqlite3_stmt *q, struct store_session *s)
         s->updated_at = col(q, 10);
         s->exit = sqlite3_column_type(q, 11) == SQLITE_NULL ? -1 : sqlite3_column_int(q, 11);
         s->pending = col(q, 12);
+        s->quotas = col(q, 13);
 }
 
 void store_session_clear(struct store_session *s)
@@ -268,6 +279,7 @@ void store_session_clear(struct store_session *s)
         free(s->created_at);
         free(s->updated_at);
         free(s->pending);
+        free(s->quotas);
         memset(s, 0, sizeof(*s));
 }
 
@@ -578,4 +590,40 @@ int store_journal_bytes(struct store *st, const char *id, uint64_t *ret, struct 
                 *ret = (uint64_t)sqlite3_column_int64(q, 0);
         sqlite3_finalize(q);
         return rc == SQLITE_ROW ? 0 : db_err(st, rc, err, "read the journal");
+}
+
+int store_tenant_usage_get(struct store *st, const char *tenant, int64_t window_start, char **ret, struct err **err)
+{
+        *ret = NULL;
+        sqlite3_stmt *q = NULL;
+        int rc = sqlite3_prepare_v2(st->db, "SELECT usage FROM tenant_usage WHERE tenant = ? AND window_start = ?", -1,
+                                    &q, NULL);
+        if (rc != SQLITE_OK)
+                return db_err(st, rc, err, "read the tenant's usage");
+        bind_text(q, 1, tenant);
+        sqlite3_bind_int64(q, 2, window_start);
+        rc = sqlite3_step(q);
+        if (rc == SQLITE_ROW)
+                *ret = col(q, 0);
+        sqlite3_finalize(q);
+        if (rc == SQLITE_ROW)
+                return *ret ? 0 : err_set(err, ENOMEM, "the tenant's usage");
+        return rc == SQLITE_DONE ? 1 : db_err(st, rc, err, "read the tenant's usage");
+}
+
+int store_tenant_usage_put(struct store *st, const char *tenant, int64_t window_start, const char *usage,
+                           struct err **err)
+{
+        if (store_commit(st, err) < 0)
+                return -1;
+        sqlite3_stmt *q = NULL;
+        int rc = sqlite3_prepare_v2(st->db,
+                                    "INSERT OR REPLACE INTO tenant_usage(tenant, window_start, usage) VALUES (?,?,?)", -1,
+                                    &q, NULL);
+        if (rc != SQLITE_OK)
+                return db_err(st, rc, err, "record the tenant's usage");
+        bind_text(q, 1, tenant);
+        sqlite3_bind_int64(q, 2, window_start);
+        bind_text(q, 3, usage);
+        return run_stmt(st, q, err, "record the tenant's usage");
 }

@@ -18,7 +18,7 @@ enum {
         STORE_E_VERSION,     /* written by a newer chidori (schema version) */
 };
 
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 #define STORE_DB_NAME "serve.db"
 
 struct store;
@@ -32,6 +32,7 @@ struct store_session {
         char *created_at, *updated_at;
         int exit;             /* -1: none yet */
         char *pending;        /* JSON {"approval": {...}} or {"input": {...}} while paused, or NULL */
+        char *quotas;         /* JSON {NAME: N}: the session's own quotas (POST /sessions), or NULL */
 };
 void store_session_clear(struct store_session *s);
 
@@ -91,5 +92,11 @@ int store_event_append(struct store *st, const char *id, const char *event, cons
 int store_events_each(struct store *st, const char *id, uint64_t after,
                       int (*fn)(void *arg, uint64_t seq, const char *event, const char *data), void *arg,
                       struct err **err);
+
+/* A tenant's use in the window starting at `window_start` (unix seconds):
+ * JSON text {NAME: N} (malloc'd), 0; 1 none recorded. */
+int store_tenant_usage_get(struct store *st, const char *tenant, int64_t window_start, char **ret, struct err **err);
+int store_tenant_usage_put(struct store *st, const char *tenant, int64_t window_start, const char *usage,
+                           struct err **err);
 
 #endif

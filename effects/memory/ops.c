@@ -63,6 +63,8 @@ int effect_memory_set(struct broker *b, int64_t id, const cJSON *args, cJSON **r
         _cleanup_free_ char *json = broker_arg_raw(b, "value", &raw) == 1 ? json_compact(raw, NULL) : strdup("null");
         if (!json)
                 return err_set(err, ENOMEM, "memory.set");
+        if (broker_quota_take(b, QUOTA_MEMORY_BYTES, strlen(key) + strlen(json), err) < 0)
+                return -1;
         if (memstore_set(b->cfg->mem, b->cfg->mem_ns, key, json, err) < 0) {
                 if (err_code(*err) == MEMSTORE_E_LIMIT) {
                         err_free(*err);

@@ -105,6 +105,7 @@ static void on_done(void *arg, uint64_t id, const struct http_response *res, con
 {
         struct broker *b = arg;
         if (res) {
+                broker_quota_add(b, QUOTA_INGRESS_BYTES, res->body_len);
                 cJSON *v = b->net->http_response_to_json(res);
                 /* A streamed body: the head now, the body through http.read. */
                 if (v && res->stream && !cJSON_AddNumberToObject(v, "stream", (double)id)) {
@@ -161,6 +162,16 @@ int effect_http(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, st
         struct http_request *req = NULL;
         if (broker_net_need(b, err) < 0 || b->net->http_request_from_json(args, &req, err) < 0)
                 return -1;
+        /* Quotas: what is sent, taken before; what comes back, charged as it
+         * arrives (a call is refused once the received bytes are used up). */
+        uint64_t out = strlen(req->url) + req->body_len;
+        for (size_t i = 0; i < req->nheaders; i++)
+                out += strlen(req->headers[i].name) + strlen(req->headers[i].value) + 4;
+        if (broker_quota_take(b, QUOTA_INGRESS_BYTES, 0, err) < 0 ||
+            broker_quota_take(b, QUOTA_EGRESS_BYTES, out, err) < 0) {
+                b->net->http_request_free(req);
+                return -1;
+        }
         int r = engine(b, err);
         if (r == 0)
                 r = b->net->http_start(b->http, (uint64_t)id, req, on_done, b, err);
@@ -190,6 +201,7 @@ static int chunk_answer(struct broker *b, struct http_chunk *c, cJSON **value, c
                 c->err = NULL;
                 return 0;
         }
+        broker_quota_add(b, QUOTA_INGRESS_BYTES, c->len);
         cJSON *v = cJSON_CreateObject();
         if (c->len) {
                 char *b64 = base64_encode(c->data, c->len);

@@ -44,6 +44,10 @@ static void on_prompt_done(void *arg, uint64_t id, const struct http_response *r
                 err_free(e);
                 return;
         }
+        /* The provider's own figure (usage.total_tokens), when it gives one. */
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "usage"), "total_tokens");
+        if (cJSON_IsNumber(t) && t->valuedouble > 0 && t->valuedouble < 9007199254740992.0)
+                broker_quota_add(b, QUOTA_LLM_TOKENS, (uint64_t)t->valuedouble);
         broker_complete(b, (int64_t)id, v, NULL);
 }
 
@@ -56,6 +60,8 @@ int effect_prompt(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, 
         if (!b->cfg->llm)
                 return err_setc(err, LLM_E_CONFIG, 0,
                                 "prompt: no model provider configured: set CHIDORI_LLM_BASE_URL and CHIDORI_LLM_API_KEY");
+        if (broker_quota_take(b, QUOTA_LLM_TOKENS, 0, err) < 0)
+                return -1;
         const cJSON *options = cJSON_GetObjectItemCaseSensitive(args, "options");
         struct http_request *req = NULL;
         if (broker_net_need(b, err) < 0 ||

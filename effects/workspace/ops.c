@@ -83,6 +83,8 @@ int effect_workspace_write(struct broker *b, int64_t id, const cJSON *args, cJSO
          * not the box's to fill.  Checked before anything is touched. */
         if (len > b->lim.max_workspace_write - b->ws_written)
                 return broker_limit_fail(b, LIMIT_WORKSPACE_WRITE, err);
+        if (broker_quota_take(b, QUOTA_WORKSPACE_BYTES, len, err) < 0)
+                return -1;
         if (workspace_write(b->cfg->workspace, path, bytes, len, cd ? cJSON_IsTrue(cd) : true, err) < 0)
                 return -1;
         b->ws_written += len;

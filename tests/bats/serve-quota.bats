@@ -1,0 +1,296 @@
+#!/usr/bin/env bats
+# chidori serve --quotas (issue 19 item 2): quotas per session, budgets per
+# tenant over a window, kept in the state database across restarts.  Each
+# limit is shown refusing (code EQUOTA, a message naming the quota, its limit
+# and the use) and, with the limit off, the same agent going through.
+
+load helpers
+load serve-helpers
+
+start_fake() {
+  python3 "$BATS_TEST_DIRNAME/../servers/fake_http.py" --host 127.0.0.1 --port 0 >"$T/port" 2>"$T/fake.log" 3>&- &
+  FAKE_PID=$!
+  local i
+  for ((i = 0; i < 100; i++)); do [[ -s $T/port ]] && break; sleep 0.05; done
+  FP=$(head -1 "$T/port")
+}
+
+quotas() { # JSON
+  printf '%s\n' "$1" >"$T/quotas.json"
+}
+
+# An agent making N calls of KIND, each result or {code, message}.
+calls_agent() { # KIND N
+  cat >"$T/agent.js" <<JS
+const kind = "$1", n = $2;
+const one = async (i) => {
+  if (kind === "fetch") { const r = await fetch("http://127.0.0.1:$FP/echo"); await r.text(); return r.status; }
+  if (kind === "bytes") return (await (await fetch("http://127.0.0.1:$FP/bytes?n=5000")).arrayBuffer()).byteLength;
+  if (kind === "prompt") return await chidori.prompt("a b c");
+  if (kind === "post") return (await fetch("http://127.0.0.1:$FP/echo", { method: "POST", body: "x".repeat(i === 0 ? 10 : 1000) })).status;
+  if (kind === "memory") return await chidori.memory.get("k" + i);
+  if (kind === "tool") return await chidori.tool("hi", {});
+};
+export default async () => {
+  const out = [];
+  for (let i = 0; i < n; i++) {
+    try { out.push(await one(i)); }
+    catch (e) { const c = e.cause || e; out.push({ code: c.code, message: c.message }); }
+  }
+  return out;
+};
+JS
+}
+
+@test "serve quota: a malformed --quotas (or CHIDORI_QUOTAS) file, an unknown quota or a bad value is a usage error naming it" {
+  echo '{"session": {"effects": 10}' >"$T/bad.json"
+  chid serve "$T/agent.js" --listen 127.0.0.1:0 --state-dir "$T/st" --quotas "$T/bad.json"
+  assert_status 2
+  assert_stderr_has "--quotas $T/bad.json: not valid JSON"
+  echo '{"session": {"effectz": 10}}' >"$T/bad.json"
+  chid serve "$T/agent.js" --listen 127.0.0.1:0 --state-dir "$T/st" --quotas "$T/bad.json"
+  assert_status 2
+  assert_stderr_has "unknown quota 'effectz'"
+  echo '{"tenant": {"http_requests": -1}}' >"$T/bad.json"
+  CHIDORI_QUOTAS="$T/bad.json" chid serve "$T/agent.js" --listen 127.0.0.1:0 --state-dir "$T/st"
+  assert_status 2
+  assert_stderr_has "quota 'http_requests' must be an integer from 1 to 2^53"
+  echo '{"sessions": {}}' >"$T/bad.json"
+  chid serve "$T/agent.js" --listen 127.0.0.1:0 --state-dir "$T/st" --quotas "$T/bad.json"
+  assert_status 2
+  assert_stderr_has "unknown field 'sessions'"
+  chid serve "$T/agent.js" --listen 127.0.0.1:0 --state-dir "$T/st" --quotas "$T/none.json"
+  assert_status 2
+  assert_stderr_has "--quotas cannot open $T/none.json"
+  chid serve --help
+  [[ $output == *"--quotas FILE"* && $output == *"CHIDORI_QUOTAS"* ]]
+}
+
+@test "serve quota: http_requests: the call over it fails with EQUOTA naming the quota, the limit and the use; the session goes on; usage in the session JSON and /metrics" {
+  start_fake
+  calls_agent fetch 3
+  quotas '{"session": {"http_requests": 2}}'
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --trusted --allow-host 127.0.0.1 --quotas "$T/quotas.json"
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  assert_code 201
+  [[ $(jq -r .status <<<"$body") == done ]] || { echo "$body"; false; }
+  [[ $(jq -c '.result[0:2]' <<<"$body") == '[200,200]' ]] || { echo "$body"; false; }
+  [[ $(jq -r '.result[2].code' <<<"$body") == EQUOTA ]] || { echo "$body"; false; }
+  [[ $(jq -r '.result[2].message' <<<"$body") == *"session quota exceeded: http_requests limit 2, used 2"* ]] || { echo "$body"; false; }
+  [[ $(jq -c '.usage.http_requests' <<<"$body") == '{"used":2,"limit":2}' ]] || { echo "$body"; false; }
+  [[ $(jq -r '.usage.effects.used >= 2 and .usage.effects.limit == null' <<<"$body") == true ]]
+  [[ $(jq -r '.usage.ingress_bytes.used > 0 and .usage.egress_bytes.used > 0' <<<"$body") == true ]] || { echo "$body"; false; }
+  local id; id=$(jq -r .id <<<"$body")
+  # GET says the same, and the journal has the note.
+  req "$URL/sessions/$id"
+  [[ $(jq -c '.usage.http_requests' <<<"$body") == '{"used":2,"limit":2}' ]]
+  req "$URL/sessions/$id/journal"
+  [[ $body == *'"kind":"quota"'* ]] || { echo "$body"; false; }
+  req "$URL/metrics"
+  [[ $body == *'chidori_tenant_usage{tenant="default",quota="http_requests"} 2'* ]] || { echo "$body"; false; }
+  # The control: without the quota, the third fetch goes through.
+  stop_server
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st2" --trusted --allow-host 127.0.0.1
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  [[ $(jq -c '.result' <<<"$body") == '[200,200,200]' ]] || { echo "$body"; false; }
+  [[ $(jq -c '.usage.http_requests' <<<"$body") == '{"used":3,"limit":null}' ]] || { echo "$body"; false; }
+}
+
+@test "serve quota: egress_bytes: a request whose bytes would pass it fails with EQUOTA; a smaller one went through" {
+  start_fake
+  calls_agent post 2
+  quotas '{"session": {"egress_bytes": 600}}'
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --trusted --allow-host 127.0.0.1 --quotas "$T/quotas.json"
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  [[ $(jq -r '.result[0]' <<<"$body") == 200 ]] || { echo "$body"; false; }
+  [[ $(jq -r '.result[1].code' <<<"$body") == EQUOTA ]] || { echo "$body"; false; }
+  [[ $(jq -r '.result[1].message' <<<"$body") == *"egress_bytes limit 600, used "*", this call needs "* ]] || { echo "$body"; false; }
+  stop_server
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st2" --trusted --allow-host 127.0.0.1
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  [[ $(jq -c '.result' <<<"$body") == '[200,200]' ]] || { echo "$body"; false; }
+}
+
+@test "serve quota: ingress_bytes: once the bytes received pass it, the next fetch fails with EQUOTA" {
+  start_fake
+  calls_agent bytes 2
+  quotas '{"session": {"ingress_bytes": 4000}}'
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --trusted --allow-host 127.0.0.1 --quotas "$T/quotas.json"
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  [[ $(jq -r '.result[0]' <<<"$body") == 5000 ]] || { echo "$body"; false; }
+  [[ $(jq -r '.result[1].code' <<<"$body") == EQUOTA ]] || { echo "$body"; false; }
+  [[ $(jq -r '.result[1].message' <<<"$body") == *"ingress_bytes limit 4000, used 5000"* ]] || { echo "$body"; false; }
+  stop_server
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st2" --trusted --allow-host 127.0.0.1
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  [[ $(jq -c '.result' <<<"$body") == '[5000,5000]' ]] || { echo "$body"; false; }
+}
+
+@test "serve quota: llm_tokens: the provider's usage figures are charged; once past the limit a prompt fails with EQUOTA" {
+  start_fake
+  calls_agent prompt 2
+  quotas '{"session": {"llm_tokens": 5}}'
+  export CHIDORI_LLM_BASE_URL="http://127.0.0.1:$FP/v1" CHIDORI_LLM_API_KEY=test-key
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --trusted --quotas "$T/quotas.json"
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  [[ $(jq -r '.result[0]' <<<"$body") == "echo: a b c" ]] || { echo "$body"; false; }
+  [[ $(jq -r '.result[1].code' <<<"$body") == EQUOTA ]] || { echo "$body"; false; }
+  # 3 prompt tokens ("a b c") + 4 completion tokens ("echo: a b c")
+  [[ $(jq -r '.result[1].message' <<<"$body") == *"llm_tokens limit 5, used 7"* ]] || { echo "$body"; false; }
+  [[ $(jq -c '.usage.llm_tokens' <<<"$body") == '{"used":7,"limit":5}' ]] || { echo "$body"; false; }
+  stop_server
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st2" --trusted
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  [[ $(jq -c '.result' <<<"$body") == '["echo: a b c","echo: a b c"]' ]] || { echo "$body"; false; }
+}
+
+@test "serve quota: effects: host calls past the limit fail with EQUOTA" {
+  calls_agent memory 5
+  quotas '{"session": {"effects": 3}}'
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --quotas "$T/quotas.json"
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  [[ $(jq -c '[.result[] | if type == "object" then .code else . end]' <<<"$body") == '[null,null,null,"EQUOTA","EQUOTA"]' ]] || { echo "$body"; false; }
+  [[ $(jq -r '.result[3].message' <<<"$body") == *"effects limit 3, used 3"* ]] || { echo "$body"; false; }
+  [[ $(jq -c '.usage.effects' <<<"$body") == '{"used":3,"limit":3}' ]] || { echo "$body"; false; }
+  stop_server
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st2"
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  [[ $(jq -c '.result' <<<"$body") == '[null,null,null,null,null]' ]] || { echo "$body"; false; }
+}
+
+@test "serve quota: tool_calls: the second tool invocation fails with EQUOTA" {
+  cat >"$T/tools.json" <<'JSON'
+{"hi": {"command": ["sh", "-c", "read -r l; echo '\"hello\"'"], "timeout_ms": 30000}}
+JSON
+  calls_agent tool 2
+  quotas '{"session": {"tool_calls": 1}}'
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --trusted --tools "$T/tools.json" --quotas "$T/quotas.json"
+  req -X POST -d '{"wait": true, "wait_ms": 60000}' "$URL/sessions"
+  [[ $(jq -r '.result[0]' <<<"$body") == hello ]] || { echo "$body"; false; }
+  [[ $(jq -r '.result[1].code' <<<"$body") == EQUOTA ]] || { echo "$body"; false; }
+  [[ $(jq -r '.result[1].message' <<<"$body") == *"tool_calls limit 1, used 1"* ]] || { echo "$body"; false; }
+  stop_server
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st2" --trusted --tools "$T/tools.json"
+  req -X POST -d '{"wait": true, "wait_ms": 60000}' "$URL/sessions"
+  [[ $(jq -c '.result' <<<"$body") == '["hello","hello"]' ]] || { echo "$body"; false; }
+}
+
+@test "serve quota: wall_ms ends the session (failed, deadline); without it the same agent finishes" {
+  cat >"$T/agent.js" <<'JS'
+export default async () => { await new Promise((r) => setTimeout(r, 4000)); return "slept"; };
+JS
+  quotas '{"session": {"wall_ms": 1000}}'
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --quotas "$T/quotas.json"
+  req -X POST -d '{"wait": true, "wait_ms": 30000}' "$URL/sessions"
+  [[ $(jq -r .status <<<"$body") == failed ]] || { echo "$body"; false; }
+  [[ $(jq -r .error.message <<<"$body") == *"deadline"* ]] || { echo "$body"; false; }
+  [[ $(jq -r '.usage.wall_ms.limit' <<<"$body") == 1000 ]] || { echo "$body"; false; }
+  [[ $(jq -r '.usage.wall_ms.used >= 1000' <<<"$body") == true ]] || { echo "$body"; false; }
+  stop_server
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st2"
+  req -X POST -d '{"wait": true, "wait_ms": 30000}' "$URL/sessions"
+  [[ $(jq -r .result <<<"$body") == slept ]] || { echo "$body"; false; }
+}
+
+@test "serve quota: a tenant's budget holds across two sessions and across a restart (kill -TERM, same state dir)" {
+  calls_agent memory 3
+  quotas '{"tenant": {"effects": 4}}'
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --quotas "$T/quotas.json"
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  [[ $(jq -c '.result' <<<"$body") == '[null,null,null]' ]] || { echo "$body"; false; }
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  [[ $(jq -r '.result[0]' <<<"$body") == null ]] || { echo "$body"; false; }
+  [[ $(jq -r '.result[1].code' <<<"$body") == EQUOTA ]] || { echo "$body"; false; }
+  [[ $(jq -r '.result[1].message' <<<"$body") == *"tenant quota exceeded: effects limit 4, used 4"* ]] || { echo "$body"; false; }
+  req "$URL/metrics"
+  [[ $body == *'chidori_tenant_usage{tenant="default",quota="effects"} 4'* ]] || { echo "$body"; false; }
+  [[ $body == *'chidori_tenant_quota_limit{tenant="default",quota="effects"} 4'* ]] || { echo "$body"; false; }
+  stop_server
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --quotas "$T/quotas.json"
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  [[ $(jq -r '.result[0].code' <<<"$body") == EQUOTA ]] || { echo "$body"; false; }
+  [[ $(jq -r '.result[0].message' <<<"$body") == *"tenant quota exceeded: effects limit 4, used 4"* ]] || { echo "$body"; false; }
+  # The control: the same budget in a fresh state directory is not spent.
+  stop_server
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st2" --quotas "$T/quotas.json"
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  [[ $(jq -c '.result' <<<"$body") == '[null,null,null]' ]] || { echo "$body"; false; }
+}
+
+@test "serve quota: concurrent_sessions per tenant: one more is 429 with Retry-After, naming the quota; after one ends it is taken" {
+  cat >"$T/agent.js" <<'JS'
+export default async (input) => { if (input === "slow") await new Promise((r) => setTimeout(r, 3000)); return input; };
+JS
+  quotas '{"tenant": {"concurrent_sessions": 1}}'
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --quotas "$T/quotas.json"
+  req -X POST -d '{"input": "slow", "wait": false}' "$URL/sessions"
+  assert_code 202
+  local id; id=$(jq -r .id <<<"$body")
+  req -X POST -d '{"input": "fast", "wait": true}' "$URL/sessions"
+  assert_code 429
+  assert_error_code queue_full
+  assert_body_has "tenant quota exceeded: concurrent_sessions limit 1, used 1"
+  [[ $headers == *"Retry-After: 1"* ]]
+  wait_status "$id" done
+  req -X POST -d '{"input": "fast", "wait": true}' "$URL/sessions"
+  assert_code 201
+  # The control: without the quota, two at once are taken.
+  stop_server
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st2"
+  req -X POST -d '{"input": "slow", "wait": false}' "$URL/sessions"
+  assert_code 202
+  req -X POST -d '{"input": "fast", "wait": true}' "$URL/sessions"
+  assert_code 201
+}
+
+@test "serve quota: a session's own quotas tighten the operator's (stricter wins); a looser one does not loosen them; a bad one is 400" {
+  calls_agent memory 4
+  quotas '{"session": {"effects": 3}}'
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --quotas "$T/quotas.json"
+  req -X POST -d '{"wait": true, "quotas": {"effects": 1}}' "$URL/sessions"
+  assert_code 201
+  [[ $(jq -r '.result[1].code' <<<"$body") == EQUOTA ]] || { echo "$body"; false; }
+  [[ $(jq -c '.usage.effects' <<<"$body") == '{"used":1,"limit":1}' ]] || { echo "$body"; false; }
+  req -X POST -d '{"wait": true, "quotas": {"effects": 100}}' "$URL/sessions"
+  [[ $(jq -r '.result[3].code' <<<"$body") == EQUOTA ]] || { echo "$body"; false; }
+  [[ $(jq -c '.usage.effects' <<<"$body") == '{"used":3,"limit":3}' ]] || { echo "$body"; false; }
+  req -X POST -d '{"wait": true, "quotas": {"effects": 0}}' "$URL/sessions"
+  assert_code 400
+  assert_error_code invalid_field
+  assert_body_has "quota 'effects' must be an integer"
+  req -X POST -d '{"wait": true, "quotas": {"nope": 1}}' "$URL/sessions"
+  assert_code 400
+  assert_body_has "unknown quota 'nope'"
+  # With no operator quota, the session's own still holds.
+  stop_server
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st2"
+  req -X POST -d '{"wait": true, "quotas": {"effects": 2}}' "$URL/sessions"
+  [[ $(jq -r '.result[2].code' <<<"$body") == EQUOTA ]] || { echo "$body"; false; }
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  [[ $(jq -c '.result' <<<"$body") == '[null,null,null,null]' ]] || { echo "$body"; false; }
+}
+
+@test "serve quota: workspace_bytes and memory_bytes: the write that would pass it fails with EQUOTA and nothing is written" {
+  mkdir -p "$T/ws"
+  cat >"$T/agent.js" <<'JS'
+const tryit = async (f) => { try { await f(); return "ok"; } catch (e) { return { code: e.code, message: e.message }; } };
+export default async () => [
+  await tryit(() => chidori.workspace.write("a.txt", "x".repeat(100))),
+  await tryit(() => chidori.workspace.write("b.txt", "x".repeat(100))),
+  await tryit(() => chidori.memory.set("k1", "y".repeat(100))),
+  await tryit(() => chidori.memory.set("k2", "y".repeat(100))),
+];
+JS
+  quotas '{"session": {"workspace_bytes": 150, "memory_bytes": 150}}'
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --trusted --workspace "$T/ws" --quotas "$T/quotas.json"
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  local id; id=$(jq -r .id <<<"$body")
+  [[ $(jq -c '[.result[] | if type == "object" then .code else . end]' <<<"$body") == '["ok","EQUOTA","ok","EQUOTA"]' ]] || { echo "$body"; false; }
+  [[ $(jq -r '.result[1].message' <<<"$body") == *"workspace_bytes limit 150, used 100, this call needs 100 more"* ]] || { echo "$body"; false; }
+  [[ $(jq -r '.result[3].message' <<<"$body") == *"memory_bytes limit 150, used "* ]] || { echo "$body"; false; }
+  [[ -f $T/ws/$id/a.txt && ! -e $T/ws/$id/b.txt ]]
+  stop_server
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st2" --trusted --workspace "$T/ws"
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  [[ $(jq -c '.result' <<<"$body") == '["ok","ok","ok","ok"]' ]] || { echo "$body"; false; }
+}
