@@ -17,7 +17,7 @@
 # "date target seconds result" to build/fuzz-long.log (the minutes in
 # docs/fuzzing.md come from there).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 long=0
 if [[ ${1:-} == --long ]]; then long=1; shift; fi
 secs=${FUZZ_SECONDS:-$((long ? 300 : 60))}
@@ -71,7 +71,7 @@ for bin in "${bins[@]}"; do
   else
     result="FINDING"
     found=1
-    repro=$(ls -t "$findings"/{crash,leak,timeout,oom,slow-unit}-* 2>/dev/null | head -n 1)
+    repro=$(find "$findings" -maxdepth 1 -type f \( -name "crash-*" -o -name "leak-*" -o -name "timeout-*" -o -name "oom-*" -o -name "slow-unit-*" \) -printf "%T@ %p\n" | sort -rn | head -n 1 | cut -d" " -f2-)
     echo "fuzz: $name: FOUND something after ${ran}s; reproducer: ${repro:-none written (see $log)}"
     grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error)' "$log" | head -n 5 | sed 's/^/  /'
     tail -n 30 "$log" | sed 's/^/    /'
