@@ -14,8 +14,8 @@
 # the corpus size, and whether anything was found.  A finding (crash, leak, UB,
 # timeout, out of memory) leaves its reproducer in build/fuzz-findings/<target>/
 # and makes the exit status 1; the other targets still run.  --long also appends
-# "date target seconds result" to build/fuzz-long.log (the minutes in
-# docs/fuzzing.md come from there).
+# "date target wall-seconds CPU-seconds result" to build/fuzz-long.log (the
+# minutes in docs/fuzzing.md come from there).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 long=0
@@ -54,10 +54,13 @@ for bin in "${bins[@]}"; do
   before=$(find "$seeds" -type f | wc -l)
   log=$findings/last.log
   start=$(date +%s)
-  "$bin" -max_total_time="$secs" -max_len="$(max_len_of "$name")" -timeout=10 -rss_limit_mb=2048 \
-    -print_final_stats=1 -artifact_prefix="$findings/" "$work" >"$log" 2>&1
+  # The CPU seconds it had (user + system): on a shared machine, less than the wall time.
+  TIMEFORMAT='%U %S'
+  { time "$bin" -max_total_time="$secs" -max_len="$(max_len_of "$name")" -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 -artifact_prefix="$findings/" "$work" >"$log" 2>&1; } 2>"$findings/cpu"
   rc=$?
   ran=$(($(date +%s) - start))
+  cpu=$(awk '{printf "%d", $1 + $2}' "$findings/cpu" 2>/dev/null)
   if ((rc == 0)) && ((long)); then
     # New inputs that reach new code go back into the committed corpus.
     "$bin" -merge=1 -max_len="$(max_len_of "$name")" -timeout=10 -rss_limit_mb=2048 "$seeds" "$work" \
@@ -67,7 +70,7 @@ for bin in "${bins[@]}"; do
   after=$(find "$seeds" -type f | wc -l)
   if ((rc == 0)); then
     result="no finding"
-    echo "fuzz: $name: ${ran}s without a finding (corpus $before -> $after inputs)"
+    echo "fuzz: $name: ${ran}s (${cpu:-?} CPU-seconds) without a finding (corpus $before -> $after inputs)"
   else
     result="FINDING"
     found=1
@@ -77,6 +80,6 @@ for bin in "${bins[@]}"; do
     tail -n 30 "$log" | sed 's/^/    /'
     echo "  rerun it: $bin ${repro:-CRASH_FILE}"
   fi
-  ((long)) && printf '%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$name" "$ran" "$result" >>build/fuzz-long.log
+  ((long)) && printf '%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$name" "$ran" "${cpu:-?}" "$result" >>build/fuzz-long.log
 done
 exit $found
