@@ -15,7 +15,8 @@
 # timeout, out of memory) leaves its reproducer in build/fuzz-findings/<target>/
 # and makes the exit status 1; the other targets still run.  --long also appends
 # "date target wall-seconds CPU-seconds result" to build/fuzz-long.log (the
-# minutes in docs/fuzzing.md come from there).
+# minutes in docs/fuzzing.md come from there).  FUZZ_CORPUS_DIR and
+# FUZZ_FINDINGS_DIR move the corpora and the findings (tests/bats/fuzz.bats).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 long=0
@@ -25,6 +26,8 @@ if ! [[ $secs =~ ^[0-9]+$ ]] || ((secs < 1)); then
   echo "fuzz.sh: FUZZ_SECONDS must be a whole number of seconds >= 1, not '$secs'" >&2
   exit 2
 fi
+corpora=${FUZZ_CORPUS_DIR:-tests/fuzz/corpus}     # <target>/ under it
+findings_root=${FUZZ_FINDINGS_DIR:-build/fuzz-findings}
 bins=("$@")
 ((${#bins[@]})) || bins=(build/fuzz_*)
 
@@ -45,9 +48,9 @@ for bin in "${bins[@]}"; do
     found=1
     continue
   fi
-  seeds=tests/fuzz/corpus/$name
+  seeds=$corpora/$name
   mkdir -p "$seeds"
-  findings=build/fuzz-findings/$name
+  findings=$findings_root/$name
   mkdir -p "$findings"
   work=$(mktemp -d /tmp/chidori-fuzz.XXXXXX)
   cp "$seeds"/* "$work"/ 2>/dev/null || true
@@ -80,6 +83,6 @@ for bin in "${bins[@]}"; do
     tail -n 30 "$log" | sed 's/^/    /'
     echo "  rerun it: $bin ${repro:-CRASH_FILE}"
   fi
-  ((long)) && printf '%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$name" "$ran" "${cpu:-?}" "$result" >>build/fuzz-long.log
+  ((long)) && printf '%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$name" "$ran" "${cpu:-?}" "$result" >>"$findings_root/../fuzz-long.log"
 done
 exit $found
