@@ -71,7 +71,7 @@ PROBE_BIN := $(patsubst tests/probes/%.c,$(BUILD)/probes/%,$(PROBE_SRC))
 # so the two never drift.
 MAN_PAGES := $(BUILD)/man/chidori.1 $(BUILD)/man/chidori-launch.1 $(BUILD)/man/chidori-serve.1
 
-.PHONY: all deps test test-docs unit asan fuzz bench lint install uninstall clean check-deps test-vm FORCE
+.PHONY: all deps test test-docs unit asan fuzz fuzz-long bench lint install uninstall clean check-deps test-vm FORCE
 all: $(BUILD)/chidori $(BUILD)/chidori-launch $(MAN_PAGES) $(BUILD)/chidori-worker $(BUILD)/chidori-broker $(BUILD)/chidori-monitor $(BUILD)/start-broker $(BUILD)/libchidori-engine.so $(BUILD)/libchidori-net.so $(BUILD)/jsrun $(BUILD)/vfsrun $(UNIT_BIN) $(PROBE_BIN) $(BUILD)/jsc_hello
 
 deps:
@@ -249,7 +249,12 @@ $(BUILD)/jsc_hello: tests/bench/jsc_hello.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(call cflags_of,javascriptcoregtk-4.1) $< -o $@ $(LDFLAGS) $(call libs_of,javascriptcoregtk-4.1)
 
 # Builds (installing missing Debian packages first) and runs every suite.
-FUZZ_BIN := $(BUILD)/fuzz_frame $(BUILD)/fuzz_policy $(BUILD)/fuzz_vfs $(BUILD)/fuzz_json $(BUILD)/fuzz_chan
+# The libFuzzer targets (docs/fuzzing.md): the first five build from their few
+# sources; the later ones link an archive of the parent's code built with
+# clang's fuzzer instrumentation (only the objects a target calls are linked).
+FUZZ_NEW := fuzz_url fuzz_template fuzz_workspace fuzz_journal fuzz_tools fuzz_serve
+FUZZ_BIN := $(BUILD)/fuzz_frame $(BUILD)/fuzz_policy $(BUILD)/fuzz_vfs $(BUILD)/fuzz_json $(BUILD)/fuzz_chan \
+            $(addprefix $(BUILD)/,$(FUZZ_NEW))
 
 test: check-deps all $(FUZZ_BIN)
 	BUILD=$(BUILD) ./scripts/run-tests.sh
@@ -270,31 +275,61 @@ check-deps:
 asan:
 	$(MAKE) BUILD=build-asan CC=clang SAN=1 OPTFLAGS="-O1 -g" test
 
+# Every target for FUZZ_SECONDS (default 60) each on a copy of its corpus.
 fuzz: $(FUZZ_BIN)
-	for f in $(FUZZ_BIN); do ./scripts/fuzz.sh $$f || exit 1; done
+	./scripts/fuzz.sh $(FUZZ_BIN)
+
+# Every target in turn for FUZZ_SECONDS each, from the committed corpora, new
+# inputs merged back into them (scripts/fuzz.sh --long; docs/fuzzing.md).
+# Undefined behaviour stops the target (a finding), as a memory error does.
+FUZZ_SAN := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_SECONDS ?= 300
+fuzz-long: $(FUZZ_BIN)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) ./scripts/fuzz.sh --long $(FUZZ_BIN)
+
+FUZZ_CFLAGS := -std=gnu11 -g -O1 -I. $(DIRS_FLAGS) -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
+               $(call cflags_of,$(PKGS_HOST) libcurl)
+FUZZ_LIB_SRC := $(COMMON_SRC) $(PROTO_SRC) $(POLICY_SRC) $(RUNTIME_SRC) $(EFFECTS_SRC) \
+                $(filter-out server/http.c server/mhd.c,$(SERVER_SRC))
+FUZZ_LIB_OBJ := $(patsubst %.c,$(BUILD)/fuzz-obj/%.o,$(FUZZ_LIB_SRC))
+$(BUILD)/fuzz-obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libchidori-fuzz.a: $(FUZZ_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(addprefix $(BUILD)/,$(FUZZ_NEW)): $(BUILD)/%: tests/fuzz/%.c $(BUILD)/libchidori-fuzz.a
+	clang $(filter-out -fsanitize=fuzzer-no-link%,$(FUZZ_CFLAGS)) $(WARN) $(FUZZ_SAN) -MMD -MP \
+	      -MF $(BUILD)/fuzz-obj/$*.d $< -o $@ $(FUZZ_LDFLAGS_$*) $(BUILD)/libchidori-fuzz.a $(HOST_LIBS) $(call libs_of,libcurl) -lm
+
+# serve's requests without libmicrohttpd: the harness is server/http.c; the
+# SSE stream and a replay's run (a connection, a box) are answered by stubs.
+FUZZ_LDFLAGS_fuzz_serve := -Wl,--wrap=events_stream -Wl,--wrap=replay_route
 
 JSON_SRC := proto/json.c proto/json-span.c proto/json-text.c proto/json-cjson.c
 
 $(BUILD)/fuzz_frame: tests/fuzz/fuzz_frame.c proto/proto.c $(JSON_SRC) common/err.c
 	@mkdir -p $(dir $@)
-	clang -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined $(call cflags_of,libcjson) $^ -o $@ $(call libs_of,libcjson) -lm
+	clang -std=gnu11 -g -O1 -I. $(FUZZ_SAN) $(call cflags_of,libcjson) $^ -o $@ $(call libs_of,libcjson) -lm
 
 $(BUILD)/fuzz_json: tests/fuzz/fuzz_json.c $(JSON_SRC)
 	@mkdir -p $(dir $@)
-	clang -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined $(call cflags_of,libcjson) $^ -o $@ $(call libs_of,libcjson) -lm
+	clang -std=gnu11 -g -O1 -I. $(FUZZ_SAN) $(call cflags_of,libcjson) $^ -o $@ $(call libs_of,libcjson) -lm
 
 $(BUILD)/fuzz_policy: tests/fuzz/fuzz_policy.c policy/policy.c common/text.c common/util.c common/io.c common/digest.c common/err.c
 	@mkdir -p $(dir $@)
-	clang -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined $(call cflags_of,libcjson) $^ -o $@ $(call libs_of,libcjson)
+	clang -std=gnu11 -g -O1 -I. $(FUZZ_SAN) $(call cflags_of,libcjson) $^ -o $@ $(call libs_of,libcjson)
 
 $(BUILD)/fuzz_vfs: tests/fuzz/fuzz_vfs.c effects/fs/vfs.c common/text.c common/util.c common/io.c common/digest.c common/err.c
 	@mkdir -p $(dir $@)
-	clang -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined $(call cflags_of,libcjson) $^ -o $@ $(call libs_of,libcjson)
+	clang -std=gnu11 -g -O1 -I. $(FUZZ_SAN) $(call cflags_of,libcjson) $^ -o $@ $(call libs_of,libcjson)
 
 # The monitor's channel decoder: what a compromised broker sends (chan/).
 $(BUILD)/fuzz_chan: tests/fuzz/fuzz_chan.c chan/chan.c chan/blob.c common/err.c
 	@mkdir -p $(dir $@)
-	clang -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined $^ -o $@
+	clang -std=gnu11 -g -O1 -I. $(FUZZ_SAN) $^ -o $@
 
 bench: all
 	BUILD=$(BUILD) ./scripts/bench.sh
@@ -342,4 +377,4 @@ uninstall:
 clean:
 	rm -rf build build-asan
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/fuzz-obj -name '*.d' 2>/dev/null)

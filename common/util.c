@@ -31,6 +31,15 @@ void format_size(uint64_t bytes, char *buf, size_t len)
         snprintf(buf, len, "%llu byte%s", (unsigned long long)bytes, bytes == 1 ? "" : "s");
 }
 
+bool double_to_int64(double d, int64_t *ret)
+{
+        /* Both bounds are powers of two, exact as doubles; NaN fails both. */
+        if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0) || d != (double)(int64_t)d)
+                return false;
+        *ret = (int64_t)d;
+        return true;
+}
+
 int parse_nonneg(const char *s, long *ret)
 {
         if (!s || !*s || *s == '-' || *s == '+')

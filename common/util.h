@@ -2,6 +2,7 @@
 #ifndef CHIDORI_COMMON_UTIL_H
 #define CHIDORI_COMMON_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,6 +55,11 @@ uint64_t hash_seed(void);
 /* s is a decimal integer >= 0 written without a sign, with nothing after
  * it: 0 and *ret set, else -1 (also on overflow of a long). */
 int parse_nonneg(const char *s, long *ret);
+
+/* d is a whole number an int64_t holds (-2^63 <= d < 2^63): true and *ret
+ * set.  Use it before converting a JSON number: converting a double out of
+ * that range (1e300, NaN) is undefined behaviour, not a failed round trip. */
+bool double_to_int64(double d, int64_t *ret);
 
 /* "SIGSEGV" for 11, "signal 77" for a number without a name (static
  * buffer). */

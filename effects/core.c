@@ -160,9 +160,9 @@ static int do_clock_mono(struct broker *b, int64_t id, const cJSON *args, cJSON 
 static int do_call_cancel(struct broker *b, int64_t id, const cJSON *args, cJSON **ret, struct err **err)
 {
         const cJSON *target = cJSON_GetObjectItemCaseSensitive(args, "id");
-        if (!cJSON_IsNumber(target) || target->valuedouble != (double)(int64_t)target->valuedouble)
+        int64_t t;
+        if (!cJSON_IsNumber(target) || !double_to_int64(target->valuedouble, &t))
                 return err_set(err, 0, "call.cancel: 'id' must be an integer call id");
-        int64_t t = (int64_t)target->valuedouble;
         *ret = cJSON_CreateBool(t > 0 && t < id && broker_cancel_call(b, t));
         return 0;
 }

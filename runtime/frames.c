@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/util.h"
 #include "proto/json.h"
 #include "runtime/session-internal.h"
 
@@ -18,9 +19,9 @@ static int on_call(struct session *s, cJSON *j, const char *body, size_t len, st
         const cJSON *idj = cJSON_GetObjectItemCaseSensitive(j, "id");
         const cJSON *opj = cJSON_GetObjectItemCaseSensitive(j, "op");
         const cJSON *args = cJSON_GetObjectItemCaseSensitive(j, "args");
-        if (!cJSON_IsNumber(idj) || idj->valuedouble != (double)(int64_t)idj->valuedouble)
+        int64_t id;
+        if (!cJSON_IsNumber(idj) || !double_to_int64(idj->valuedouble, &id))
                 return broker_end_with(b, SESSION_END_PROTOCOL, "call frame without an integer \"id\"");
-        int64_t id = (int64_t)idj->valuedouble;
         if (id != b->last_id + 1)
                 return broker_end_with(b, SESSION_END_PROTOCOL, "call id %lld out of order (expected %lld)", (long long)id,
                                 (long long)(b->last_id + 1));

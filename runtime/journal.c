@@ -319,11 +319,12 @@ static int add_unanswered(struct replay *r, const cJSON *line, off_t off, size_t
 {
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(line, "id");
         const cJSON *op = cJSON_GetObjectItemCaseSensitive(line, "op");
-        if (!cJSON_IsNumber(id) || id->valuedouble != (double)(int64_t)id->valuedouble || !cJSON_IsString(op))
+        int64_t cid;
+        if (!cJSON_IsNumber(id) || !double_to_int64(id->valuedouble, &cid) || !cJSON_IsString(op))
                 return err_setc(err, JOURNAL_E_FORMAT, 0, "line %zu: unanswered line lacks an integer id or op", lineno);
-        if (replay_by_id(r, (int64_t)id->valuedouble))
+        if (replay_by_id(r, cid))
                 return err_setc(err, JOURNAL_E_FORMAT, 0, "line %zu: call id %lld appears twice", lineno,
-                                (long long)id->valuedouble);
+                                (long long)cid);
         if (r->nopens == r->opens_cap) {
                 size_t cap = r->opens_cap ? r->opens_cap * 2 : 16;
                 struct replay_entry *e = realloc(r->opens, cap * sizeof(*e));
@@ -336,7 +337,7 @@ static int add_unanswered(struct replay *r, const cJSON *line, off_t off, size_t
         if (!opc)
                 return err_set(err, ENOMEM, "journal");
         r->opens[r->nopens++] = (struct replay_entry){
-                .id = (int64_t)id->valuedouble, .op = opc, .off = off, .len = len, .lineno = lineno, .unanswered = true,
+                .id = cid, .op = opc, .off = off, .len = len, .lineno = lineno, .unanswered = true,
         };
         return 0;
 }
@@ -350,7 +351,8 @@ static int add_start(struct replay *r, const cJSON *line, off_t off, size_t len,
 {
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(line, "id");
         const cJSON *op = cJSON_GetObjectItemCaseSensitive(line, "op");
-        if (!cJSON_IsNumber(id) || id->valuedouble != (double)(int64_t)id->valuedouble || !cJSON_IsString(op))
+        int64_t cid;
+        if (!cJSON_IsNumber(id) || !double_to_int64(id->valuedouble, &cid) || !cJSON_IsString(op))
                 return err_setc(err, JOURNAL_E_FORMAT, 0, "line %zu: start line lacks an integer id or op", lineno);
         if (r->nstarts == r->starts_cap) {
                 size_t cap = r->starts_cap ? r->starts_cap * 2 : 16;
@@ -364,7 +366,7 @@ static int add_start(struct replay *r, const cJSON *line, off_t off, size_t len,
         if (!opc)
                 return err_set(err, ENOMEM, "journal");
         r->starts[r->nstarts++] = (struct replay_entry){
-                .id = (int64_t)id->valuedouble, .op = opc, .off = off, .len = len, .lineno = lineno,
+                .id = cid, .op = opc, .off = off, .len = len, .lineno = lineno,
         };
         return 0;
 }
@@ -388,10 +390,11 @@ static int add_call(struct replay *r, const cJSON *line, off_t off, size_t len, 
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(line, "id");
         const cJSON *op = cJSON_GetObjectItemCaseSensitive(line, "op");
         const cJSON *ok = cJSON_GetObjectItemCaseSensitive(line, "ok");
-        if (!cJSON_IsNumber(id) || id->valuedouble != (double)(int64_t)id->valuedouble || !cJSON_IsString(op) ||
+        int64_t cid;
+        if (!cJSON_IsNumber(id) || !double_to_int64(id->valuedouble, &cid) || !cJSON_IsString(op) ||
             !cJSON_IsBool(ok))
                 return err_setc(err, JOURNAL_E_FORMAT, 0, "line %zu: call line lacks an integer id, op or ok", lineno);
-        return add_entry(r, (int64_t)id->valuedouble, op->valuestring, off, len, lineno, false, err);
+        return add_entry(r, cid, op->valuestring, off, len, lineno, false, err);
 }
 
 static int add_entry(struct replay *r, int64_t cid, const char *opname, off_t off, size_t len, size_t lineno,

@@ -115,12 +115,19 @@ if compgen -G "tests/bats/*.bats" >/dev/null; then
   grep -E '^ok [0-9]+ .*# skip' "$logdir/bats.log" | sed 's/^/    /'
 fi
 
-# The untrusted-input parsers under libFuzzer: the frame decoder, the policy
-# parser, the VFS (random op sequences), the JSON text module and the
-# monitor's channel decoder.
-for fz in fuzz_frame fuzz_policy fuzz_vfs fuzz_json fuzz_chan; do
+# The untrusted-input parsers under libFuzzer (docs/fuzzing.md): the frame
+# decoder, the policy parser, the VFS (random op sequences), the JSON text
+# module, the monitor's channel decoder; URLs and the SSRF guard, templates,
+# workspace paths, the journal reader, the tools file and serve's requests,
+# each briefly, from its committed corpus (make fuzz-long runs them longer).
+for fz in fuzz_frame fuzz_policy fuzz_vfs fuzz_json fuzz_chan \
+          fuzz_url fuzz_template fuzz_workspace fuzz_journal fuzz_tools fuzz_serve; do
   [[ -x $BUILD/$fz ]] || continue
-  secs=${FUZZ_SECONDS:-20}; [[ $fz == fuzz_frame ]] || secs=${FUZZ_SECONDS:-10}
+  case $fz in
+    fuzz_frame) secs=${FUZZ_SECONDS:-20} ;;
+    fuzz_policy | fuzz_vfs | fuzz_json | fuzz_chan) secs=${FUZZ_SECONDS:-10} ;;
+    *) secs=${FUZZ_SECONDS:-8} ;;
+  esac
   echo "== $fz (libFuzzer, ${secs}s)"
   if FUZZ_SECONDS=$secs ./scripts/fuzz.sh "$BUILD/$fz" >"$logdir/$fz.log" 2>&1; then
     pass=$((pass + 1)); echo "  passed 1 (no finding in ${secs}s)"

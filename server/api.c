@@ -105,12 +105,15 @@ static void api_error_h(struct http_req *r, enum api_code code, const char *cons
 static void api_error_h(struct http_req *r, enum api_code code, const char *const *headers, const char *fmt,
                         va_list ap)
 {
-        char msg[1024];
+        char msg[1024], safe[1024];
         vsnprintf(msg, sizeof(msg), fmt, ap);
+        /* A caller's path or field name may hold any bytes (%FF): the answer
+         * stays UTF-8 JSON, invalid bytes shown as \xNN (found by fuzz_serve). */
+        const char *m = json_utf8_valid(msg, strlen(msg)) ? msg : text_term(msg, strlen(msg), safe, sizeof(safe));
         cJSON *doc = cJSON_CreateObject();
         cJSON *e = cJSON_AddObjectToObject(doc, "error");
         cJSON_AddStringToObject(e, "code", api_code_name(code));
-        cJSON_AddStringToObject(e, "message", msg);
+        cJSON_AddStringToObject(e, "message", m);
         reply_json(r, api_code_status(code), doc, headers);
 }
 
@@ -916,7 +919,8 @@ static void route_approve(struct server *srv, struct http_req *r, const struct s
                 api_error(r, API_INVALID_FIELD, "field 'decision' must be \"allow\" or \"deny\"");
                 goto out;
         }
-        if (aid && (!cJSON_IsNumber(aid) || aid->valuedouble < 0 || aid->valuedouble != (double)(long long)aid->valuedouble)) {
+        int64_t aid_n;
+        if (aid && (!cJSON_IsNumber(aid) || !double_to_int64(aid->valuedouble, &aid_n) || aid_n < 0)) {
                 api_error(r, API_INVALID_FIELD, "field 'approval_id' must be the id of the pending approval (an integer)");
                 goto out;
         }

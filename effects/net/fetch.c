@@ -234,11 +234,12 @@ static void on_read(void *arg, uint64_t read_id, struct http_chunk *c)
 static int need_stream(struct broker *b, const cJSON *args, const char *op, uint64_t *ret, struct err **err)
 {
         const cJSON *s = cJSON_GetObjectItemCaseSensitive(args, "stream");
-        if (!cJSON_IsNumber(s) || s->valuedouble < 1 || s->valuedouble != (double)(int64_t)s->valuedouble)
+        int64_t sid;
+        if (!cJSON_IsNumber(s) || !double_to_int64(s->valuedouble, &sid) || sid < 1)
                 return err_set(err, 0, "%s: 'stream' must be the id of a streamed fetch", op);
         if (!b->net || !b->http)
                 return err_set(err, 0, "%s: no open response body %.0f", op, s->valuedouble);
-        *ret = (uint64_t)s->valuedouble;
+        *ret = (uint64_t)sid;
         return 0;
 }
 

@@ -96,6 +96,19 @@ load serve-helpers
   assert_body_has '\\x01'
 }
 
+@test "serve: a path with bytes that are not UTF-8 (%FF) is answered with UTF-8 JSON naming them \\xNN" {
+  start_server --listen 127.0.0.1:0
+  for path in /sessions/s%FF%FE /x%C3 /sessions/a/b%FF; do
+    req "$URL$path"
+    assert_code 404
+    assert_error_code not_found
+    # Strict UTF-8 decoding of the raw body, then JSON (found by tests/fuzz/fuzz_serve.c).
+    python3 -c 'import json, sys; json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))' "$T/.b" ||
+      { echo "not UTF-8 JSON for $path: $(od -c "$T/.b" | head -5)"; return 1; }
+    assert_body_has '\\x'
+  done
+}
+
 @test "serve: a body over --max-body is 413 too_large, declared or chunked, and the server goes on" {
   start_server --listen 127.0.0.1:0 --max-body 1K
   head -c 2048 /dev/zero | tr '\0' a >"$T/big"
