@@ -832,16 +832,90 @@ static void test_cpu_limit(void **state)
 /* The watchdog fires inside the JSC API calls that read a synchronous
  * call's result frame: the ending is still cpu_limit, every time (it was a
  * protocol error: "frame has no string type member"). */
+/* The CPU budget ends JS that makes sync calls, through chidori-worker as a
+ * run has it: the done frame says cpu_limit or, rarely, JavaScriptCore
+ * aborts while it unwinds the termination and the worker's SIGABRT handler
+ * says "cpu limit reached" first (decision 68) — the parent reports both as
+ * the CPU limit (runtime/outcome.c).  Any other ending fails.  In-process,
+ * that abort took the test binary down (seen in make test now and then). */
 static void test_cpu_limit_in_sync_calls(void **state)
 {
         (void)state;
-        for (int i = 0; i < 10; i++) {
-                struct parent p = { 0 };
-                parent_start(&p, "function main() { for (;;) Date.now(); }", NULL, 30);
-                cJSON *done = parent_finish(&p);
-                expect_failure(done, "cpu_limit");
-                cJSON_Delete(done);
+        const char *path = getenv("CHIDORI_WORKER");
+        if (!path)
+                path = "build/chidori-worker";
+        if (access(path, X_OK) != 0) {
+                fprintf(stderr, "(skipping: no %s)\n", path);
+                skip();
         }
+        int aborts = 0;
+        for (int i = 0; i < 10; i++) {
+                int sv[2], ep[2];
+                assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+                assert_int_equal(pipe2(ep, O_CLOEXEC), 0);
+                pid_t pid = fork();
+                assert_true(pid >= 0);
+                if (pid == 0) {
+                        dup2(sv[1], 3);
+                        dup2(ep[1], 2);
+                        execl(path, path, (char *)NULL);
+                        _exit(127);
+                }
+                close(sv[1]);
+                close(ep[1]);
+                struct parent p = { .fd = sv[0], .clock = 1700000000000.0 };
+                cJSON *ready = read_frame(&p);
+                assert_non_null(ready);
+                cJSON_Delete(ready);
+                cJSON *init = cJSON_CreateObject();
+                cJSON_AddStringToObject(init, "type", "init");
+                cJSON_AddStringToObject(init, "script", "function main() { for (;;) Date.now(); }");
+                cJSON_AddStringToObject(init, "filename", "agent.js");
+                cJSON_AddNullToObject(init, "input");
+                cJSON_AddStringToObject(init, "run_id", "run-1");
+                cJSON_AddNumberToObject(cJSON_AddObjectToObject(init, "limits"), "js_deadline_ms", 30);
+                send_json(&p, init);
+                cJSON *done = NULL, *f;
+                while ((f = read_frame(&p))) {
+                        if (strcmp(type_of(f), "done") == 0) {
+                                done = f;
+                                break;
+                        }
+                        const cJSON *id = cJSON_GetObjectItem(f, "id");
+                        const cJSON *op = cJSON_GetObjectItem(f, "op");
+                        cJSON *r = cJSON_CreateObject();
+                        cJSON_AddStringToObject(r, "type", "result");
+                        cJSON_AddNumberToObject(r, "id", cJSON_IsNumber(id) ? id->valuedouble : 0);
+                        cJSON_AddTrueToObject(r, "ok");
+                        cJSON_AddItemToObject(r, "value", default_answer(&p, cJSON_IsString(op) ? op->valuestring : "",
+                                                                         cJSON_GetObjectItem(f, "args")));
+                        char *text = cJSON_PrintUnformatted(r);
+                        (void)frame_write_raw(p.fd, text, strlen(text), NULL); /* it may have ended */
+                        free(text);
+                        cJSON_Delete(r);
+                        cJSON_Delete(f);
+                }
+                close(sv[0]);
+                char err[4096] = "";
+                size_t n = 0;
+                ssize_t k;
+                while (n < sizeof(err) - 1 && (k = read(ep[0], err + n, sizeof(err) - 1 - n)) > 0)
+                        n += (size_t)k;
+                err[n] = '\0';
+                close(ep[0]);
+                int st = 0;
+                assert_int_equal(waitpid(pid, &st, 0), pid);
+                if (done) {
+                        expect_failure(done, "cpu_limit");
+                        cJSON_Delete(done);
+                } else {
+                        if (!(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT && strstr(err, "chidori-worker: cpu limit reached")))
+                                fail_msg("run %d: no done frame, status 0x%x, stderr: %s", i, st, err);
+                        aborts++;
+                }
+        }
+        if (aborts)
+                print_message("  %d of 10 ended by JSC's abort past the budget, reported as the CPU limit\n", aborts);
 }
 
 static void *set_stop_later(void *arg)
