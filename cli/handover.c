@@ -18,6 +18,7 @@
 
 #include "chan/chan.h"
 #include "cli/cli.h"
+#include "cli/grants.h"
 #include "cli/handover.h"
 #include "effects/net/secrets.h"
 #include "cli/suggest.h"
@@ -326,5 +327,27 @@ int handover_secrets(struct handover *h, const char *file)
                         handover_add(h, "secret_host=%s %s", secrets_name(s, i), secrets_host(s, i, k));
         }
         secrets_free(s);
+        return 0;
+}
+
+int handover_grants_common(struct handover *h, const struct grants_opts *g)
+{
+        for (size_t i = 0; i < g->nallow; i++)
+                handover_add(h, "allow_host=%s", g->allow_specs[i]);
+        if (g->http_max_response)
+                handover_add(h, "http_max_response=%llu", g->http_max_response);
+        if (g->http_timeout_ms)
+                handover_add(h, "http_timeout_ms=%ld", g->http_timeout_ms);
+        if (g->auto_approve)
+                handover_add(h, "auto_approve=1");
+        if (g->tools_file)
+                handover_file(h, "tools", g->tools_file);
+        if (g->secrets_file && handover_secrets(h, g->secrets_file) < 0)
+                return -1;
+        if (g->max_tools)
+                handover_add(h, "max_tools=%ld", g->max_tools);
+        for (char **e = environ; *e; e++)
+                if (strncmp(*e, "CHIDORI_LLM_", 12) == 0 && strchr(*e, '='))
+                        handover_add(h, "llm=%s", *e);
         return 0;
 }

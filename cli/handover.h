@@ -66,4 +66,11 @@ int handover_run(struct handover *h, const struct handover_run *r);
  * secret_host=NAME HOST.  -1 after printing why (a usage error). */
 int handover_secrets(struct handover *h, const char *file);
 
+/* What `run` and `serve` hand every session alike from the grants' options
+ * (cli/grants.h): allowed hosts, http caps, auto-approve, the tools file,
+ * the secrets (handover_secrets), max_tools, the model's CHIDORI_LLM_*.
+ * -1 after printing why. */
+struct grants_opts;
+int handover_grants_common(struct handover *h, const struct grants_opts *g);
+
 #endif

@@ -951,26 +951,11 @@ static int broker_grants(const struct serve_opts *o, struct handover *h, char **
                 }
                 handover_add(h, "workspace=%s", *ret_ws);
         }
-        for (size_t i = 0; i < g->nallow; i++)
-                handover_add(h, "allow_host=%s", g->allow_specs[i]);
-        if (g->http_max_response)
-                handover_add(h, "http_max_response=%llu", g->http_max_response);
-        if (g->http_timeout_ms)
-                handover_add(h, "http_timeout_ms=%ld", g->http_timeout_ms);
-        if (g->auto_approve)
-                handover_add(h, "auto_approve=1");
-        if (g->tools_file)
-                handover_file(h, "tools", g->tools_file);
+        if (handover_grants_common(h, g) < 0)
+                return -1;
         if (o->quotas_file)
                 handover_file(h, "quotas", o->quotas_file);
-        if (g->secrets_file && handover_secrets(h, g->secrets_file) < 0)
-                return -1;
-        if (g->max_tools)
-                handover_add(h, "max_tools=%ld", g->max_tools);
         handover_add(h, "max_nested=%ld", g->max_nested ? g->max_nested : GRANTS_DEFAULT_MAX_NESTED);
-        for (char **e = environ; *e; e++)
-                if (strncmp(*e, "CHIDORI_LLM_", 12) == 0 && strchr(*e, '='))
-                        handover_add(h, "llm=%s", *e);
         return 0;
 }
 
