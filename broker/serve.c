@@ -152,18 +152,7 @@ static void on_broken(void *arg, const char *why)
 /* The banner as the one-process server printed it. */
 static void banner(const struct broker_serve *x)
 {
-        if (!x->quiet) {
-                char pdesc[512];
-                policy_describe(x->policy, pdesc, sizeof(pdesc));
-                fprintf(stderr, "Policy: %s\n", pdesc);
-                fprintf(stderr, "Tokens: %s\n",
-                        !auth_required(x->auth)            ? "none (loopback only)"
-                        : auth_tenant_count(x->auth) == 1 ? "one"
-                                                          : "per tenant");
-        }
-        /* The line a supervisor (and the tests) wait for: printed with --quiet too. */
-        fprintf(stderr, "Listening: %s\n", x->listen_desc);
-        fflush(stderr);
+        server_banner(x->policy, x->auth, x->listen_desc, x->quiet);
 }
 
 /* Until stopped, the drain over, or the channel broken: the exit code. */

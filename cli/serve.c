@@ -779,18 +779,7 @@ static int serve_start(struct serve_opts *o, struct serve_run *r)
                 fprintf(stderr, "chidori: serve: %s\n", err_msg(r->err));
                 return EXIT_PROTOCOL;
         }
-        if (!o->quiet) {
-                char pdesc[512];
-                policy_describe(r->pol, pdesc, sizeof(pdesc));
-                fprintf(stderr, "Policy: %s\n", pdesc);
-                fprintf(stderr, "Tokens: %s\n",
-                        !auth_required(r->auth)                 ? "none (loopback only)"
-                        : auth_tenant_count(r->auth) == 1 ? "one"
-                                                          : "per tenant");
-        }
-        /* The line a supervisor (and the tests) wait for: printed with --quiet too. */
-        fprintf(stderr, "Listening: %s\n", r->desc);
-        fflush(stderr);
+        server_banner(r->pol, r->auth, r->desc, o->quiet);
         r->st.grace_s = o->grace;
         return -1;
 }

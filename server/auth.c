@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "common/util.h"
+#include "policy/policy.h"
 #include "server/server.h"
 
 struct auth_entry {
@@ -246,4 +247,17 @@ const char *auth_check(const struct auth *a, const char *authorization)
 bool auth_sees(const char *tenant, const char *owner)
 {
         return tenant && owner && (strcmp(tenant, AUTH_ADMIN_TENANT) == 0 || strcmp(tenant, owner) == 0);
+}
+
+void server_banner(const struct policy *p, const struct auth *a, const char *listen_desc, bool quiet)
+{
+        if (!quiet) {
+                char pdesc[512];
+                policy_describe(p, pdesc, sizeof(pdesc));
+                fprintf(stderr, "Policy: %s\n", pdesc);
+                fprintf(stderr, "Tokens: %s\n",
+                        !auth_required(a) ? "none (loopback only)" : auth_tenant_count(a) == 1 ? "one" : "per tenant");
+        }
+        fprintf(stderr, "Listening: %s\n", listen_desc);
+        fflush(stderr);
 }
