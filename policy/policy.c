@@ -20,6 +20,7 @@
 
 #include "common/cleanup.h"
 #include "common/text.h"
+#include "proto/json.h"
 #include "common/util.h"
 
 struct rule {
@@ -580,26 +581,13 @@ static int parse_doc(struct parser *ps, struct policy *p)
 
 int policy_parse(const char *json, size_t len, const char *origin, struct policy **ret, struct err **err)
 {
-        if (len > POLICY_FILE_MAX)
-                return err_setc(err, POLICY_ERR_LIMIT, 0, "larger than the 1 MiB limit (%zu bytes)", len);
-        _cleanup_free_ char *buf = malloc(len + 1);
-        if (!buf)
+        cJSON *doc;
+        char msg[256];
+        int jr = json_file_parse(json, len, POLICY_FILE_MAX, &doc, msg, sizeof(msg));
+        if (jr == JSON_FILE_NOMEM)
                 return err_set(err, ENOMEM, "policy");
-        memcpy(buf, json, len);
-        buf[len] = '\0';
-        int line, col;
-        const char *nul = memchr(buf, '\0', len);
-        if (nul) {
-                text_line_col(buf, nul, &line, &col);
-                return err_setc(err, POLICY_ERR_SYNTAX, 0, "not valid JSON at line %d, column %d (a NUL byte)", line,
-                                col);
-        }
-        const char *end = NULL;
-        cJSON *doc = cJSON_ParseWithLengthOpts(buf, len + 1, &end, 1);
-        if (!doc) {
-                text_line_col(buf, end && end >= buf && end <= buf + len ? end : buf + len, &line, &col);
-                return err_setc(err, POLICY_ERR_SYNTAX, 0, "not valid JSON at line %d, column %d", line, col);
-        }
+        if (jr)
+                return err_setc(err, jr == JSON_FILE_TOO_BIG ? POLICY_ERR_LIMIT : POLICY_ERR_SYNTAX, 0, "%s", msg);
         struct policy *p = policy_new("custom", origin ? origin : "policy");
         if (!p) {
                 cJSON_Delete(doc);

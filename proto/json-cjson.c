@@ -11,6 +11,7 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -281,4 +282,55 @@ cJSON *json_to_cjson(struct json_span v, const char *const *raw_members, bool ra
                 return NULL;
         }
         return root;
+}
+
+/* Line and column (1-based; a tab is one column) of text + off. */
+static void line_col(const char *text, size_t off, int *line, int *col)
+{
+        *line = 1;
+        *col = 1;
+        for (size_t i = 0; i < off; i++) {
+                if (text[i] == '\n') {
+                        (*line)++;
+                        *col = 1;
+                } else if (((unsigned char)text[i] & 0xc0) != 0x80) {
+                        (*col)++;
+                }
+        }
+}
+
+int json_file_parse(const char *text, size_t len, size_t max, cJSON **ret, char *msg, size_t msgsz)
+{
+        *ret = NULL;
+        int line, col;
+        if (len > max) {
+                if (max % (1024 * 1024) == 0)
+                        snprintf(msg, msgsz, "larger than the %zu MiB limit (%zu bytes)", max / (1024 * 1024), len);
+                else
+                        snprintf(msg, msgsz, "larger than the %zu-byte limit (%zu bytes)", max, len);
+                return JSON_FILE_TOO_BIG;
+        }
+        /* A byte-order mark, as editors on some systems write: skipped (columns count after it). */
+        if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) {
+                text += 3;
+                len -= 3;
+        }
+        const char *nul = memchr(text, '\0', len);
+        if (nul) {
+                line_col(text, (size_t)(nul - text), &line, &col);
+                snprintf(msg, msgsz, "not valid JSON at line %d, column %d (a NUL byte)", line, col);
+                return JSON_FILE_SYNTAX;
+        }
+        struct json_error je;
+        if (json_validate(text, len, NULL, &je, NULL) < 0) {
+                line_col(text, je.offset <= len ? je.offset : len, &line, &col);
+                snprintf(msg, msgsz, "not valid JSON at line %d, column %d: %s", line, col, je.what);
+                return JSON_FILE_SYNTAX;
+        }
+        *ret = json_to_cjson((struct json_span){ text, len }, NULL, false);
+        if (!*ret) {
+                snprintf(msg, msgsz, "out of memory");
+                return JSON_FILE_NOMEM;
+        }
+        return 0;
 }

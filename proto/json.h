@@ -181,6 +181,16 @@ struct cJSON *json_cjson_string(const char *bytes, size_t len, unsigned flags);
 /* A number node: integers that cJSON prints exactly as plain numbers,
  * every other double as a raw node in JavaScript's format. */
 struct cJSON *json_cjson_number(double d);
+/* An operator's JSON file (a policy, the tools file, secrets, quotas) as a
+ * tree: text[0..len) must be one strict JSON value (json_validate; a
+ * leading byte-order mark is skipped) of at most max bytes.  0 and *ret;
+ * else one of these and msg, without the file's name. */
+enum json_file_errc {
+        JSON_FILE_TOO_BIG = 1, /* "larger than the 1 MiB limit (M bytes)" */
+        JSON_FILE_SYNTAX,      /* "not valid JSON at line L, column C: what" or "... (a NUL byte)" */
+        JSON_FILE_NOMEM,       /* "out of memory" */
+};
+int json_file_parse(const char *text, size_t len, size_t max, struct cJSON **ret, char *msg, size_t msgsz);
 /* The text of a raw node or of any other node (cJSON_PrintUnformatted);
  * malloc'd.  NULL: out of memory. */
 char *json_cjson_text(const struct cJSON *node);

@@ -10,6 +10,7 @@
 
 #include "common/cleanup.h"
 #include "common/text.h"
+#include "proto/json.h"
 #include "common/util.h"
 #include "effects/net/secrets.h"
 
@@ -449,27 +450,11 @@ int secrets_parse(const char *json, size_t len, const char *origin, const char *
 {
         if (!origin)
                 origin = "secrets";
-        if (len > SECRETS_FILE_MAX)
-                return err_setc(err, SECRETS_E_CONFIG, 0, "%s: larger than the 1 MiB limit", origin);
-        _cleanup_free_ char *buf = malloc(len + 1);
-        if (!buf)
-                return err_setc(err, SECRETS_E_CONFIG, ENOMEM, "%s", origin);
-        memcpy(buf, json, len);
-        buf[len] = '\0';
-        int line, col;
-        const char *nul = memchr(buf, '\0', len);
-        if (nul) {
-                text_line_col(buf, nul, &line, &col);
-                return err_setc(err, SECRETS_E_CONFIG, 0, "%s: not valid JSON at line %d, column %d (a NUL byte)",
-                                origin, line, col);
-        }
-        const char *end = NULL;
-        cJSON *doc = cJSON_ParseWithLengthOpts(buf, len + 1, &end, 1);
-        if (!doc) {
-                text_line_col(buf, end && end >= buf && end <= buf + len ? end : buf + len, &line, &col);
-                return err_setc(err, SECRETS_E_CONFIG, 0, "%s: not valid JSON at line %d, column %d", origin, line,
-                                col);
-        }
+        cJSON *doc;
+        char msg[256];
+        int jr = json_file_parse(json, len, SECRETS_FILE_MAX, &doc, msg, sizeof(msg));
+        if (jr)
+                return err_setc(err, SECRETS_E_CONFIG, jr == JSON_FILE_NOMEM ? ENOMEM : 0, "%s: %s", origin, msg);
         struct parser ps = { .origin = origin, .dir = dir, .get = get, .err = err };
         struct secrets *s = NULL;
         int r = 0;
@@ -486,7 +471,6 @@ int secrets_parse(const char *json, size_t len, const char *origin, const char *
                                 break;
                 }
         cJSON_Delete(doc);
-        explicit_bzero(buf, len);
         if (r < 0) {
                 secrets_free(s);
                 return -1;

@@ -410,26 +410,12 @@ static int parse_flags(const char *json, size_t len, const char *origin, unsigne
 {
         if (!origin)
                 origin = "tools";
-        if (len > TOOLS_FILE_MAX)
-                return err_setc(err, TOOLS_E_IO, 0, "%s: larger than the 1 MiB limit (%zu bytes)", origin, len);
-        _cleanup_free_ char *buf = malloc(len + 1);
-        if (!buf)
-                return err_setc(err, TOOLS_E_IO, ENOMEM, "%s", origin);
-        memcpy(buf, json, len);
-        buf[len] = '\0';
-        int line, col;
-        const char *nul = memchr(buf, '\0', len);
-        if (nul) {
-                text_line_col(buf, nul, &line, &col);
-                return err_setc(err, TOOLS_E_SYNTAX, 0, "%s: not valid JSON at line %d, column %d (a NUL byte)",
-                                origin, line, col);
-        }
-        const char *end = NULL;
-        cJSON *doc = cJSON_ParseWithLengthOpts(buf, len + 1, &end, 1);
-        if (!doc) {
-                text_line_col(buf, end && end >= buf && end <= buf + len ? end : buf + len, &line, &col);
-                return err_setc(err, TOOLS_E_SYNTAX, 0, "%s: not valid JSON at line %d, column %d", origin, line, col);
-        }
+        cJSON *doc;
+        char msg[256];
+        int jr = json_file_parse(json, len, TOOLS_FILE_MAX, &doc, msg, sizeof(msg));
+        if (jr)
+                return err_setc(err, jr == JSON_FILE_SYNTAX ? TOOLS_E_SYNTAX : TOOLS_E_IO,
+                                jr == JSON_FILE_NOMEM ? ENOMEM : 0, "%s: %s", origin, msg);
         struct tools_registry *reg = calloc(1, sizeof(*reg));
         if (!reg) {
                 cJSON_Delete(doc);

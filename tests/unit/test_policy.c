@@ -404,13 +404,13 @@ static void schema_errors_match_args(void **state)
 static void syntax_errors_line_col(void **state)
 {
         (void)state;
-        parse_err("{\"rules\": x}", POLICY_ERR_SYNTAX, "not valid JSON at line 1, column 11");
+        parse_err("{\"rules\": x}", POLICY_ERR_SYNTAX, "not valid JSON at line 1, column 11: unexpected character 'x' (expected a value)");
         parse_err("{\n  \"rules\": [\n    {\"target\" \"http\"}\n  ]\n}", POLICY_ERR_SYNTAX,
-                  "not valid JSON at line 3, column 15");
-        parse_err("", POLICY_ERR_SYNTAX, "not valid JSON at line 1, column 1");
-        parse_err("{\"rules\":[]} trailing", POLICY_ERR_SYNTAX, "not valid JSON at line 1, column 14");
+                  "not valid JSON at line 3, column 15: unexpected character '\"' (expected ':' after a member name)");
+        parse_err("", POLICY_ERR_SYNTAX, "not valid JSON at line 1, column 1: no JSON value (the text is empty)");
+        parse_err("{\"rules\":[]} trailing", POLICY_ERR_SYNTAX, "not valid JSON at line 1, column 14: trailing bytes after the JSON value");
         /* columns count characters, not bytes */
-        parse_err("{\"r\xc3\xa9gles\": ?}", POLICY_ERR_SYNTAX, "not valid JSON at line 1, column 12");
+        parse_err("{\"r\xc3\xa9gles\": ?}", POLICY_ERR_SYNTAX, "not valid JSON at line 1, column 12: unexpected character '?' (expected a value)");
         /* a NUL byte cannot hide a suffix */
         struct policy *p = NULL;
         struct err *e = NULL;
@@ -920,12 +920,12 @@ static void select_malformed_file(void **state)
                 .surface = POLICY_SURFACE_RUN, .env_file = f, .env_inline = permissive_json });
         char want[512];
         snprintf(want, sizeof(want),
-                 "CHIDORI_POLICY_FILE=%s is not valid JSON at line 3, column 23; using the untrusted profile "
+                 "CHIDORI_POLICY_FILE=%s is not valid JSON at line 3, column 23: unexpected character '\"' (expected ',' or '}'); using the untrusted profile "
                  "(deny by default) instead",
                  f);
         assert_warning(&s, want);
         snprintf(want, sizeof(want),
-                 "untrusted (fail-closed: CHIDORI_POLICY_FILE=%s is not valid JSON at line 3, column 23; "
+                 "untrusted (fail-closed: CHIDORI_POLICY_FILE=%s is not valid JSON at line 3, column 23: unexpected character '\"' (expected ',' or '}'); "
                  "CHIDORI_POLICY ignored)",
                  f);
         assert_describe(s.p, want);
@@ -940,9 +940,11 @@ static void select_malformed_inline(void **state)
 {
         (void)state;
         struct sel s = select_ok((struct policy_sources){ .surface = POLICY_SURFACE_RUN, .env_inline = "{\"rules\"]" });
-        assert_warning(&s, "CHIDORI_POLICY is not valid JSON at line 1, column 9; using the untrusted profile "
+        assert_warning(&s, "CHIDORI_POLICY is not valid JSON at line 1, column 9: unexpected character ']' (expected ':' after a "
+                           "member name); using the untrusted profile "
                            "(deny by default) instead");
-        assert_describe(s.p, "untrusted (fail-closed: CHIDORI_POLICY is not valid JSON at line 1, column 9)");
+        assert_describe(s.p, "untrusted (fail-closed: CHIDORI_POLICY is not valid JSON at line 1, column 9: unexpected character "
+                           "']' (expected ':' after a member name))");
         struct policy_verdict v;
         assert_int_equal(decide(s.p, "http", NULL, &v), POLICY_DENY);
         assert_string_equal(v.reason, "the untrusted profile allows only workspace:list, workspace:read and "
@@ -951,7 +953,8 @@ static void select_malformed_inline(void **state)
         sel_free(&s);
         /* the brief's example: column 7 */
         s = select_ok((struct policy_sources){ .surface = POLICY_SURFACE_RUN, .env_inline = "{\"a\": nope}" });
-        assert_describe(s.p, "untrusted (fail-closed: CHIDORI_POLICY is not valid JSON at line 1, column 7)");
+        assert_describe(s.p, "untrusted (fail-closed: CHIDORI_POLICY is not valid JSON at line 1, column 7: not a JSON value "
+                           "(expected 'null', or a string in quotes))");
         sel_free(&s);
 }
 

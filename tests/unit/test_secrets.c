@@ -110,7 +110,7 @@ static void file_errors(void **state)
         (void)state;
         parse_err("[]", "s.json: expected an object of secrets, {\"NAME\": {\"from_env\": \"VAR\", \"hosts\": "
                         "[\"api.example.com\"]}}");
-        parse_err("{\"A\": {\"from_env\": \"API_KEY\"", "s.json: not valid JSON at line 1, column 29");
+        parse_err("{\"A\": {\"from_env\": \"API_KEY\"", "s.json: not valid JSON at line 1, column 29: unexpected end of the text (expected ',' or '}')");
         parse_err("{\"A\": {\"from_env\": \"API_KEY\", \"hosts\": [\"h\"], \"host\": 1}}",
                   "s.json: secret \"A\": unknown key \"host\" (expected from_env or from_file, and hosts)");
         parse_err("{\"A\": {\"from_env\": \"API_KEY\", \"from_file\": \"x\", \"hosts\": [\"h\"]}}",
