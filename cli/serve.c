@@ -63,6 +63,7 @@ struct serve_opts {
         bool shared_workspace;
         bool trusted, untrusted, quiet, shared_memory;
         const char *quotas_file;  /* --quotas FILE [CHIDORI_QUOTAS] */
+        const char *broker_user;  /* --broker-user NAME|UID (else CHIDORI_BROKER_USER, monitor/broker.c) */
         struct quotas *quotas;    /* ... read and checked (serve_check_args) */
 };
 
@@ -123,6 +124,9 @@ static void serve_help(void)
                "                        default of serve is untrusted: deny by default)\n"
                "  --untrusted           the untrusted policy whatever CHIDORI_POLICY* says\n"
                "  --quiet               do not print the banner\n"
+               "  --broker-user USER    the user the broker runs as when chidori runs as root: a name or\n"
+               "                        uid, never 0 or 65534 (default: user chidori-broker, else uid\n"
+               "                        65533) [CHIDORI_BROKER_USER]\n"
                "  -h, --help            show this help\n"
                "\n"
                "The server is two processes: this one keeps the privilege (the socket, the boxes), an\n"
@@ -134,7 +138,7 @@ enum {
         SVOPT_LISTEN = 1200, SVOPT_TOKEN_FILE, SVOPT_MAX_BODY, SVOPT_CONN_TIMEOUT, SVOPT_MAX_CONNS,
         SVOPT_MAX_RUNNING, SVOPT_MAX_QUEUED, SVOPT_TRUSTED, SVOPT_UNTRUSTED, SVOPT_QUIET, SVOPT_STATE_DIR,
         SVOPT_SHARED_MEMORY, SVOPT_JS_DEADLINE, SVOPT_GRACE, SVOPT_APPROVAL_TTL, SVOPT_SESSION_TTL,
-        SVOPT_SHARED_WORKSPACE, SVOPT_QUOTAS,
+        SVOPT_SHARED_WORKSPACE, SVOPT_QUOTAS, SVOPT_BROKER_USER,
 };
 
 /* ---- the box of a session: the CLI's provider, as `run` uses it ---- */
@@ -434,6 +438,7 @@ static const struct option serve_longopts[] = {
         { "session-ttl", required_argument, NULL, SVOPT_SESSION_TTL },
         { "shared-workspace", no_argument, NULL, SVOPT_SHARED_WORKSPACE },
         { "quotas", required_argument, NULL, SVOPT_QUOTAS },
+        { "broker-user", required_argument, NULL, SVOPT_BROKER_USER },
         SANDBOX_LONGOPTS,
         BOUNDS_LONGOPTS,
         GRANTS_LONGOPTS,
@@ -495,6 +500,11 @@ static int serve_option(struct serve_opts *o, int c, const char *arg)
         case SVOPT_GRACE: return parse_count("--grace", arg, 0, 86400, &o->grace);
         case SVOPT_SHARED_WORKSPACE: o->shared_workspace = true; return 0;
         case SVOPT_QUOTAS: o->quotas_file = arg; return 0;
+        case SVOPT_BROKER_USER:
+                if (!*arg)
+                        return usage_error("--broker-user needs a user name or uid (e.g. chidori-broker)");
+                o->broker_user = arg;
+                return 0;
         case SVOPT_APPROVAL_TTL: return parse_count("--approval-ttl", arg, 0, 31536000L, &o->approval_ttl);
         case SVOPT_SESSION_TTL: return parse_count("--session-ttl", arg, 0, 315360000L, &o->session_ttl);
         case SVOPT_LISTEN: o->listen = arg; return 0;
@@ -1021,7 +1031,7 @@ static int serve_broker(struct serve_opts *o)
                 snprintf(sock, sizeof(sock), "%s", r.unix_path ? r.unix_path : "");
         struct handover_run hr = {
                 .sb = &o->sb, .run_id = run_id + 4, .agent_dir = agent_dir, .state_dir = state, .workspace = ws,
-                .quiet = o->quiet, .serve = true, .max_trees = 2 * o->max_running,
+                .quiet = o->quiet, .serve = true, .max_trees = 2 * o->max_running, .broker_user = o->broker_user,
                 /* The drain's --grace, and time to end the sessions after it. */
                 .stop_grace_ms = o->grace * 1000 + 10000, .unlink_socket = sock[0] == '/' ? sock : NULL,
         };
@@ -1052,6 +1062,11 @@ int cmd_serve(int argc, char **argv)
         bool one_process;
         if (cli_broker_switch(&one_process) < 0)
                 return EXIT_USAGE;
+        if (one_process && o.broker_user) {
+                quotas_free(o.quotas);
+                return usage_error("--broker-user names the user of the broker process, and CHIDORI_RUN_BROKER=0 "
+                                   "runs none (the server is one process): drop one of them");
+        }
         if (!one_process) {
                 code = serve_broker(&o);
                 quotas_free(o.quotas);

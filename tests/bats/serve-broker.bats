@@ -209,3 +209,29 @@ JS
   wait_status "$tool" done
   [[ $(jq -r .result <<<"$body") == slept ]] || { echo "$body"; return 1; }
 }
+
+@test "serve broker: --broker-user: the server's broker runs as that uid; 0, 65534 and an unknown user are refused (exit 2), and so is it with CHIDORI_RUN_BROKER=0" {
+  [[ $(id -u) -eq 0 ]] || skip "needs root (a rootless broker keeps the caller's uid)"
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --broker-user 4242
+  req "$URL/healthz"
+  assert_code 200
+  local b; b=$(child_named chidori-broker)
+  [[ -n $b && $(status_field "$b" Uid) == 4242 ]]
+  req -X POST -H 'Content-Type: application/json' -d '{"input": 7}' "$URL/sessions?wait=30"
+  [[ $body == *'"result":{"echo":7}'* ]] || { echo "$body"; cat "$T/server.err"; false; }
+  stop_server
+  # Without it: the default broker uid (the control).
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st2"
+  b=$(child_named chidori-broker)
+  [[ -n $b && $(status_field "$b" Uid) == 65533 ]]
+  stop_server
+  echo 'export default () => 1' >"$T/agent.js"
+  for u in 0 65534 root nobody no-such-user-here; do
+    chid serve "$T/agent.js" --listen 127.0.0.1:0 --state-dir "$T/st3" --broker-user "$u"
+    assert_status 2
+    assert_stderr_has "chidori: the broker's user:"
+  done
+  CHIDORI_RUN_BROKER=0 chid serve "$T/agent.js" --listen 127.0.0.1:0 --broker-user 4242
+  assert_status 2
+  assert_stderr_has "--broker-user names the user of the broker process, and CHIDORI_RUN_BROKER=0 runs none"
+}
