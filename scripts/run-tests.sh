@@ -95,7 +95,10 @@ sdk_suite() { # TITLE LOG NAME CMD...
     echo "  $name crashed:"; tail -n 20 "$log" | sed 's/^/    /'; fail=$((fail + 1))
   fi
 }
-sdk_suite "Python SDK (sdk/python/tests)" sdk-python.log sdk-python python3 sdk/python/tests/run.py
+# Debian's python3 (its python3-mypy and python3-hypothesis, from make deps), not
+# another python3 first on PATH (pyenv).
+sdk_py=/usr/bin/python3; [[ -x $sdk_py ]] || sdk_py=python3
+sdk_suite "Python SDK (sdk/python/tests)" sdk-python.log sdk-python "$sdk_py" sdk/python/tests/run.py
 sdk_suite "TypeScript SDK (sdk/typescript/test)" sdk-typescript.log sdk-typescript sdk/typescript/test/run.sh
 
 echo "== end-to-end tests (bats)"

@@ -10,11 +10,33 @@ import urllib.parse
 from typing import Any, Dict, Iterator, Optional, Tuple
 
 from .errors import (ChidoriError, ProtocolError, Timeout, Unavailable, error_for_status)
-from .sse import SSEParser
+from .sse import RawEvent, SSEParser
 from .types import (DoneEvent, Event, ReplayResult, Session, SessionError, StatusEvent,
                     event_from_wire)
 
 __all__ = ["Client"]
+
+
+def _loads(text: Any) -> Any:
+    """json.loads, with JSON nested too deeply for Python's parser (RecursionError) a ValueError too:
+    what a server sends never escapes as another exception than the SDK's."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
+def decode_event(raw: RawEvent, what: str) -> Event:
+    """The typed event of one server-sent event; ProtocolError when it is not chidori's JSON."""
+    try:
+        data = _loads(raw.data)
+        eid = int(raw.id) if raw.id is not None and raw.id.isascii() else None
+        if raw.id is not None and eid is None:
+            raise ValueError("the id %r is not a number" % raw.id[:40])
+        return event_from_wire(eid, raw.event, data)
+    except ValueError as e:
+        raise ProtocolError("%s: event %r (id %s) is not chidori's JSON: %s"
+                            % (what, raw.event[:80], (raw.id or "")[:40], str(e)[:200]), code="not_json") from None
 
 _PAUSED = frozenset(["awaitingapproval", "awaitinginput"])
 _SNIPPET = 200
@@ -241,7 +263,7 @@ class Client:
         """The typed error of an error answer: the server's code and message, or a local one."""
         cls = error_for_status(status)
         try:
-            doc = json.loads(body.decode("utf-8"))
+            doc = _loads(body.decode("utf-8"))
             err = doc["error"]
             code, message = err["code"], err["message"]
             if not isinstance(code, str) or not isinstance(message, str):
@@ -285,7 +307,7 @@ class Client:
                                 % (what, ans.content_type or "no content type", ans.status, _snippet(ans.body)),
                                 status=ans.status, code="not_json")
         try:
-            return json.loads(ans.body.decode("utf-8"))
+            return _loads(ans.body.decode("utf-8"))
         except (ValueError, UnicodeDecodeError) as e:
             raise ProtocolError("%s: the answer is not valid JSON (%s): %s" % (what, e, _snippet(ans.body)),
                                 status=ans.status, code="not_json") from None
@@ -445,7 +467,7 @@ class Client:
             if not line.strip():
                 continue
             try:
-                yield json.loads(line.decode("utf-8"))
+                yield _loads(line.decode("utf-8"))
             except (ValueError, UnicodeDecodeError) as e:
                 raise ProtocolError("GET %s: line %d is not JSON (%s)" % (path, n, e), status=ans.status,
                                     code="not_json") from None
@@ -558,27 +580,20 @@ class Client:
             if conn.sock is not None:
                 conn.sock.settimeout(left)
             try:
-                line = resp.readline(parser.max_event + 2)
+                chunk = resp.read1(1 << 16)
             except socket.timeout:
                 raise Timeout("%s: the session did not settle within the client's timeout" % what,
                               code="timeout") from None
             except (http.client.HTTPException, OSError):
                 return  # cut: the caller reopens
-            if not line:
+            if not chunk:
                 return
             try:
-                raw = parser.feed(line)
+                raws = parser.feed_bytes(chunk)
             except ValueError as e:
                 raise ProtocolError("%s: %s" % (what, e), code="too_large") from None
-            if raw is None:
-                continue
-            try:
-                data = json.loads(raw.data)
-                eid = int(raw.id) if raw.id is not None else None
-                yield event_from_wire(eid, raw.event, data)
-            except ValueError as e:
-                raise ProtocolError("%s: event %r (id %s) is not chidori's JSON: %s"
-                                    % (what, raw.event, raw.id, e), code="not_json") from None
+            for raw in raws:
+                yield decode_event(raw, what)
 
     # ------------------------------------------------------------------ probes
 

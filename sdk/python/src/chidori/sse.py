@@ -1,10 +1,12 @@
 """A small parser of server-sent events (the text/event-stream format).
 
-Fed lines (bytes, each with or without its line ending); yields one
-``RawEvent`` per blank line that ends an event with data.  Comments
-(``: keep-alive``) and unknown fields are skipped.  An event larger than
-``max_event`` bytes is refused (ValueError): the parser never grows without
-bound on what a server sends.
+Fed bytes in chunks of any size (``feed_bytes``); returns one ``RawEvent``
+per blank line that ends an event with data.  Lines end with LF, CRLF or a
+lone CR, as the format allows, wherever the chunks are cut; a byte-order mark
+at the start of the stream is skipped.  Comments (``: keep-alive``) and
+unknown fields are skipped.  An event (or a line) larger than ``max_event``
+bytes is refused (ValueError): the parser never grows without bound on what a
+server sends.
 """
 
 from dataclasses import dataclass
@@ -26,24 +28,70 @@ class SSEParser:
         self._data: List[str] = []
         self._size = 0
         self._pending = False
+        self._line = bytearray()   # the line being read, not yet ended
+        self._after_cr = False     # the last byte fed ended a line with CR: an LF next ends nothing
+        self._started = False      # a byte-order mark is skipped only at the start
 
     @property
     def in_event(self) -> bool:
         """True between the first field of an event and the blank line that ends it."""
-        return self._pending
+        return self._pending or len(self._line) > 0
+
+    def feed_bytes(self, chunk: bytes) -> List[RawEvent]:
+        """Bytes of the stream, cut anywhere; the events they complete."""
+        out: List[RawEvent] = []
+        i, n = 0, len(chunk)
+        if not self._started and n:
+            self._line += chunk
+            if len(self._line) < 3 and b"\xef\xbb\xbf".startswith(bytes(self._line)):
+                return out  # maybe a byte-order mark: wait for more
+            self._started = True
+            chunk = bytes(self._line[3:] if self._line[:3] == b"\xef\xbb\xbf" else self._line)
+            self._line.clear()
+            n = len(chunk)
+        if self._after_cr and n:
+            self._after_cr = False
+            if chunk[0] == 0x0A:
+                i = 1
+        while i < n:
+            lf, cr = chunk.find(b"\n", i), chunk.find(b"\r", i)
+            j = lf if cr < 0 else cr if lf < 0 else min(lf, cr)
+            if j < 0:
+                self._line += chunk[i:]
+                break
+            self._line += chunk[i:j]
+            if chunk[j] == 0x0D:
+                if j + 1 < n and chunk[j + 1] == 0x0A:
+                    j += 1
+                elif j + 1 == n:
+                    self._after_cr = True
+            line = bytes(self._line)
+            self._line.clear()
+            ev = self._field(line)
+            if ev is not None:
+                out.append(ev)
+            i = j + 1
+        if len(self._line) > self.max_event:
+            raise ValueError("an event of the stream is larger than %d bytes" % self.max_event)
+        return out
 
     def feed(self, line: bytes) -> Optional[RawEvent]:
-        """One line of the stream; the event it completes, if any."""
+        """One whole line of the stream (with or without its ending); the event it completes, if any."""
+        if line.endswith(b"\n"):
+            line = line[:-1]
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        return self._field(line)
+
+    def _field(self, line: bytes) -> Optional[RawEvent]:
+        if len(line) > self.max_event:
+            raise ValueError("an event of the stream is larger than %d bytes" % self.max_event)
         text = line.decode("utf-8", errors="replace")
-        if text.endswith("\n"):
-            text = text[:-1]
-        if text.endswith("\r"):
-            text = text[:-1]
         if text == "":
             return self._dispatch()
         if text.startswith(":"):
             return None
-        self._size += len(text)
+        self._size += len(line)
         if self._size > self.max_event:
             raise ValueError("an event of the stream is larger than %d bytes" % self.max_event)
         name, sep, value = text.partition(":")
