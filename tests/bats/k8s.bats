@@ -1,0 +1,202 @@
+#!/usr/bin/env bats
+# deploy/: the Kubernetes manifests and the container image recipe, checked
+# offline (no cluster, no registry here; docs/kubernetes.md):
+# `kubectl kustomize` builds every overlay, tools/k8s-validate.mjs validates each
+# object against the Kubernetes API schemas (npm kubernetes-models), refuses
+# unknown fields and checks the settings chidori's box needs; a setting broken
+# on purpose must fail it. scripts/containerfile-lint.py parses
+# deploy/Containerfile.
+load helpers
+
+REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+K8S=$REPO/deploy/kubernetes
+VALIDATE=$REPO/tools/k8s-validate.mjs
+CFLINT=$REPO/scripts/containerfile-lint.py
+
+need_kubectl() {
+  command -v kubectl >/dev/null ||
+    skip "kubectl is not installed (Debian's kubernetes-client; scripts/deps.sh installs it)"
+}
+
+# build OVERLAY_DIR OUT: kubectl kustomize into OUT (its deprecation warnings
+# about kustomize v2 fields go to $T/kustomize.err)
+build() {
+  kubectl kustomize "$1" >"$2" 2>"$T/kustomize.err" || { cat "$T/kustomize.err"; return 1; }
+}
+
+# validate FILE [--expect X]: $status, $output (stdout), $stderr
+validate() {
+  local f=$1; shift
+  set +e
+  output=$(node "$VALIDATE" "$@" "$f" 2>"$T/.verr")
+  status=$?
+  set -e
+  stderr=$(cat "$T/.verr")
+}
+
+# mutate IN OUT SED_EXPR: OUT is IN edited, and the edit changed something
+# (a mutation that matches nothing would let the test pass for no reason)
+mutate() {
+  sed "$3" "$1" >"$2"
+  if cmp -s "$1" "$2"; then
+    echo "the mutation '$3' changed nothing in $1"
+    return 1
+  fi
+}
+
+@test "k8s: kubectl kustomize builds the sidecar overlay; every object valid; app + chidori over a unix socket in an emptyDir" {
+  need_kubectl
+  build "$K8S/overlays/sidecar" "$T/sidecar.yaml"
+  validate "$T/sidecar.yaml" --expect sidecar
+  [[ $status == 0 && $output == *"2 objects valid (ConfigMap, Deployment)"* ]] || { echo "$output $stderr"; return 1; }
+  # both containers in one pod, chidori on the socket, the app mounting its folder
+  grep -q -- '- unix:/run/chidori/chidori.sock' "$T/sidecar.yaml"
+  grep -qx '        name: app' "$T/sidecar.yaml"
+  grep -q 'secretName: chidori-token' "$T/sidecar.yaml"
+}
+
+@test "k8s: kubectl kustomize builds the scale-out overlays; every object valid; the replicas warning is at the top" {
+  need_kubectl
+  build "$K8S/overlays/scale-out" "$T/scale-out.yaml"
+  validate "$T/scale-out.yaml" --expect scale-out
+  [[ $status == 0 && $output == *"7 objects valid (ConfigMap, Service, PersistentVolumeClaim, Deployment, PodDisruptionBudget, HorizontalPodAutoscaler, NetworkPolicy)"* ]] ||
+    { echo "$output $stderr"; return 1; }
+  build "$K8S/overlays/scale-out-queue-depth" "$T/queue.yaml"
+  validate "$T/queue.yaml" --expect scale-out
+  [[ $status == 0 ]] || { echo "$output $stderr"; return 1; }
+  grep -q 'name: chidori_queue_depth' "$T/queue.yaml"
+  ! grep -q 'chidori_queue_depth' "$T/scale-out.yaml"
+  # replicas > 1 is not safe before the leases: said before anything else
+  head -3 "$K8S/overlays/scale-out/kustomization.yaml" | grep -q 'replicas > 1 needs the lease work of issue 13 item 3'
+  grep -q 'replicas > 1 needs the lease work of issue 13 item 3' "$REPO/docs/kubernetes.md"
+}
+
+@test "k8s: each security setting broken in the built manifests fails the validation, naming it" {
+  need_kubectl
+  build "$K8S/overlays/scale-out" "$T/good.yaml"
+  validate "$T/good.yaml" --expect scale-out
+  [[ $status == 0 ]] || { echo "$stderr"; return 1; } # the control: unbroken, it passes
+  local case expr want n=0
+  while IFS='|' read -r expr want; do
+    [[ -n $expr ]] || continue
+    n=$((n + 1))
+    mutate "$T/good.yaml" "$T/bad$n.yaml" "$expr"
+    validate "$T/bad$n.yaml" --expect scale-out
+    [[ $status == 1 && $stderr == *"$want"* ]] || { echo "mutation '$expr': status $status, expected '$want' in: $stderr"; return 1; }
+  done <<'CASES'
+s/hostUsers: false/hostUsers: true/|spec.template.spec.hostUsers: must be false
+s/hostUsers: false/hostUsers: "false"/|hostUsers must be boolean
+s/type: Localhost/type: Unconfined/|securityContext.seccompProfile: must be Localhost chidori/chidori.json
+s#localhostProfile: chidori/chidori.json#localhostProfile: chidori/other.json#|securityContext.seccompProfile: must be Localhost chidori/chidori.json
+s/readOnlyRootFilesystem: true/readOnlyRootFilesystem: false/|securityContext.readOnlyRootFilesystem: must be true
+s/readOnlyRootFilesystem:/readOnlyRootFilesytem:/|securityContext.readOnlyRootFilesytem: unknown field
+s/privileged: false/privileged: true/|securityContext.privileged: must not be true
+s/allowPrivilegeEscalation: false/allowPrivilegeEscalation: true/|securityContext.allowPrivilegeEscalation: must be false
+s/- ALL/- NET_RAW/|securityContext.capabilities.drop: must drop ALL
+/^            - ALL$/a\            add: [SYS_ADMIN]|securityContext.capabilities.add: must add none
+s/procMount: Unmasked/procMount: Default/|securityContext.procMount: must be Unmasked
+s/runAsNonRoot: true/runAsNonRoot: false/|securityContext.runAsNonRoot: must run as a non-root uid
+s#path: /healthz#path: /health#|livenessProbe.httpGet.path: must be /healthz
+s#path: /readyz#path: /ready#|readinessProbe.httpGet.path: must be /readyz
+s/containerPort: 8081/containerPort: 8082/|livenessProbe.httpGet.port: must reach --health-listen's port 8081
+s/- 0.0.0.0:8081/- 127.0.0.1:8081/|--health-listen must be 0.0.0.0:PORT
+/memory: 1536Mi/d|resources.limits.memory: must be set
+s/secretName: chidori-token/configMapName: chidori-token/|secret.configMapName: unknown field
+s/- name: CHIDORI_STORE/- name: CHIDORI_STOR/|CHIDORI_STORE must come from a Secret
+s/- Egress/- Ingress/|NetworkPolicy/chidori: does not apply to Deployment/chidori (limits the server's egress)
+s/averageUtilization: 70/averageUtilisation: 70/|resource.target.averageUtilisation: unknown field
+CASES
+  [[ $n == 21 ]]
+}
+
+@test "k8s: a sidecar whose app container does not mount the socket's folder, or a server without a token, fails" {
+  need_kubectl
+  build "$K8S/overlays/sidecar" "$T/good.yaml"
+  # the app's only volumeMount is the socket's: drop it
+  mutate "$T/good.yaml" "$T/nosock.yaml" '/^      - env:$/,/^      enableServiceLinks/{/^        volumeMounts:$/,/^          name: socket$/d}'
+  validate "$T/nosock.yaml" --expect sidecar
+  [[ $status == 1 && $stderr == *"no application container mounts the socket's volume 'socket'"* ]] || { echo "$stderr"; return 1; }
+  mutate "$T/good.yaml" "$T/notoken.yaml" '/- --token-file/,/- \/etc\/chidori\/token\/token/d'
+  validate "$T/notoken.yaml" --expect sidecar
+  [[ $status == 1 && $stderr == *"the token must come from a Secret"* ]] || { echo "$stderr"; return 1; }
+}
+
+@test "k8s: a setting removed from the base's source fails every overlay built on it" {
+  need_kubectl
+  cp -r "$K8S" "$T/k8s"
+  mutate "$K8S/base/deployment.yaml" "$T/k8s/base/deployment.yaml" '/procMount: Unmasked/d'
+  for o in sidecar scale-out; do
+    build "$T/k8s/overlays/$o" "$T/$o.yaml"
+    validate "$T/$o.yaml" --expect $o
+    [[ $status == 1 && $stderr == *"containers[chidori].securityContext.procMount: must be Unmasked"* ]] || { echo "$o: $stderr"; return 1; }
+  done
+}
+
+@test "k8s-validate: a usage error exits 2; a file that is not manifests exits 1" {
+  set +e
+  out=$(node "$VALIDATE" --expect nope x.yaml 2>&1); st=$?
+  [[ $st == 2 && $out == *"--expect 'nope': expected sidecar or scale-out"* ]] || { echo "$st $out"; return 1; }
+  out=$(node "$VALIDATE" 2>&1); st=$?
+  [[ $st == 2 && $out == *"give one file"* ]] || { echo "$st $out"; return 1; }
+  printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: i}]\n' >"$T/pod.yaml"
+  out=$(node "$VALIDATE" "$T/pod.yaml" 2>&1); st=$?
+  [[ $st == 1 && $out == *"no pod runs \`chidori serve\`"* ]] || { echo "$st $out"; return 1; }
+  printf 'apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n' >"$T/w.yaml"
+  out=$(node "$VALIDATE" "$T/w.yaml" 2>&1); st=$?
+  [[ $st == 1 && $out == *"Widget/w: apiVersion example.com/v1 kind Widget is not a Kubernetes API type"* ]] || { echo "$st $out"; return 1; }
+}
+
+@test "Containerfile: every instruction known, the files it copies exist, the final stage runs as a non-root uid" {
+  run python3 "$CFLINT" --context "$REPO" "$REPO/deploy/Containerfile"
+  [[ $status == 0 && $output == *"2 stages: ok"* ]] || { echo "$output"; return 1; }
+  local expr want n=0
+  while IFS='|' read -r expr want; do
+    n=$((n + 1))
+    mutate "$REPO/deploy/Containerfile" "$T/cf$n" "$expr"
+    run python3 "$CFLINT" --context "$REPO" "$T/cf$n"
+    [[ $status == 1 && $output == *"$want"* ]] || { echo "mutation '$expr': $status $output"; return 1; }
+  done <<'CASES'
+s/^WORKDIR \/src/WORKDRI \/src/|unknown instruction 'WORKDRI'
+s/^COPY \. \/src/COPY no-such-dir \/src/|COPY no-such-dir: no such file in the build context
+s/^USER 10001:10001/USER root/|the final stage must run as a non-root numeric USER
+s/--from=build/--from=builder/|COPY --from=builder: no earlier stage is called that
+s/^ENTRYPOINT \["\/usr\/bin\/chidori"\]/ENTRYPOINT ["\/usr\/bin\/chidori",]/|the exec form must be a JSON array of strings
+CASES
+  echo 'COPY build/chidori /usr/bin/chidori' >>"$T/cf1"
+  run python3 "$CFLINT" --context "$REPO" "$T/cf1"
+  [[ $status == 1 && $output == *"COPY build/chidori: "* ]] || { echo "$output"; return 1; }
+}
+
+# missing_libs PKGS: the libraries the built binaries load whose Debian
+# package is not in PKGS (" pkg pkg ... "), one "LIB (PACKAGE)" a line
+missing_libs() {
+  local pkgs=$1 lib path pkg libs
+  # the NEEDED entries of what `make install` puts in the image, and what is
+  # loaded with dlopen (server/mhd.c: libmicrohttpd; sandbox/tz.c: ICU)
+  libs=$(for f in chidori chidori-worker chidori-broker chidori-monitor libchidori-engine.so libchidori-net.so; do
+    readelf -d "$BUILD_DIR/$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'
+  done | sort -u)
+  libs+=$'\n'libmicrohttpd.so.12$'\n'$(ldconfig -p | sed -n 's/^\s*\(libicui18n\.so\.[0-9]*\) .*/\1/p' | head -1)
+  for lib in $libs; do
+    [[ $lib == libc.so.6 || $lib == libchidori-* ]] && continue # libc6 is in every image; ours are copied
+    path=$(ldconfig -p | sed -n "s/^\s*$lib (libc6,x86-64.*) => //p" | head -1)
+    [[ -n $path ]] || { echo "$lib (not found by ldconfig)"; continue; }
+    pkg=$(dpkg-query -S "*/$(basename "$(readlink -f "$path")")" 2>/dev/null | head -1 | cut -d: -f1)
+    [[ -n $pkg ]] || { echo "$lib (no Debian package owns $path)"; continue; }
+    [[ $pkgs == *" $pkg "* ]] || echo "$lib ($pkg)"
+  done
+}
+
+@test "Containerfile: the runtime stage installs the Debian package of every library the built binaries load" {
+  command -v dpkg-query >/dev/null || skip "not a Debian system: dpkg-query is missing"
+  run python3 "$CFLINT" --packages "$REPO/deploy/Containerfile"
+  [[ $status == 0 && -n $output ]] || { echo "$output"; return 1; }
+  local pkgs=" ${output//$'\n'/ } " missing
+  missing=$(missing_libs "$pkgs")
+  [[ -z $missing ]] || { echo "not installed by deploy/Containerfile's runtime stage: $missing"; return 1; }
+  # the control: without libmicrohttpd12 (dlopened) and libcjson1 (NEEDED) in the list, both are missed
+  missing=$(missing_libs "${pkgs/ libmicrohttpd12 / }")
+  [[ $missing == *"libmicrohttpd.so.12 (libmicrohttpd12)"* ]] || { echo "$missing"; return 1; }
+  missing=$(missing_libs "${pkgs/ libcjson1 / }")
+  [[ $missing == *"libcjson.so.1 (libcjson1)"* ]] || { echo "$missing"; return 1; }
+}
