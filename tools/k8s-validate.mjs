@@ -318,5 +318,5 @@ if (problems.length) {
   for (const p of problems) process.stderr.write(`k8s-validate: ${files[0]}: ${p}\n`);
   process.exit(1);
 }
-const kinds = [...new Set(objects.map((o) => o.kind))].join(", ");
+const kinds = [...new Set(objects.map((o) => o.kind))].sort().join(", ");
 process.stdout.write(`k8s-validate: ${files[0]}: ${objects.length} objects valid (${kinds})\n`);

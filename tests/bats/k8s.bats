@@ -59,7 +59,7 @@ mutate() {
   need_kubectl
   build "$K8S/overlays/scale-out" "$T/scale-out.yaml"
   validate "$T/scale-out.yaml" --expect scale-out
-  [[ $status == 0 && $output == *"7 objects valid (ConfigMap, Service, PersistentVolumeClaim, Deployment, PodDisruptionBudget, HorizontalPodAutoscaler, NetworkPolicy)"* ]] ||
+  [[ $status == 0 && $output == *"7 objects valid (ConfigMap, Deployment, HorizontalPodAutoscaler, NetworkPolicy, PersistentVolumeClaim, PodDisruptionBudget, Service)"* ]] ||
     { echo "$output $stderr"; return 1; }
   build "$K8S/overlays/scale-out-queue-depth" "$T/queue.yaml"
   validate "$T/queue.yaml" --expect scale-out
