@@ -133,17 +133,16 @@ CASES
 }
 
 @test "k8s-validate: a usage error exits 2; a file that is not manifests exits 1" {
-  set +e
-  out=$(node "$VALIDATE" --expect nope x.yaml 2>&1); st=$?
-  [[ $st == 2 && $out == *"--expect 'nope': expected sidecar or scale-out"* ]] || { echo "$st $out"; return 1; }
-  out=$(node "$VALIDATE" 2>&1); st=$?
-  [[ $st == 2 && $out == *"give one file"* ]] || { echo "$st $out"; return 1; }
+  run node "$VALIDATE" --expect nope x.yaml
+  [[ $status == 2 && $output == *"--expect 'nope': expected sidecar or scale-out"* ]] || { echo "$status $output"; return 1; }
+  run node "$VALIDATE"
+  [[ $status == 2 && $output == *"give one file"* ]] || { echo "$status $output"; return 1; }
   printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: i}]\n' >"$T/pod.yaml"
-  out=$(node "$VALIDATE" "$T/pod.yaml" 2>&1); st=$?
-  [[ $st == 1 && $out == *"no pod runs \`chidori serve\`"* ]] || { echo "$st $out"; return 1; }
+  run node "$VALIDATE" "$T/pod.yaml"
+  [[ $status == 1 && $output == *"no pod runs \`chidori serve\`"* ]] || { echo "$status $output"; return 1; }
   printf 'apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n' >"$T/w.yaml"
-  out=$(node "$VALIDATE" "$T/w.yaml" 2>&1); st=$?
-  [[ $st == 1 && $out == *"Widget/w: apiVersion example.com/v1 kind Widget is not a Kubernetes API type"* ]] || { echo "$st $out"; return 1; }
+  run node "$VALIDATE" "$T/w.yaml"
+  [[ $status == 1 && $output == *"Widget/w: apiVersion example.com/v1 kind Widget is not a Kubernetes API type"* ]] || { echo "$status $output"; return 1; }
 }
 
 @test "Containerfile: every instruction known, the files it copies exist, the final stage runs as a non-root uid" {
