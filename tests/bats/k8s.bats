@@ -13,6 +13,14 @@ K8S=$REPO/deploy/kubernetes
 VALIDATE=$REPO/tools/k8s-validate.mjs
 CFLINT=$REPO/scripts/containerfile-lint.py
 
+teardown() {
+  if [[ -n ${SERVE_PID:-} ]]; then
+    kill "$SERVE_PID" 2>/dev/null || true
+    wait "$SERVE_PID" 2>/dev/null || true
+  fi
+  rm -rf "$T"
+}
+
 need_kubectl() {
   command -v kubectl >/dev/null ||
     skip "kubectl is not installed (Debian's kubernetes-client; scripts/deps.sh installs it)"
@@ -119,6 +127,67 @@ CASES
   mutate "$T/good.yaml" "$T/notoken.yaml" '/- --token-file/,/- \/etc\/chidori\/token\/token/d'
   validate "$T/notoken.yaml" --expect sidecar
   [[ $status == 1 && $stderr == *"the token must come from a Secret"* ]] || { echo "$stderr"; return 1; }
+}
+
+@test "k8s: the sidecar's chidori args run: uid 10001 on the socket, the app (uid 10002, fsGroup 10001) gets in with the Secret's token" {
+  need_kubectl
+  [[ $(id -u) -eq 0 ]] || skip "as root only: it switches to the pod's uids 10001 and 10002"
+  command -v setpriv >/dev/null && command -v curl >/dev/null || skip "setpriv (util-linux) or curl is missing"
+  build "$K8S/overlays/sidecar" "$T/sidecar.yaml"
+  # the chidori container's args, as the kubelet would pass them
+  mapfile -t args < <(node -e '
+    const { parseAllDocuments } = require(process.argv[1]);
+    const fs = require("fs");
+    for (const d of parseAllDocuments(fs.readFileSync(process.argv[2], "utf8"))) {
+      const o = d.toJS();
+      if (o && o.kind === "Deployment")
+        for (const c of o.spec.template.spec.containers) if (c.name === "chidori") console.log(c.args.join("\n"));
+    }' "$REPO/tools/node_modules/yaml" "$T/sidecar.yaml")
+  [[ ${args[0]} == serve ]] || { echo "no chidori args: ${args[*]}"; return 1; }
+  if [[ " ${args[*]} " == *" --health-listen "* ]] && ! "$CHIDORI" serve --help | grep -q -- --health-listen; then
+    skip "chidori serve has no --health-listen yet (issue 13, the pod work): the manifests' args need it"
+  fi
+  # the pod's folders, here: the socket emptyDir (root:fsGroup, setgid, 0777 as the
+  # kubelet makes it), the Secret volume (..data symlinks, 0440 root:fsGroup), the state emptyDir
+  chmod 755 "$T"
+  mkdir -p "$T/run/chidori" "$T/secret/..2026_12_02" "$T/state" "$T/agent"
+  chgrp 10001 "$T/run/chidori" "$T/state" && chmod 2777 "$T/run/chidori" "$T/state"
+  cp "$K8S/base/agent.js" "$T/agent/agent.js" && chmod 755 "$T/agent"
+  printf 'k8s-test-token-%s' "$RANDOM$RANDOM" >"$T/secret/..2026_12_02/token"
+  ln -s ..2026_12_02 "$T/secret/..data" && ln -s ..data/token "$T/secret/token"
+  chgrp -R 10001 "$T/secret" && chmod 0440 "$T/secret/..2026_12_02/token" && chmod 755 "$T/secret" "$T/secret/..2026_12_02"
+  local port a mapped=()
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  for a in "${args[@]}"; do
+    a=${a//\/run\/chidori/$T/run/chidori}
+    a=${a//\/etc\/chidori\/token/$T/secret}
+    a=${a//\/etc\/chidori\/agent/$T/agent}
+    a=${a//\/var\/lib\/chidori/$T/state}
+    a=${a/#0.0.0.0:8081/127.0.0.1:$port}
+    mapped+=("$a")
+  done
+  setpriv --reuid 10001 --regid 10001 --groups 10001 env HOME="$T/state" "$CHIDORI" "${mapped[@]}" >"$T/serve.out" 2>&1 &
+  SERVE_PID=$!
+  local i sock=$T/run/chidori/chidori.sock
+  for i in $(seq 300); do [[ -S $sock ]] && break; kill -0 "$SERVE_PID" 2>/dev/null || break; sleep 0.1; done
+  [[ -S $sock ]] || { echo "no socket:"; cat "$T/serve.out"; return 1; }
+  [[ $(stat -c '%a %u %g' "$sock") == "660 10001 10001" ]] || { stat -c '%a %u %g' "$sock"; return 1; }
+  local tok; tok=$(cat "$T/secret/token")
+  # the application container: uid 10002, the pod's fsGroup as a supplementary group
+  out=$(setpriv --reuid 10002 --regid 10002 --groups 10001 curl -s --unix-socket "$sock" -H "Authorization: Bearer $tok" \
+    -X POST http://chidori/sessions -d '{"input": {"name": "pod"}}')
+  [[ $out == *'"status":"done"'* && $out == *'"greeting":"Hello, pod!"'* ]] || { echo "$out"; cat "$T/serve.out"; return 1; }
+  out=$(setpriv --reuid 10002 --regid 10002 --groups 10001 curl -s -o /dev/null -w '%{http_code}' --unix-socket "$sock" http://chidori/sessions)
+  [[ $out == 401 ]] || { echo "without the token: $out"; return 1; }
+  # the control: without the fsGroup, the same uid cannot connect
+  run setpriv --reuid 10002 --regid 10002 --clear-groups curl -s --unix-socket "$sock" http://chidori/healthz
+  [[ $status == 7 ]] || { echo "without the group: $status $output"; return 1; }
+  if [[ " ${args[*]} " == *" --health-listen "* ]]; then # the kubelet's probes, no token
+    out=$(curl -s "http://127.0.0.1:$port/healthz")
+    [[ $out == *'"status":"ok"'* ]] || { echo "healthz: $out"; return 1; }
+    out=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/sessions")
+    [[ $out == 404 ]] || { echo "/sessions on the health port: $out"; return 1; }
+  fi
 }
 
 @test "k8s: a setting removed from the base's source fails every overlay built on it" {
