@@ -190,6 +190,21 @@ CASES
   fi
 }
 
+@test "k8s: why procMount Unmasked: under a masked /proc path a run as uid 10001 cannot mount its fresh /proc (exit 70); unmasked it runs" {
+  [[ $(id -u) -eq 0 ]] || skip "as root only: it makes a mount namespace and switches to uid 10001"
+  command -v unshare >/dev/null && command -v setpriv >/dev/null || skip "unshare or setpriv (util-linux) is missing"
+  chmod 755 "$T" && mkdir -p "$T/home" && chown 10001:10001 "$T/home"
+  cp "$K8S/base/agent.js" "$T/agent.js" && chmod 644 "$T/agent.js"
+  local as10001="setpriv --reuid 10001 --regid 10001 --clear-groups env -u XDG_STATE_HOME HOME=$T/home $CHIDORI run --quiet $T/agent.js"
+  # the control: nothing over /proc, as with procMount Unmasked
+  run unshare -m sh -c "mount --make-rprivate / && $as10001"
+  [[ $status == 0 && $output == *'{"greeting":"Hello, world!"}'* ]] || { echo "unmasked: $status $output"; return 1; }
+  # a path masked the way container runtimes mask /proc/timer_list (a bind mount of /dev/null)
+  [[ -e /proc/timer_list ]] || skip "/proc/timer_list is missing on this kernel"
+  run unshare -m sh -c "mount --make-rprivate / && mount --bind /dev/null /proc/timer_list && $as10001"
+  [[ $status == 70 && $output == *"mount a fresh /proc: Operation not permitted"* ]] || { echo "masked: $status $output"; return 1; }
+}
+
 @test "k8s: a setting removed from the base's source fails every overlay built on it" {
   need_kubectl
   cp -r "$K8S" "$T/k8s"
