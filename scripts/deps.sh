@@ -11,6 +11,7 @@ PKGS=(
   libseccomp-dev libcap-dev libmnl-dev libmicrohttpd-dev libcurl4-openssl-dev libicu-dev tzdata
   bats bc procps passwd util-linux bubblewrap nodejs npm
   python3 jq curl zsh
+  kubernetes-client
   python3-venv python3-setuptools python3-wheel python3-pip python3-mypy python3-hypothesis
 )
 
@@ -23,6 +24,13 @@ if command -v node >/dev/null && command -v npm >/dev/null; then
   tmp=(); for p in "${missing[@]}"; do [[ $p == nodejs || $p == npm ]] || tmp+=("$p"); done
   missing=("${tmp[@]+"${tmp[@]}"}")
 fi
+# kubectl (kubernetes-client: `kubectl kustomize` builds deploy/kubernetes/ in
+# tests/bats/k8s.bats) may come from another package (Google's, a newer one),
+# which conflicts with Debian's on /usr/bin/kubectl: accept any on PATH.
+if command -v kubectl >/dev/null; then
+  tmp=(); for p in "${missing[@]}"; do [[ $p == kubernetes-client ]] || tmp+=("$p"); done
+  missing=("${tmp[@]+"${tmp[@]}"}")
+fi
 
 if ((${#missing[@]})); then
   SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
@@ -33,8 +41,9 @@ fi
 
 # The project-local npm packages (tools/package.json, pinned by
 # tools/package-lock.json): esbuild, for ES-module and TypeScript agents and to
-# bundle the engine's Node/Web surface (engine/node/), and the packages that
-# surface is made of.  Reinstalled when the lock file changes.
+# bundle the engine's Node/Web surface (engine/node/), the packages that
+# surface is made of, and kubernetes-models and yaml (tools/k8s-validate.mjs).
+# Reinstalled when the lock file changes.
 if [[ ! -x tools/node_modules/.bin/esbuild || ! -f tools/node_modules/.package-lock.json ||
       tools/package-lock.json -nt tools/node_modules/.package-lock.json ]]; then
   echo "deps: installing the npm packages of tools/package-lock.json into tools/"
