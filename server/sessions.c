@@ -49,6 +49,10 @@ static int j_line_f(struct live *l, const cJSON *line, bool batch, bool final, s
                                 l->id, len);
         }
         l->jbytes += len;
+        /* What the tenant used so far goes in this line's transaction: an
+         * intent's effect is charged durably before it is performed, a
+         * result's bytes with it (a kill -9 keeps both). */
+        budget_flush(l->srv, l->budget, true);
         int rc = store_journal_append(l->srv->store, l->id, text, batch, err);
         free(text);
         if (rc < 0)
