@@ -294,3 +294,47 @@ JS
   req -X POST -d '{"wait": true}' "$URL/sessions"
   [[ $(jq -c '.result' <<<"$body") == '["ok","ok","ok","ok"]' ]] || { echo "$body"; false; }
 }
+
+@test "serve quota: a kill -9 (of the broker) mid-session keeps the tenant's use: each effect is charged with its journal line, a restart still counts it" {
+  start_fake
+  cat >"$T/agent.js" <<JS
+export default async (input) => {
+  const out = [];
+  const one = async (path) => { try { const r = await fetch("http://127.0.0.1:$FP" + path); await r.text(); return r.status; } catch (e) { const c = e.cause || e; return { code: c.code, message: c.message }; } };
+  if (input === "first") { out.push(await one("/echo")); out.push(await one("/echo")); out.push(await one("/delay?ms=30000")); }
+  else { out.push(await one("/echo")); out.push(await one("/echo")); }
+  return out;
+};
+JS
+  quotas '{"tenant": {"http_requests": 4}}'
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --trusted --allow-host 127.0.0.1 --quotas "$T/quotas.json"
+  req -X POST -d '{"input": "first", "wait": false}' "$URL/sessions"
+  local id; id=$(jq -r .id <<<"$body")
+  # The third fetch's intent is committed: three http requests are charged.
+  local i
+  for ((i = 0; i < 200; i++)); do
+    req "$URL/sessions/$id/journal"
+    grep -q '"type":"start".*"op":"http".*delay' <<<"$body" && break
+    sleep 0.1
+  done
+  grep -q '"type":"start".*"op":"http".*delay' <<<"$body"
+  # kill -9 of the process that keeps the state (the broker runs the server's
+  # sessions and writes serve.db): nothing of it gets to write anything more.
+  local b; b=$(pgrep -P "$SERVER_PID" -x chidori-broker | head -n 1)
+  [[ -n $b ]]
+  kill -KILL "$b"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --trusted --allow-host 127.0.0.1 --quotas "$T/quotas.json"
+  wait_status "$id" done
+  req "$URL/metrics"
+  [[ $body == *'chidori_tenant_usage{tenant="default",quota="http_requests"} 3'* ]] || { echo "$body"; false; }
+  # One request is left of the budget of 4.
+  req -X POST -d '{"input": "again", "wait": true}' "$URL/sessions"
+  [[ $(jq -r '.result[0]' <<<"$body") == 200 ]] || { echo "$body"; false; }
+  [[ $(jq -r '.result[1].code' <<<"$body") == EQUOTA ]] || { echo "$body"; false; }
+  [[ $(jq -r '.result[1].message' <<<"$body") == *"tenant quota exceeded: http_requests limit 4, used 4"* ]] || { echo "$body"; false; }
+  # The control: in a fresh state directory the same budget lets both through.
+  stop_server
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st2" --trusted --allow-host 127.0.0.1 --quotas "$T/quotas.json"
+  req -X POST -d '{"input": "again", "wait": true}' "$URL/sessions"
+  [[ $(jq -c '.result' <<<"$body") == '[200,200]' ]] || { echo "$body"; false; }
+}
