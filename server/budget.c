@@ -131,3 +131,13 @@ unsigned budget_live_sessions(const struct server *srv, const char *tenant)
                         n++;
         return n;
 }
+
+bool budget_may_start(const struct server *srv, const char *tenant)
+{
+        unsigned max = srv->run.quotas ? quotas_tenant(srv->run.quotas, tenant)->concurrent : 0;
+        unsigned n = 0;
+        for (const struct live *l = srv->live; max && l; l = l->next)
+                if (!l->ended && !l->queued && strcmp(l->tenant, tenant) == 0)
+                        n++;
+        return !max || n < max;
+}

@@ -227,6 +227,10 @@ void budget_save(struct server *srv, struct tenant_budget *tb);
 void budgets_free_all(struct server *srv);
 /* Sessions of `tenant` queued or running now. */
 unsigned budget_live_sessions(const struct server *srv, const char *tenant);
+/* May a queued session of `tenant` start now: fewer of its sessions run
+ * than its concurrent_sessions?  (Every start asks, whatever queued it:
+ * a restart's recovery, an expired approval's denial.) */
+bool budget_may_start(const struct server *srv, const char *tenant);
 
 /* ---- api.c ---- */
 /* Wake the requests waiting for session id (it settled). */

@@ -813,10 +813,12 @@ static void live_fail(struct live *l, const char *why)
 static void start_queued(struct server *srv)
 {
         while (srv->running < srv->cfg.max_running && !srv->draining) {
-                /* The oldest queued: the list is newest first. */
+                /* The oldest queued whose tenant is under its concurrent_sessions
+                 * (the others wait queued for one of theirs to end): the list
+                 * is newest first. */
                 struct live *oldest = NULL;
                 for (struct live *l = srv->live; l; l = l->next)
-                        if (l->queued)
+                        if (l->queued && budget_may_start(srv, l->tenant))
                                 oldest = l;
                 if (!oldest)
                         return;

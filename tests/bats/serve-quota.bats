@@ -338,3 +338,70 @@ JS
   req -X POST -d '{"input": "again", "wait": true}' "$URL/sessions"
   [[ $(jq -c '.result' <<<"$body") == '[200,200]' ]] || { echo "$body"; false; }
 }
+
+@test "serve quota: concurrent_sessions holds at a resume: approving a paused session of a tenant at its limit is 429, it stays paused; once one ends it is taken" {
+  cat >"$T/agent.js" <<'JS'
+export default async (input) => {
+  if (input === "ask") { try { await chidori.workspace.write("a", "x"); return "wrote"; } catch (e) { return e.code; } }
+  if (input === "slow") await new Promise((r) => setTimeout(r, 120000));
+  return input;
+};
+JS
+  quotas '{"tenant": {"concurrent_sessions": 1}}'
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --trusted --quotas "$T/quotas.json"
+  req -X POST -d '{"input": "ask", "policy_profile": "supervised"}' "$URL/sessions"
+  local paused; paused=$(jq -r .id <<<"$body")
+  [[ $(jq -r .status <<<"$body") == awaitingapproval ]] || { echo "$body"; false; }
+  # A paused session is not counted: another one is taken and runs.
+  req -X POST -d '{"input": "slow", "wait": false}' "$URL/sessions"
+  assert_code 202
+  local slow; slow=$(jq -r .id <<<"$body")
+  wait_status "$slow" running
+  req -X POST -d '{"decision": "deny"}' "$URL/sessions/$paused/approve"
+  assert_code 429
+  assert_error_code queue_full
+  assert_body_has "tenant quota exceeded: concurrent_sessions limit 1, used 1"
+  [[ $headers == *"Retry-After: 1"* ]]
+  req "$URL/sessions/$paused"
+  [[ $(jq -r .status <<<"$body") == awaitingapproval ]] || { echo "$body"; false; }
+  # The control: once the running one ends, the same approval is taken.
+  req -X POST "$URL/sessions/$slow/cancel"
+  wait_status "$slow" cancelled
+  req -X POST -d '{"decision": "deny"}' "$URL/sessions/$paused/approve"
+  assert_code 200
+  [[ $(jq -r .status <<<"$body") == done && $(jq -r .result <<<"$body") == EPOLICY ]] || { echo "$body"; false; }
+}
+
+@test "serve quota: concurrent_sessions holds for the sessions a restart resumes: past it they wait queued, each starts when one of the tenant's ends" {
+  cat >"$T/agent.js" <<'JS'
+export default async (input) => { await new Promise((r) => setTimeout(r, 120000)); return input; };
+JS
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st"
+  req -X POST -d '{"input": "a", "wait": false}' "$URL/sessions"
+  local a; a=$(jq -r .id <<<"$body")
+  req -X POST -d '{"input": "b", "wait": false}' "$URL/sessions"
+  local b; b=$(jq -r .id <<<"$body")
+  wait_status "$a" running
+  wait_status "$b" running
+  local br; br=$(pgrep -P "$SERVER_PID" -x chidori-broker | head -n 1)
+  [[ -n $br ]]
+  kill -KILL "$br"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=
+  # Restarted with a limit of one session at a time for the tenant.
+  quotas '{"tenant": {"concurrent_sessions": 1}}'
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --quotas "$T/quotas.json"
+  local i sa sb
+  for ((i = 0; i < 300; i++)); do
+    req "$URL/sessions/$a"; sa=$(jq -r .status <<<"$body")
+    req "$URL/sessions/$b"; sb=$(jq -r .status <<<"$body")
+    [[ $sa == running || $sb == running ]] && break
+    sleep 0.2
+  done
+  [[ "$sa $sb" == "running queued" || "$sa $sb" == "queued running" ]] || { echo "a $sa, b $sb"; false; }
+  local first=$a second=$b
+  [[ $sa == running ]] || { first=$b; second=$a; }
+  req -X POST "$URL/sessions/$first/cancel"
+  wait_status "$first" cancelled
+  wait_status "$second" running
+  req -X POST "$URL/sessions/$second/cancel"
+  wait_status "$second" cancelled
+}
