@@ -7,8 +7,8 @@
 load helpers
 load serve-helpers
 
-start_fake() {
-  python3 "$BATS_TEST_DIRNAME/../servers/fake_http.py" --host 127.0.0.1 --port 0 >"$T/port" 2>"$T/fake.log" 3>&- &
+start_fake() { # [--verbose]
+  python3 "$BATS_TEST_DIRNAME/../servers/fake_http.py" --host 127.0.0.1 --port 0 "$@" >"$T/port" 2>"$T/fake.log" 3>&- &
   FAKE_PID=$!
   local i
   for ((i = 0; i < 100; i++)); do [[ -s $T/port ]] && break; sleep 0.05; done
@@ -404,4 +404,35 @@ JS
   wait_status "$second" running
   req -X POST "$URL/sessions/$second/cancel"
   wait_status "$second" cancelled
+}
+
+@test "serve quota: egress and ingress bytes count every redirect hop: each hop's request, each redirect's body; a hop that would pass egress_bytes is not sent" {
+  start_fake --verbose
+  local u3="http://127.0.0.1:$FP/bytes?n=100"
+  local u2="http://127.0.0.1:$FP/redirect?to=$(jq -rn --arg u "$u3" '$u|@uri')"
+  local u1="http://127.0.0.1:$FP/redirect?to=$(jq -rn --arg u "$u2" '$u|@uri')"
+  cat >"$T/agent.js" <<JS
+export default async () => {
+  try { const r = await fetch("$u1"); return [r.status, (await r.arrayBuffer()).byteLength]; }
+  catch (e) { const c = e.cause || e; return { code: c.code, message: c.message }; }
+};
+JS
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --trusted --allow-host 127.0.0.1
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  [[ $(jq -c .result <<<"$body") == '[200,100]' ]] || { echo "$body"; false; }
+  # Sent: the three URLs (no headers); received: two redirect bodies ("redirect") and 100 bytes.
+  local sent=$(( ${#u1} + ${#u2} + ${#u3} ))
+  [[ $(jq -c '.usage.egress_bytes.used' <<<"$body") == "$sent" ]] || { echo "want $sent: $body"; false; }
+  [[ $(jq -c '.usage.ingress_bytes.used' <<<"$body") == 116 ]] || { echo "$body"; false; }
+  # A limit the first two hops fit in and the third does not: refused before it is sent.
+  stop_server
+  quotas "{\"session\": {\"egress_bytes\": $(( ${#u1} + ${#u2} + 5 ))}}"
+  local seen; seen=$(wc -l <"$T/fake.log")
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st2" --trusted --allow-host 127.0.0.1 --quotas "$T/quotas.json"
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  [[ $(jq -r '.result.code' <<<"$body") == EQUOTA ]] || { echo "$body"; false; }
+  [[ $(jq -r '.result.message' <<<"$body") == *"session quota exceeded: egress_bytes limit $(( ${#u1} + ${#u2} + 5 )), used $(( ${#u1} + ${#u2} )), this call needs ${#u3} more"*"(redirect to $u3)"* ]] || { echo "$body"; false; }
+  tail -n +"$((seen + 1))" "$T/fake.log" >"$T/fake2.log"
+  ! grep -q 'bytes?n=100' "$T/fake2.log" || { cat "$T/fake2.log"; false; }
+  [[ $(grep -c '/redirect' "$T/fake2.log") == 2 ]] || { cat "$T/fake2.log"; false; }
 }
