@@ -204,8 +204,8 @@ static int config_check(const struct broker_config *c, struct err **err)
                 return err_set(err, 0, "config: tools_fd or tools_errno without tools_file");
         if ((c->quotas_fd >= 0 || c->quotas_errno) && !c->quotas_file)
                 return err_set(err, 0, "config: quotas_fd or quotas_errno without quotas_file");
-        if (c->quotas_file && (!c->serve || (c->quotas_fd >= 0) == (c->quotas_errno != 0)))
-                return err_set(err, 0, "config: quotas_file goes with serve=1 and its descriptor or errno, one of them");
+        if (c->quotas_file && (c->quotas_fd >= 0) == (c->quotas_errno != 0))
+                return err_set(err, 0, "config: quotas_file goes with its descriptor or errno, one of them");
         if ((c->policy_file && (c->policy_fd >= 0) == (c->policy_errno != 0)) ||
             (c->tools_file && (c->tools_fd >= 0) == (c->tools_errno != 0)))
                 return err_set(err, 0, "config: a file needs its descriptor or the errno of its open, one of them");
@@ -274,6 +274,8 @@ struct run {
         char *agent_dir_buf;       /* agent_from_journal: its folder, its name */
         const char *display_name;  /* replay --agent -: the name the run gave it */
         const char *tz;            /* the box's zone (a replay's: the header's) */
+        struct quota quota;        /* run --quotas: the file's "session" part, and the use */
+        bool has_quota;
 };
 
 static void on_stop(void *arg, int sig)
@@ -370,6 +372,10 @@ static int conclude(const struct broker_config *c, struct run *r, const struct a
                         text_fput_line(stderr, "chidori: warning: ", w, strlen(w));
                         err_free(me);
                 }
+                if (o->quota) {
+                        quota_run_end(&r->quota, o->wall_ms);
+                        report_usage(o);
+                }
                 code = printed_value ? EXIT_OK : report_outcome(o, c->json, &oc, c->run_id);
         }
         if (r->journal)
@@ -448,6 +454,11 @@ static int run_session(int chan, const struct broker_config *c, struct run *r, s
                 .nested = folder && !r->replay ? &nx.hook : NULL,
                 .agent_dir = folder,
         };
+        if (r->has_quota && !r->replay) {
+                struct quota_limits lim = r->quota.lim;
+                quota_run_setup(&r->quota, &lim, &cfg.deadline_ms);
+                cfg.quota = &r->quota;
+        }
         struct cli_sink sink;
         cli_sink_init(&sink, c->json, c->deadline_ms > 0 ? mono_ms() + (double)c->deadline_ms : 0, &r->stop);
         sink.running = on_running;
@@ -625,6 +636,22 @@ static int open_operator(const struct broker_config *c, struct run *r, struct er
         }
         if (load_secrets(c, r, err) < 0)
                 return -1;
+        if (!c->serve && c->quotas_file) {
+                /* run --quotas (the CLI checked the file): its "session" part. */
+                struct quotas *q = NULL;
+                int rc = c->quotas_fd >= 0 ? quotas_load_fd((int)c->quotas_fd, c->quotas_file, &q, &e)
+                                           : err_set(&e, (int)c->quotas_errno, "cannot open %s", c->quotas_file);
+                if (c->quotas_fd >= 0)
+                        close((int)c->quotas_fd);
+                if (rc < 0) {
+                        err_set(err, 0, "--quotas %s", err_msg(e));
+                        err_free(e);
+                        return -1;
+                }
+                r->quota.lim = q->session;
+                r->has_quota = true;
+                quotas_free(q);
+        }
         if (c->workspace && workspace_open(c->workspace, NULL, &r->ws, &e) < 0) {
                 err_set(err, 0, "--workspace %s: %s (expected an existing directory)", c->workspace, err_msg(e));
                 err_free(e);

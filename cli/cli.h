@@ -196,6 +196,9 @@ char *sourcemap_join(const char *base, const char *rel);
  * the exit code (runtime/outcome.c maps it). */
 struct outcome_context;
 int report_outcome(const struct session_outcome *o, bool json, const struct outcome_context *c, const char *run_id);
+/* A run with --quotas: "chidori: quotas: NAME used/limit, ..." on stderr
+ * (--json has them as stats.usage). */
+void report_usage(const struct session_outcome *o);
 /* The agent's result and a newline on stdout: the worker's own JSON text
  * (a raw node) as it is, without a copy. */
 void report_value(const struct cJSON *value);

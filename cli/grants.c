@@ -209,6 +209,8 @@ static const struct {
         { "CHIDORI_TOOLS", ENV_DROP },
         /* a nested agent is not handed the caller's secrets (docs/secrets.md) */
         { "CHIDORI_SECRETS", ENV_DROP },
+        /* ... nor the caller's quotas: a run of its own (docs/serve.md, "Quotas") */
+        { "CHIDORI_QUOTAS", ENV_DROP },
         { "CHIDORI_HTTP_ALLOW_HOSTS", ENV_DROP },
         { "CHIDORI_HTTP_MAX_RESPONSE", ENV_DROP },
         { "CHIDORI_HTTP_TIMEOUT_MS", ENV_DROP },

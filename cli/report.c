@@ -12,6 +12,7 @@
 #include "common/util.h"
 #include "proto/json.h"
 #include "runtime/outcome.h"
+#include "runtime/quota.h"
 #include "sandbox/seccomp.h"
 
 void report_value(const cJSON *value)
@@ -99,6 +100,8 @@ static void print_json(bool ok, const cJSON *value, const cJSON *error, const ch
                 cJSON_AddNumberToObject(st, "peak_memory_bytes", (double)o->peak_bytes);
         if (o->memory_limit)
                 cJSON_AddNumberToObject(st, "memory_limit_bytes", (double)o->memory_limit);
+        if (o->quota)
+                cJSON_AddItemToObject(st, "usage", quota_usage_json(o->quota));
         char *s = cJSON_PrintUnformatted(j);
         if (s)
                 printf("%s\n", s);
@@ -167,4 +170,13 @@ int report_outcome(const struct session_outcome *o, bool json, const struct outc
         case OUTCOME_SHOW_FAILURE: break;
         }
         return fail(o, json, run_id, r.code, "%s", r.message);
+}
+
+void report_usage(const struct session_outcome *o)
+{
+        if (!o->quota)
+                return;
+        char line[1024];
+        quota_usage_line(o->quota, line, sizeof(line));
+        fprintf(stderr, "chidori: quotas: %s\n", line);
 }

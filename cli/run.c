@@ -35,7 +35,9 @@
 #include "runtime/journal.h"
 #include "runtime/header.h"
 #include "runtime/outcome.h"
+#include "runtime/quota.h"
 #include "sandbox/seccomp.h"
+#include "server/quotas.h"
 #include "sandbox/tz.h"
 
 /* The most variables --env and CHIDORI_ENV may pass together. */
@@ -65,6 +67,8 @@ struct run_opts {
         const char *env_names[ENV_NAMES_MAX]; /* --env NAME, in order (CHIDORI_ENV's are added later) */
         int n_env;
         bool virtual_time;        /* --virtual-time / CHIDORI_VIRTUAL_TIME=1: timers never wait */
+        const char *quotas_file;  /* --quotas FILE [CHIDORI_QUOTAS]: its "session" part */
+        struct quota_limits quotas; /* ... read and checked (check_quotas) */
 };
 
 static int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -243,6 +247,7 @@ struct run_ctx {
         char *ns;
         cJSON *env;               /* process.env: {NAME: value} from --env / CHIDORI_ENV, or NULL */
         char run_id[40];
+        struct quota quota;       /* --quotas: the run's use */
 };
 
 static void run_ctx_free(struct run_ctx *c)
@@ -392,6 +397,10 @@ static int conclude(const struct run_opts *o, struct run_ctx *c, struct session_
                         journal_end(c, out, code);
                 return code;
         }
+        if (out->quota) {
+                quota_run_end(&c->quota, out->wall_ms);
+                report_usage(out);
+        }
         /* Bundled code: the error's place in the agent's own files. */
         if (out->error && c->agent.map && sourcemap_map_error(c->agent.map, c->agent.filename, out->error, &err) < 0) {
                 fprintf(stderr, "chidori: warning: %s; error positions point into the bundle\n", err_msg(err));
@@ -455,6 +464,10 @@ static int execute(const struct run_opts *o, struct run_ctx *c)
                 .limits = o->lim,
                 .effects = &effects_table,
         };
+        if (o->quotas_file && !c->replay) {
+                quota_run_setup(&c->quota, &o->quotas, &cfg.deadline_ms);
+                cfg.quota = &c->quota;
+        }
         if (!c->replay) {
                 struct nested_src ns = {
                         .sb = &o->sb, .untrusted = o->untrusted, .trusted = o->trusted,
@@ -549,6 +562,10 @@ static void run_help(void)
                "                        nothing else can happen (tests, fast simulations); default: timers\n"
                "                        wait in real time [CHIDORI_VIRTUAL_TIME=1]\n"
                GRANTS_OPTIONS_HELP
+               "  --quotas FILE         quotas for this run: the \"session\" part of serve's --quotas file\n"
+               "                        (JSON; docs/serve.md, \"Quotas\"); calls over one fail with EQUOTA,\n"
+               "                        wall_ms is a deadline; tenant budgets do not apply to a run\n"
+               "                        [CHIDORI_QUOTAS]\n"
                BOUNDS_OPTIONS_HELP
                SANDBOX_OPTIONS_HELP
                "  --no-isolate          run the engine inside this process (embedders, debugging)\n"
@@ -581,7 +598,7 @@ static void run_help(void)
 enum {
         OPT_INPUT = 256, OPT_INPUT_FILE, OPT_JOURNAL, OPT_ANSWERS, OPT_STATE_DIR, OPT_MEM_NS,
         OPT_JS_DEADLINE, OPT_NO_ISOLATE, OPT_ISOLATE, OPT_JSON, OPT_QUIET, OPT_UNTRUSTED, OPT_TRUSTED, OPT_TZ,
-        OPT_FORCE, OPT_AGENT_NAME, OPT_ENV, OPT_VIRTUAL_TIME, OPT_BROKER_USER,
+        OPT_FORCE, OPT_AGENT_NAME, OPT_ENV, OPT_VIRTUAL_TIME, OPT_BROKER_USER, OPT_QUOTAS,
 };
 
 static const struct option run_longopts[] = {
@@ -604,6 +621,7 @@ static const struct option run_longopts[] = {
         { "env", required_argument, NULL, OPT_ENV },
         { "virtual-time", no_argument, NULL, OPT_VIRTUAL_TIME },
         { "broker-user", required_argument, NULL, OPT_BROKER_USER },
+        { "quotas", required_argument, NULL, OPT_QUOTAS },
         { "help", no_argument, NULL, 'h' },
         SANDBOX_LONGOPTS,
         GRANTS_LONGOPTS,
@@ -1148,6 +1166,8 @@ static int run_broker(struct run_opts *o, bool agent_stdin)
         if (handover_grants(&h, o, &ws) < 0 || handover_io(&h, o) < 0 || handover_state_dir(o, &state) < 0)
                 goto out;
         handover_add(&h, "state_dir=%s", state);
+        if (o->quotas_file)
+                handover_file(&h, "quotas", o->quotas_file);
         struct handover_run r = {
                 .sb = &o->sb, .run_id = run_id + 4, .agent_dir = agent, .state_dir = state, .workspace = ws,
                 .broker_user = o->broker_user, .quiet = o->quiet,
@@ -1250,6 +1270,44 @@ static int check_run_opts(const struct run_opts *o, bool agent_stdin)
         return 0;
 }
 
+/* --quotas FILE: serve's file; a run takes its "session" part.  A file
+ * with none is a usage error (its tenant budgets would be silently
+ * ignored); tenant parts beside it are said to be ignored. */
+static int check_quotas(struct run_opts *o)
+{
+        if (!o->quotas_file)
+                return 0;
+        struct quotas *q = NULL;
+        struct err *e = NULL;
+        if (quotas_load_file(o->quotas_file, &q, &e) < 0) {
+                usage_error("run", "--quotas %s", err_msg(e));
+                err_free(e);
+                return -1;
+        }
+        bool session = false, tenant = q->ntenants > 0 || q->all.concurrent;
+        for (int k = 0; k < QUOTA_KIND_MAX; k++) {
+                session = session || q->session.v[k];
+                tenant = tenant || q->all.lim.v[k];
+        }
+        o->quotas = q->session;
+        quotas_free(q);
+        /* wall_ms is the run's deadline: the smaller of it and --deadline
+         * (the monitor's kill, whichever parent runs the session). */
+        uint64_t wall = o->quotas.v[QUOTA_WALL_MS];
+        if (wall && (o->sb.deadline_ms <= 0 || wall < (uint64_t)o->sb.deadline_ms))
+                o->sb.deadline_ms = wall > (uint64_t)LONG_MAX ? LONG_MAX : (long)wall;
+        if (!session) {
+                usage_error("run", "--quotas %s: no \"session\" quotas; a run applies only the file's \"session\" "
+                                   "part (tenant budgets are chidori serve's): add {\"session\": {\"NAME\": N}}",
+                            o->quotas_file);
+                return -1;
+        }
+        if (tenant && !o->quiet)
+                fprintf(stderr, "chidori: --quotas %s: its tenant budgets do not apply to a run (only \"session\")\n",
+                        o->quotas_file);
+        return 0;
+}
+
 /* chidori run with the one-process parent (CHIDORI_RUN_BROKER=0,
  * --no-isolate): the agent, the policy and every effect in this process. */
 static int run_one_process(struct run_opts *o_, bool agent_stdin)
@@ -1309,6 +1367,9 @@ int cmd_run(int argc, char **argv)
         const char *tz_env = getenv("CHIDORI_TZ");
         if (tz_env && *tz_env)
                 o.sb.tz = tz_env;
+        const char *q_env = getenv("CHIDORI_QUOTAS");
+        if (q_env && *q_env)
+                o.quotas_file = q_env;
         optind = 1;
         opterr = 0;
         int c;
@@ -1340,6 +1401,7 @@ int cmd_run(int argc, char **argv)
                         o.env_names[o.n_env++] = optarg;
                         break;
                 case OPT_VIRTUAL_TIME: o.virtual_time = true; break;
+                case OPT_QUOTAS: o.quotas_file = optarg; break;
                 case 'h': run_help(); return EXIT_OK;
                 default: return cli_bad_option("run", argc, argv, run_longopts);
                 }
@@ -1353,7 +1415,8 @@ int cmd_run(int argc, char **argv)
         o.agent_path = argv[optind];
         bool agent_stdin = strcmp(o.agent_path, "-") == 0;
         bool via_broker = false;
-        if (check_run_opts(&o, agent_stdin) < 0 || broker_user_check("run", &o) < 0 || broker_mode(&o, &via_broker) < 0)
+        if (check_run_opts(&o, agent_stdin) < 0 || check_quotas(&o) < 0 || broker_user_check("run", &o) < 0 ||
+            broker_mode(&o, &via_broker) < 0)
                 return EXIT_USAGE;
         if (via_broker)
                 return run_broker(&o, agent_stdin);

@@ -1,6 +1,7 @@
 /* runtime/quota.c — quotas and budgets (quota.h). */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -148,4 +149,33 @@ bool quota_take_call(struct quota *q, const char *op, char *msg, size_t len)
         if (also != QUOTA_KIND_MAX)
                 quota_add(q, also, 1);
         return true;
+}
+
+void quota_run_setup(struct quota *q, const struct quota_limits *lim, long *deadline_ms)
+{
+        *q = (struct quota){ .lim = *lim, .scope = "session" };
+        uint64_t wall = lim->v[QUOTA_WALL_MS];
+        if (wall && (*deadline_ms <= 0 || wall < (uint64_t)*deadline_ms))
+                *deadline_ms = wall > (uint64_t)LONG_MAX ? LONG_MAX : (long)wall;
+}
+
+void quota_run_end(struct quota *q, double wall_ms)
+{
+        quota_add(q, QUOTA_WALL_MS, wall_ms > 0 ? (uint64_t)(wall_ms + 0.5) : 0);
+}
+
+void quota_usage_line(const struct quota *q, char *buf, size_t len)
+{
+        size_t n = 0;
+        if (len)
+                buf[0] = '\0';
+        for (int k = 0; k < QUOTA_KIND_MAX && n < len; k++) {
+                if (!q->lim.v[k])
+                        continue;
+                int w = snprintf(buf + n, len - n, "%s%s %llu/%llu", n ? ", " : "", NAMES[k],
+                                 (unsigned long long)q->used[k], (unsigned long long)q->lim.v[k]);
+                if (w < 0)
+                        break;
+                n += (size_t)w;
+        }
 }

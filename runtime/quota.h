@@ -71,6 +71,14 @@ bool quota_take(struct quota *q, enum quota_kind k, uint64_t n, char *msg, size_
  * (bounded by --max-log) and "call.cancel" are not counted. */
 bool quota_take_call(struct quota *q, const char *op, char *msg, size_t len);
 
+/* A run's quotas (chidori run --quotas: the file's per-session part):
+ * `lim`, no parent; its wall_ms (if set) lowers *deadline_ms (0: none). */
+void quota_run_setup(struct quota *q, const struct quota_limits *lim, long *deadline_ms);
+/* The run has ended after wall_ms: its wall time charged. */
+void quota_run_end(struct quota *q, double wall_ms);
+/* "NAME used/limit, ..." of the kinds with a limit (the run's report). */
+void quota_usage_line(const struct quota *q, char *buf, size_t len);
+
 /* {"NAME": {"used": N, "limit": N|null}, ...} of every kind. */
 struct cJSON *quota_usage_json(const struct quota *q);
 /* Set the uses from such an object (a resumed session's earlier runs). */

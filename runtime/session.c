@@ -312,6 +312,7 @@ static void begin_finish(struct evloop *loop, void *arg)
         session_errfwd_flush(s);
         close_fds(s);
         s->out.wall_ms = mono_ms() - s->start;
+        s->out.quota = s->cfg->quota;
         s->finish_asked = true;
         session_set_state(s, SESSION_FINISHING);
         finish_box(s, s->out.end != SESSION_END_DONE_OK);

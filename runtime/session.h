@@ -228,6 +228,7 @@ struct session_outcome {
         bool pids_limit_hit;
         uint64_t peak_bytes;     /* 0 if unknown */
         uint64_t memory_limit;   /* 0 if none */
+        const struct quota *quota; /* the config's quota (its use, for the run's report), or NULL */
 };
 
 void session_outcome_clear(struct session_outcome *o);

@@ -633,19 +633,20 @@ static int can_take_session(struct server *srv, struct http_req *r)
 }
 
 /* A tenant's concurrent sessions (--quotas "concurrent_sessions"): past
- * it, 429 like --max-queued: -1 answered. */
-static int tenant_can_take(struct server *srv, struct http_req *r)
+ * it, 429 like --max-queued, for a new session and for a resume alike
+ * (approve, input): -1 answered. */
+static int tenant_can_take(struct server *srv, struct http_req *r, const char *tenant)
 {
         const struct quotas *q = srv->run.quotas;
-        unsigned max = q ? quotas_tenant(q, r->tenant)->concurrent : 0;
-        unsigned now = max ? budget_live_sessions(srv, r->tenant) : 0;
+        unsigned max = q ? quotas_tenant(q, tenant)->concurrent : 0;
+        unsigned now = max ? budget_live_sessions(srv, tenant) : 0;
         if (!max || now < max)
                 return 0;
         const char *const h[] = { "Retry-After", "1", NULL };
         api_error_hdr(r, API_QUEUE_FULL, h,
                       "tenant quota exceeded: concurrent_sessions limit %u, used %u (sessions of tenant '%s' queued or "
                       "running; the operator's --quotas): retry when one ends",
-                      max, now, r->tenant);
+                      max, now, tenant);
         return -1;
 }
 
@@ -706,7 +707,7 @@ static void route_create(struct server *srv, struct http_req *r, bool stream)
         }
         key = http_header(r, "Idempotency-Key");
         if (idempotent_repeat(srv, r, key, stream) || can_take_session(srv, r) < 0 ||
-            tenant_can_take(srv, r) < 0)
+            tenant_can_take(srv, r, r->tenant) < 0)
                 goto out;
         if (cJSON_IsString(prof) && policy_profile(prof->valuestring, "session policy_profile", &profile, &err) < 0) {
                 api_error(r, API_INTERNAL, "%s", err_msg(err));
@@ -886,8 +887,9 @@ static void answer_resumed(struct server *srv, struct http_req *r, const char *i
                 reply_session(srv, r, id, 200, false);
 }
 
-/* Can a paused session be resumed now?  No: answered (503, 429). */
-static bool can_resume(struct server *srv, struct http_req *r)
+/* Can paused session s be resumed now?  No: answered (503, 429: the
+ * queue, or its tenant's concurrent_sessions; it stays paused). */
+static bool can_resume(struct server *srv, struct http_req *r, const struct store_session *s)
 {
         if (srv->draining) {
                 api_error(r, API_DRAINING, "the server is draining (SIGTERM): it resumes no session");
@@ -900,6 +902,8 @@ static bool can_resume(struct server *srv, struct http_req *r)
                               srv->queued);
                 return false;
         }
+        if (tenant_can_take(srv, r, s->tenant) < 0)
+                return false;
         return true;
 }
 
@@ -938,7 +942,7 @@ static void route_approve(struct server *srv, struct http_req *r, const struct s
                           (long long)aid->valuedouble, s->id, (long long)pid->valuedouble);
                 goto out;
         }
-        if (!can_resume(srv, r))
+        if (!can_resume(srv, r, s))
                 goto out;
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(a, "target");
         const cJSON *at = cJSON_GetObjectItemCaseSensitive(a, "args_text");
@@ -980,7 +984,7 @@ static void route_input(struct server *srv, struct http_req *r, const struct sto
                 api_error(r, API_CONFLICT, "session %s is not waiting for input (it is %s)", s->id, s->status);
                 goto out;
         }
-        if (!can_resume(srv, r))
+        if (!can_resume(srv, r, s))
                 goto out;
         struct err *err = NULL;
         if (sessions_resume(srv, s->id, NULL, cJSON_IsRaw(v) ? v->valuestring : "null", &err) < 0) {

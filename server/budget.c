@@ -1,9 +1,13 @@
 /* server/budget.c — the tenants' budgets (docs/serve.md, "Quotas"): each
  * tenant's use over the current window (--quotas window_s, from the unix
  * epoch: windows start at multiples of it), the parent of every session's
- * quota (runtime/quota.h), read from the store when first needed and
- * written back when a run ends and when the server stops, so a restart
- * goes on from what was used. */
+ * quota (runtime/quota.h), read from the store when first needed.  What
+ * is used is added to the store's row with each journal line a session of
+ * the tenant writes, in that line's transaction (an effect's intent is
+ * committed before it is performed: its use with it), when a run ends and
+ * when the server stops, so a restart — a kill -9 too — goes on from what
+ * was used.  An add, never an overwrite: replicas sharing the store each
+ * add their part. */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -38,6 +42,7 @@ static void load(struct server *srv, struct tenant_budget *tb)
                 cJSON_Delete(u);
         }
         free(text);
+        memcpy(tb->saved, tb->q.used, sizeof(tb->saved));
 }
 
 struct tenant_budget *budget_of(struct server *srv, const char *tenant)
@@ -68,19 +73,43 @@ struct tenant_budget *budget_of(struct server *srv, const char *tenant)
         return tb;
 }
 
-void budget_save(struct server *srv, struct tenant_budget *tb)
+void budget_flush(struct server *srv, struct tenant_budget *tb, bool batch)
 {
         if (!srv->store || !tb)
                 return;
-        cJSON *u = quota_usage_json(&tb->q);
-        char *text = u ? cJSON_PrintUnformatted(u) : NULL;
-        cJSON_Delete(u);
+        cJSON *d = cJSON_CreateObject();
+        bool any = false;
+        for (int k = 0; d && k < QUOTA_KIND_MAX; k++)
+                if (tb->q.used[k] > tb->saved[k]) {
+                        cJSON_AddNumberToObject(d, quota_name(k), (double)(tb->q.used[k] - tb->saved[k]));
+                        any = true;
+                }
+        char *text = d && any ? cJSON_PrintUnformatted(d) : NULL;
+        cJSON_Delete(d);
+        if (!any)
+                return;
+        char *now = NULL;
         struct err *err = NULL;
-        if (!text || store_tenant_usage_put(srv->store, tb->tenant, tb->window, text, &err) < 0)
+        if (!text || store_tenant_usage_add(srv->store, tb->tenant, tb->window, text, batch, &now, &err) < 0) {
+                /* Kept: added with the next flush. */
                 fprintf(stderr, "chidori: serve: tenant %s: its usage cannot be recorded: %s\n", tb->tenant,
                         text ? err_msg(err) : "out of memory");
-        err_free(err);
+                err_free(err);
+                free(text);
+                return;
+        }
         free(text);
+        /* The row now: this server's use and what others sharing the store added. */
+        cJSON *u = cJSON_Parse(now);
+        free(now);
+        quota_usage_load(&tb->q, u);
+        cJSON_Delete(u);
+        memcpy(tb->saved, tb->q.used, sizeof(tb->saved));
+}
+
+void budget_save(struct server *srv, struct tenant_budget *tb)
+{
+        budget_flush(srv, tb, false);
 }
 
 void budgets_free_all(struct server *srv)
@@ -101,4 +130,14 @@ unsigned budget_live_sessions(const struct server *srv, const char *tenant)
                 if (!l->ended && strcmp(l->tenant, tenant) == 0)
                         n++;
         return n;
+}
+
+bool budget_may_start(const struct server *srv, const char *tenant)
+{
+        unsigned max = srv->run.quotas ? quotas_tenant(srv->run.quotas, tenant)->concurrent : 0;
+        unsigned n = 0;
+        for (const struct live *l = srv->live; max && l; l = l->next)
+                if (!l->ended && !l->queued && strcmp(l->tenant, tenant) == 0)
+                        n++;
+        return !max || n < max;
 }

@@ -116,6 +116,7 @@ struct tenant_budget {
         struct tenant_budget *next;
         char *tenant;
         struct quota q;           /* the parent of its sessions' quotas */
+        uint64_t saved[QUOTA_KIND_MAX]; /* q.used as the store had it at the last read or add */
         int64_t window;           /* the window's start, unix seconds */
 };
 
@@ -216,11 +217,20 @@ void sessions_sweep(struct server *srv);
 /* The budget of `tenant` in the current window (read from the store the
  * first time, or when the window changed), NULL out of memory. */
 struct tenant_budget *budget_of(struct server *srv, const char *tenant);
+/* What the tenant used since the last add, added to its row in the store
+ * (store_tenant_usage_add: atomic, so replicas sharing the store both
+ * count), and the use read back (theirs included).  `batch`: with the
+ * journal line written next, in its transaction (sessions.c, j_line). */
+void budget_flush(struct server *srv, struct tenant_budget *tb, bool batch);
 void budget_save(struct server *srv, struct tenant_budget *tb);
 /* Written to the store, then freed (the server stops). */
 void budgets_free_all(struct server *srv);
 /* Sessions of `tenant` queued or running now. */
 unsigned budget_live_sessions(const struct server *srv, const char *tenant);
+/* May a queued session of `tenant` start now: fewer of its sessions run
+ * than its concurrent_sessions?  (Every start asks, whatever queued it:
+ * a restart's recovery, an expired approval's denial.) */
+bool budget_may_start(const struct server *srv, const char *tenant);
 
 /* ---- api.c ---- */
 /* Wake the requests waiting for session id (it settled). */

@@ -49,6 +49,10 @@ static int j_line_f(struct live *l, const cJSON *line, bool batch, bool final, s
                                 l->id, len);
         }
         l->jbytes += len;
+        /* What the tenant used so far goes in this line's transaction: an
+         * intent's effect is charged durably before it is performed, a
+         * result's bytes with it (a kill -9 keeps both). */
+        budget_flush(l->srv, l->budget, true);
         int rc = store_journal_append(l->srv->store, l->id, text, batch, err);
         free(text);
         if (rc < 0)
@@ -809,10 +813,12 @@ static void live_fail(struct live *l, const char *why)
 static void start_queued(struct server *srv)
 {
         while (srv->running < srv->cfg.max_running && !srv->draining) {
-                /* The oldest queued: the list is newest first. */
+                /* The oldest queued whose tenant is under its concurrent_sessions
+                 * (the others wait queued for one of theirs to end): the list
+                 * is newest first. */
                 struct live *oldest = NULL;
                 for (struct live *l = srv->live; l; l = l->next)
-                        if (l->queued)
+                        if (l->queued && budget_may_start(srv, l->tenant))
                                 oldest = l;
                 if (!oldest)
                         return;

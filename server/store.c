@@ -1,5 +1,6 @@
 /* server/store.c — SQLite (WAL) state of `chidori serve` (store.h). */
 #define _GNU_SOURCE
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -626,4 +627,94 @@ int store_tenant_usage_put(struct store *st, const char *tenant, int64_t window_
         sqlite3_bind_int64(q, 2, window_start);
         bind_text(q, 3, usage);
         return run_stmt(st, q, err, "record the tenant's usage");
+}
+
+int store_tenant_usage_add(struct store *st, const char *tenant, int64_t window_start, const char *delta, bool batch,
+                           char **ret, struct err **err)
+{
+        if (ret)
+                *ret = NULL;
+        cJSON *d = cJSON_Parse(delta);
+        if (!cJSON_IsObject(d)) {
+                cJSON_Delete(d);
+                return err_set(err, EINVAL, "the tenant's usage: the amount to add is not a JSON object");
+        }
+        bool began = false;
+        if (!st->in_batch) {
+                if (exec(st, "BEGIN IMMEDIATE", err) < 0) {
+                        cJSON_Delete(d);
+                        return -1;
+                }
+                st->in_batch = began = true;
+        }
+        char *text = NULL;
+        cJSON *u = NULL;
+        int rc = store_tenant_usage_get(st, tenant, window_start, &text, err);
+        if (rc < 0)
+                goto fail;
+        u = rc == 0 ? cJSON_Parse(text) : NULL;
+        free(text);
+        text = NULL;
+        if (!cJSON_IsObject(u)) {
+                cJSON_Delete(u);
+                u = cJSON_CreateObject();
+        }
+        for (const cJSON *c = d->child; u && c; c = c->next) {
+                if (!cJSON_IsNumber(c) || c->valuedouble < 0)
+                        continue;
+                cJSON *e = cJSON_GetObjectItemCaseSensitive(u, c->string);
+                if (!cJSON_IsObject(e)) {
+                        cJSON_DeleteItemFromObjectCaseSensitive(u, c->string);
+                        e = cJSON_AddObjectToObject(u, c->string);
+                }
+                cJSON *n = cJSON_GetObjectItemCaseSensitive(e, "used");
+                double sum = (cJSON_IsNumber(n) ? n->valuedouble : 0) + c->valuedouble;
+                if (cJSON_IsNumber(n))
+                        cJSON_SetNumberValue(n, sum);
+                else if (e && !cJSON_AddNumberToObject(e, "used", sum))
+                        e = NULL;
+                if (!e) {
+                        cJSON_Delete(u);
+                        u = NULL;
+                }
+        }
+        text = u ? cJSON_PrintUnformatted(u) : NULL;
+        cJSON_Delete(u);
+        if (!text) {
+                err_set(err, ENOMEM, "the tenant's usage");
+                goto fail;
+        }
+        sqlite3_stmt *q = NULL;
+        rc = sqlite3_prepare_v2(st->db,
+                                "INSERT OR REPLACE INTO tenant_usage(tenant, window_start, usage) VALUES (?,?,?)", -1,
+                                &q, NULL);
+        if (rc != SQLITE_OK) {
+                db_err(st, rc, err, "record the tenant's usage");
+                goto fail;
+        }
+        bind_text(q, 1, tenant);
+        sqlite3_bind_int64(q, 2, window_start);
+        bind_text(q, 3, text);
+        if (run_stmt(st, q, err, "record the tenant's usage") < 0)
+                goto fail;
+        cJSON_Delete(d);
+        st->batch_lines++;
+        if ((!batch || st->batch_lines >= BATCH_MAX) && store_commit(st, err) < 0) {
+                free(text);
+                return -1;
+        }
+        if (ret)
+                *ret = text;
+        else
+                free(text);
+        return 0;
+fail:
+        free(text);
+        cJSON_Delete(d);
+        if (began) {
+                sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+                st->in_batch = false;
+                st->batch_lines = 0;
+        }
+        return -1;
 }

@@ -98,5 +98,16 @@ int store_events_each(struct store *st, const char *id, uint64_t after,
 int store_tenant_usage_get(struct store *st, const char *tenant, int64_t window_start, char **ret, struct err **err);
 int store_tenant_usage_put(struct store *st, const char *tenant, int64_t window_start, const char *usage,
                            struct err **err);
+/* Add `delta` (JSON {NAME: N}, N a whole number >= 0) to a tenant's use in
+ * the window starting at `window_start`, atomically: the read, the sum and
+ * the write are one write transaction (SQLite: BEGIN IMMEDIATE, or the
+ * batch already open, which began so), so two connections or processes
+ * adding at once both count (replicas sharing a budget).  The row is
+ * {NAME: {"used": N}, ...} (store_tenant_usage_get's text).  `batch`: it
+ * joins the open transaction and is committed with the next commit (the
+ * journal line it goes with); else committed now.  *ret (malloc'd; ret
+ * may be NULL): the row after the add. */
+int store_tenant_usage_add(struct store *st, const char *tenant, int64_t window_start, const char *delta, bool batch,
+                           char **ret, struct err **err);
 
 #endif

@@ -56,6 +56,22 @@ static int on_redirect(void *arg, uint64_t id, const char *url, struct err **err
         return 0;
 }
 
+/* Every redirect hop is charged as the first was (effect_http): what it
+ * sends, taken before (refused: nothing is sent to it), and the body of
+ * the redirect response received (docs/serve.md, "Quotas"). */
+static int on_hop(void *arg, uint64_t id, uint64_t sent, uint64_t received, struct err **err)
+{
+        (void)id;
+        struct broker *b = arg;
+        broker_quota_add(b, QUOTA_INGRESS_BYTES, received);
+        struct err *e = NULL;
+        if (broker_quota_take(b, QUOTA_EGRESS_BYTES, sent, &e) == 0)
+                return 0;
+        err_setc(err, HTTP_E_QUOTA, 0, "http: %s", err_msg(e));
+        err_free(e);
+        return -1;
+}
+
 /* secret:NAME, the policy's word for a hop to `url`: asked at once (a
  * transfer cannot wait for an approval). */
 static bool secret_gate(void *arg, const char *name, const char *url, char *msg, size_t len)
@@ -149,6 +165,7 @@ static int engine(struct broker *b, struct err **err)
                 .on_refuse = on_refuse,
                 .on_redirect = on_redirect,
                 .on_header = on_header,
+                .on_hop = on_hop,
                 .hook_arg = b,
                 .inflight = &b->http_inflight,
                 .max_inflight = b->lim.max_queue,

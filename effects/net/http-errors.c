@@ -9,6 +9,7 @@ const char *http_error_name(int code)
                 [HTTP_E_TIMEOUT] = "timeout", [HTTP_E_REDIRECT] = "redirect", [HTTP_E_NETWORK] = "network",
                 [HTTP_E_INTERNAL] = "internal", [HTTP_E_LIMIT] = "ELIMIT",
                 [HTTP_E_SECRET] = "ESECRET", [HTTP_E_POLICY] = "EPOLICY",
+                [HTTP_E_QUOTA] = "EQUOTA",
         };
         return code > 0 && code < HTTP_E_MAX ? names[code] : NULL;
 }

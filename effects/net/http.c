@@ -844,6 +844,19 @@ static int next_hop(struct xfer *t, const char *location, long status, struct er
         if (strcmp(origin, t->origin) != 0) {
                 drop_headers(t, creds, sizeof(creds) / sizeof(creds[0]));
         }
+        if (c->on_hop) {
+                /* What this hop sends, what the redirect's body brought. */
+                uint64_t sent = strlen(url) + t->body_len;
+                for (size_t i = 0; i < t->nhdrs; i++)
+                        sent += strlen(t->hdrs[i].name) + strlen(t->hdrs[i].value) + 4;
+                if (c->on_hop(c->hook_arg, t->id, sent, t->res.body_len, &why) < 0) {
+                        err_setc(err, err_code(why) ? err_code(why) : HTTP_E_REDIRECT, 0, "%s (redirect to %.400s)",
+                                 why ? err_msg(why) : "http: redirect refused", url);
+                        err_free(why);
+                        free(url), free(host), free(origin);
+                        return -1;
+                }
+        }
         free(t->url), free(t->host), free(t->origin);
         t->url = url, t->host = host, t->origin = origin;
         t->hops++;

@@ -63,6 +63,7 @@ enum http_errc {
         HTTP_E_LIMIT,     /* response bodies in flight would pass max_inflight */
         HTTP_E_SECRET,    /* on_header refused a header value (a secret not for this host, or unknown) */
         HTTP_E_POLICY,    /* on_header: the policy refused it */
+        HTTP_E_QUOTA,     /* on_hop: a quota refused a redirect hop */
         HTTP_E_MAX
 };
 
@@ -93,6 +94,15 @@ typedef int (*http_redirect_fn)(void *arg, uint64_t id, const char *url, struct 
  * hop gets the value only when it may. */
 typedef int (*http_header_fn)(void *arg, uint64_t id, const char *url, const char *host, long port,
                               const char *name, const char *value, char **ret, struct err **err);
+/* on_hop: a redirect is about to be followed (on_redirect said yes):
+ * `sent` is what the next hop's request sends — the URL, each header's
+ * name and value as the request holds it (a secret's placeholder, not its
+ * value) plus 4, and the body (none after a change to GET) — and
+ * `received` the body bytes of the redirect response just received.
+ * -1 with err (its code, e.g. HTTP_E_QUOTA) fails the request before
+ * anything is sent to that hop.  For quotas: every hop is counted, not
+ * the first only.  Runs inside http_perform: no http_* call. */
+typedef int (*http_hop_fn)(void *arg, uint64_t id, uint64_t sent, uint64_t received, struct err **err);
 
 struct http_config {
         long connect_timeout_ms;        /* per connection attempt; 0 = 10 s */
@@ -105,6 +115,7 @@ struct http_config {
         http_refuse_fn on_refuse;       /* may be NULL */
         http_redirect_fn on_redirect;   /* may be NULL */
         http_header_fn on_header;       /* may be NULL */
+        http_hop_fn on_hop;             /* may be NULL */
         void *hook_arg;
         /* Response bodies buffered by transfers in flight, counted in
          * *inflight (which several engines may share); a transfer whose

@@ -7,8 +7,8 @@
 load helpers
 load serve-helpers
 
-start_fake() {
-  python3 "$BATS_TEST_DIRNAME/../servers/fake_http.py" --host 127.0.0.1 --port 0 >"$T/port" 2>"$T/fake.log" 3>&- &
+start_fake() { # [--verbose]
+  python3 "$BATS_TEST_DIRNAME/../servers/fake_http.py" --host 127.0.0.1 --port 0 "$@" >"$T/port" 2>"$T/fake.log" 3>&- &
   FAKE_PID=$!
   local i
   for ((i = 0; i < 100; i++)); do [[ -s $T/port ]] && break; sleep 0.05; done
@@ -293,4 +293,146 @@ JS
   start_server --listen 127.0.0.1:0 --state-dir "$T/st2" --trusted --workspace "$T/ws"
   req -X POST -d '{"wait": true}' "$URL/sessions"
   [[ $(jq -c '.result' <<<"$body") == '["ok","ok","ok","ok"]' ]] || { echo "$body"; false; }
+}
+
+@test "serve quota: a kill -9 (of the broker) mid-session keeps the tenant's use: each effect is charged with its journal line, a restart still counts it" {
+  start_fake
+  cat >"$T/agent.js" <<JS
+export default async (input) => {
+  const out = [];
+  const one = async (path) => { try { const r = await fetch("http://127.0.0.1:$FP" + path); await r.text(); return r.status; } catch (e) { const c = e.cause || e; return { code: c.code, message: c.message }; } };
+  if (input === "first") { out.push(await one("/echo")); out.push(await one("/echo")); out.push(await one("/delay?ms=30000")); }
+  else { out.push(await one("/echo")); out.push(await one("/echo")); }
+  return out;
+};
+JS
+  quotas '{"tenant": {"http_requests": 4}}'
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --trusted --allow-host 127.0.0.1 --quotas "$T/quotas.json"
+  req -X POST -d '{"input": "first", "wait": false}' "$URL/sessions"
+  local id; id=$(jq -r .id <<<"$body")
+  # The third fetch's intent is committed: three http requests are charged.
+  local i
+  for ((i = 0; i < 200; i++)); do
+    req "$URL/sessions/$id/journal"
+    grep -q '"type":"start".*"op":"http".*delay' <<<"$body" && break
+    sleep 0.1
+  done
+  grep -q '"type":"start".*"op":"http".*delay' <<<"$body"
+  # kill -9 of the process that keeps the state (the broker runs the server's
+  # sessions and writes serve.db): nothing of it gets to write anything more.
+  local b; b=$(pgrep -P "$SERVER_PID" -x chidori-broker | head -n 1)
+  [[ -n $b ]]
+  kill -KILL "$b"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --trusted --allow-host 127.0.0.1 --quotas "$T/quotas.json"
+  wait_status "$id" done
+  req "$URL/metrics"
+  [[ $body == *'chidori_tenant_usage{tenant="default",quota="http_requests"} 3'* ]] || { echo "$body"; false; }
+  # One request is left of the budget of 4.
+  req -X POST -d '{"input": "again", "wait": true}' "$URL/sessions"
+  [[ $(jq -r '.result[0]' <<<"$body") == 200 ]] || { echo "$body"; false; }
+  [[ $(jq -r '.result[1].code' <<<"$body") == EQUOTA ]] || { echo "$body"; false; }
+  [[ $(jq -r '.result[1].message' <<<"$body") == *"tenant quota exceeded: http_requests limit 4, used 4"* ]] || { echo "$body"; false; }
+  # The control: in a fresh state directory the same budget lets both through.
+  stop_server
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st2" --trusted --allow-host 127.0.0.1 --quotas "$T/quotas.json"
+  req -X POST -d '{"input": "again", "wait": true}' "$URL/sessions"
+  [[ $(jq -c '.result' <<<"$body") == '[200,200]' ]] || { echo "$body"; false; }
+}
+
+@test "serve quota: concurrent_sessions holds at a resume: approving a paused session of a tenant at its limit is 429, it stays paused; once one ends it is taken" {
+  cat >"$T/agent.js" <<'JS'
+export default async (input) => {
+  if (input === "ask") { try { await chidori.workspace.write("a", "x"); return "wrote"; } catch (e) { return e.code; } }
+  if (input === "slow") await new Promise((r) => setTimeout(r, 120000));
+  return input;
+};
+JS
+  quotas '{"tenant": {"concurrent_sessions": 1}}'
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --trusted --quotas "$T/quotas.json"
+  req -X POST -d '{"input": "ask", "policy_profile": "supervised"}' "$URL/sessions"
+  local paused; paused=$(jq -r .id <<<"$body")
+  [[ $(jq -r .status <<<"$body") == awaitingapproval ]] || { echo "$body"; false; }
+  # A paused session is not counted: another one is taken and runs.
+  req -X POST -d '{"input": "slow", "wait": false}' "$URL/sessions"
+  assert_code 202
+  local slow; slow=$(jq -r .id <<<"$body")
+  wait_status "$slow" running
+  req -X POST -d '{"decision": "deny"}' "$URL/sessions/$paused/approve"
+  assert_code 429
+  assert_error_code queue_full
+  assert_body_has "tenant quota exceeded: concurrent_sessions limit 1, used 1"
+  [[ $headers == *"Retry-After: 1"* ]]
+  req "$URL/sessions/$paused"
+  [[ $(jq -r .status <<<"$body") == awaitingapproval ]] || { echo "$body"; false; }
+  # The control: once the running one ends, the same approval is taken.
+  req -X POST "$URL/sessions/$slow/cancel"
+  wait_status "$slow" cancelled
+  req -X POST -d '{"decision": "deny"}' "$URL/sessions/$paused/approve"
+  assert_code 200
+  [[ $(jq -r .status <<<"$body") == done && $(jq -r .result <<<"$body") == EPOLICY ]] || { echo "$body"; false; }
+}
+
+@test "serve quota: concurrent_sessions holds for the sessions a restart resumes: past it they wait queued, each starts when one of the tenant's ends" {
+  cat >"$T/agent.js" <<'JS'
+export default async (input) => { await new Promise((r) => setTimeout(r, 120000)); return input; };
+JS
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st"
+  req -X POST -d '{"input": "a", "wait": false}' "$URL/sessions"
+  local a; a=$(jq -r .id <<<"$body")
+  req -X POST -d '{"input": "b", "wait": false}' "$URL/sessions"
+  local b; b=$(jq -r .id <<<"$body")
+  wait_status "$a" running
+  wait_status "$b" running
+  local br; br=$(pgrep -P "$SERVER_PID" -x chidori-broker | head -n 1)
+  [[ -n $br ]]
+  kill -KILL "$br"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=
+  # Restarted with a limit of one session at a time for the tenant.
+  quotas '{"tenant": {"concurrent_sessions": 1}}'
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --quotas "$T/quotas.json"
+  local i sa sb
+  for ((i = 0; i < 300; i++)); do
+    req "$URL/sessions/$a"; sa=$(jq -r .status <<<"$body")
+    req "$URL/sessions/$b"; sb=$(jq -r .status <<<"$body")
+    [[ $sa == running || $sb == running ]] && break
+    sleep 0.2
+  done
+  [[ "$sa $sb" == "running queued" || "$sa $sb" == "queued running" ]] || { echo "a $sa, b $sb"; false; }
+  local first=$a second=$b
+  [[ $sa == running ]] || { first=$b; second=$a; }
+  req -X POST "$URL/sessions/$first/cancel"
+  wait_status "$first" cancelled
+  wait_status "$second" running
+  req -X POST "$URL/sessions/$second/cancel"
+  wait_status "$second" cancelled
+}
+
+@test "serve quota: egress and ingress bytes count every redirect hop: each hop's request, each redirect's body; a hop that would pass egress_bytes is not sent" {
+  start_fake --verbose
+  local u3="http://127.0.0.1:$FP/bytes?n=100"
+  local u2="http://127.0.0.1:$FP/redirect?to=$(jq -rn --arg u "$u3" '$u|@uri')"
+  local u1="http://127.0.0.1:$FP/redirect?to=$(jq -rn --arg u "$u2" '$u|@uri')"
+  cat >"$T/agent.js" <<JS
+export default async () => {
+  try { const r = await fetch("$u1"); return [r.status, (await r.arrayBuffer()).byteLength]; }
+  catch (e) { const c = e.cause || e; return { code: c.code, message: c.message }; }
+};
+JS
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --trusted --allow-host 127.0.0.1
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  [[ $(jq -c .result <<<"$body") == '[200,100]' ]] || { echo "$body"; false; }
+  # Sent: the three URLs (no headers); received: two redirect bodies ("redirect") and 100 bytes.
+  local sent=$(( ${#u1} + ${#u2} + ${#u3} ))
+  [[ $(jq -c '.usage.egress_bytes.used' <<<"$body") == "$sent" ]] || { echo "want $sent: $body"; false; }
+  [[ $(jq -c '.usage.ingress_bytes.used' <<<"$body") == 116 ]] || { echo "$body"; false; }
+  # A limit the first two hops fit in and the third does not: refused before it is sent.
+  stop_server
+  quotas "{\"session\": {\"egress_bytes\": $(( ${#u1} + ${#u2} + 5 ))}}"
+  local seen; seen=$(wc -l <"$T/fake.log")
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st2" --trusted --allow-host 127.0.0.1 --quotas "$T/quotas.json"
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  [[ $(jq -r '.result.code' <<<"$body") == EQUOTA ]] || { echo "$body"; false; }
+  [[ $(jq -r '.result.message' <<<"$body") == *"session quota exceeded: egress_bytes limit $(( ${#u1} + ${#u2} + 5 )), used $(( ${#u1} + ${#u2} )), this call needs ${#u3} more"*"(redirect to $u3)"* ]] || { echo "$body"; false; }
+  tail -n +"$((seen + 1))" "$T/fake.log" >"$T/fake2.log"
+  ! grep -q 'bytes?n=100' "$T/fake2.log" || { cat "$T/fake2.log"; false; }
+  [[ $(grep -c '/redirect' "$T/fake2.log") == 2 ]] || { cat "$T/fake2.log"; false; }
 }

@@ -1,5 +1,6 @@
 /* tests/unit/test_quota.c — runtime/quota.c (check, charge, parent budget,
- * tighten, the JSON forms) and server/quotas.c (the --quotas file). */
+ * tighten, the JSON forms), server/quotas.c (the --quotas file) and the
+ * store's atomic add of a tenant's use (server/store.c). */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +17,12 @@
 #include "common/err.h"
 #include "runtime/quota.h"
 #include "server/quotas.h"
+#include "server/store.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static void names(void **state)
 {
@@ -182,6 +189,89 @@ static void quotas_file(void **state)
         err_free(e);
 }
 
+/* The "used" of quota `name` in a tenant_usage row, -1 when absent. */
+static double row_used(const char *text, const char *name)
+{
+        cJSON *u = cJSON_Parse(text);
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(u, name), "used");
+        double v = cJSON_IsNumber(n) ? n->valuedouble : -1;
+        cJSON_Delete(u);
+        return v;
+}
+
+/* Two connections on one state directory add to a tenant's row: neither
+ * add is lost, batched or not, and a row written by the old format (used
+ * and limit) is added to. */
+static void store_usage_add_two_connections(void **state)
+{
+        (void)state;
+        char dir[] = "/tmp/chidori-test-store-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        struct store *a = NULL, *b = NULL;
+        struct err *e = NULL;
+        assert_int_equal(store_open(dir, &a, &e), 0);
+        assert_int_equal(store_open(dir, &b, &e), 0);
+        assert_int_equal(store_tenant_usage_put(a, "t", 100, "{\"effects\":{\"used\":5,\"limit\":10}}", &e), 0);
+        char *now = NULL;
+        assert_int_equal(store_tenant_usage_add(a, "t", 100, "{\"effects\":2,\"egress_bytes\":7}", false, &now, &e), 0);
+        assert_true(row_used(now, "effects") == 7 && row_used(now, "egress_bytes") == 7);
+        free(now);
+        /* b read nothing before: its add is on top of a's, not over it. */
+        assert_int_equal(store_tenant_usage_add(b, "t", 100, "{\"effects\":1}", false, &now, &e), 0);
+        assert_true(row_used(now, "effects") == 8 && row_used(now, "egress_bytes") == 7);
+        free(now);
+        /* Batched: visible to the other connection once committed. */
+        assert_int_equal(store_tenant_usage_add(a, "t", 100, "{\"effects\":3}", true, NULL, &e), 0);
+        assert_int_equal(store_commit(a, &e), 0);
+        assert_int_equal(store_tenant_usage_get(b, "t", 100, &now, &e), 0);
+        assert_true(row_used(now, "effects") == 11);
+        free(now);
+        /* Another window, another tenant: rows of their own. */
+        assert_int_equal(store_tenant_usage_add(b, "t", 200, "{\"effects\":1}", false, NULL, &e), 0);
+        assert_int_equal(store_tenant_usage_add(b, "u", 100, "{\"effects\":1}", false, NULL, &e), 0);
+        assert_int_equal(store_tenant_usage_get(a, "t", 100, &now, &e), 0);
+        assert_true(row_used(now, "effects") == 11);
+        free(now);
+        assert_int_equal(store_tenant_usage_add(a, "t", 100, "[1]", false, NULL, &e), -1);
+        err_free(e);
+        e = NULL;
+        store_close(a);
+        store_close(b);
+        /* Two processes, each with its connection, adding at once: every add counts. */
+        enum { ADDS = 150 };
+        pid_t kids[2];
+        for (int i = 0; i < 2; i++) {
+                kids[i] = fork();
+                assert_true(kids[i] >= 0);
+                if (kids[i] == 0) {
+                        struct store *s = NULL;
+                        int bad = store_open(dir, &s, NULL) < 0;
+                        for (int n = 0; !bad && n < ADDS; n++)
+                                bad = store_tenant_usage_add(s, "race", 100, "{\"effects\":1}", false, NULL, NULL) < 0;
+                        store_close(s);
+                        _exit(bad);
+                }
+        }
+        for (int i = 0; i < 2; i++) {
+                int st = 0;
+                assert_int_equal(waitpid(kids[i], &st, 0), kids[i]);
+                assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        }
+        assert_int_equal(store_open(dir, &a, &e), 0);
+        assert_int_equal(store_tenant_usage_get(a, "race", 100, &now, &e), 0);
+        assert_true(row_used(now, "effects") == 2 * ADDS);
+        free(now);
+        store_close(a);
+        /* serve.db and its -wal / -shm */
+        DIR *d = opendir(dir);
+        assert_non_null(d);
+        for (struct dirent *de; (de = readdir(d));)
+                if (de->d_name[0] != '.')
+                        assert_int_equal(unlinkat(dirfd(d), de->d_name, 0), 0);
+        closedir(d);
+        assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -191,6 +281,7 @@ int main(void)
                 cmocka_unit_test(parse_and_tighten),
                 cmocka_unit_test(usage_json_round_trip),
                 cmocka_unit_test(quotas_file),
+                cmocka_unit_test(store_usage_add_two_connections),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
