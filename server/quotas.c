@@ -10,6 +10,8 @@
 
 #include "server/quotas.h"
 
+#include "proto/json.h"
+
 #define CONCURRENT "concurrent_sessions"
 
 static int tenant_entry(const cJSON *o, const char *where, struct quotas_tenant *t, struct err **err)
@@ -29,10 +31,11 @@ static int tenant_entry(const cJSON *o, const char *where, struct quotas_tenant 
 
 int quotas_parse(const char *text, size_t len, const char *where, struct quotas **ret, struct err **err)
 {
-        const char *end = NULL;
-        cJSON *doc = cJSON_ParseWithLengthOpts(text, len, &end, false);
-        if (!doc)
-                return err_set(err, 0, "%s: not valid JSON (near byte %zu)", where, end ? (size_t)(end - text) : 0);
+        cJSON *doc;
+        char jmsg[256];
+        int jr = json_file_parse(text, len, QUOTAS_MAX_FILE, &doc, jmsg, sizeof(jmsg));
+        if (jr)
+                return err_set(err, jr == JSON_FILE_NOMEM ? ENOMEM : 0, "%s: %s", where, jmsg);
         struct quotas *q = calloc(1, sizeof(*q));
         int rc = -1;
         char w[600];

@@ -175,6 +175,7 @@ static void quotas_file(void **state)
                 "{", "[]", "{\"x\": 1}", "{\"session\": {\"effects\": 0}}", "{\"tenant\": {\"concurrent_sessions\": 0}}",
                 "{\"tenants\": []}", "{\"window_s\": 0}", "{\"tenants\": {\"a\": {\"bogus\": 1}}}",
                 "{\"session\": {\"concurrent_sessions\": 1}}",
+                "{\"session\": {\"effects\": 2}} trailing", /* cJSON's parser took it, without the rest */
         };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 q = NULL;
