@@ -436,3 +436,36 @@ JS
   ! grep -q 'bytes?n=100' "$T/fake2.log" || { cat "$T/fake2.log"; false; }
   [[ $(grep -c '/redirect' "$T/fake2.log") == 2 ]] || { cat "$T/fake2.log"; false; }
 }
+
+@test "serve quota: a nested agent's calls (callAgent) are charged to its caller's session and tenant: past the quota they fail with EQUOTA" {
+  cat >"$T/child.js" <<'JS'
+export default async () => {
+  const out = [];
+  for (let i = 0; i < 5; i++) {
+    try { out.push(await chidori.memory.get("k" + i)); }
+    catch (e) { const c = e.cause || e; out.push(c.code); }
+  }
+  return out;
+};
+JS
+  echo 'export default async () => await chidori.callAgent("./child.js", {})' >"$T/agent.js"
+  # The callAgent call is one effect of the session; the child's first two fit.
+  quotas '{"session": {"effects": 3}}'
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --quotas "$T/quotas.json" --trusted
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  [[ $(jq -c '.result' <<<"$body") == '[null,null,"EQUOTA","EQUOTA","EQUOTA"]' ]] || { echo "$body"; false; }
+  [[ $(jq -c '.usage.effects' <<<"$body") == '{"used":3,"limit":3}' ]] || { echo "$body"; false; }
+  stop_server
+  # The tenant's budget: two sessions of 6 effects each against 8.
+  quotas '{"tenant": {"effects": 8}}'
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st3" --quotas "$T/quotas.json" --trusted
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  [[ $(jq -c '.result' <<<"$body") == '[null,null,null,null,null]' ]] || { echo "$body"; false; }
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  [[ $(jq -c '.result' <<<"$body") == '[null,"EQUOTA","EQUOTA","EQUOTA","EQUOTA"]' ]] || { echo "$body"; false; }
+  stop_server
+  # The control: without quotas the child's calls all go through.
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st2" --trusted
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  [[ $(jq -c '.result' <<<"$body") == '[null,null,null,null,null]' ]] || { echo "$body"; false; }
+}
