@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/capability.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -131,4 +132,55 @@ int idmap_attach(int tree, const char *dst, struct err **err)
         if (move_mount(tree, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
                 return err_set(err, errno, "attach %s", dst);
         return 0;
+}
+
+/* Whether `id` is inside a range of /proc/self/<file> (the ids this user
+ * namespace maps; the initial namespace maps 0..4294967294). */
+static bool id_mapped(const char *file, unsigned id)
+{
+        char path[32];
+        snprintf(path, sizeof(path), "/proc/self/%s", file);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return false;
+        unsigned in, out, count;
+        bool found = false;
+        while (!found && fscanf(f, "%u %u %u", &in, &out, &count) == 3)
+                found = id >= in && id - in < count;
+        fclose(f);
+        return found;
+}
+
+static bool has_cap(cap_t c, cap_value_t v)
+{
+        cap_flag_value_t f = CAP_CLEAR;
+        return c && cap_get_flag(c, v, CAP_EFFECTIVE, &f) == 0 && f == CAP_SET;
+}
+
+enum idmap_root idmap_root_mapping(uid_t other, char *why, size_t len)
+{
+        if (why && len)
+                why[0] = '\0';
+        if (getuid() != 0)
+                return IDMAP_SELF;
+        cap_t c = cap_get_proc();
+        bool setid = has_cap(c, CAP_SETUID) && has_cap(c, CAP_SETGID), setfcap = has_cap(c, CAP_SETFCAP);
+        if (c)
+                cap_free(c);
+        bool mapped = id_mapped("uid_map", (unsigned)other) && id_mapped("gid_map", (unsigned)other);
+        if (setid && mapped)
+                return IDMAP_OTHER;
+        char what[96];
+        if (setid)
+                snprintf(what, sizeof(what), "uid %u is not mapped in this user namespace", (unsigned)other);
+        else
+                snprintf(what, sizeof(what), "no CAP_SETUID/CAP_SETGID to map it to uid %u", (unsigned)other);
+        if (setfcap) {
+                if (why)
+                        snprintf(why, len, "%s", what);
+                return IDMAP_SELF;
+        }
+        if (why)
+                snprintf(why, len, "root with %s nor CAP_SETFCAP to map it to uid 0", what);
+        return IDMAP_NONE;
 }
