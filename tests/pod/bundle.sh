@@ -41,12 +41,12 @@ jq --argjson args "$args" --arg tree "$tree" --arg shared "$shared" --arg app "$
     else . end
   | if $mask == "0" then .linux.maskedPaths = [] | .linux.readonlyPaths = [] else . end
   | .mounts += [
+      {destination: "/tmp", type: "tmpfs", source: "tmpfs", options: ["nosuid", "nodev", "mode=1777", "size=64m", "uid=\($uid)", "gid=\($uid)"]},
       {destination: "/usr", type: "bind", source: "/usr", options: ["rbind", "ro", "nosuid", "nodev"]},
       {destination: "/etc", type: "bind", source: "/etc", options: ["rbind", "ro", "nosuid", "nodev"]},
       {destination: $tree, type: "bind", source: $tree, options: ["rbind", "ro", "nosuid", "nodev"]},
       {destination: "/shared", type: "bind", source: $shared, options: ["rbind", "rw", "nosuid", "nodev"]},
-      {destination: "/app", type: "bind", source: $app, options: ["rbind", "ro", "nosuid", "nodev"]},
-      {destination: "/tmp", type: "tmpfs", source: "tmpfs", options: ["nosuid", "nodev", "mode=1777", "size=64m", "uid=\($uid)", "gid=\($uid)"]}
+      {destination: "/app", type: "bind", source: $app, options: ["rbind", "ro", "nosuid", "nodev"]}
     ]
   | if $userns == "1" then
       .linux.namespaces += [{type: "user"}, {type: "cgroup"}]
