@@ -101,7 +101,8 @@ session() {
 }
 
 @test "pod: serve in a runc container (own user namespace, runAsUser 1000, no capabilities, read-only root, the shipped seccomp profile): hello, memory bomb, the box reaches neither the socket nor the app's files" {
-  POD_UID=1000 POD_MASK=0 POD_CAPS="" pod_serve "$PROFILE"
+  POD_UID=1000 POD_MASK=0 POD_CAPS="" pod_serve "$PROFILE" --health-listen 0.0.0.0:8081
+  grep -q '^Health: http://0.0.0.0:8081 ' "$T/serve.err" || { cat "$T/serve.err"; false; }
   session '{}'
   [[ $code == 201 ]] || { echo "$code $body"; cat "$T/serve.err"; false; }
   [[ $(jq -c '[.status, .exit, .result.hello]' <<<"$body") == '["done",0,"from the pod"]' ]] || { echo "$body"; false; }
@@ -118,8 +119,12 @@ session() {
   [[ $(jq -c .result <<<"$body") == '"read"' ]] || { echo "$body"; false; }
   session '{"tool": "socket_bound"}'
   [[ $(jq -c .result <<<"$body") == '"reached"' ]] || { echo "$body"; false; }
-  # The probes' own routes: no token needed.
-  [[ $(curl -sS --unix-socket "$T/shared/s.sock" http://pod/healthz) == *'"ok"'* ]]
+  # The kubelet's probes on the pod's address (--health-listen): no token, nothing else served.
+  local probe
+  probe=$("${RUNC[@]}" exec --user 1000:1000 "chidori-pod-serve-$$" curl -s -w ' %{http_code}' http://127.0.0.1:8081/readyz)
+  [[ $probe == *' 200' ]] || { echo "$probe"; false; }
+  probe=$("${RUNC[@]}" exec --user 1000:1000 "chidori-pod-serve-$$" curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8081/sessions)
+  [[ $probe == 404 ]] || { echo "$probe"; false; }
 }
 
 @test "pod: doctor --json inside says which layers apply (the real box starts; no writable cgroup)" {
