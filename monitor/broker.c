@@ -581,23 +581,17 @@ int monitor_start_broker(const struct broker_spawn *s, struct broker *b, struct 
                 return err_setc(err, BROKER_E_SETUP, errno, "open the broker binary %s", path);
         c.bin = bin;
         c.mode = getuid() == 0 ? BROKER_ROOT : BROKER_ROOTLESS;
-        char nomap[160];
-        enum idmap_root mapping = c.mode == BROKER_ROOT && !s->test_no_lockdown
-                                          ? idmap_root_mapping(s->uid, nomap, sizeof(nomap))
-                                          : IDMAP_OTHER;
-        if (mapping == IDMAP_NONE)
-                return err_setc(err, BROKER_E_LAYER, 0,
-                                "the broker needs a user namespace of its own and this process, %s, cannot map "
-                                "any id into one: run as a non-root user (e.g. runAsUser: 1000: the rootless "
-                                "path needs no capability), or grant CAP_SETUID and CAP_SETGID",
+        char nomap[160]; /* root without CAP_SETUID/CAP_SETGID: idmap.h */
+        enum idmap_root m = c.mode == BROKER_ROOT && !s->test_no_lockdown ? idmap_root_mapping(s->uid, nomap, 160) : 0;
+        if (m == IDMAP_NONE)
+                return err_setc(err, BROKER_E_LAYER, 0, "the broker needs a user namespace of its own and this "
+                                "process, %s, cannot map any id into one: run as a non-root user (e.g. runAsUser: "
+                                "1000: the rootless path needs no capability), or grant CAP_SETUID and CAP_SETGID",
                                 nomap);
-        if (mapping == IDMAP_SELF) {
-                /* Root of a container without CAP_SETUID/CAP_SETGID: the
-                 * rootless path (its own user namespace, 0 -> 0), said once. */
+        if (m == IDMAP_SELF) /* the rootless path: its own user namespace, 0 -> 0 */
                 snprintf(b->notes, sizeof(b->notes), "broker: uid 0 of its own user namespace, no capabilities (%s)",
                          nomap);
-                c.mode = BROKER_UID0;
-        }
+        c.mode = m == IDMAP_SELF ? BROKER_UID0 : c.mode;
         if (c.mode == BROKER_ROOT && !s->test_no_lockdown && make_trees(&c, b, err) < 0)
                 return -1;
         int sv[2], ch[2];

@@ -231,38 +231,25 @@ int box_spawn(const struct box_opts *o, struct box *b, struct err **err)
          * filesystem view depends on it. */
         int pidfd = -1;
         char why[120] = "";
-        /* Root of a container without CAP_SETUID/CAP_SETGID takes the
-         * rootless mapping (box root = uid 0 outside); without CAP_SETFCAP
-         * too, no map can be written: no namespaces, as when clone3 fails. */
+        /* idmap.h: no map can be written (IDMAP_NONE) is as if clone3 failed. */
         char nomap[160];
         enum idmap_root mapping = idmap_root_mapping(65534, nomap, sizeof(nomap));
-        if (mapping == IDMAP_NONE && (flags & CLONE_NEWUSER)) {
-                if (o->require) {
-                        close(sv[0]), close(sv[1]);
-                        ids_close_idmap_binds(c.bind_idmap);
-                        return err_setc(err, BOX_E_LAYER, 0,
-                                        "sandbox layer unavailable: user namespace (%s, so the box's uid_map cannot "
-                                        "be written; run as a non-root user, e.g. runAsUser: 1000, or grant "
-                                        "CAP_SETUID and CAP_SETGID)",
-                                        nomap);
-                }
-                snprintf(why, sizeof(why), "no user namespace: %.100s", nomap);
-                flags = 0;
-                want = 0;
-        }
-        pid_t pid = do_clone3(flags, o->cgroup_fd, &pidfd);
+        bool none = mapping == IDMAP_NONE && (flags & CLONE_NEWUSER);
+        pid_t pid = none ? (errno = EPERM, -1) : do_clone3(flags, o->cgroup_fd, &pidfd);
         if (pid < 0 && o->cgroup_fd >= 0 && (errno == EINVAL || errno == ENOSYS)) {
                 /* CLONE_INTO_CGROUP unsupported: attach later instead. */
                 pid = do_clone3(flags, -1, &pidfd);
         }
         if (pid < 0 && flags) {
-                snprintf(why, sizeof(why), "cannot create namespaces: %s", strerror(errno));
+                const char *hint = none ? "; run as a non-root user or grant CAP_SETUID and CAP_SETGID"
+                                   : errno == ENOSYS || errno == EPERM ? SECCOMP_PROFILE_HINT : "";
+                snprintf(why, sizeof(why), "cannot create namespaces: %.90s", none ? nomap : strerror(errno));
                 if (o->require) {
                         int e = errno;
                         close(sv[0]), close(sv[1]);
                         ids_close_idmap_binds(c.bind_idmap);
                         return err_setc(err, BOX_E_LAYER, 0, "sandbox layer unavailable: user namespace (%s%s)",
-                                        strerror(e), e == ENOSYS || e == EPERM ? SECCOMP_PROFILE_HINT : "");
+                                        none ? nomap : strerror(e), hint);
                 }
                 flags = 0;
                 want = 0;
@@ -282,11 +269,10 @@ int box_spawn(const struct box_opts *o, struct box *b, struct err **err)
         ids_close_idmap_binds(c.bind_idmap); /* the child has its copies */
         b->pid = pid;
         b->pidfd = pidfd;
-        if (mapping == IDMAP_SELF && nomap[0] && (flags & CLONE_NEWUSER)) {
-                size_t k = strlen(b->notes);
+        size_t k = strlen(b->notes);
+        if (mapping == IDMAP_SELF && nomap[0] && (flags & CLONE_NEWUSER))
                 snprintf(b->notes + k, sizeof(b->notes) - k, "%sbox root is uid 0 outside, the rootless mapping (%s)",
                          k ? "; " : "", nomap);
-        }
         int rc = parent_start(o, b, sv[0], flags & CLONE_NEWUSER, err);
         close(sv[0]);
         return rc;

@@ -134,53 +134,39 @@ int idmap_attach(int tree, const char *dst, struct err **err)
         return 0;
 }
 
-/* Whether `id` is inside a range of /proc/self/<file> (the ids this user
- * namespace maps; the initial namespace maps 0..4294967294). */
-static bool id_mapped(const char *file, unsigned id)
+static bool id_mapped(const char *file, unsigned id) /* in a range of /proc/self/<file> */
 {
         char path[32];
         snprintf(path, sizeof(path), "/proc/self/%s", file);
         FILE *f = fopen(path, "re");
-        if (!f)
-                return false;
         unsigned in, out, count;
         bool found = false;
-        while (!found && fscanf(f, "%u %u %u", &in, &out, &count) == 3)
+        while (f && !found && fscanf(f, "%u %u %u", &in, &out, &count) == 3)
                 found = id >= in && id - in < count;
-        fclose(f);
+        if (f)
+                fclose(f);
         return found;
-}
-
-static bool has_cap(cap_t c, cap_value_t v)
-{
-        cap_flag_value_t f = CAP_CLEAR;
-        return c && cap_get_flag(c, v, CAP_EFFECTIVE, &f) == 0 && f == CAP_SET;
 }
 
 enum idmap_root idmap_root_mapping(uid_t other, char *why, size_t len)
 {
-        if (why && len)
-                why[0] = '\0';
-        if (getuid() != 0)
-                return IDMAP_SELF;
-        cap_t c = cap_get_proc();
-        bool setid = has_cap(c, CAP_SETUID) && has_cap(c, CAP_SETGID), setfcap = has_cap(c, CAP_SETFCAP);
+        char buf[200];
+        cap_t c = getuid() == 0 ? cap_get_proc() : NULL;
+        cap_flag_value_t su = CAP_CLEAR, sg = CAP_CLEAR, fc = CAP_CLEAR;
+        if (c && (cap_get_flag(c, CAP_SETUID, CAP_EFFECTIVE, &su) | cap_get_flag(c, CAP_SETGID, CAP_EFFECTIVE, &sg) |
+                  cap_get_flag(c, CAP_SETFCAP, CAP_EFFECTIVE, &fc)) != 0)
+                su = CAP_CLEAR;
         if (c)
                 cap_free(c);
-        bool mapped = id_mapped("uid_map", (unsigned)other) && id_mapped("gid_map", (unsigned)other);
-        if (setid && mapped)
-                return IDMAP_OTHER;
-        char what[96];
-        if (setid)
-                snprintf(what, sizeof(what), "uid %u is not mapped in this user namespace", (unsigned)other);
-        else
-                snprintf(what, sizeof(what), "no CAP_SETUID/CAP_SETGID to map it to uid %u", (unsigned)other);
-        if (setfcap) {
-                if (why)
-                        snprintf(why, len, "%s", what);
-                return IDMAP_SELF;
-        }
-        if (why)
-                snprintf(why, len, "root with %s nor CAP_SETFCAP to map it to uid 0", what);
-        return IDMAP_NONE;
+        bool setid = su == CAP_SET && sg == CAP_SET;
+        enum idmap_root r = getuid() != 0                                                           ? IDMAP_SELF
+                            : setid && id_mapped("uid_map", other) && id_mapped("gid_map", other) ? IDMAP_OTHER
+                            : fc == CAP_SET                                                         ? IDMAP_SELF
+                                                                                                    : IDMAP_NONE;
+        snprintf(buf, sizeof(buf), setid ? "uid %u is not mapped in this user namespace"
+                                         : "no CAP_SETUID/CAP_SETGID to map it to uid %u", (unsigned)other);
+        if (why && len)
+                snprintf(why, len, r == IDMAP_NONE ? "root with %s nor CAP_SETFCAP to map it to uid 0" : "%s",
+                         getuid() != 0 || r == IDMAP_OTHER ? "" : buf);
+        return r;
 }

@@ -19,10 +19,7 @@ int ids_write_maps(pid_t pid, struct err **err)
         char path[64], text[64];
         uid_t uid = getuid();
         gid_t gid = getgid();
-        /* Root outside maps root inside to nobody; a user maps to itself,
-         * and so does root without CAP_SETUID/CAP_SETGID (a container's
-         * default capability set, a pod's user namespace: the rootless
-         * mapping, which box_spawn notes in the banner). */
+        /* Root maps root inside to nobody when it can (idmap.h); else itself. */
         bool nobody = uid == 0 && idmap_root_mapping(65534, NULL, 0) == IDMAP_OTHER;
         uid_t out_uid = nobody ? 65534 : uid;
         gid_t out_gid = nobody ? 65534 : gid;
@@ -61,7 +58,8 @@ int ids_idmap_binds(const struct box_opts *o, int bind_idmap[BOX_MAX_BINDS], str
         bool any = false;
         for (size_t i = 0; i < o->nbinds && i < BOX_MAX_BINDS; i++)
                 any |= o->binds[i].rw || o->binds[i].idmap;
-        if (!any || getuid() != 0 || idmap_root_mapping(65534, NULL, 0) != IDMAP_OTHER || (o->disable & (LAYER_BIT(LAYER_USERNS) | LAYER_BIT(LAYER_MNTNS))))
+        if (!any || idmap_root_mapping(65534, NULL, 0) != IDMAP_OTHER ||
+            (o->disable & (LAYER_BIT(LAYER_USERNS) | LAYER_BIT(LAYER_MNTNS))))
                 return 0;
         _cleanup_close_ int ns = idmap_userns(65534, 65534, err);
         if (ns < 0)
