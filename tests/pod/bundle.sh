@@ -9,7 +9,8 @@
 # "none").  /proc: POD_MASK=1 keeps runc's default masked and read-only
 # paths (what a pod gets with procMount: Default), POD_MASK=0 drops them
 # (procMount: Unmasked).  POD_UID: the process's uid and gid (runAsUser;
-# default 0). The host's /usr and
+# default 0).  ASAN_OPTIONS=detect_leaks=0: an ASan build's LeakSanitizer
+# stops the world with ptrace, which the profile refuses (make asan). The host's /usr and
 # /etc are bound read-only, TREE (the built chidori tree) read-only at the
 # same path, SHARED read-write at /shared (the emptyDir both containers
 # mount) and APPDIR read-only at /app (the app container's files: outside
@@ -31,7 +32,7 @@ jq --argjson args "$args" --arg tree "$tree" --arg shared "$shared" --arg app "$
   .process.terminal = false
   | .process.args = $args
   | .process.cwd = "/tmp"
-  | .process.env = ["PATH=/usr/bin:/bin", "HOME=/tmp", "XDG_STATE_HOME=/tmp/state"]
+  | .process.env = ["PATH=/usr/bin:/bin", "HOME=/tmp", "XDG_STATE_HOME=/tmp/state", "ASAN_OPTIONS=detect_leaks=0"]
   | .root.readonly = true
   | .hostname = "chidori-pod"
   | .linux.cgroupsPath = ""
