@@ -589,8 +589,8 @@ int monitor_start_broker(const struct broker_spawn *s, struct broker *b, struct 
                                 "1000: the rootless path needs no capability), or grant CAP_SETUID and CAP_SETGID",
                                 nomap);
         if (m == IDMAP_SELF) /* the rootless path: its own user namespace, 0 -> 0 */
-                snprintf(b->notes, sizeof(b->notes), "broker: uid 0 of its own user namespace, no capabilities (%s)",
-                         nomap);
+                snprintf(b->notes, sizeof(b->notes), "broker: uid 0 of its own user namespace, no capabilities; "
+                         "boxes: root is uid 0 outside (the rootless mapping: %.120s)", nomap);
         c.mode = m == IDMAP_SELF ? BROKER_UID0 : c.mode;
         if (c.mode == BROKER_ROOT && !s->test_no_lockdown && make_trees(&c, b, err) < 0)
                 return -1;
