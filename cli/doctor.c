@@ -500,6 +500,12 @@ int cmd_doctor(int argc, char **argv)
         else
                 snprintf(bp->detail, sizeof(bp->detail), "cannot start: %s; run as a non-root user (the rootless "
                          "path needs no capability) or grant CAP_SETUID and CAP_SETGID", broker_why);
+        for (int i = 0; i < n; i++)
+                if (strcmp(pr[i].key, "cgroup") == 0 && !pr[i].ok) {
+                        size_t k = strlen(pr[i].detail);
+                        snprintf(pr[i].detail + k, sizeof(pr[i].detail) - k,
+                                 "; without --require-sandbox a run's memory ceiling is held by the watchdog");
+                }
         if (box_ok)
                 for (int i = 0; i < n; i++)
                         if (strcmp(pr[i].key, "cgroup") == 0 && pr[i].ok && !had_cg) {
