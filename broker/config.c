@@ -100,6 +100,7 @@ static const struct key {
         KEY("pids_max", K_NUM, pids_max), KEY("max_tools", K_NUM, max_tools), KEY("esbuild", K_STR, esbuild),
         KEY("max_nested", K_NUM, max_nested),
         KEY("serve", K_FLAG, serve), KEY("listen_fd", K_FD, listen_fd), KEY("listen_desc", K_STR, listen_desc),
+        KEY("health_fd", K_FD, health_fd), KEY("health_desc", K_STR, health_desc),
         KEY("token_file", K_STR, token_file), KEY("token_fd", K_FD, token_fd),
         KEY("serve_token", K_STR, serve_token), KEY("max_body", K_NUM, max_body),
         KEY("conn_timeout", K_NUM, conn_timeout), KEY("max_conns", K_NUM, max_conns),
@@ -214,12 +215,15 @@ static int config_check(const struct broker_config *c, struct err **err)
                          c->max_conns < 1 || c->conn_timeout < 1 || c->max_body < 1))
                 return err_set(err, 0, "config: serve goes with listen_fd, listen_desc, state_dir, an agent file and "
                                        "its limits, without a journal or a replay");
+        if ((c->health_fd >= 0) != (c->health_desc != NULL) || (c->health_fd >= 0 && !c->serve))
+                return err_set(err, 0, "config: health_fd goes with health_desc and serve=1");
         if (!c->serve && (c->listen_fd >= 0 || c->token_fd >= 0 || c->serve_token))
                 return err_set(err, 0, "config: listen_fd, token_fd and serve_token go with serve=1");
         if ((c->token_fd >= 0) != (c->token_file != NULL) || (c->token_file && c->serve_token))
                 return err_set(err, 0, "config: token_fd goes with token_file, and not with serve_token");
         const long fds[] = { c->journal_fd, c->replay_fd, c->answers_fd, c->policy_fd, c->tools_fd, c->tty_fd,
-                             c->input_fd, c->net_lib_fd, c->input_arg_fd, c->listen_fd, c->token_fd, c->quotas_fd };
+                             c->input_fd, c->net_lib_fd, c->input_arg_fd, c->listen_fd, c->token_fd, c->quotas_fd,
+                             c->health_fd };
         for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
                 for (size_t j = i + 1; j < sizeof(fds) / sizeof(fds[0]); j++)
                         if (fds[i] >= 0 && fds[i] == fds[j])
@@ -232,7 +236,8 @@ int broker_config_parse(const char *const *strs, size_t n, struct broker_config 
         *c = (struct broker_config){ .run_id = "run-0", .js_deadline_ms = -1, .jit = -1, .journal_fd = -1,
                                      .replay_fd = -1, .answers_fd = -1, .input_fd = -1, .policy_fd = -1,
                                      .tools_fd = -1, .tty_fd = -1, .net_lib_fd = -1,
-                                     .input_arg_fd = -1, .listen_fd = -1, .token_fd = -1, .quotas_fd = -1 };
+                                     .input_arg_fd = -1, .listen_fd = -1, .token_fd = -1, .quotas_fd = -1,
+                                     .health_fd = -1 };
         for (size_t i = 0; i < n; i++)
                 if (config_one(strs[i], c, err) < 0)
                         return -1;
@@ -1012,6 +1017,7 @@ static int serve_agent(int chan, const struct broker_config *c, struct run *r, c
         snprintf(abspath, sizeof(abspath), "%s%s%s", c->agent_dir, strcmp(c->agent_dir, "/") ? "/" : "", c->agent);
         const struct broker_serve x = {
                 .listen_fd = (int)c->listen_fd, .listen_desc = c->listen_desc, .auth = auth, .agent = ag,
+                .health_fd = (int)c->health_fd, .health_desc = c->health_desc,
                 .agent_path = c->agent_path ? c->agent_path : abspath, .agent_abspath = abspath, .agent_sha256 = ag->sha256,
                 .agent_dir = c->agent_dir, .agent_rel = c->agent, .esbuild = c->esbuild, .cpu_secs = c->cpu_secs,
                 .max_nested = c->max_nested,

@@ -72,6 +72,7 @@
  *                        ask_before and chidori.input() ask there
  *   serve=1              chidori serve (broker/serve.h): the server instead of
  *                        one run; with it:
+ *   health_fd=N, health_desc=TEXT   --health-listen's socket (serve only; optional)
  *   listen_fd=N, listen_desc=TEXT   the listening socket the CLI bound, and
  *                        its Listening: text
  *   token_file=PATH, token_fd=N | serve_token=TOKEN   --token-file (opened by
@@ -127,6 +128,8 @@ struct broker_config {
         /* chidori serve (serve=1) */
         bool serve, shared_memory, shared_workspace;
         long listen_fd, token_fd;          /* -1: none */
+        long health_fd;                    /* --health-listen's socket, -1: none */
+        const char *health_desc;           /* its http://HOST:PORT */
         const char *listen_desc, *token_file, *serve_token;
         long max_body, conn_timeout, max_conns, max_running, max_queued, grace, approval_ttl, session_ttl;
 };

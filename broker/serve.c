@@ -198,6 +198,8 @@ int broker_serve(int chan, const struct broker_serve *x, struct err **err)
         struct server_config cfg = {
                 .listen_fd = x->listen_fd,
                 .listen_desc = x->listen_desc,
+                .health_fd = x->health_fd,
+                .health_desc = x->health_desc,
                 .max_body = x->max_body,
                 .conn_timeout_s = x->conn_timeout_s,
                 .max_conns = x->max_conns,

@@ -26,6 +26,8 @@ struct llm_config;
 
 struct broker_serve {
         int listen_fd;                     /* bound and listening (the CLI's); the server's */
+        int health_fd;                     /* --health-listen's (the CLI's), -1: none */
+        const char *health_desc;           /* its http://HOST:PORT, NULL: none */
         const char *listen_desc;           /* the Listening: text */
         const struct auth *auth;
         const struct agent *agent;

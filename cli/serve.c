@@ -64,6 +64,8 @@ struct serve_opts {
         bool trusted, untrusted, quiet, shared_memory;
         const char *quotas_file;  /* --quotas FILE [CHIDORI_QUOTAS] */
         const char *broker_user;  /* --broker-user NAME|UID (else CHIDORI_BROKER_USER, monitor/broker.c) */
+
+        const char *health_listen; /* --health-listen HOST:PORT [CHIDORI_HEALTH_LISTEN], NULL: none */
         struct quotas *quotas;    /* ... read and checked (serve_check_args) */
 };
 
@@ -89,6 +91,10 @@ static void serve_help(void)
                "Options (environment variable in brackets):\n"
                "  --listen ADDR         HOST:PORT (default " SERVE_DEFAULT_LISTEN "; port 0 picks a free one,\n"
                "                        printed on the Listening: line) or unix:PATH (mode 0660)\n"
+               "  --health-listen HOST:PORT  a second listener serving only GET /healthz and /readyz,\n"
+               "                        without a token, for the kubelet's probes on the pod IP\n"
+               "                        (everything else 404; port 0 picks one, printed on the Health:\n"
+               "                        line) [CHIDORI_HEALTH_LISTEN]\n"
                "  --token-file FILE     bearer tokens: one token, or lines 'TENANT TOKEN' (the tenant\n"
                "                        'admin' sees every tenant's sessions); required on every route but\n"
                "                        /healthz and /readyz [CHIDORI_SERVE_TOKEN holds one token]\n"
@@ -139,6 +145,8 @@ enum {
         SVOPT_MAX_RUNNING, SVOPT_MAX_QUEUED, SVOPT_TRUSTED, SVOPT_UNTRUSTED, SVOPT_QUIET, SVOPT_STATE_DIR,
         SVOPT_SHARED_MEMORY, SVOPT_JS_DEADLINE, SVOPT_GRACE, SVOPT_APPROVAL_TTL, SVOPT_SESSION_TTL,
         SVOPT_SHARED_WORKSPACE, SVOPT_QUOTAS, SVOPT_BROKER_USER,
+
+        SVOPT_SHARED_WORKSPACE, SVOPT_QUOTAS, SVOPT_HEALTH_LISTEN,
 };
 
 /* ---- the box of a session: the CLI's provider, as `run` uses it ---- */
@@ -298,7 +306,7 @@ static int listen_unix(const char *path, char *desc, size_t dlen)
 }
 
 /* HOST:PORT, [V6]:PORT.  *ret_loopback: every address it listens on is loopback. */
-static int listen_tcp(const char *spec, char *desc, size_t dlen, bool *ret_loopback)
+static int listen_tcp(const char *flag, const char *spec, char *desc, size_t dlen, bool *ret_loopback)
 {
         char q[256];
         text_quote(spec, strnlen(spec, 200), q, sizeof(q));
@@ -307,7 +315,8 @@ static int listen_tcp(const char *spec, char *desc, size_t dlen, bool *ret_loopb
         if (spec[0] == '[') {
                 const char *close_b = strchr(spec, ']');
                 if (!close_b || close_b[1] != ':' || (size_t)(close_b - spec - 1) >= sizeof(host)) {
-                        usage_error("--listen '%s' is not valid (expected HOST:PORT, [IPV6]:PORT or unix:PATH)", q);
+                        usage_error("%s '%s' is not valid (expected HOST:PORT, [IPV6]:PORT%s)", flag, q,
+                                    strcmp(flag, "--listen") == 0 ? " or unix:PATH" : "");
                         return -1;
                 }
                 memcpy(host, spec + 1, (size_t)(close_b - spec - 1));
@@ -316,7 +325,8 @@ static int listen_tcp(const char *spec, char *desc, size_t dlen, bool *ret_loopb
         } else {
                 const char *colon = strrchr(spec, ':');
                 if (!colon || colon == spec || (size_t)(colon - spec) >= sizeof(host) || strchr(spec, ':') != colon) {
-                        usage_error("--listen '%s' is not valid (expected HOST:PORT, [IPV6]:PORT or unix:PATH)", q);
+                        usage_error("%s '%s' is not valid (expected HOST:PORT, [IPV6]:PORT%s)", flag, q,
+                                    strcmp(flag, "--listen") == 0 ? " or unix:PATH" : "");
                         return -1;
                 }
                 memcpy(host, spec, (size_t)(colon - spec));
@@ -325,7 +335,7 @@ static int listen_tcp(const char *spec, char *desc, size_t dlen, bool *ret_loopb
         }
         long p;
         if (parse_nonneg(port, &p) < 0 || p > 65535) {
-                usage_error("--listen '%s': the port is not a number from 0 to 65535", q);
+                usage_error("%s '%s': the port is not a number from 0 to 65535", flag, q);
                 return -1;
         }
         struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
@@ -333,7 +343,7 @@ static int listen_tcp(const char *spec, char *desc, size_t dlen, bool *ret_loopb
         struct addrinfo *ai = NULL;
         int g = getaddrinfo(host, port, &hints, &ai);
         if (g != 0 || !ai) {
-                usage_error("--listen '%s': the host cannot be resolved (%s)", q, gai_strerror(g));
+                usage_error("%s '%s': the host cannot be resolved (%s)", flag, q, gai_strerror(g));
                 return -1;
         }
         int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -346,7 +356,7 @@ static int listen_tcp(const char *spec, char *desc, size_t dlen, bool *ret_loopb
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
         *ret_loopback = addr_is_loopback(ai->ai_addr);
         if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 128) < 0) {
-                fprintf(stderr, "chidori: serve: --listen %s: %s%s\n", q, strerror(errno),
+                fprintf(stderr, "chidori: serve: %s %s: %s%s\n", flag, q, strerror(errno),
                         errno == EADDRINUSE ? " (choose another port, or stop what listens there)" : "");
                 close(fd);
                 freeaddrinfo(ai);
@@ -439,6 +449,8 @@ static const struct option serve_longopts[] = {
         { "shared-workspace", no_argument, NULL, SVOPT_SHARED_WORKSPACE },
         { "quotas", required_argument, NULL, SVOPT_QUOTAS },
         { "broker-user", required_argument, NULL, SVOPT_BROKER_USER },
+
+        { "health-listen", required_argument, NULL, SVOPT_HEALTH_LISTEN },
         SANDBOX_LONGOPTS,
         BOUNDS_LONGOPTS,
         GRANTS_LONGOPTS,
@@ -473,6 +485,9 @@ static int serve_opts_init(struct serve_opts *o)
         const char *env_q = getenv("CHIDORI_QUOTAS");
         if (env_q && *env_q)
                 o->quotas_file = env_q;
+        const char *env_h = getenv("CHIDORI_HEALTH_LISTEN");
+        if (env_h && *env_h)
+                o->health_listen = env_h;
         return 0;
 }
 
@@ -505,6 +520,8 @@ static int serve_option(struct serve_opts *o, int c, const char *arg)
                         return usage_error("--broker-user needs a user name or uid (e.g. chidori-broker)");
                 o->broker_user = arg;
                 return 0;
+
+        case SVOPT_HEALTH_LISTEN: o->health_listen = arg; return 0;
         case SVOPT_APPROVAL_TTL: return parse_count("--approval-ttl", arg, 0, 31536000L, &o->approval_ttl);
         case SVOPT_SESSION_TTL: return parse_count("--session-ttl", arg, 0, 315360000L, &o->session_ttl);
         case SVOPT_LISTEN: o->listen = arg; return 0;
@@ -597,6 +614,8 @@ struct serve_run {
         struct memstore *mem;
         struct store *store;
         int fd;                   /* the listening socket until the server has it */
+        int health_fd;            /* --health-listen's, -1: none */
+        char health_desc[128];    /* http://HOST:PORT */
         char *unix_path;          /* unlinked at the end */
         char desc[PATH_MAX + 16]; /* http://HOST:PORT or unix:PATH */
         struct evloop *loop;
@@ -699,10 +718,21 @@ static int serve_listen(struct serve_opts *o, struct serve_run *r)
                 if (r->fd >= 0)
                         r->unix_path = strdup(o->listen + 5);
         } else {
-                r->fd = listen_tcp(o->listen, r->desc, sizeof(r->desc), &loopback);
+                r->fd = listen_tcp("--listen", o->listen, r->desc, sizeof(r->desc), &loopback);
         }
         if (r->fd < 0)
                 return EXIT_USAGE; /* printed; a usage error or a bind failure: 2 */
+        if (o->health_listen) {
+                bool lb;
+                if (strncmp(o->health_listen, "unix:", 5) == 0)
+                        return usage_error("--health-listen takes HOST:PORT (the kubelet probes over TCP), not "
+                                           "a unix socket");
+                r->health_fd = listen_tcp("--health-listen", o->health_listen, r->health_desc,
+                                          sizeof(r->health_desc), &lb);
+                if (r->health_fd < 0)
+                        return EXIT_USAGE;
+                fprintf(stderr, "Health: %s (GET /healthz and /readyz only, no token)\n", r->health_desc);
+        }
         if (!loopback && !auth_required(r->auth)) {
                 fprintf(stderr, "chidori: serve: refusing to listen on %s without a token: anyone who reaches it "
                                 "could run the agent; set a token (--token-file FILE or CHIDORI_SERVE_TOKEN), or "
@@ -754,6 +784,8 @@ static int serve_start(struct serve_opts *o, struct serve_run *r)
         struct server_config cfg = {
                 .listen_fd = r->fd,
                 .listen_desc = r->desc,
+                .health_fd = r->health_fd,
+                .health_desc = r->health_desc,
                 .max_body = (size_t)o->max_body,
                 .conn_timeout_s = (unsigned)o->conn_timeout,
                 .max_conns = (unsigned)o->max_conns,
@@ -784,7 +816,7 @@ static int serve_start(struct serve_opts *o, struct serve_run *r)
                         .boxes_arg = &r->sbx,
                 },
         };
-        r->fd = -1; /* the server's now, whatever happens */
+        r->fd = r->health_fd = -1; /* the server's now, whatever happens */
         if (server_new(r->loop, &cfg, &r->st.srv, &r->err) < 0) {
                 fprintf(stderr, "chidori: serve: %s\n", err_msg(r->err));
                 return EXIT_PROTOCOL;
@@ -829,6 +861,8 @@ static void serve_close(struct serve_run *r)
         }
         if (r->fd >= 0)
                 close(r->fd);
+        if (r->health_fd >= 0)
+                close(r->health_fd);
         if (r->unix_path) {
                 unlink(r->unix_path);
                 free(r->unix_path);
@@ -965,6 +999,11 @@ static int broker_server(const struct serve_opts *o, struct serve_run *r, struct
         handover_add(h, "listen_desc=%s", r->desc);
         handover_fd(h, "listen_fd", r->fd);
         r->fd = -1;
+        if (r->health_fd >= 0) {
+                handover_add(h, "health_desc=%s", r->health_desc);
+                handover_fd(h, "health_fd", r->health_fd);
+                r->health_fd = -1;
+        }
         const char *env_token = getenv("CHIDORI_SERVE_TOKEN");
         if (o->token_file) {
                 /* Read here already (serve_tokens); the broker reads its own copy. */
@@ -1002,7 +1041,7 @@ static int broker_server(const struct serve_opts *o, struct serve_run *r, struct
  * only on failure, with the exit code (printed). */
 static int serve_broker(struct serve_opts *o)
 {
-        struct serve_run r = { .fd = -1 };
+        struct serve_run r = { .fd = -1, .health_fd = -1 };
         struct handover h;
         handover_init(&h);
         char *agent_dir = NULL, *state = NULL, *ws = NULL;
@@ -1075,7 +1114,7 @@ int cmd_serve(int argc, char **argv)
         fprintf(stderr, "chidori: WARNING: CHIDORI_RUN_BROKER=0: this server is one process with your privileges that "
                         "parses HTTP, its state database and what the workers send (no broker); use only for "
                         "comparison and debugging\n");
-        struct serve_run r = { .fd = -1 };
+        struct serve_run r = { .fd = -1, .health_fd = -1 };
         for (size_t i = 0; code < 0 && i < ARRAY_SIZE(steps); i++)
                 code = steps[i](&o, &r);
         serve_close(&r);

@@ -581,6 +581,17 @@ int monitor_start_broker(const struct broker_spawn *s, struct broker *b, struct 
                 return err_setc(err, BROKER_E_SETUP, errno, "open the broker binary %s", path);
         c.bin = bin;
         c.mode = getuid() == 0 ? BROKER_ROOT : BROKER_ROOTLESS;
+        char nomap[160]; /* root without CAP_SETUID/CAP_SETGID: idmap.h */
+        enum idmap_root m = c.mode == BROKER_ROOT && !s->test_no_lockdown ? idmap_root_mapping(s->uid, nomap, 160) : 0;
+        if (m == IDMAP_NONE)
+                return err_setc(err, BROKER_E_LAYER, 0, "the broker needs a user namespace of its own and this "
+                                "process, %s, cannot map any id into one: run as a non-root user (e.g. runAsUser: "
+                                "1000: the rootless path needs no capability), or grant CAP_SETUID and CAP_SETGID",
+                                nomap);
+        if (m == IDMAP_SELF) /* the rootless path: its own user namespace, 0 -> 0 */
+                snprintf(b->notes, sizeof(b->notes), "broker: uid 0 of its own user namespace, no capabilities; "
+                         "boxes: root is uid 0 outside (the rootless mapping: %.120s)", nomap);
+        c.mode = m == IDMAP_SELF ? BROKER_UID0 : c.mode;
         if (c.mode == BROKER_ROOT && !s->test_no_lockdown && make_trees(&c, b, err) < 0)
                 return -1;
         int sv[2], ch[2];
@@ -612,8 +623,9 @@ int monitor_start_broker(const struct broker_spawn *s, struct broker *b, struct 
         if (pid < 0) {
                 close(sv[0]), close(ch[0]);
                 return err_setc(err, c.mode == BROKER_ROOT ? BROKER_E_SETUP : BROKER_E_LAYER, e,
-                                "start the broker in new %s namespaces (clone3)",
-                                c.mode == BROKER_ROOT ? "pid and mount" : "user, pid and mount");
+                                "start the broker in new %s namespaces (clone3%s)",
+                                c.mode == BROKER_ROOT ? "pid and mount" : "user, pid and mount",
+                                e == ENOSYS || e == EPERM ? SECCOMP_PROFILE_HINT : "");
         }
         int rc = parent_side(&c, sv[0], pid, b, err);
         close(sv[0]);

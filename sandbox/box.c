@@ -29,6 +29,7 @@
 
 #include "common/cleanup.h"
 #include "sandbox/box-internal.h"
+#include "sandbox/idmap.h"
 #define NS_LAYERS                                                                                    \
         (LAYER_BIT(LAYER_USERNS) | LAYER_BIT(LAYER_PIDNS) | LAYER_BIT(LAYER_MNTNS) |                  \
          LAYER_BIT(LAYER_NETNS) | LAYER_BIT(LAYER_IPCNS) | LAYER_BIT(LAYER_UTSNS) |                   \
@@ -230,19 +231,25 @@ int box_spawn(const struct box_opts *o, struct box *b, struct err **err)
          * filesystem view depends on it. */
         int pidfd = -1;
         char why[120] = "";
-        pid_t pid = do_clone3(flags, o->cgroup_fd, &pidfd);
+        /* idmap.h: no map can be written (IDMAP_NONE) is as if clone3 failed. */
+        char nomap[160];
+        enum idmap_root mapping = idmap_root_mapping(65534, nomap, sizeof(nomap));
+        bool none = mapping == IDMAP_NONE && (flags & CLONE_NEWUSER);
+        pid_t pid = none ? (errno = EPERM, -1) : do_clone3(flags, o->cgroup_fd, &pidfd);
         if (pid < 0 && o->cgroup_fd >= 0 && (errno == EINVAL || errno == ENOSYS)) {
                 /* CLONE_INTO_CGROUP unsupported: attach later instead. */
                 pid = do_clone3(flags, -1, &pidfd);
         }
         if (pid < 0 && flags) {
-                snprintf(why, sizeof(why), "cannot create namespaces: %s", strerror(errno));
+                const char *hint = none ? "; run as a non-root user or grant CAP_SETUID and CAP_SETGID"
+                                   : errno == ENOSYS || errno == EPERM ? SECCOMP_PROFILE_HINT : "";
+                snprintf(why, sizeof(why), "cannot create namespaces: %.90s", none ? nomap : strerror(errno));
                 if (o->require) {
                         int e = errno;
                         close(sv[0]), close(sv[1]);
                         ids_close_idmap_binds(c.bind_idmap);
-                        return err_setc(err, BOX_E_LAYER, 0, "sandbox layer unavailable: user namespace (%s)",
-                                        strerror(e));
+                        return err_setc(err, BOX_E_LAYER, 0, "sandbox layer unavailable: user namespace (%s%s)",
+                                        none ? nomap : strerror(e), hint);
                 }
                 flags = 0;
                 want = 0;
@@ -252,7 +259,7 @@ int box_spawn(const struct box_opts *o, struct box *b, struct err **err)
                 int e = errno;
                 close(sv[0]), close(sv[1]);
                 ids_close_idmap_binds(c.bind_idmap);
-                return err_setc(err, BOX_E_SETUP, e, "clone3");
+                return err_setc(err, BOX_E_SETUP, e, "clone3%s", e == ENOSYS ? SECCOMP_PROFILE_HINT : "");
         }
         if (pid == 0) {
                 close(sv[0]);
@@ -262,6 +269,10 @@ int box_spawn(const struct box_opts *o, struct box *b, struct err **err)
         ids_close_idmap_binds(c.bind_idmap); /* the child has its copies */
         b->pid = pid;
         b->pidfd = pidfd;
+        size_t k = strlen(b->notes);
+        if (mapping == IDMAP_SELF && nomap[0] && (flags & CLONE_NEWUSER))
+                snprintf(b->notes + k, sizeof(b->notes) - k, "%sbox root is uid 0 outside, the rootless mapping (%s)",
+                         k ? "; " : "", nomap);
         int rc = parent_start(o, b, sv[0], flags & CLONE_NEWUSER, err);
         close(sv[0]);
         return rc;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/capability.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -131,4 +132,41 @@ int idmap_attach(int tree, const char *dst, struct err **err)
         if (move_mount(tree, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
                 return err_set(err, errno, "attach %s", dst);
         return 0;
+}
+
+static bool id_mapped(const char *file, unsigned id) /* in a range of /proc/self/<file> */
+{
+        char path[32];
+        snprintf(path, sizeof(path), "/proc/self/%s", file);
+        FILE *f = fopen(path, "re");
+        unsigned in, out, count;
+        bool found = false;
+        while (f && !found && fscanf(f, "%u %u %u", &in, &out, &count) == 3)
+                found = id >= in && id - in < count;
+        if (f)
+                fclose(f);
+        return found;
+}
+
+enum idmap_root idmap_root_mapping(uid_t other, char *why, size_t len)
+{
+        char buf[200];
+        cap_t c = getuid() == 0 ? cap_get_proc() : NULL;
+        cap_flag_value_t su = CAP_CLEAR, sg = CAP_CLEAR, fc = CAP_CLEAR;
+        if (c && (cap_get_flag(c, CAP_SETUID, CAP_EFFECTIVE, &su) | cap_get_flag(c, CAP_SETGID, CAP_EFFECTIVE, &sg) |
+                  cap_get_flag(c, CAP_SETFCAP, CAP_EFFECTIVE, &fc)) != 0)
+                su = CAP_CLEAR;
+        if (c)
+                cap_free(c);
+        bool setid = su == CAP_SET && sg == CAP_SET;
+        enum idmap_root r = getuid() != 0                                                           ? IDMAP_SELF
+                            : setid && id_mapped("uid_map", other) && id_mapped("gid_map", other) ? IDMAP_OTHER
+                            : fc == CAP_SET                                                         ? IDMAP_SELF
+                                                                                                    : IDMAP_NONE;
+        snprintf(buf, sizeof(buf), setid ? "uid %u is not mapped in this user namespace"
+                                         : "no CAP_SETUID/CAP_SETGID to map it to uid %u", (unsigned)other);
+        if (why && len)
+                snprintf(why, len, r == IDMAP_NONE ? "root with %s nor CAP_SETFCAP to map it to uid 0" : "%s",
+                         getuid() != 0 || r == IDMAP_OTHER ? "" : buf);
+        return r;
 }

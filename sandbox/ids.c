@@ -19,9 +19,10 @@ int ids_write_maps(pid_t pid, struct err **err)
         char path[64], text[64];
         uid_t uid = getuid();
         gid_t gid = getgid();
-        /* Root outside maps root inside to nobody; a user maps to itself. */
-        uid_t out_uid = uid == 0 ? 65534 : uid;
-        gid_t out_gid = uid == 0 ? 65534 : gid;
+        /* Root maps root inside to nobody when it can (idmap.h); else itself. */
+        bool nobody = uid == 0 && idmap_root_mapping(65534, NULL, 0) == IDMAP_OTHER;
+        uid_t out_uid = nobody ? 65534 : uid;
+        gid_t out_gid = nobody ? 65534 : gid;
         snprintf(path, sizeof(path), "/proc/%d/setgroups", (int)pid);
         int fd = open(path, O_WRONLY | O_CLOEXEC);
         if (fd >= 0) {
@@ -57,7 +58,8 @@ int ids_idmap_binds(const struct box_opts *o, int bind_idmap[BOX_MAX_BINDS], str
         bool any = false;
         for (size_t i = 0; i < o->nbinds && i < BOX_MAX_BINDS; i++)
                 any |= o->binds[i].rw || o->binds[i].idmap;
-        if (!any || getuid() != 0 || (o->disable & (LAYER_BIT(LAYER_USERNS) | LAYER_BIT(LAYER_MNTNS))))
+        if (!any || idmap_root_mapping(65534, NULL, 0) != IDMAP_OTHER ||
+            (o->disable & (LAYER_BIT(LAYER_USERNS) | LAYER_BIT(LAYER_MNTNS))))
                 return 0;
         _cleanup_close_ int ns = idmap_userns(65534, 65534, err);
         if (ns < 0)

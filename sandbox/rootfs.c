@@ -189,7 +189,9 @@ int rootfs_proc(bool own_pidns, struct err **err)
         if (!own_pidns) /* --unsafe-disable=pid: only a pid ns we own gets a procfs: the host's, read-only */
                 return bind_one("/proc", "/proc", false, false, err);
         if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible,subset=pid") < 0)
-                return err_set(err, errno, "mount a fresh /proc");
+                return err_set(err, errno, "mount a fresh /proc%s", errno != EPERM ? "" : /* docs/pod.md */
+                               " (the /proc of this container has paths masked by its runtime, e.g. Kubernetes "
+                               "procMount: Default; give it procMount: Unmasked, with hostUsers: false; see docs/pod.md)");
         return 0;
 }
 

@@ -10,7 +10,7 @@ PKGS=(
   libjavascriptcoregtk-4.1-dev libcjson-dev libsqlite3-dev libcmocka-dev
   libseccomp-dev libcap-dev libmnl-dev libmicrohttpd-dev libcurl4-openssl-dev libicu-dev tzdata
   bats bc procps passwd util-linux bubblewrap nodejs npm
-  python3 jq curl zsh
+  python3 jq curl zsh runc
   kubernetes-client
   python3-venv python3-setuptools python3-wheel python3-pip python3-mypy python3-hypothesis
 )

@@ -1119,6 +1119,11 @@ void api_handle(struct server *srv, struct http_req *r)
                 answer_wait(srv, r);
                 return;
         }
+        if (r->health_only && strcmp(url, "/healthz") != 0 && strcmp(url, "/readyz") != 0) {
+                api_error(r, API_NOT_FOUND, "no route '%s' on --health-listen (routes: /healthz, /readyz)",
+                          qpath(url, q, sizeof(q)));
+                return;
+        }
         if (strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0) {
                 if (!is_get(r->method)) {
                         method_not_allowed(r, "GET, HEAD");

@@ -38,13 +38,19 @@ static void on_mhd_timer(struct evloop *loop, struct ev_timer *t, void *arg)
 /* Arm the timer for MHD's next timeout (connection timeouts, buffered work). */
 static void rearm(struct server *srv)
 {
-        MHD_UNSIGNED_LONG_LONG ms = 0;
+        MHD_UNSIGNED_LONG_LONG ms = 0, hms = 0;
+        bool h = srv->health && MHD_get_timeout(srv->health, &hms) == MHD_YES;
         if (MHD_get_timeout(srv->mhd, &ms) != MHD_YES) {
-                if (srv->mhd_timer) {
-                        evloop_timer_del(srv->loop, srv->mhd_timer);
-                        srv->mhd_timer = NULL;
+                ms = hms;
+                if (!h) {
+                        if (srv->mhd_timer) {
+                                evloop_timer_del(srv->loop, srv->mhd_timer);
+                                srv->mhd_timer = NULL;
+                        }
+                        return;
                 }
-                return;
+        } else if (h && hms < ms) {
+                ms = hms;
         }
         if (ms > 3600000)
                 ms = 3600000;
@@ -62,6 +68,8 @@ static void rearm(struct server *srv)
 static void mhd_drive(struct server *srv)
 {
         MHD_run(srv->mhd);
+        if (srv->health)
+                MHD_run(srv->health);
         rearm(srv);
 }
 
@@ -73,6 +81,9 @@ static void on_prepare(struct evloop *loop, void *arg)
         MHD_UNSIGNED_LONG_LONG ms = 1;
         if (MHD_get_timeout(srv->mhd, &ms) == MHD_YES && ms == 0)
                 MHD_run(srv->mhd);
+        ms = 1;
+        if (srv->health && MHD_get_timeout(srv->health, &ms) == MHD_YES && ms == 0)
+                MHD_run(srv->health);
         rearm(srv);
 }
 
@@ -174,18 +185,17 @@ static bool body_append(struct http_req *r, const char *data, size_t len, size_t
         return true;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-                                  const char *version, const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls)
+static enum MHD_Result on_any_request(struct server *srv, bool health_only, struct MHD_Connection *conn,
+                                      const char *url, const char *method, const char *upload_data,
+                                      size_t *upload_data_size, void **con_cls)
 {
-        (void)version;
-        struct server *srv = cls;
         struct http_req *r = *con_cls;
         if (!r) {
                 r = calloc(1, sizeof(*r));
                 if (!r)
                         return MHD_NO;
                 r->srv = srv;
+                r->health_only = health_only;
                 r->conn = conn;
                 r->method = method;
                 r->url = url;
@@ -215,6 +225,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 return MHD_YES;
         api_handle(srv, r);
         return r->answered || r->suspended ? MHD_YES : MHD_NO;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                                  const char *version, const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+        (void)version;
+        return on_any_request(cls, false, conn, url, method, upload_data, upload_data_size, con_cls);
+}
+
+/* --health-listen: the same handling, answering only the probes' routes. */
+static enum MHD_Result on_health_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                         const char *method, const char *version, const char *upload_data,
+                                         size_t *upload_data_size, void **con_cls)
+{
+        (void)version;
+        return on_any_request(cls, true, conn, url, method, upload_data, upload_data_size, con_cls);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
@@ -268,8 +295,29 @@ int server_new(struct evloop *loop, const struct server_config *cfg, struct serv
                                     MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv, MHD_OPTION_END);
         if (!srv->mhd) {
                 close(cfg->listen_fd);
+                if (cfg->health_desc && cfg->health_fd >= 0)
+                        close(cfg->health_fd);
                 free(srv);
                 return err_set(err, 0, "libmicrohttpd could not start on %s", cfg->listen_desc);
+        }
+        if (cfg->health_desc && cfg->health_fd >= 0) {
+                srv->health = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_health_request,
+                                               srv, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)cfg->health_fd,
+                                               MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)cfg->conn_timeout_s,
+                                               MHD_OPTION_CONNECTION_LIMIT, 16u,
+                                               MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16 * 1024),
+                                               MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+                                               MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv, MHD_OPTION_END);
+                const union MHD_DaemonInfo *hi =
+                        srv->health ? MHD_get_daemon_info(srv->health, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
+                if (!hi || evloop_io_add(loop, hi->epoll_fd, EPOLLIN, on_mhd_fd, srv, &srv->health_io, err) < 0) {
+                        if (!srv->health)
+                                close(cfg->health_fd);
+                        if (!hi)
+                                err_set(err, 0, "libmicrohttpd could not start on %s", cfg->health_desc);
+                        server_free(srv);
+                        return -1;
+                }
         }
         const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_EPOLL_FD);
         if (!info || evloop_io_add(loop, info->epoll_fd, EPOLLIN, on_mhd_fd, srv, &srv->mhd_io, err) < 0 ||
@@ -311,12 +359,16 @@ void server_free(struct server *srv)
         evloop_defer_cancel(srv->loop, on_resumed, srv);
         evloop_hook_remove(srv->loop, false, on_prepare, srv);
         evloop_io_del(srv->loop, srv->mhd_io);
+        if (srv->health_io)
+                evloop_io_del(srv->loop, srv->health_io);
         if (srv->mhd_timer)
                 evloop_timer_del(srv->loop, srv->mhd_timer);
         if (srv->sweep)
                 evloop_timer_del(srv->loop, srv->sweep);
         if (srv->mhd)
                 MHD_stop_daemon(srv->mhd); /* closes the listening socket too */
+        if (srv->health)
+                MHD_stop_daemon(srv->health);
         free(srv->stats.effects);
         free(srv);
 }

@@ -40,6 +40,7 @@ struct http_req {
         unsigned canned_code;
         char wait_id[SESSION_ID_LEN + 1];
         const char *tenant;
+        bool health_only;         /* came in on --health-listen: /healthz and /readyz, else 404 */
 };
 
 /* The session statuses of the contract, in its order. */
@@ -134,6 +135,8 @@ struct server {
         struct server_config cfg;
         struct MHD_Daemon *mhd;
         struct ev_io *mhd_io;
+        struct MHD_Daemon *health;  /* --health-listen's daemon, or NULL */
+        struct ev_io *health_io;
         struct ev_timer *mhd_timer;
         double mhd_timer_at;
         bool draining;

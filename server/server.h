@@ -117,6 +117,10 @@ struct server_run {
 struct server_config {
         int listen_fd;            /* bound, listening, non-blocking; the server's from now */
         const char *listen_desc;  /* "http://127.0.0.1:8080" or "unix:/path" (messages) */
+        int health_fd;            /* --health-listen: bound, listening, non-blocking, the server's; serves
+                                   * only GET /healthz and /readyz, no token.  -1 (or 0 when unset in an
+                                   * initializer that names neither): none */
+        const char *health_desc;  /* its "http://HOST:PORT", or NULL: none */
         size_t max_body;          /* bytes of a request body (413 past it) */
         unsigned conn_timeout_s;  /* an idle connection is closed after this (slowloris) */
         unsigned max_conns;       /* connections at once; more are refused at accept */

@@ -158,7 +158,7 @@ complete_bash() {
   [[ $(complete_bash "$C" "$B" run --no-) == $'--no-jit\n--no-isolate' ]]
   [[ $(complete_bash "$C" "$B" serve --lis) == "--listen" ]]
   [[ $(complete_bash "$C" "$B" launch --ro) == "--ro-bind" ]]
-  [[ $(complete_bash "$C" "$B" doctor --) == $'--require\n--seccomp-table' ]]
+  [[ $(complete_bash "$C" "$B" doctor --) == $'--require\n--json\n--seccomp-table' ]]
   [[ $(complete_bash "$C" "$B" memory --y) == "--yes" ]]
   # every option of `run --help` is offered
   for o in $("$B" run --help | grep -oE '^  (-h, )?--[a-z][a-z-]*' | grep -oE -- '--[a-z-]+'); do
