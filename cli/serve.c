@@ -64,7 +64,6 @@ struct serve_opts {
         bool trusted, untrusted, quiet, shared_memory;
         const char *quotas_file;  /* --quotas FILE [CHIDORI_QUOTAS] */
         const char *broker_user;  /* --broker-user NAME|UID (else CHIDORI_BROKER_USER, monitor/broker.c) */
-
         const char *health_listen; /* --health-listen HOST:PORT [CHIDORI_HEALTH_LISTEN], NULL: none */
         struct quotas *quotas;    /* ... read and checked (serve_check_args) */
 };
@@ -144,9 +143,7 @@ enum {
         SVOPT_LISTEN = 1200, SVOPT_TOKEN_FILE, SVOPT_MAX_BODY, SVOPT_CONN_TIMEOUT, SVOPT_MAX_CONNS,
         SVOPT_MAX_RUNNING, SVOPT_MAX_QUEUED, SVOPT_TRUSTED, SVOPT_UNTRUSTED, SVOPT_QUIET, SVOPT_STATE_DIR,
         SVOPT_SHARED_MEMORY, SVOPT_JS_DEADLINE, SVOPT_GRACE, SVOPT_APPROVAL_TTL, SVOPT_SESSION_TTL,
-        SVOPT_SHARED_WORKSPACE, SVOPT_QUOTAS, SVOPT_BROKER_USER,
-
-        SVOPT_SHARED_WORKSPACE, SVOPT_QUOTAS, SVOPT_HEALTH_LISTEN,
+        SVOPT_SHARED_WORKSPACE, SVOPT_QUOTAS, SVOPT_BROKER_USER, SVOPT_HEALTH_LISTEN,
 };
 
 /* ---- the box of a session: the CLI's provider, as `run` uses it ---- */
@@ -449,7 +446,6 @@ static const struct option serve_longopts[] = {
         { "shared-workspace", no_argument, NULL, SVOPT_SHARED_WORKSPACE },
         { "quotas", required_argument, NULL, SVOPT_QUOTAS },
         { "broker-user", required_argument, NULL, SVOPT_BROKER_USER },
-
         { "health-listen", required_argument, NULL, SVOPT_HEALTH_LISTEN },
         SANDBOX_LONGOPTS,
         BOUNDS_LONGOPTS,
@@ -520,7 +516,6 @@ static int serve_option(struct serve_opts *o, int c, const char *arg)
                         return usage_error("--broker-user needs a user name or uid (e.g. chidori-broker)");
                 o->broker_user = arg;
                 return 0;
-
         case SVOPT_HEALTH_LISTEN: o->health_listen = arg; return 0;
         case SVOPT_APPROVAL_TTL: return parse_count("--approval-ttl", arg, 0, 31536000L, &o->approval_ttl);
         case SVOPT_SESSION_TTL: return parse_count("--session-ttl", arg, 0, 315360000L, &o->session_ttl);
