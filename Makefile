@@ -318,9 +318,9 @@ $(BUILD)/fuzz_json: tests/fuzz/fuzz_json.c $(JSON_SRC)
 	@mkdir -p $(dir $@)
 	clang -std=gnu11 -g -O1 -I. $(FUZZ_SAN) $(call cflags_of,libcjson) $^ -o $@ $(call libs_of,libcjson) -lm
 
-$(BUILD)/fuzz_policy: tests/fuzz/fuzz_policy.c policy/policy.c common/text.c common/util.c common/io.c common/digest.c common/err.c
+$(BUILD)/fuzz_policy: tests/fuzz/fuzz_policy.c policy/policy.c $(JSON_SRC) common/text.c common/util.c common/io.c common/digest.c common/err.c
 	@mkdir -p $(dir $@)
-	clang -std=gnu11 -g -O1 -I. $(FUZZ_SAN) $(call cflags_of,libcjson) $^ -o $@ $(call libs_of,libcjson)
+	clang -std=gnu11 -g -O1 -I. $(FUZZ_SAN) $(call cflags_of,libcjson) $^ -o $@ $(call libs_of,libcjson) -lm
 
 $(BUILD)/fuzz_vfs: tests/fuzz/fuzz_vfs.c effects/fs/vfs.c common/text.c common/util.c common/io.c common/digest.c common/err.c
 	@mkdir -p $(dir $@)
