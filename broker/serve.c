@@ -178,8 +178,14 @@ int broker_serve(int chan, const struct broker_serve *x, struct err **err)
         struct evloop *loop = NULL;
         struct store *store = NULL;
         int code = EXIT_PROTOCOL;
-        if (store_open(x->state_dir, &store, err) < 0)
-                return EXIT_PROTOCOL; /* a damaged database: the message names the file */
+        for (size_t i = 0; i < x->n_store_env; i++)
+                putenv((char *)x->store_env[i]); /* libpq reads PGPASSWORD etc. from the environment */
+        if (store_open_spec(x->store, x->state_dir, &store, err) < 0)
+                /* a damaged database names the file (70); an unreachable one,
+                 * a refused login or a newer schema need the operator (78) */
+                return err_code(*err) == STORE_E_UNAVAILABLE || err_code(*err) == STORE_E_VERSION
+                               ? EXIT_LAYER_UNAVAILABLE
+                               : EXIT_PROTOCOL;
         st.agent_folder = nested_agent_folder(x->agent_dir, x->agent_rel);
         if (evloop_new(&loop, err) < 0 || chan_boxes_init(&st.cb, chan, loop, err) < 0) {
                 free(st.agent_folder);
