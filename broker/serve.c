@@ -150,9 +150,9 @@ static void on_broken(void *arg, const char *why)
 }
 
 /* The banner as the one-process server printed it. */
-static void banner(const struct broker_serve *x)
+static void banner(const struct broker_serve *x, const struct store *st)
 {
-        server_banner(x->policy, x->auth, x->listen_desc, x->quiet);
+        server_banner(x->policy, x->auth, st, x->listen_desc, x->quiet);
 }
 
 /* Until stopped, the drain over, or the channel broken: the exit code. */
@@ -236,7 +236,7 @@ int broker_serve(int chan, const struct broker_serve *x, struct err **err)
         };
         if (server_new(loop, &cfg, &st.srv, err) < 0)
                 goto out;
-        banner(x);
+        banner(x, store);
         code = serve_loop(&st, loop, err);
 out:
         /* Sessions still running are killed with their boxes (KILL; the

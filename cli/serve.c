@@ -806,7 +806,7 @@ static int serve_start(struct serve_opts *o, struct serve_run *r)
                 fprintf(stderr, "chidori: serve: %s\n", err_msg(r->err));
                 return EXIT_PROTOCOL;
         }
-        server_banner(r->pol, r->auth, r->desc, o->quiet);
+        server_banner(r->pol, r->auth, r->store, r->desc, o->quiet);
         r->st.grace_s = o->grace;
         return -1;
 }
