@@ -19,6 +19,7 @@
 #include "common/exit.h"
 #include "common/util.h"
 #include "effects/effects.h"
+#include "effects/memory/memstore.h"
 #include "effects/workspace/workspace.h"
 #include "policy/policy.h"
 #include "runtime/evloop.h"
@@ -186,10 +187,17 @@ int broker_serve(int chan, const struct broker_serve *x, struct err **err)
                 return err_code(*err) == STORE_E_UNAVAILABLE || err_code(*err) == STORE_E_VERSION
                                ? EXIT_LAYER_UNAVAILABLE
                                : EXIT_PROTOCOL;
+        /* PostgreSQL: agent memory in the same database (NULL: SQLite's, x->mem). */
+        struct memstore *db_mem = NULL;
+        if (store_memory_open(store, &db_mem, err) < 0) {
+                store_close(store);
+                return EXIT_PROTOCOL;
+        }
         st.agent_folder = nested_agent_folder(x->agent_dir, x->agent_rel);
         if (evloop_new(&loop, err) < 0 || chan_boxes_init(&st.cb, chan, loop, err) < 0) {
                 free(st.agent_folder);
                 evloop_free(loop);
+                memstore_close(db_mem);
                 store_close(store);
                 return EXIT_PROTOCOL;
         }
@@ -227,7 +235,7 @@ int broker_serve(int chan, const struct broker_serve *x, struct err **err)
                         .limits = x->limits,
                         .quotas = x->quotas,
                         .effects = &effects_table,
-                        .mem = x->mem,
+                        .mem = db_mem ? db_mem : x->mem,
                         .shared_memory = x->shared_memory,
                         .boxes_new = boxes_new,
                         .boxes_free = boxes_free,
@@ -245,6 +253,7 @@ out:
         server_free(st.srv);
         chan_boxes_free(&st.cb);
         evloop_free(loop);
+        memstore_close(db_mem);
         store_close(store);
         free(st.agent_folder);
         return code;

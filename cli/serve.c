@@ -610,6 +610,7 @@ struct serve_run {
         char *worker_path;
         char *state_dir;
         struct memstore *mem;
+        struct memstore *db_mem;  /* --store postgres: agent memory in the database */
         struct store *store;
         int fd;                   /* the listening socket until the server has it */
         char *unix_path;          /* unlinked at the end */
@@ -704,6 +705,10 @@ static int serve_open_state(struct serve_opts *o, struct serve_run *r)
                                ? EXIT_LAYER_UNAVAILABLE
                                : EXIT_PROTOCOL;
         }
+        if (store_memory_open(r->store, &r->db_mem, &r->err) < 0) {
+                fprintf(stderr, "chidori: serve: %s\n", err_msg(r->err));
+                return EXIT_PROTOCOL;
+        }
         return -1;
 }
 
@@ -794,7 +799,7 @@ static int serve_start(struct serve_opts *o, struct serve_run *r)
                         .limits = o->lim,
                         .quotas = o->quotas,
                         .effects = &effects_table,
-                        .mem = r->mem,
+                        .mem = r->db_mem ? r->db_mem : r->mem,
                         .shared_memory = o->shared_memory,
                         .boxes_new = boxes_new,
                         .boxes_free = boxes_free,
@@ -850,6 +855,7 @@ static void serve_close(struct serve_run *r)
                 unlink(r->unix_path);
                 free(r->unix_path);
         }
+        memstore_close(r->db_mem);
         store_close(r->store);
         memstore_close(r->mem);
         free(r->state_dir);

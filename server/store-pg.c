@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "common/util.h"
+#include "effects/memory/memstore.h"
 #include "server/store-internal.h"
 
 struct pg_store {
@@ -47,6 +48,10 @@ static const char *const migrations[] = {
         " PRIMARY KEY(session, seq));"
         "CREATE TABLE tenant_usage(tenant text NOT NULL, window_start bigint NOT NULL, usage text NOT NULL,"
         " PRIMARY KEY(tenant, window_start));",
+        /* 2: agent memory (effects/memory/memstore.h), shared by every
+         * server on the database: a session's memory goes where it goes. */
+        "CREATE TABLE memory(ns text NOT NULL, key text NOT NULL, value text NOT NULL, updated_at bigint NOT NULL,"
+        " bytes bigint NOT NULL, PRIMARY KEY(ns, key));",
 };
 #define PG_SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -640,6 +645,151 @@ int store_pg_open(const char *url, struct store **ret, struct err **err)
         }
         *ret = &st->base;
         return 0;
+}
+
+/* ---- agent memory (memstore_backend): on the store's connection ---- */
+
+static int mem_get(void *h, const char *ns, const char *key, char **ret_json, struct err **err)
+{
+        struct pg_store *st = h;
+        if (pg_commit(&st->base, err) < 0)
+                return -1;
+        const char *p[] = { ns, key };
+        PGresult *res = NULL;
+        if (run(st, "SELECT value FROM memory WHERE ns = $1 AND key = $2", 2, p, &res, true, err,
+                "memory: cannot read a key") < 0)
+                return -1;
+        *ret_json = NULL;
+        if (PQntuples(res) > 0 && !(*ret_json = strdup(PQgetvalue(res, 0, 0)))) {
+                PQclear(res);
+                return err_set(err, ENOMEM, "memory: cannot read a stored value");
+        }
+        PQclear(res);
+        return 0;
+}
+
+/* One transaction holding the namespace's advisory lock: the limits are
+ * checked against what the namespace holds, then the row written. */
+static int mem_set(void *h, const char *ns, const char *key, const char *value_json, size_t klen, size_t vlen,
+                   unsigned long long max_bytes, struct err **err)
+{
+        struct pg_store *st = h;
+        if (begin(st, err) < 0)
+                return -1;
+        const char *p2[] = { ns, key };
+        PGresult *res = NULL;
+        if (run(st, "SELECT pg_advisory_xact_lock(hashtext('chidori-memory:' || $1))", 1, p2, NULL, false, err,
+                "memory: cannot lock the namespace") < 0 ||
+            run(st,
+                "SELECT (SELECT COUNT(*) FROM memory WHERE ns = $1), (SELECT COALESCE(SUM(bytes), 0) FROM memory "
+                "WHERE ns = $1), (SELECT bytes FROM memory WHERE ns = $1 AND key = $2)",
+                2, p2, &res, false, err, "memory: cannot read the namespace's totals") < 0)
+                goto fail;
+        long long keys = atoll(PQgetvalue(res, 0, 0)), held = atoll(PQgetvalue(res, 0, 1));
+        bool exists = !PQgetisnull(res, 0, 2);
+        long long old = exists ? atoll(PQgetvalue(res, 0, 2)) : 0;
+        PQclear(res);
+        size_t bytes = klen + vlen;
+        if (!exists && keys >= (long long)MEMSTORE_KEYS_MAX) {
+                err_set(err, 0,
+                        "memory: namespace '%s' already holds %u keys, the limit per namespace; delete keys before "
+                        "adding new ones",
+                        ns, MEMSTORE_KEYS_MAX);
+                goto fail;
+        }
+        if ((unsigned long long)(held - old) + bytes > max_bytes) {
+                err_setc(err, MEMSTORE_E_LIMIT, 0,
+                         "memory: namespace '%s' holds %lld bytes of keys and values; storing %zu more would pass its "
+                         "limit of %llu bytes",
+                         ns, held, bytes, max_bytes);
+                goto fail;
+        }
+        char now[24], nb[24];
+        snprintf(now, sizeof(now), "%lld", (long long)time(NULL) * 1000);
+        snprintf(nb, sizeof(nb), "%zu", bytes);
+        const char *p5[] = { ns, key, value_json, now, nb };
+        if (run(st,
+                "INSERT INTO memory(ns, key, value, updated_at, bytes) VALUES ($1, $2, $3, $4::bigint, $5::bigint) "
+                "ON CONFLICT (ns, key) DO UPDATE SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at, "
+                "bytes = EXCLUDED.bytes",
+                5, p5, NULL, false, err, "memory: cannot store a key") < 0)
+                goto fail;
+        return simple(st, "COMMIT", err, "memory: cannot store a key");
+fail:
+        rollback(st);
+        return -1;
+}
+
+static int mem_del(void *h, const char *ns, const char *key, bool *ret_existed, struct err **err)
+{
+        struct pg_store *st = h;
+        if (pg_commit(&st->base, err) < 0)
+                return -1;
+        const char *p[] = { ns, key };
+        PGresult *res = NULL;
+        if (run(st, "DELETE FROM memory WHERE ns = $1 AND key = $2", 2, p, &res, false, err,
+                "memory: cannot delete a key") < 0)
+                return -1;
+        if (ret_existed)
+                *ret_existed = atoi(PQcmdTuples(res)) > 0;
+        PQclear(res);
+        return 0;
+}
+
+static int mem_clear(void *h, const char *ns, size_t *ret_n, struct err **err)
+{
+        struct pg_store *st = h;
+        if (pg_commit(&st->base, err) < 0)
+                return -1;
+        const char *p[] = { ns };
+        PGresult *res = NULL;
+        if (run(st, "DELETE FROM memory WHERE ns = $1", 1, p, &res, false, err,
+                "memory: cannot clear the namespace") < 0)
+                return -1;
+        if (ret_n)
+                *ret_n = (size_t)atoll(PQcmdTuples(res));
+        PQclear(res);
+        return 0;
+}
+
+static int mem_list(void *h, const char *ns, const char *prefix, char ***ret_keys, size_t *ret_n, struct err **err)
+{
+        struct pg_store *st = h;
+        if (pg_commit(&st->base, err) < 0)
+                return -1;
+        /* Bytes order (COLLATE "C"), a literal prefix (no LIKE patterns). */
+        const char *p[] = { ns, prefix };
+        PGresult *res = NULL;
+        if (run(st,
+                "SELECT key FROM memory WHERE ns = $1 AND starts_with(key, $2) ORDER BY key COLLATE \"C\"", 2, p,
+                &res, true, err, "memory: cannot list keys") < 0)
+                return -1;
+        int n = PQntuples(res);
+        char **keys = calloc((size_t)n + 1, sizeof(*keys));
+        for (int i = 0; keys && i < n; i++)
+                if (!(keys[i] = strdup(PQgetvalue(res, i, 0)))) {
+                        memstore_keys_free(keys);
+                        keys = NULL;
+                }
+        PQclear(res);
+        if (!keys)
+                return err_set(err, ENOMEM, "memory: cannot allocate the key list");
+        *ret_keys = keys;
+        if (ret_n)
+                *ret_n = (size_t)n;
+        return 0;
+}
+
+static const struct memstore_backend pg_memory = {
+        .get = mem_get, .set = mem_set, .del = mem_del, .clear = mem_clear, .list = mem_list,
+};
+
+int store_memory_open(struct store *st, struct memstore **ret, struct err **err)
+{
+        *ret = NULL;
+        if (strcmp(st->kind, "postgres") != 0)
+                return 0;
+        return memstore_open_backend(&pg_memory, st, ret, err);
 }
 
 static const struct store_ops pg_ops = {

@@ -62,6 +62,11 @@ void store_redact(const char *url, char *out, size_t n);
 int store_pg_socket_dir(const char *url, char **ret_dir, struct err **err);
 /* 1 when the URL names the user. */
 int store_pg_has_user(const char *url);
+/* Agent memory in the store's database when it is PostgreSQL (*ret a
+ * memstore over the store's connection: close it before the store); NULL
+ * for SQLite, whose memory stays in the state directory. */
+struct memstore;
+int store_memory_open(struct store *st, struct memstore **ret, struct err **err);
 void store_close(struct store *st);
 /* The database file, or the URL with its password redacted. */
 const char *store_path(const struct store *st);

@@ -62,7 +62,7 @@ no_password() {
   [[ $(jq -r .result.echo.z <<<"$body" | od -c | head -1) == *'a  \0   b'* ]]
   [[ $(sql "SELECT input FROM sessions WHERE id = '$id'") == '{"n":1.50,"e":1e2,"z":"a\u0000b"}' ]]
   [[ $(sql "SELECT data_type FROM information_schema.columns WHERE table_name = 'journal' AND column_name = 'line'") == text ]]
-  [[ $(sql "SELECT version FROM chidori_schema") == 1 ]]
+  [[ $(sql "SELECT version FROM chidori_schema") == 2 ]]
   # The journal: what GET /journal serves is the rows, in order.
   req "$URL/sessions/$id/journal"
   assert_code 200
@@ -229,7 +229,7 @@ JS
   sql "UPDATE chidori_schema SET version = 99"
   chid serve "$T/agent.js" --listen 127.0.0.1:0 --state-dir "$T/st" --store "$STORE"
   assert_status 78
-  assert_stderr_has "has chidori schema version 99, written by a newer chidori (this one knows versions up to 1)"
+  assert_stderr_has "has chidori schema version 99, written by a newer chidori (this one knows versions up to 2)"
   [[ $stderr != *"$PG_PASSWORD"* ]]
 }
 
@@ -240,4 +240,34 @@ JS
   [[ $(jq -c .result <<<"$body") == '{"echo":3}' ]]
   [[ $(sql "SELECT COUNT(*) FROM sessions") == 1 ]]
   no_password
+}
+
+@test "serve-pg: agent memory lives in PostgreSQL: kept across a session's runs and across servers with other state dirs" {
+  cat >"$T/agent.js" <<'JS'
+export default async (input) => {
+  if (input === "read") return { got: await chidori.memory.get("k") };
+  await chidori.memory.set("k", { n: 1.50, s: "a\u0000b" });
+  const v = await chidori.input("more?");
+  return { v, got: await chidori.memory.get("k"), keys: await chidori.memory.list() };
+};
+JS
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --store "$STORE"
+  req -X POST -d '{"input": "write"}' "$URL/sessions"
+  local id; id=$(jq -r .id <<<"$body")
+  [[ $(jq -r .status <<<"$body") == awaitinginput ]]
+  # The value's text as the agent's JSON.stringify wrote it.
+  [[ $(sql "SELECT value FROM memory WHERE key = 'k'") == '{"n":1.5,"s":"a\u0000b"}' ]]
+  [[ $(sql "SELECT ns FROM memory WHERE key = 'k'") == *"$id"* ]]
+  stop_server
+  # Another server, another state dir: the resumed run reads the memory from the database.
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st2" --store "$STORE"
+  req -X POST -d '{"value": 2}' "$URL/sessions/$id/input"
+  assert_code 200
+  [[ $(jq -c .result <<<"$body") == '{"v":2,"got":{"n":1.5,"s":"a\u0000b"},"keys":["k"]}' ]]
+  stop_server
+  # --shared-memory: every session's namespace is the agent's; a new session reads what the first wrote.
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st3" --store "$STORE" --shared-memory
+  req -X POST -d '{"input": "write"}' "$URL/sessions"
+  req -X POST -d '{"input": "read"}' "$URL/sessions"
+  [[ $(jq -c .result <<<"$body") == '{"got":{"n":1.5,"s":"a\u0000b"}}' ]]
 }
