@@ -12,8 +12,8 @@ SAN        ?=
 PKG_CONFIG ?= pkg-config
 
 PKGS_WORKER := javascriptcoregtk-4.1 libcjson
-PKGS_HOST   := libcjson sqlite3 libpq libseccomp libcap libmnl
-PKGS_CLI    := javascriptcoregtk-4.1 $(PKGS_HOST) libcurl
+PKGS_HOST   := libcjson sqlite3 libseccomp libcap libmnl
+PKGS_CLI    := javascriptcoregtk-4.1 $(PKGS_HOST) libcurl libpq
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-format-nonliteral -Werror=implicit-function-declaration -Werror=vla
 CPPFLAGS += -I.

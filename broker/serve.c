@@ -24,7 +24,7 @@
 #include "policy/policy.h"
 #include "runtime/evloop.h"
 #include "server/server.h"
-#include "server/store.h"
+#include "server/store-internal.h"
 
 struct serve_state {
         const struct broker_serve *x;
@@ -181,12 +181,14 @@ int broker_serve(int chan, const struct broker_serve *x, struct err **err)
         int code = EXIT_PROTOCOL;
         for (size_t i = 0; i < x->n_store_env; i++)
                 putenv((char *)x->store_env[i]); /* libpq reads PGPASSWORD etc. from the environment */
+        store_register_pg(store_pg_open); /* this binary links libpq */
         if (store_open_spec(x->store, x->state_dir, &store, err) < 0)
                 /* a damaged database names the file (70); an unreachable one,
                  * a refused login or a newer schema need the operator (78) */
-                return err_code(*err) == STORE_E_UNAVAILABLE || err_code(*err) == STORE_E_VERSION
-                               ? EXIT_LAYER_UNAVAILABLE
-                               : EXIT_PROTOCOL;
+                return err_code(*err) == STORE_E_USAGE         ? EXIT_USAGE
+                       : err_code(*err) == STORE_E_UNAVAILABLE ? EXIT_LAYER_UNAVAILABLE
+                       : err_code(*err) == STORE_E_VERSION     ? EXIT_LAYER_UNAVAILABLE
+                                                               : EXIT_PROTOCOL;
         /* PostgreSQL: agent memory in the same database (NULL: SQLite's, x->mem). */
         struct memstore *db_mem = NULL;
         if (store_memory_open(store, &db_mem, err) < 0) {

@@ -701,9 +701,10 @@ static int serve_open_state(struct serve_opts *o, struct serve_run *r)
         }
         if (store_open_spec(o->store, r->state_dir, &r->store, &r->err) < 0) {
                 fprintf(stderr, "chidori: serve: %s\n", err_msg(r->err));
-                return err_code(r->err) == STORE_E_UNAVAILABLE || err_code(r->err) == STORE_E_VERSION
-                               ? EXIT_LAYER_UNAVAILABLE
-                               : EXIT_PROTOCOL;
+                return err_code(r->err) == STORE_E_USAGE         ? EXIT_USAGE
+                       : err_code(r->err) == STORE_E_UNAVAILABLE ? EXIT_LAYER_UNAVAILABLE
+                       : err_code(r->err) == STORE_E_VERSION     ? EXIT_LAYER_UNAVAILABLE
+                                                                 : EXIT_PROTOCOL;
         }
         if (store_memory_open(r->store, &r->db_mem, &r->err) < 0) {
                 fprintf(stderr, "chidori: serve: %s\n", err_msg(r->err));

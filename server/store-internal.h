@@ -8,6 +8,8 @@
 
 #include "server/store.h"
 
+struct memstore;
+
 struct store_ops {
         void (*close)(struct store *st);
         int (*ready)(struct store *st, struct err **err); /* NULL: always ready */
@@ -42,6 +44,7 @@ struct store_ops {
                                 struct err **err);
         int (*tenant_usage_put)(struct store *st, const char *tenant, int64_t window_start, const char *usage,
                                 struct err **err);
+        int (*memory_open)(struct store *st, struct memstore **ret, struct err **err); /* NULL: none */
 };
 
 struct store {
@@ -52,7 +55,8 @@ struct store {
 
 /* SQLite at `path` (the database file); its folder must exist. */
 int store_sqlite_open(const char *path, struct store **ret, struct err **err);
-/* PostgreSQL at `url` (a libpq URI or key=value string); migrates the schema. */
+/* PostgreSQL at `url` (a libpq URI); migrates the schema.  Only
+ * chidori-broker links libpq: it registers this (store_register_pg). */
 int store_pg_open(const char *url, struct store **ret, struct err **err);
 
 #endif

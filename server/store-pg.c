@@ -608,6 +608,19 @@ int store_pg_open(const char *url, struct store **ret, struct err **err)
         }
         st->base.ops = &pg_ops;
         st->base.kind = "postgres";
+        /* libpq's own check of the URL first: a malformed one is a usage error. */
+        char *bad = NULL;
+        PQconninfoOption *opts = PQconninfoParse(url, &bad);
+        if (!opts) {
+                char msg[256];
+                snprintf(msg, sizeof(msg), "%s", bad ? bad : "out of memory");
+                msg[strcspn(msg, "\n")] = '\0';
+                PQfreemem(bad);
+                err_setc(err, STORE_E_USAGE, 0, "--store %s is not a valid PostgreSQL URL: %s", desc, msg);
+                pg_close(&st->base);
+                return -1;
+        }
+        PQconninfoFree(opts);
         /* Defaults first: what the URL says overrides them (expand_dbname). */
         const char *const keys[] = { "connect_timeout", "application_name", "client_encoding", "dbname", NULL };
         const char *const vals[] = { "10", "chidori-serve", "UTF8", url, NULL };
@@ -784,11 +797,8 @@ static const struct memstore_backend pg_memory = {
         .get = mem_get, .set = mem_set, .del = mem_del, .clear = mem_clear, .list = mem_list,
 };
 
-int store_memory_open(struct store *st, struct memstore **ret, struct err **err)
+static int pg_memory_open(struct store *st, struct memstore **ret, struct err **err)
 {
-        *ret = NULL;
-        if (strcmp(st->kind, "postgres") != 0)
-                return 0;
         return memstore_open_backend(&pg_memory, st, ret, err);
 }
 
@@ -813,49 +823,6 @@ static const struct store_ops pg_ops = {
         .events_each = pg_events_each,
         .tenant_usage_get = pg_tenant_usage_get,
         .tenant_usage_put = pg_tenant_usage_put,
+        .memory_open = pg_memory_open,
 };
 
-int store_pg_socket_dir(const char *url, char **ret_dir, struct err **err)
-{
-        *ret_dir = NULL;
-        char *msg = NULL;
-        PQconninfoOption *opts = PQconninfoParse(url, &msg);
-        if (!opts) {
-                char q[256];
-                snprintf(q, sizeof(q), "%s", msg ? msg : "out of memory");
-                q[strcspn(q, "\n")] = '\0';
-                PQfreemem(msg);
-                return err_setc(err, STORE_E_USAGE, 0, "the store's URL is not valid: %s", q);
-        }
-        const char *host = NULL, *hostaddr = NULL;
-        for (PQconninfoOption *o = opts; o->keyword; o++) {
-                if (!strcmp(o->keyword, "host") && o->val && *o->val)
-                        host = o->val;
-                else if (!strcmp(o->keyword, "hostaddr") && o->val && *o->val)
-                        hostaddr = o->val;
-        }
-        if (!host)
-                host = getenv("PGHOST");
-        int rc = 0;
-        /* libpq's default without host and hostaddr: its socket folder. */
-        const char *dir = !host && !hostaddr ? "/var/run/postgresql" : host && host[0] == '/' ? host : NULL;
-        if (dir) {
-                /* One folder: of a list (host=/a,/b) the first. */
-                size_t n = strcspn(dir, ",");
-                if (!(*ret_dir = strndup(dir, n)))
-                        rc = err_set(err, ENOMEM, "store");
-        }
-        PQconninfoFree(opts);
-        return rc;
-}
-
-int store_pg_has_user(const char *url)
-{
-        PQconninfoOption *opts = PQconninfoParse(url, NULL);
-        int has = 0;
-        for (PQconninfoOption *o = opts; o && o->keyword; o++)
-                if (!strcmp(o->keyword, "user") && o->val && *o->val)
-                        has = 1;
-        PQconninfoFree(opts);
-        return has;
-}

@@ -83,6 +83,109 @@ void store_redact(const char *url, char *out, size_t n)
         out[o] = '\0';
 }
 
+/* The URL's user and its first host (percent-decoded), as libpq reads a
+ * postgres:// URI: [USER[:PASSWORD]@][HOST[:PORT][,...]][/DB][?K=V&...],
+ * a host=, user= or hostaddr= parameter overriding.  The CLI's view, with
+ * no libpq linked: libpq itself checks the URL in the broker. */
+struct pg_url {
+        char user[256], host[4096];
+        bool hostaddr;
+};
+
+static void pct_decode(const char *s, size_t n, char *out, size_t cap)
+{
+        size_t o = 0;
+        for (size_t i = 0; i < n && o + 1 < cap; i++) {
+                unsigned v;
+                if (s[i] == '%' && i + 2 < n && sscanf(s + i + 1, "%2x", &v) == 1) {
+                        out[o++] = (char)v;
+                        i += 2;
+                } else {
+                        out[o++] = s[i];
+                }
+        }
+        out[o] = '\0';
+}
+
+static void pg_url_parse(const char *url, struct pg_url *u)
+{
+        memset(u, 0, sizeof(*u));
+        const char *p = strstr(url, "://");
+        p = p ? p + 3 : url;
+        size_t alen = strcspn(p, "/?");
+        const char *at = memrchr(p, '@', alen);
+        if (at) {
+                size_t ul = strcspn(p, ":@");
+                pct_decode(p, ul < (size_t)(at - p) ? ul : (size_t)(at - p), u->user, sizeof(u->user));
+        }
+        const char *h = at ? at + 1 : p;
+        size_t hl = (size_t)(p + alen - h);
+        size_t first = strcspn(h, ",");
+        if (first < hl)
+                hl = first;
+        if (hl && h[0] == '[') {
+                const char *close = memchr(h, ']', hl);
+                pct_decode(h + 1, close ? (size_t)(close - h - 1) : hl - 1, u->host, sizeof(u->host));
+        } else {
+                const char *colon = memchr(h, ':', hl);
+                pct_decode(h, colon ? (size_t)(colon - h) : hl, u->host, sizeof(u->host));
+        }
+        const char *q = strchr(p, '?');
+        while (q && *q) {
+                q++;
+                size_t kl = strcspn(q, "&");
+                const char *eq = memchr(q, '=', kl);
+                if (eq) {
+                        size_t nl = (size_t)(eq - q), vl = kl - nl - 1;
+                        if (nl == 4 && !strncmp(q, "host", 4))
+                                pct_decode(eq + 1, strcspn(eq + 1, "&,") < vl ? strcspn(eq + 1, "&,") : vl, u->host,
+                                           sizeof(u->host));
+                        else if (nl == 4 && !strncmp(q, "user", 4))
+                                pct_decode(eq + 1, vl, u->user, sizeof(u->user));
+                        else if (nl == 8 && !strncmp(q, "hostaddr", 8))
+                                u->hostaddr = true;
+                }
+                q += kl;
+        }
+}
+
+int store_pg_socket_dir(const char *url, char **ret_dir, struct err **err)
+{
+        struct pg_url u;
+        pg_url_parse(url, &u);
+        const char *host = u.host[0] ? u.host : getenv("PGHOST");
+        if (host && host[0] != '/')
+                host = NULL; /* a name or address: TCP */
+        else if (!host && (u.hostaddr || getenv("PGHOSTADDR")))
+                host = NULL;
+        else if (!host)
+                host = "/var/run/postgresql"; /* libpq's default: its socket folder */
+        *ret_dir = NULL;
+        if (host && !(*ret_dir = strndup(host, strcspn(host, ","))))
+                return err_set(err, ENOMEM, "store");
+        return 0;
+}
+
+int store_pg_has_user(const char *url)
+{
+        struct pg_url u;
+        pg_url_parse(url, &u);
+        return u.user[0] != '\0';
+}
+
+static int (*pg_open)(const char *url, struct store **ret, struct err **err);
+
+void store_register_pg(int (*open)(const char *url, struct store **ret, struct err **err))
+{
+        pg_open = open;
+}
+
+int store_memory_open(struct store *st, struct memstore **ret, struct err **err)
+{
+        *ret = NULL;
+        return st->ops->memory_open ? st->ops->memory_open(st, ret, err) : 0;
+}
+
 int store_open(const char *dir, struct store **ret, struct err **err)
 {
         return store_open_spec(NULL, dir, ret, err);
@@ -105,7 +208,11 @@ int store_open_spec(const char *spec, const char *dir, struct store **ret, struc
                 return -1;
         if (kind == STORE_SQLITE)
                 return store_sqlite_open(spec + 7, ret, err);
-        return store_pg_open(spec, ret, err);
+        if (!pg_open)
+                return err_setc(err, STORE_E_USAGE, 0,
+                                "a PostgreSQL store is served by the broker (chidori-broker links libpq); the "
+                                "one-process server (CHIDORI_RUN_BROKER=0) keeps its sessions in SQLite only");
+        return pg_open(spec, ret, err);
 }
 
 void store_close(struct store *st)

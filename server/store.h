@@ -67,6 +67,11 @@ int store_pg_has_user(const char *url);
  * for SQLite, whose memory stays in the state directory. */
 struct memstore;
 int store_memory_open(struct store *st, struct memstore **ret, struct err **err);
+/* PostgreSQL is served by chidori-broker, the one binary linking libpq:
+ * it registers store_pg_open here before opening the store.  Unregistered
+ * (the one-process server, CHIDORI_RUN_BROKER=0), a postgres:// store is
+ * STORE_E_USAGE saying so. */
+void store_register_pg(int (*open)(const char *url, struct store **ret, struct err **err));
 void store_close(struct store *st);
 /* The database file, or the URL with its password redacted. */
 const char *store_path(const struct store *st);

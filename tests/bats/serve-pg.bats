@@ -188,9 +188,11 @@ JS
   CHIDORI_STORE=nonsense chid serve "$T/agent.js"
   assert_status 2
   assert_stderr_has "'nonsense' is not a store"
-  chid serve "$T/agent.js" --store 'postgres://h/db?bogus=1'
+  # The rest of the URL is libpq's to check (in the broker): still a usage error.
+  chid serve "$T/agent.js" --listen 127.0.0.1:0 --state-dir "$T/st" --store "postgres://u:hunter2@h/db?bogus=1"
   assert_status 2
-  assert_stderr_has 'invalid URI query parameter: "bogus"'
+  assert_stderr_has '--store postgres://u:***@h/db?bogus=1 is not a valid PostgreSQL URL: invalid URI query parameter: "bogus"'
+  [[ $stderr != *hunter2* ]]
   chid serve "$T/agent.js" --store sqlite:
   assert_status 2
 }
@@ -233,13 +235,19 @@ JS
   [[ $stderr != *"$PG_PASSWORD"* ]]
 }
 
-@test "serve-pg: the one-process server (CHIDORI_RUN_BROKER=0) uses the same store" {
-  CHIDORI_RUN_BROKER=0 start_server --listen 127.0.0.1:0 --state-dir "$T/st" --store "$STORE"
-  req -X POST -d '{"input": 3}' "$URL/sessions"
-  assert_code 201
-  [[ $(jq -c .result <<<"$body") == '{"echo":3}' ]]
-  [[ $(sql "SELECT COUNT(*) FROM sessions") == 1 ]]
-  no_password
+@test "serve-pg: only chidori-broker links libpq: the one-process server (CHIDORI_RUN_BROKER=0) refuses postgres (exit 2)" {
+  run ldd "$CHIDORI"
+  [[ $output != *libpq* ]]
+  run ldd "$(dirname "$CHIDORI")/chidori-broker"
+  [[ $output == *libpq* ]]
+  run ldd "$(dirname "$CHIDORI")/chidori-monitor"
+  [[ $output != *libpq* ]]
+  echo 'export default () => 1' >"$T/agent.js"
+  CHIDORI_RUN_BROKER=0 chid serve "$T/agent.js" --listen 127.0.0.1:0 --state-dir "$T/st" --store "$STORE"
+  assert_status 2
+  assert_stderr_has "a PostgreSQL store is served by the broker (chidori-broker links libpq)"
+  [[ $(sql "SELECT COUNT(*) FROM pg_tables WHERE tablename = 'sessions'") == 0 ]]
+  [[ $stderr != *"$PG_PASSWORD"* ]]
 }
 
 @test "serve-pg: agent memory lives in PostgreSQL: kept across a session's runs and across servers with other state dirs" {
