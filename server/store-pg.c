@@ -202,7 +202,7 @@ static void session_row(const PGresult *res, int i, struct store_session *s)
         s->stats = dup_value(res, i, 8);
         s->created_at = dup_value(res, i, 9);
         s->updated_at = dup_value(res, i, 10);
-        s->exit = PQgetisnull(res, i, 11) ? -1 : atoi(PQgetvalue(res, i, 11));
+        s->exit = PQgetisnull(res, i, 11) ? -1 : (int)strtol(PQgetvalue(res, i, 11), NULL, 10);
         s->pending = dup_value(res, i, 12);
         s->quotas = dup_value(res, i, 13);
 }
@@ -563,7 +563,7 @@ static int migrate(struct pg_store *st, struct err **err)
                         rollback(st);
                         return -1;
                 }
-                int version = atoi(PQgetvalue(res, 0, 0));
+                int version = (int)strtol(PQgetvalue(res, 0, 0), NULL, 10);
                 PQclear(res);
                 if (version > PG_SCHEMA_VERSION) {
                         rollback(st);
@@ -698,9 +698,9 @@ static int mem_set(void *h, const char *ns, const char *key, const char *value_j
                 "WHERE ns = $1), (SELECT bytes FROM memory WHERE ns = $1 AND key = $2)",
                 2, p2, &res, false, err, "memory: cannot read the namespace's totals") < 0)
                 goto fail;
-        long long keys = atoll(PQgetvalue(res, 0, 0)), held = atoll(PQgetvalue(res, 0, 1));
+        long long keys = strtoll(PQgetvalue(res, 0, 0), NULL, 10), held = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
         bool exists = !PQgetisnull(res, 0, 2);
-        long long old = exists ? atoll(PQgetvalue(res, 0, 2)) : 0;
+        long long old = exists ? strtoll(PQgetvalue(res, 0, 2), NULL, 10) : 0;
         PQclear(res);
         size_t bytes = klen + vlen;
         if (!exists && keys >= (long long)MEMSTORE_KEYS_MAX) {
@@ -744,7 +744,7 @@ static int mem_del(void *h, const char *ns, const char *key, bool *ret_existed, 
                 "memory: cannot delete a key") < 0)
                 return -1;
         if (ret_existed)
-                *ret_existed = atoi(PQcmdTuples(res)) > 0;
+                *ret_existed = (int)strtol(PQcmdTuples(res), NULL, 10) > 0;
         PQclear(res);
         return 0;
 }
@@ -760,7 +760,7 @@ static int mem_clear(void *h, const char *ns, size_t *ret_n, struct err **err)
                 "memory: cannot clear the namespace") < 0)
                 return -1;
         if (ret_n)
-                *ret_n = (size_t)atoll(PQcmdTuples(res));
+                *ret_n = (size_t)strtoll(PQcmdTuples(res), NULL, 10);
         PQclear(res);
         return 0;
 }

@@ -279,3 +279,16 @@ JS
   req -X POST -d '{"input": "read"}' "$URL/sessions"
   [[ $(jq -c .result <<<"$body") == '{"got":{"n":1.5,"s":"a\u0000b"}}' ]]
 }
+
+@test "serve-pg: serve-approve.bats and serve-events.bats pass with every server on PostgreSQL (SERVE_STORE)" {
+  # Each of their tests gets a database of its own (serve-helpers.bash, store_args).
+  SERVE_STORE="postgres://postgres:$PG_PASSWORD@/{db}?host=$PGSOCK&port=$PGPORT_T" \
+    SERVE_STORE_CREATEDB="$PG_BIN/createdb -h $PGSOCK -p $PGPORT_T -U postgres" PGPASSWORD=$PG_PASSWORD \
+    run bats "$BATS_TEST_DIRNAME/serve-approve.bats" "$BATS_TEST_DIRNAME/serve-events.bats"
+  echo "$output"
+  [[ $status -eq 0 ]]
+  # One test is skipped (it edits serve.db with sqlite3); every other one ran on PostgreSQL.
+  [[ $(grep -c '# skip' <<<"$output") == 1 ]]
+  [[ $(PGPASSWORD=$PG_PASSWORD "$PG_BIN/psql" -h "$PGSOCK" -p "$PGPORT_T" -U postgres -d postgres -qAtc \
+       "SELECT COUNT(*) FROM pg_database WHERE datname LIKE 'tchidoribats%'") -ge 10 ]]
+}
