@@ -106,6 +106,11 @@ static void revive(struct pg_store *st)
                 PQreset(st->conn);
 }
 
+static void rollback(struct pg_store *st)
+{
+        PQclear(PQexec(st->conn, "ROLLBACK"));
+}
+
 /* One statement with text parameters (NULL: SQL NULL).  *ret (may be
  * NULL) gets the result on success; reads may retry once on a connection
  * found lost (nothing was written). */
@@ -129,6 +134,14 @@ static int run(struct pg_store *st, const char *sql, int n, const char *const *p
                 }
                 int rc = pg_err(st, res, err, what);
                 PQclear(res);
+                /* PostgreSQL aborts the whole transaction: the batch (pure
+                 * results only, which a replay recomputes) is dropped. */
+                if (st->in_batch) {
+                        if (!conn_lost(st))
+                                rollback(st);
+                        st->in_batch = false;
+                        st->batch_lines = 0;
+                }
                 return rc;
         }
 }
@@ -138,19 +151,12 @@ static int simple(struct pg_store *st, const char *sql, struct err **err, const 
         return run(st, sql, 0, NULL, NULL, false, err, what);
 }
 
-static void rollback(struct pg_store *st)
-{
-        PQclear(PQexec(st->conn, "ROLLBACK"));
-}
-
 static int pg_commit(struct store *base, struct err **err)
 {
         struct pg_store *st = (struct pg_store *)base;
         if (!st->in_batch)
                 return 0;
-        int rc = simple(st, "COMMIT", err, "commit");
-        if (rc < 0)
-                rollback(st);
+        int rc = simple(st, "COMMIT", err, "commit"); /* a failure rolls back (run) */
         st->in_batch = false;
         st->batch_lines = 0;
         return rc;
@@ -520,8 +526,12 @@ static int pg_tenant_usage_put(struct store *base, const char *tenant, int64_t w
 static int pg_ready(struct store *base, struct err **err)
 {
         struct pg_store *st = (struct pg_store *)base;
-        if (st->in_batch)
-                return 0; /* a transaction is open: the connection is in use */
+        if (st->in_batch && !conn_lost(st))
+                return 0; /* a transaction is open and its connection alive */
+        if (st->in_batch) {
+                st->in_batch = false; /* lost with the connection: pure results, recomputed by replay */
+                st->batch_lines = 0;
+        }
         struct err *e = NULL;
         if (run(st, "SELECT 1", 0, NULL, NULL, true, &e, "check the connection") < 0) {
                 char msg[512];
