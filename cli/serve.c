@@ -554,6 +554,21 @@ static int serve_check_args(int argc, char **argv, struct serve_opts *o)
                         err_free(e);
                         return EXIT_USAGE;
                 }
+                /* sqlite:PATH: a file name in a folder that exists. */
+                const char *path = o->store + 7, *slash = strrchr(path, '/');
+                char folder[PATH_MAX];
+                snprintf(folder, sizeof(folder), "%.*s", slash ? (int)(slash - path) : 1, !slash ? "." : slash == path ? "/" : path);
+                struct stat sb;
+                int bad = kind != STORE_SQLITE ? 0 : !*(slash ? slash + 1 : path) ? EINVAL
+                                                  : stat(folder, &sb) < 0        ? errno
+                                                  : !S_ISDIR(sb.st_mode)         ? ENOTDIR
+                                                                                 : 0;
+                if (bad) {
+                        char q[PATH_MAX];
+                        return usage_error("--store %s: %s (expected sqlite:PATH, a database file in an existing "
+                                           "folder)", text_quote(o->store, strlen(o->store), q, sizeof(q)),
+                                           bad == EINVAL ? "no file name" : strerror(bad));
+                }
         }
         if (o->quotas_file) {
                 struct err *e = NULL;
