@@ -288,7 +288,7 @@ fuzz-long: $(FUZZ_BIN)
 	FUZZ_SECONDS=$(FUZZ_SECONDS) ./scripts/fuzz.sh --long $(FUZZ_BIN)
 
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -I. $(DIRS_FLAGS) -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
-               $(call cflags_of,$(PKGS_HOST) libcurl)
+               $(call cflags_of,$(PKGS_HOST) libcurl libpq)
 FUZZ_LIB_SRC := $(COMMON_SRC) $(PROTO_SRC) $(POLICY_SRC) $(RUNTIME_SRC) $(EFFECTS_SRC) \
                 $(filter-out server/http.c server/mhd.c,$(SERVER_SRC))
 FUZZ_LIB_OBJ := $(patsubst %.c,$(BUILD)/fuzz-obj/%.o,$(FUZZ_LIB_SRC))
