@@ -24,6 +24,7 @@ struct pg_store {
         PGconn *conn;
         char *url;           /* as given (holds the password): never printed */
         bool in_batch;       /* a transaction holds pure journal lines not yet committed */
+        bool in_tx;          /* a transaction of several statements (begin .. commit_tx) */
         unsigned batch_lines;
 };
 
@@ -97,8 +98,8 @@ static int pg_err(struct pg_store *st, const PGresult *res, struct err **err, co
  * its goodbye or EOF is waiting on the socket) is reset before use. */
 static void revive(struct pg_store *st)
 {
-        if (st->in_batch)
-                return;
+        if (st->in_batch || st->in_tx)
+                return; /* a reset would end the transaction: its statements fail instead */
         struct pollfd p = { .fd = PQsocket(st->conn), .events = POLLIN };
         if (p.fd >= 0 && poll(&p, 1, 0) > 0)
                 PQconsumeInput(st->conn);
@@ -109,6 +110,7 @@ static void revive(struct pg_store *st)
 static void rollback(struct pg_store *st)
 {
         PQclear(PQexec(st->conn, "ROLLBACK"));
+        st->in_tx = false;
 }
 
 /* One statement with text parameters (NULL: SQL NULL).  *ret (may be
@@ -128,7 +130,7 @@ static int run(struct pg_store *st, const char *sql, int n, const char *const *p
                                 PQclear(res);
                         return 0;
                 }
-                if (read && attempt == 0 && !st->in_batch && conn_lost(st)) {
+                if (read && attempt == 0 && !st->in_batch && !st->in_tx && conn_lost(st)) {
                         PQclear(res);
                         continue;
                 }
@@ -164,9 +166,19 @@ static int pg_commit(struct store *base, struct err **err)
 
 static int begin(struct pg_store *st, struct err **err)
 {
-        if (pg_commit(&st->base, err) < 0)
+        if (pg_commit(&st->base, err) < 0 || simple(st, "BEGIN", err, "begin a transaction") < 0)
                 return -1;
-        return simple(st, "BEGIN", err, "begin a transaction");
+        st->in_tx = true;
+        return 0;
+}
+
+static int commit_tx(struct pg_store *st, struct err **err, const char *what)
+{
+        int rc = simple(st, "COMMIT", err, what);
+        if (rc < 0)
+                rollback(st);
+        st->in_tx = false;
+        return rc;
 }
 
 static int batch_begin(struct pg_store *st, struct err **err)
@@ -236,7 +248,7 @@ static int pg_session_insert(struct store *base, const struct store_session *s, 
                         4, q, NULL, false, err, "record the idempotency key") < 0)
                         goto fail;
         }
-        return simple(st, "COMMIT", err, "record the session");
+        return commit_tx(st, err, "record the session");
 fail:
         rollback(st);
         return -1;
@@ -290,7 +302,7 @@ static int pg_session_delete(struct store *base, const char *id, struct err **er
                         rollback(st);
                         return -1;
                 }
-        return simple(st, "COMMIT", err, "delete the session");
+        return commit_tx(st, err, "delete the session");
 }
 
 static int pg_session_list(struct store *base, const char *tenant, const char *status, const char *after,
@@ -737,7 +749,7 @@ static int mem_set(void *h, const char *ns, const char *key, const char *value_j
                 "bytes = EXCLUDED.bytes",
                 5, p5, NULL, false, err, "memory: cannot store a key") < 0)
                 goto fail;
-        return simple(st, "COMMIT", err, "memory: cannot store a key");
+        return commit_tx(st, err, "memory: cannot store a key");
 fail:
         rollback(st);
         return -1;
