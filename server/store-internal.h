@@ -51,6 +51,7 @@ struct store {
         const struct store_ops *ops;
         const char *kind;    /* "sqlite", "postgres" */
         char *desc;          /* the file, or the URL with its password redacted: for messages */
+        bool lost;           /* the connection was lost since store_recovered last said so */
 };
 
 /* SQLite at `path` (the database file); its folder must exist. */

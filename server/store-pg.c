@@ -86,6 +86,8 @@ static int pg_err(struct pg_store *st, const PGresult *res, struct err **err, co
         pg_message(st, res, msg, sizeof(msg));
         const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
         if (conn_lost(st))
+                st->base.lost = true;
+        if (conn_lost(st))
                 return err_setc(err, STORE_E_UNAVAILABLE, 0, "the database %s: %s: the connection is lost (%s)",
                                 st->base.desc, what, msg);
         /* Class 53: insufficient resources (53100 disk full). */

@@ -236,6 +236,14 @@ int store_ready(struct store *st, struct err **err)
         return st->ops->ready ? st->ops->ready(st, err) : 0;
 }
 
+bool store_recovered(struct store *st)
+{
+        if (!st->lost || store_ready(st, NULL) < 0)
+                return false;
+        st->lost = false;
+        return true;
+}
+
 int store_session_insert(struct store *st, const struct store_session *s, const char *idem_key, struct err **err)
 {
         return st->ops->session_insert(st, s, idem_key, err);

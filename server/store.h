@@ -79,6 +79,9 @@ const char *store_kind(const struct store *st); /* "sqlite", "postgres" */
 /* 0: the database answers; -1 (STORE_E_UNAVAILABLE) when it does not,
  * after one attempt to reconnect. */
 int store_ready(struct store *st, struct err **err);
+/* True once after the database, lost since (a write or a read failed for
+ * it), answers again: the server then resumes what could not be recorded. */
+bool store_recovered(struct store *st);
 
 int store_session_insert(struct store *st, const struct store_session *s, const char *idem_key, struct err **err);
 /* 0 found (*ret filled), 1 none. */

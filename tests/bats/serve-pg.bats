@@ -163,6 +163,28 @@ JS
   no_password
 }
 
+@test "serve-pg: a session running while PostgreSQL is down is resumed by replay once it is back, without a server restart" {
+  cat >"$T/agent.js" <<'JS'
+export default async () => { await new Promise((r) => setTimeout(r, 4000)); await chidori.memory.set("k", 1); return "finished"; };
+JS
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --store "$STORE"
+  req -X POST -d '{"wait": false}' "$URL/sessions"
+  assert_code 202
+  local id; id=$(jq -r .id <<<"$body")
+  wait_status "$id" running
+  pg_stop
+  # Its run ends while nothing can be recorded (bounded wait on the server's own words).
+  local i
+  for ((i = 0; i < 300; i++)); do grep -q "session $id: .*the connection is lost" "$T/server.err" && break; sleep 0.2; done
+  grep -q "session $id: .*the connection is lost" "$T/server.err"
+  kill -0 "$SERVER_PID" # the server (and its broker) still runs
+  pg_startup
+  wait_status "$id" done
+  [[ $(jq -c .result <<<"$body") == '"finished"' ]]
+  grep -q "the store answers again: 1 session(s) resumed by replay" "$T/server.err"
+  no_password
+}
+
 @test "serve-pg: over TCP (postgresql://USER:PASSWORD@127.0.0.1:PORT/DB) and with the password in PGPASSWORD" {
   start_server --listen 127.0.0.1:0 --state-dir "$T/st" --store "postgresql://postgres:$PG_PASSWORD@127.0.0.1:$PGPORT_T/$DB"
   grep -q "^Store: postgres postgresql://postgres:\*\*\*@127.0.0.1:$PGPORT_T/$DB\$" "$T/server.err"
