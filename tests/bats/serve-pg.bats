@@ -210,6 +210,10 @@ JS
   CHIDORI_STORE=nonsense chid serve "$T/agent.js"
   assert_status 2
   assert_stderr_has "'nonsense' is not a store"
+  # The flag wins over CHIDORI_STORE.
+  CHIDORI_STORE="sqlite:$T/x.db" chid serve "$T/agent.js" --store other
+  assert_status 2
+  assert_stderr_has "'other' is not a store"
   # The rest of the URL is libpq's to check (in the broker): still a usage error.
   chid serve "$T/agent.js" --listen 127.0.0.1:0 --state-dir "$T/st" --store "postgres://u:hunter2@h/db?bogus=1"
   assert_status 2
