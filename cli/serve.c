@@ -1002,6 +1002,7 @@ static int broker_grants(const struct serve_opts *o, struct handover *h, char **
  * the caller's name, as libpq's would: the broker uid has no name), and
  * the folder the monitor attaches: sqlite's (read-write) or the
  * PostgreSQL socket's (read-only).  Nothing else of the host is added. */
+/* 0, or the exit code (printed). */
 static int broker_store(const struct serve_opts *o, struct handover *h, char **ret_dir, char **ret_sock)
 {
         if (!o->store)
@@ -1010,7 +1011,7 @@ static int broker_store(const struct serve_opts *o, struct handover *h, char **r
         struct err *e = NULL;
         if (store_spec_parse(o->store, &kind, &e) < 0) { /* checked at parse time */
                 err_free(e);
-                return -1;
+                return EXIT_USAGE;
         }
         if (kind == STORE_SQLITE) {
                 char *dup = strdup(o->store + 7), *slash = dup ? strrchr(dup, '/') : NULL;
@@ -1022,7 +1023,7 @@ static int broker_store(const struct serve_opts *o, struct handover *h, char **r
                         fprintf(stderr, "chidori: serve: --store %s: %s (expected sqlite:PATH, a database file in an "
                                         "existing folder)\n", o->store, *base ? strerror(errno) : "no file name");
                         free(dup);
-                        return -1;
+                        return EXIT_USAGE;
                 }
                 handover_add(h, "store=sqlite:%s%s%s", *ret_dir, strcmp(*ret_dir, "/") ? "/" : "", base);
                 free(dup);
@@ -1030,7 +1031,20 @@ static int broker_store(const struct serve_opts *o, struct handover *h, char **r
         }
         if (store_pg_socket_dir(o->store, ret_sock, &e) < 0) {
                 err_free(e);
-                return -1;
+                return EXIT_USAGE;
+        }
+        /* The socket's folder must exist for the monitor to attach it: as
+         * for a database that does not answer, 78 naming it. */
+        struct stat sb;
+        int bad = !*ret_sock ? 0 : stat(*ret_sock, &sb) < 0 ? errno : !S_ISDIR(sb.st_mode) ? ENOTDIR : 0;
+        if (bad) {
+                char url[1024], q[PATH_MAX];
+                store_redact(o->store, url, sizeof(url));
+                fprintf(stderr, "chidori: serve: cannot connect to the PostgreSQL database %s (host %s): its socket "
+                                "folder: %s; check that it runs and that the URL (or PGHOST) names its socket folder\n",
+                        url, text_quote(*ret_sock, strlen(*ret_sock), q, sizeof(q)),
+                        strerror(bad));
+                return EXIT_LAYER_UNAVAILABLE;
         }
         handover_add(h, "store=%s", o->store);
         static const char *const pgenv[] = { "PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER",
@@ -1102,9 +1116,11 @@ static int serve_broker(struct serve_opts *o)
         if (code >= 0)
                 goto out;
         code = EXIT_USAGE;
-        if (broker_agent(o, &h, &agent_dir) < 0 || broker_state_dir(o, &state) < 0 || broker_grants(o, &h, &ws) < 0 ||
-            broker_store(o, &h, &store_dir, &store_sock) < 0)
+        if (broker_agent(o, &h, &agent_dir) < 0 || broker_state_dir(o, &state) < 0 || broker_grants(o, &h, &ws) < 0)
                 goto out;
+        if ((code = broker_store(o, &h, &store_dir, &store_sock)) != 0)
+                goto out;
+        code = EXIT_USAGE;
         if ((code = serve_listen(o, &r)) >= 0)
                 goto out;
         code = EXIT_USAGE;

@@ -232,6 +232,12 @@ JS
   assert_stderr_has "cannot connect to the PostgreSQL database postgres://postgres:***@/$DB?host=$T/nosock"
   assert_stderr_has "(host $T/nosock)"
   [[ $stderr != *"$PG_PASSWORD"* ]]
+  # A socket folder that does not exist at all: the same exit, before the broker starts.
+  chid serve "$T/agent.js" --listen 127.0.0.1:0 --state-dir "$T/st" \
+    --store "postgres://postgres:$PG_PASSWORD@/$DB?host=$T/gone"
+  assert_status 78
+  assert_stderr_has "cannot connect to the PostgreSQL database postgres://postgres:***@/$DB?host=$T/gone (host $T/gone): its socket folder: No such file or directory"
+  [[ $stderr != *"$PG_PASSWORD"* ]]
   # TCP: a port nothing listens on.
   local port; port=$(pg_free_port)
   chid serve "$T/agent.js" --listen 127.0.0.1:0 --state-dir "$T/st" \
