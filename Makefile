@@ -13,7 +13,7 @@ PKG_CONFIG ?= pkg-config
 
 PKGS_WORKER := javascriptcoregtk-4.1 libcjson
 PKGS_HOST   := libcjson sqlite3 libseccomp libcap libmnl
-PKGS_CLI    := javascriptcoregtk-4.1 $(PKGS_HOST) libcurl
+PKGS_CLI    := javascriptcoregtk-4.1 $(PKGS_HOST) libcurl libpq
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-format-nonliteral -Werror=implicit-function-declaration -Werror=vla
 CPPFLAGS += -I.
@@ -197,7 +197,7 @@ BROKER_OBJ := $(BROKER_CORE_OBJ) \
               $(call obj,broker/main.c $(BROKER_LIB_SRC) $(filter-out common/err.c,$(COMMON_SRC)) $(PROTO_SRC) \
                 $(RUNTIME_SRC) $(POLICY_SRC) $(filter-out $(NET_SRC),$(EFFECTS_SRC)) $(SERVER_SRC) cli/report.c cli/sink.c cli/bundle.c cli/sourcemap.c sandbox/seccomp-names.c \
                 sandbox/tz.c)
-BROKER_LIBS = $(call libs_of,libcjson sqlite3) -lpthread -ldl -lm
+BROKER_LIBS = $(call libs_of,libcjson sqlite3 libpq) -lpthread -ldl -lm
 $(BUILD)/chidori-broker: $(BROKER_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(BROKER_LIBS)
 
@@ -288,7 +288,7 @@ fuzz-long: $(FUZZ_BIN)
 	FUZZ_SECONDS=$(FUZZ_SECONDS) ./scripts/fuzz.sh --long $(FUZZ_BIN)
 
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -I. $(DIRS_FLAGS) -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
-               $(call cflags_of,$(PKGS_HOST) libcurl)
+               $(call cflags_of,$(PKGS_HOST) libcurl libpq)
 FUZZ_LIB_SRC := $(COMMON_SRC) $(PROTO_SRC) $(POLICY_SRC) $(RUNTIME_SRC) $(EFFECTS_SRC) \
                 $(filter-out server/http.c server/mhd.c,$(SERVER_SRC))
 FUZZ_LIB_OBJ := $(patsubst %.c,$(BUILD)/fuzz-obj/%.o,$(FUZZ_LIB_SRC))

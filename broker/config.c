@@ -107,6 +107,7 @@ static const struct key {
         KEY("max_running", K_NUM, max_running), KEY("max_queued", K_NUM, max_queued), KEY("grace", K_NUM, grace),
         KEY("approval_ttl", K_NUM, approval_ttl), KEY("session_ttl", K_NUM, session_ttl),
         KEY("shared_memory", K_FLAG, shared_memory), KEY("shared_workspace", K_FLAG, shared_workspace),
+        KEY("store", K_STR, store),
 };
 
 /* One "key=value": into its field, or a repeatable key's list. */
@@ -148,6 +149,14 @@ static int config_one(const char *kv, struct broker_config *c, struct err **err)
                         return err_set(err, 0, "config: a %s entry that is not NAME TEXT, or more than %d", k,
                                        BROKER_CONFIG_SECRETS_MAX);
                 c->secret[c->n_secret++] = kv;
+                return 0;
+        }
+        if (!strcmp(k, "store_env")) {
+                /* Never quoted in a message: PGPASSWORD is one. */
+                if (strncmp(v, "PG", 2) || !strchr(v, '=') || c->n_store_env == BROKER_CONFIG_STORE_ENV_MAX)
+                        return err_set(err, 0, "config: a store_env that is not PGNAME=VALUE, or more than %d",
+                                       BROKER_CONFIG_STORE_ENV_MAX);
+                c->store_env[c->n_store_env++] = v;
                 return 0;
         }
         if (!strcmp(k, "allow_host")) {
@@ -1030,6 +1039,7 @@ static int serve_agent(int chan, const struct broker_config *c, struct run *r, c
                 .max_conns = (unsigned)c->max_conns, .max_running = (unsigned)c->max_running,
                 .max_queued = (unsigned)c->max_queued, .approval_ttl_s = (unsigned)c->approval_ttl,
                 .session_ttl_s = (unsigned)c->session_ttl,
+                .store = c->store, .store_env = c->store_env, .n_store_env = c->n_store_env,
                 .limits = {
                         .max_calls = (uint64_t)c->max_calls, .max_queue = (uint64_t)c->max_queue,
                         .max_log = (uint64_t)c->max_log, .max_journal = (uint64_t)c->max_journal,

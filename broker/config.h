@@ -80,6 +80,9 @@
  *   max_body=N, conn_timeout=N, max_conns=N, max_running=N, max_queued=N,
  *   grace=N, approval_ttl=N, session_ttl=N, shared_memory=0|1,
  *   shared_workspace=0|1   serve's options (docs/serve.md)
+ *   store=SPEC           serve --store: sqlite:PATH or postgres://... (server/store.h)
+ *   store_env=NAME=VALUE libpq's PG* variables of the CLI's environment, set
+ *                        in the broker's before it connects (repeatable)
  * Every descriptor is at 5 or above and named once.
  */
 #ifndef CHIDORI_BROKER_CONFIG_H
@@ -92,6 +95,7 @@
 #define BROKER_CONFIG_ENV_MAX 128
 #define BROKER_CONFIG_ALLOW_MAX 64
 #define BROKER_CONFIG_SECRETS_MAX 2048  /* secret= and secret_host= strings */
+#define BROKER_CONFIG_STORE_ENV_MAX 32
 
 struct broker_config {
         const char *agent, *agent_dir, *run_id;
@@ -131,6 +135,9 @@ struct broker_config {
         long health_fd;                    /* --health-listen's socket, -1: none */
         const char *health_desc;           /* its http://HOST:PORT */
         const char *listen_desc, *token_file, *serve_token;
+        const char *store;                 /* --store, or NULL: serve.db in state_dir */
+        const char *store_env[BROKER_CONFIG_STORE_ENV_MAX]; /* "PGNAME=VALUE" */
+        size_t n_store_env;
         long max_body, conn_timeout, max_conns, max_running, max_queued, grace, approval_ttl, session_ttl;
 };
 

@@ -19,11 +19,12 @@
 #include "common/exit.h"
 #include "common/util.h"
 #include "effects/effects.h"
+#include "effects/memory/memstore.h"
 #include "effects/workspace/workspace.h"
 #include "policy/policy.h"
 #include "runtime/evloop.h"
 #include "server/server.h"
-#include "server/store.h"
+#include "server/store-internal.h"
 
 struct serve_state {
         const struct broker_serve *x;
@@ -150,9 +151,9 @@ static void on_broken(void *arg, const char *why)
 }
 
 /* The banner as the one-process server printed it. */
-static void banner(const struct broker_serve *x)
+static void banner(const struct broker_serve *x, const struct store *st)
 {
-        server_banner(x->policy, x->auth, x->listen_desc, x->quiet);
+        server_banner(x->policy, x->auth, st, x->listen_desc, x->quiet);
 }
 
 /* Until stopped, the drain over, or the channel broken: the exit code. */
@@ -178,12 +179,27 @@ int broker_serve(int chan, const struct broker_serve *x, struct err **err)
         struct evloop *loop = NULL;
         struct store *store = NULL;
         int code = EXIT_PROTOCOL;
-        if (store_open(x->state_dir, &store, err) < 0)
-                return EXIT_PROTOCOL; /* a damaged database: the message names the file */
+        for (size_t i = 0; i < x->n_store_env; i++)
+                putenv((char *)x->store_env[i]); /* libpq reads PGPASSWORD etc. from the environment */
+        store_register_pg(store_pg_open); /* this binary links libpq */
+        if (store_open_spec(x->store, x->state_dir, &store, err) < 0)
+                /* a damaged database names the file (70); an unreachable one,
+                 * a refused login or a newer schema need the operator (78) */
+                return err_code(*err) == STORE_E_USAGE         ? EXIT_USAGE
+                       : err_code(*err) == STORE_E_UNAVAILABLE ? EXIT_LAYER_UNAVAILABLE
+                       : err_code(*err) == STORE_E_VERSION     ? EXIT_LAYER_UNAVAILABLE
+                                                               : EXIT_PROTOCOL;
+        /* PostgreSQL: agent memory in the same database (NULL: SQLite's, x->mem). */
+        struct memstore *db_mem = NULL;
+        if (store_memory_open(store, &db_mem, err) < 0) {
+                store_close(store);
+                return EXIT_PROTOCOL;
+        }
         st.agent_folder = nested_agent_folder(x->agent_dir, x->agent_rel);
         if (evloop_new(&loop, err) < 0 || chan_boxes_init(&st.cb, chan, loop, err) < 0) {
                 free(st.agent_folder);
                 evloop_free(loop);
+                memstore_close(db_mem);
                 store_close(store);
                 return EXIT_PROTOCOL;
         }
@@ -223,7 +239,7 @@ int broker_serve(int chan, const struct broker_serve *x, struct err **err)
                         .limits = x->limits,
                         .quotas = x->quotas,
                         .effects = &effects_table,
-                        .mem = x->mem,
+                        .mem = db_mem ? db_mem : x->mem,
                         .shared_memory = x->shared_memory,
                         .boxes_new = boxes_new,
                         .boxes_free = boxes_free,
@@ -232,7 +248,7 @@ int broker_serve(int chan, const struct broker_serve *x, struct err **err)
         };
         if (server_new(loop, &cfg, &st.srv, err) < 0)
                 goto out;
-        banner(x);
+        banner(x, store);
         code = serve_loop(&st, loop, err);
 out:
         /* Sessions still running are killed with their boxes (KILL; the
@@ -241,6 +257,7 @@ out:
         server_free(st.srv);
         chan_boxes_free(&st.cb);
         evloop_free(loop);
+        memstore_close(db_mem);
         store_close(store);
         free(st.agent_folder);
         return code;

@@ -38,7 +38,10 @@ struct broker_serve {
         const char *agent_abspath, *agent_sha256;
         const struct policy *policy;
         struct memstore *mem;
-        const char *state_dir;             /* serve.db in it */
+        const char *state_dir;             /* serve.db in it, unless store */
+        const char *store;                 /* --store: sqlite:PATH, postgres://... (NULL: state_dir/serve.db) */
+        const char *const *store_env;      /* "PGNAME=VALUE": set before connecting */
+        size_t n_store_env;
         const char *workspace;             /* NULL: none; sessions get DIR/<id>/ unless shared */
         bool shared_workspace, shared_memory, quiet, no_jit, auto_approve;
         const char *tz;

@@ -186,6 +186,10 @@ static void monitor_settings(struct handover *set, const struct handover_run *r,
                 handover_add(set, "max_trees=%ld", r->max_trees);
                 if (r->unlink_socket)
                         handover_add(set, "unlink_socket=%s", r->unlink_socket);
+                if (r->store_dir)
+                        handover_add(set, "store_dir=%s", r->store_dir);
+                if (r->store_socket_dir)
+                        handover_add(set, "store_socket_dir=%s", r->store_socket_dir);
         }
         handover_add(set, "quiet=%d", r->quiet);
         handover_add(set, "broker_uid=%u", (unsigned)uid);

@@ -54,6 +54,9 @@ struct handover_run {
         long stop_grace_ms;
         long max_trees;                    /* run trees at once: sessions and replays (2 x --max-running) */
         const char *unlink_socket;
+        /* serve --store: sqlite:PATH's folder (read-write) and a PostgreSQL
+         * unix socket's folder (a read-only copy), absolute or NULL. */
+        const char *store_dir, *store_socket_dir;
 };
 
 /* Exec chidori-monitor with the strings (sealed), the descriptors and the

@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include "cli/bounds.h"
@@ -54,6 +55,7 @@ struct serve_opts {
         long max_running;
         long max_queued;
         const char *state_dir;
+        const char *store;        /* --store SPEC [CHIDORI_STORE]: NULL, state_dir/serve.db */
         long js_deadline_ms;      /* -1: the default for the policy */
         struct sandbox_opts sb;
         struct session_limits lim;
@@ -106,6 +108,10 @@ static void serve_help(void)
                "  --max-queued N        sessions waiting for a slot; past it 429 (default 64)\n"
                "  --state-dir DIR       where the sessions (DIR/serve.db) and agent memory are kept\n"
                "                        [default $XDG_STATE_HOME/chidori or ~/.local/state/chidori]\n"
+               "  --store SPEC          where the sessions are kept: sqlite:PATH (a database file) or\n"
+               "                        postgres://[USER[:PASSWORD]@]HOST[:PORT]/DB[?PARAMS] (also\n"
+               "                        postgresql://; libpq's PG* variables apply; a unix socket:\n"
+               "                        ?host=/DIR); default: sqlite in --state-dir [CHIDORI_STORE]\n"
                "  --shared-memory       every session shares the agent's memory namespace (default: each\n"
                "                        session its own)\n"
                "  --grace SECS          after SIGTERM, running sessions get this long to finish (default\n"
@@ -143,7 +149,7 @@ enum {
         SVOPT_LISTEN = 1200, SVOPT_TOKEN_FILE, SVOPT_MAX_BODY, SVOPT_CONN_TIMEOUT, SVOPT_MAX_CONNS,
         SVOPT_MAX_RUNNING, SVOPT_MAX_QUEUED, SVOPT_TRUSTED, SVOPT_UNTRUSTED, SVOPT_QUIET, SVOPT_STATE_DIR,
         SVOPT_SHARED_MEMORY, SVOPT_JS_DEADLINE, SVOPT_GRACE, SVOPT_APPROVAL_TTL, SVOPT_SESSION_TTL,
-        SVOPT_SHARED_WORKSPACE, SVOPT_QUOTAS, SVOPT_BROKER_USER, SVOPT_HEALTH_LISTEN,
+        SVOPT_SHARED_WORKSPACE, SVOPT_QUOTAS, SVOPT_BROKER_USER, SVOPT_HEALTH_LISTEN, SVOPT_STORE,
 };
 
 /* ---- the box of a session: the CLI's provider, as `run` uses it ---- */
@@ -447,6 +453,7 @@ static const struct option serve_longopts[] = {
         { "quotas", required_argument, NULL, SVOPT_QUOTAS },
         { "broker-user", required_argument, NULL, SVOPT_BROKER_USER },
         { "health-listen", required_argument, NULL, SVOPT_HEALTH_LISTEN },
+        { "store", required_argument, NULL, SVOPT_STORE },
         SANDBOX_LONGOPTS,
         BOUNDS_LONGOPTS,
         GRANTS_LONGOPTS,
@@ -478,6 +485,9 @@ static int serve_opts_init(struct serve_opts *o)
         }
         if (sandbox_opts_env(&o->sb) < 0 || bounds_opts_env(&o->lim) < 0 || grants_opts_env(&o->gr) < 0)
                 return -1;
+        const char *env_store = getenv("CHIDORI_STORE");
+        if (env_store && *env_store)
+                o->store = env_store;
         const char *env_q = getenv("CHIDORI_QUOTAS");
         if (env_q && *env_q)
                 o->quotas_file = env_q;
@@ -517,6 +527,7 @@ static int serve_option(struct serve_opts *o, int c, const char *arg)
                 o->broker_user = arg;
                 return 0;
         case SVOPT_HEALTH_LISTEN: o->health_listen = arg; return 0;
+        case SVOPT_STORE: o->store = arg; return 0;
         case SVOPT_APPROVAL_TTL: return parse_count("--approval-ttl", arg, 0, 31536000L, &o->approval_ttl);
         case SVOPT_SESSION_TTL: return parse_count("--session-ttl", arg, 0, 315360000L, &o->session_ttl);
         case SVOPT_LISTEN: o->listen = arg; return 0;
@@ -552,6 +563,35 @@ static int serve_check_args(int argc, char **argv, struct serve_opts *o)
                                    (unsigned long long)o->sb.pids_max, ENGINE_PIDS_MIN);
         if (o->state_dir && state_dir_check(o->state_dir) < 0)
                 return EXIT_USAGE;
+        if (o->store) {
+                enum store_kind kind;
+                struct err *e = NULL;
+                char *dir = NULL;
+                int rc = store_spec_parse(o->store, &kind, &e);
+                if (rc == 0 && kind == STORE_POSTGRES)
+                        rc = store_pg_socket_dir(o->store, &dir, &e);
+                free(dir);
+                if (rc < 0) {
+                        usage_error("--store (or CHIDORI_STORE): %s", err_msg(e));
+                        err_free(e);
+                        return EXIT_USAGE;
+                }
+                /* sqlite:PATH: a file name in a folder that exists. */
+                const char *path = o->store + 7, *slash = strrchr(path, '/');
+                char folder[PATH_MAX];
+                snprintf(folder, sizeof(folder), "%.*s", slash ? (int)(slash - path) : 1, !slash ? "." : slash == path ? "/" : path);
+                struct stat sb;
+                int bad = kind != STORE_SQLITE ? 0 : !*(slash ? slash + 1 : path) ? EINVAL
+                                                  : stat(folder, &sb) < 0        ? errno
+                                                  : !S_ISDIR(sb.st_mode)         ? ENOTDIR
+                                                                                 : 0;
+                if (bad) {
+                        char q[PATH_MAX];
+                        return usage_error("--store %s: %s (expected sqlite:PATH, a database file in an existing "
+                                           "folder)", text_quote(o->store, strlen(o->store), q, sizeof(q)),
+                                           bad == EINVAL ? "no file name" : strerror(bad));
+                }
+        }
         if (o->quotas_file) {
                 struct err *e = NULL;
                 if (quotas_load_file(o->quotas_file, &o->quotas, &e) < 0) {
@@ -607,6 +647,7 @@ struct serve_run {
         char *worker_path;
         char *state_dir;
         struct memstore *mem;
+        struct memstore *db_mem;  /* --store postgres: agent memory in the database */
         struct store *store;
         int fd;                   /* the listening socket until the server has it */
         int health_fd;            /* --health-listen's, -1: none */
@@ -697,7 +738,14 @@ static int serve_open_state(struct serve_opts *o, struct serve_run *r)
                                 "DIR\n", err_msg(r->err));
                 return EXIT_USAGE;
         }
-        if (store_open(r->state_dir, &r->store, &r->err) < 0) {
+        if (store_open_spec(o->store, r->state_dir, &r->store, &r->err) < 0) {
+                fprintf(stderr, "chidori: serve: %s\n", err_msg(r->err));
+                return err_code(r->err) == STORE_E_USAGE         ? EXIT_USAGE
+                       : err_code(r->err) == STORE_E_UNAVAILABLE ? EXIT_LAYER_UNAVAILABLE
+                       : err_code(r->err) == STORE_E_VERSION     ? EXIT_LAYER_UNAVAILABLE
+                                                                 : EXIT_PROTOCOL;
+        }
+        if (store_memory_open(r->store, &r->db_mem, &r->err) < 0) {
                 fprintf(stderr, "chidori: serve: %s\n", err_msg(r->err));
                 return EXIT_PROTOCOL;
         }
@@ -804,7 +852,7 @@ static int serve_start(struct serve_opts *o, struct serve_run *r)
                         .limits = o->lim,
                         .quotas = o->quotas,
                         .effects = &effects_table,
-                        .mem = r->mem,
+                        .mem = r->db_mem ? r->db_mem : r->mem,
                         .shared_memory = o->shared_memory,
                         .boxes_new = boxes_new,
                         .boxes_free = boxes_free,
@@ -816,7 +864,7 @@ static int serve_start(struct serve_opts *o, struct serve_run *r)
                 fprintf(stderr, "chidori: serve: %s\n", err_msg(r->err));
                 return EXIT_PROTOCOL;
         }
-        server_banner(r->pol, r->auth, r->desc, o->quiet);
+        server_banner(r->pol, r->auth, r->store, r->desc, o->quiet);
         r->st.grace_s = o->grace;
         return -1;
 }
@@ -862,6 +910,7 @@ static void serve_close(struct serve_run *r)
                 unlink(r->unix_path);
                 free(r->unix_path);
         }
+        memstore_close(r->db_mem);
         store_close(r->store);
         memstore_close(r->mem);
         free(r->state_dir);
@@ -987,6 +1036,72 @@ static int broker_grants(const struct serve_opts *o, struct handover *h, char **
         return 0;
 }
 
+/* --store for the broker: the spec (sqlite:PATH made absolute), libpq's
+ * PG* variables (the broker's environment has none; the user defaults to
+ * the caller's name, as libpq's would: the broker uid has no name), and
+ * the folder the monitor attaches: sqlite's (read-write) or the
+ * PostgreSQL socket's (read-only).  Nothing else of the host is added. */
+/* 0, or the exit code (printed). */
+static int broker_store(const struct serve_opts *o, struct handover *h, char **ret_dir, char **ret_sock)
+{
+        if (!o->store)
+                return 0;
+        enum store_kind kind;
+        struct err *e = NULL;
+        if (store_spec_parse(o->store, &kind, &e) < 0) { /* checked at parse time */
+                err_free(e);
+                return EXIT_USAGE;
+        }
+        if (kind == STORE_SQLITE) {
+                char *dup = strdup(o->store + 7), *slash = dup ? strrchr(dup, '/') : NULL;
+                const char *base = slash ? slash + 1 : o->store + 7;
+                if (slash)
+                        *slash = '\0';
+                *ret_dir = dup ? realpath(slash ? (*dup ? dup : "/") : ".", NULL) : NULL;
+                if (!*ret_dir || !*base) {
+                        fprintf(stderr, "chidori: serve: --store %s: %s (expected sqlite:PATH, a database file in an "
+                                        "existing folder)\n", o->store, *base ? strerror(errno) : "no file name");
+                        free(dup);
+                        return EXIT_USAGE;
+                }
+                handover_add(h, "store=sqlite:%s%s%s", *ret_dir, strcmp(*ret_dir, "/") ? "/" : "", base);
+                free(dup);
+                return 0;
+        }
+        if (store_pg_socket_dir(o->store, ret_sock, &e) < 0) {
+                err_free(e);
+                return EXIT_USAGE;
+        }
+        /* The socket's folder must exist for the monitor to attach it: as
+         * for a database that does not answer, 78 naming it. */
+        struct stat sb;
+        int bad = !*ret_sock ? 0 : stat(*ret_sock, &sb) < 0 ? errno : !S_ISDIR(sb.st_mode) ? ENOTDIR : 0;
+        if (bad) {
+                char url[1024], q[PATH_MAX];
+                store_redact(o->store, url, sizeof(url));
+                fprintf(stderr, "chidori: serve: cannot connect to the PostgreSQL database %s (host %s): its socket "
+                                "folder: %s; check that it runs and that the URL (or PGHOST) names its socket folder\n",
+                        url, text_quote(*ret_sock, strlen(*ret_sock), q, sizeof(q)),
+                        strerror(bad));
+                return EXIT_LAYER_UNAVAILABLE;
+        }
+        handover_add(h, "store=%s", o->store);
+        static const char *const pgenv[] = { "PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER",
+                                             "PGPASSWORD", "PGOPTIONS", "PGAPPNAME", "PGSSLMODE",
+                                             "PGCONNECT_TIMEOUT", "PGTARGETSESSIONATTRS", "PGGSSENCMODE",
+                                             "PGCHANNELBINDING" };
+        for (size_t i = 0; i < ARRAY_SIZE(pgenv); i++) {
+                const char *v = getenv(pgenv[i]);
+                if (v && *v)
+                        handover_add(h, "store_env=%s=%s", pgenv[i], v);
+        }
+        const char *user = getenv("PGUSER");
+        struct passwd *pw = getpwuid(getuid());
+        if ((!user || !*user) && !store_pg_has_user(o->store) && pw)
+                handover_add(h, "store_env=PGUSER=%s", pw->pw_name);
+        return 0;
+}
+
 /* serve's own settings, the listening socket and the tokens' source. */
 static int broker_server(const struct serve_opts *o, struct serve_run *r, struct handover *h)
 {
@@ -1039,7 +1154,7 @@ static int serve_broker(struct serve_opts *o)
         struct serve_run r = { .fd = -1, .health_fd = -1 };
         struct handover h;
         handover_init(&h);
-        char *agent_dir = NULL, *state = NULL, *ws = NULL;
+        char *agent_dir = NULL, *state = NULL, *ws = NULL, *store_dir = NULL, *store_sock = NULL;
         char run_id[40];
         int code = serve_tokens(o, &r);
         if (code >= 0)
@@ -1047,6 +1162,9 @@ static int serve_broker(struct serve_opts *o)
         code = EXIT_USAGE;
         if (broker_agent(o, &h, &agent_dir) < 0 || broker_state_dir(o, &state) < 0 || broker_grants(o, &h, &ws) < 0)
                 goto out;
+        if ((code = broker_store(o, &h, &store_dir, &store_sock)) != 0)
+                goto out;
+        code = EXIT_USAGE;
         if ((code = serve_listen(o, &r)) >= 0)
                 goto out;
         code = EXIT_USAGE;
@@ -1068,6 +1186,7 @@ static int serve_broker(struct serve_opts *o)
                 .quiet = o->quiet, .serve = true, .max_trees = 2 * o->max_running, .broker_user = o->broker_user,
                 /* The drain's --grace, and time to end the sessions after it. */
                 .stop_grace_ms = o->grace * 1000 + 10000, .unlink_socket = sock[0] == '/' ? sock : NULL,
+                .store_dir = store_dir, .store_socket_dir = store_sock,
         };
         code = handover_run(&h, &hr);
 out:
@@ -1075,6 +1194,8 @@ out:
         free(agent_dir);
         free(state);
         free(ws);
+        free(store_dir);
+        free(store_sock);
         serve_close(&r);
         return code;
 }

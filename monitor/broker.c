@@ -103,7 +103,8 @@ struct report {
 
 /* The folders the broker sees, each a detached tree attached at its own
  * path after /tmp is replaced (a state dir under /tmp stays visible). */
-enum { DIR_STATE, DIR_WORKSPACE, DIR_AGENT, NDIRS };
+enum { DIR_STATE, DIR_WORKSPACE, DIR_STORE, DIR_AGENT, DIR_SOCKET, NDIRS };
+#define DIR_IS_COPY(i) ((i) == DIR_AGENT || (i) == DIR_SOCKET) /* read-only, not id-mapped */
 
 /* What the broker's root shows of the host, read-only: the loader, the
  * libraries, and the files name resolution, TLS and time zones read. */
@@ -237,7 +238,7 @@ static int step_attach_folders(void *arg, struct err **err)
                 if (c->trees[i] < 0)
                         continue;
                 if (idmap_attach(c->trees[i], c->dirs[i], err) < 0)
-                        return err_wrap(err, "%s", i == DIR_AGENT ? "the agent folder" : "a folder it writes");
+                        return err_wrap(err, "%s", DIR_IS_COPY(i) ? "a folder it reads" : "a folder it writes");
                 c->trees[i] = (close(c->trees[i]), -1);
         }
         return 0;
@@ -338,11 +339,11 @@ static int step_landlock(void *arg, struct err **err)
          * chidori-broker itself (through its descriptor: its folder may be
          * one the broker uid cannot even open). */
         const char *rx[] = { "/usr/lib", "/usr/lib64", "/lib", "/lib64", NULL };
-        const char *rw[] = { "/tmp", "/dev/null", c->dirs[DIR_STATE], c->dirs[DIR_WORKSPACE], NULL };
-        /* A NULL folder ends its list early: move the later ones up. */
-        size_t k = 2;
-        if (!rw[k])
-                rw[k] = rw[k + 1], rw[k + 1] = NULL;
+        const char *rw[] = { "/tmp", "/dev/null", NULL, NULL, NULL, NULL };
+        /* A NULL folder would end the list early: only those given. */
+        for (size_t i = 0, k = 2; i <= DIR_STORE; i++)
+                if (c->dirs[i])
+                        rw[k++] = c->dirs[i];
         struct landlock_rules r = {
                 .ro = ro, .rw = rw, .rx = rx, .rx_fds = &c->bin, .n_rx_fds = 1, .ro_noexec = true, .allow_tcp = true,
         };
@@ -459,7 +460,7 @@ static int make_trees(struct bctx *c, struct broker *b, struct err **err)
                 if (!c->dirs[i])
                         continue;
                 struct err *e = NULL;
-                int t = idmap_tree(c->dirs[i], i == DIR_AGENT ? -1 : ns, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, &e);
+                int t = idmap_tree(c->dirs[i], DIR_IS_COPY(i) ? -1 : ns, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, &e);
                 if (t >= 0) {
                         c->trees[i] = t;
                         continue;
@@ -558,7 +559,10 @@ int monitor_start_broker(const struct broker_spawn *s, struct broker *b, struct 
         c.dirs[DIR_STATE] = s->state_dir;
         c.dirs[DIR_WORKSPACE] = s->workspace;
         c.dirs[DIR_AGENT] = s->agent_dir;
-        static const char *const what[NDIRS] = { "state dir", "workspace", "agent folder" };
+        c.dirs[DIR_STORE] = s->store_dir;
+        c.dirs[DIR_SOCKET] = s->store_socket_dir;
+        static const char *const what[NDIRS] = { "state dir", "workspace", "store's folder", "agent folder",
+                                                 "database's socket folder" };
         for (int i = 0; i < NDIRS; i++) {
                 c.trees[i] = -1;
                 struct stat st;

@@ -63,6 +63,9 @@ struct broker_spawn {
         const char *state_dir;     /* read-write; absolute; may be NULL */
         const char *workspace;     /* read-write; absolute; may be NULL */
         const char *agent_dir;     /* readable by Landlock (files come by OPEN_AGENT_FILE); may be NULL */
+        const char *store_dir;     /* serve --store sqlite:PATH: its folder, read-write; may be NULL */
+        const char *store_socket_dir; /* serve --store postgres: the server's unix socket folder, a
+                                       * read-only copy (connect needs no write); may be NULL */
         int fd0, fd1, fd2;         /* become 0, 1, 2 */
         int config_fd;             /* sealed blob: becomes 4; -1: none */
         const int *extra_fds;      /* become 5, 6, ... */

@@ -38,6 +38,7 @@
 
 struct settings {
         const char *worker, *run_id, *agent_dir, *state_dir, *workspace, *json_usage, *esbuild;
+        const char *store_dir, *store_socket_dir; /* serve --store (monitor/broker.h) */
         const char *remove_after;
         const char *unlink_socket;         /* chidori serve --listen unix:PATH: removed at the end */
         struct monitor_prestart prestart;
@@ -98,6 +99,10 @@ static int setting(struct settings *s, const char *kv)
                 s->state_dir = v;
         else if (KEY("workspace"))
                 s->workspace = v;
+        else if (KEY("store_dir") && v[0] == '/')
+                s->store_dir = v;
+        else if (KEY("store_socket_dir") && v[0] == '/')
+                s->store_socket_dir = v;
         else if (KEY("json_usage"))
                 s->json_usage = v;
         else if (KEY("esbuild") && v[0] == '/')
@@ -265,6 +270,7 @@ static int serve(struct settings *st)
                  * of root's) on the way to a state dir or workspace below
                  * it, out of the broker uid's reach. */
                 .state_dir = st->state_dir, .workspace = st->workspace, .uid = st->uid, .gid = st->gid,
+                .store_dir = st->store_dir, .store_socket_dir = st->store_socket_dir,
                 .extra_fds = st->fds, .n_extra = st->nfds, .require = st->sb.require,
         };
         int agent_dirfd = st->agent_dir ? open(st->agent_dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;

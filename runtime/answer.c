@@ -336,11 +336,15 @@ void broker_complete(struct broker *b, int64_t id, cJSON *value, cJSON *error)
                 struct pending_call pc = b->pend[i];
                 b->pend[i] = b->pend[--b->npend];
                 struct err *e = NULL;
-                if (!b->finished && session_answer(s, id, pc.op, pc.args_text, value, error, &e) < 0)
+                /* session_answer owns value and error, even when it fails
+                 * (a journal write the store refused): only a session that
+                 * had finished before frees them here. */
+                bool finished = b->finished;
+                if (!finished && session_answer(s, id, pc.op, pc.args_text, value, error, &e) < 0)
                         session_fail(s, e);
                 else
                         err_free(e);
-                if (b->finished) {
+                if (finished) {
                         cJSON_Delete(value);
                         cJSON_Delete(error);
                 }

@@ -494,11 +494,22 @@ run_ok=0
 for _ in $(seq "$NS"); do "$CH" run --quiet --input 1 "$tmp/one.js" >/dev/null 2>&1 && run_ok=$((run_ok + 1)); done
 run_rate=$(awk -v n="$run_ok" -v ns="$(($(date +%s%N) - run_t0))" 'BEGIN { printf "%.1f", n / (ns / 1e9) }')
 # The server as monitor + broker (the default), then as one process
-# (CHIDORI_RUN_BROKER=0, before the split) for comparison; the RSS check on the default.
-for mode in broker one; do
-  label="serve"; [[ $mode == one ]] && label="serve, one process"
+# (CHIDORI_RUN_BROKER=0, before the split) for comparison; the RSS check on the
+# default; then the default on PostgreSQL (--store, a throwaway cluster of
+# tests/lib/pg.sh) when it is installed.
+source tests/lib/pg.sh
+modes="broker one"
+if pg_available && pg_start >"$tmp/pg.log" 2>&1; then
+  modes+=" pg"
+  trap 'pg_teardown; rm -rf "$tmp"' EXIT
+else echo "   (PostgreSQL row left out: ${PG_MISSING:-the cluster did not start: $(tail -1 "$tmp/pg.log")})"; fi
+for mode in $modes; do
+  label="serve"; [[ $mode == one ]] && label="serve, one process"; [[ $mode == pg ]] && label="serve, PostgreSQL"
   rm -f "$tmp/serve.err"
-  if [[ $mode == one ]]; then
+  if [[ $mode == pg ]]; then
+    "$CH" serve "$tmp/one.js" --listen 127.0.0.1:0 --state-dir "$tmp/serve-state-$mode" --max-queued 4096 --quiet \
+      --store "$PG_URL" 2>"$tmp/serve.err" </dev/null &
+  elif [[ $mode == one ]]; then
     CHIDORI_RUN_BROKER=0 "$CH" serve "$tmp/one.js" --listen 127.0.0.1:0 --state-dir "$tmp/serve-state-$mode" \
       --max-queued 4096 --quiet 2>"$tmp/serve.err" </dev/null &
   else
@@ -540,6 +551,7 @@ for mode in broker one; do
   kill -TERM "$spid" 2>/dev/null || true
   wait "$spid" 2>/dev/null || true
 done
+[[ $modes == *pg* ]] && pg_teardown
 
 echo
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg); took $(($(date +%s) - start_s)) s; output saved in $OUT"

@@ -9,6 +9,7 @@ PKGS=(
   build-essential pkg-config clang libclang-rt-14-dev
   libjavascriptcoregtk-4.1-dev libcjson-dev libsqlite3-dev libcmocka-dev
   libseccomp-dev libcap-dev libmnl-dev libmicrohttpd-dev libcurl4-openssl-dev libicu-dev tzdata
+  libpq-dev postgresql
   bats bc procps passwd util-linux bubblewrap nodejs npm
   python3 jq curl zsh runc
   kubernetes-client

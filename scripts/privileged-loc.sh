@@ -9,7 +9,7 @@
 #                                               default: $BUILD/chidori-monitor
 #
 # Prints, per binary:  "BIN: N lines in F .c files, H lines in G headers"
-# then the libraries it links that the monitor must not (cJSON, libcurl,
+# then the libraries it links that the monitor must not (cJSON, libcurl, libpq (PostgreSQL),
 # SQLite, JavaScriptCore, ICU) and the symbols it uses from them.  Exits 1
 # if one is found, or (--max-lines) if its .c lines exceed N, unless
 # --no-check (docs/architecture.md publishes the figures: 21,693 lines in
@@ -33,8 +33,8 @@ while (($#)); do
   shift
 done
 ((${#bins[@]})) || bins=("$BUILD/chidori-monitor")
-forbidden='libcjson|libcurl|libsqlite3|libjavascriptcoregtk|libicu'
-symbols='^(cJSON_|curl_|sqlite3_|JS[A-Z]|jsc_|u_|ucol_|ubrk_)'
+forbidden='libcjson|libcurl|libsqlite3|libpq|libjavascriptcoregtk|libicu'
+symbols='^(cJSON_|curl_|sqlite3_|PQ|JS[A-Z]|jsc_|u_|ucol_|ubrk_)'
 rc=0
 for bin in "${bins[@]}"; do
   [[ -x $bin ]] || { echo "privileged-loc: $bin is not built (make all)"; exit 2; }
@@ -63,7 +63,7 @@ for bin in "${bins[@]}"; do
     echo "  links: $libs($syms symbols used from them)"
     rc=1
   else
-    echo "  links none of cJSON, libcurl, SQLite, JavaScriptCore, ICU"
+    echo "  links none of cJSON, libcurl, SQLite, JavaScriptCore, ICU, libpq"
   fi
   if ((max && clines > max)); then
     echo "  over the ceiling: $clines lines of C, at most $max (--max-lines)"

@@ -160,9 +160,23 @@ static void route_readyz(struct server *srv, struct http_req *r)
                 api_error(r, API_DRAINING, "the server is draining (SIGTERM): it takes no new sessions");
                 return;
         }
+        /* The store answers (PostgreSQL: a round trip, reconnecting once
+         * when the connection was lost; SQLite: always). */
+        struct err *e = NULL;
+        bool ok = store_ready(srv->store, &e) == 0;
         cJSON *doc = cJSON_CreateObject();
-        cJSON_AddStringToObject(doc, "status", "ready");
-        reply_json(r, 200, doc, NULL);
+        cJSON_AddStringToObject(doc, "status", ok ? "ready" : "unavailable");
+        cJSON_AddStringToObject(doc, "store", store_kind(srv->store));
+        if (!ok) {
+                cJSON *er = cJSON_AddObjectToObject(doc, "error");
+                cJSON_AddStringToObject(er, "code", "unavailable");
+                char msg[1400];
+                snprintf(msg, sizeof(msg), "the %s store %s does not answer: %s", store_kind(srv->store),
+                         store_path(srv->store), err_msg(e));
+                cJSON_AddStringToObject(er, "message", msg);
+                err_free(e);
+        }
+        reply_json(r, ok ? 200 : 503, doc, NULL);
 }
 
 static void metric_head(FILE *f, const char *name, const char *type, const char *help)
@@ -287,6 +301,9 @@ static void store_error(struct http_req *r, const struct err *e)
 {
         if (err_code(e) == STORE_E_FULL)
                 api_error(r, API_UNAVAILABLE, "the state database cannot be written: %s; free space and retry",
+                          err_msg(e));
+        else if (err_code(e) == STORE_E_UNAVAILABLE)
+                api_error(r, API_UNAVAILABLE, "the state database does not answer: %s; retry when /readyz says ready",
                           err_msg(e));
         else
                 api_error(r, API_INTERNAL, "the state database failed: %s", err_msg(e));

@@ -14,6 +14,7 @@
 #include "common/util.h"
 #include "policy/policy.h"
 #include "server/server.h"
+#include "server/store.h"
 
 struct auth_entry {
         char *tenant;
@@ -249,7 +250,8 @@ bool auth_sees(const char *tenant, const char *owner)
         return tenant && owner && (strcmp(tenant, AUTH_ADMIN_TENANT) == 0 || strcmp(tenant, owner) == 0);
 }
 
-void server_banner(const struct policy *p, const struct auth *a, const char *listen_desc, bool quiet)
+void server_banner(const struct policy *p, const struct auth *a, const struct store *st, const char *listen_desc,
+                   bool quiet)
 {
         if (!quiet) {
                 char pdesc[512];
@@ -257,6 +259,9 @@ void server_banner(const struct policy *p, const struct auth *a, const char *lis
                 fprintf(stderr, "Policy: %s\n", pdesc);
                 fprintf(stderr, "Tokens: %s\n",
                         !auth_required(a) ? "none (loopback only)" : auth_tenant_count(a) == 1 ? "one" : "per tenant");
+                /* The URL's password is redacted (store_path). */
+                if (st)
+                        fprintf(stderr, "Store: %s %s\n", store_kind(st), store_path(st));
         }
         fprintf(stderr, "Listening: %s\n", listen_desc);
         fflush(stderr);

@@ -18,6 +18,7 @@
 #include "common/util.h"
 #include "runtime/evloop.h"
 #include "server/server-internal.h"
+#include "server/store.h"
 
 static void mhd_drive(struct server *srv);
 
@@ -332,7 +333,8 @@ int server_new(struct evloop *loop, const struct server_config *cfg, struct serv
                 server_free(srv);
                 return -1;
         }
-        if (srv->store && (cfg->approval_ttl_s || cfg->session_ttl_s) &&
+        /* The sweep: the TTLs, and a PostgreSQL store's recovery after an outage. */
+        if (srv->store && (cfg->approval_ttl_s || cfg->session_ttl_s || strcmp(store_kind(srv->store), "postgres") == 0) &&
             evloop_timer_add(loop, mono_ms() + SWEEP_MS, on_sweep, srv, &srv->sweep, err) < 0) {
                 server_free(srv);
                 return -1;

@@ -45,10 +45,12 @@ int auth_load_fd(int fd, const char *path, struct auth **ret, struct err **err);
 void auth_free(struct auth *a);
 /* Tokens are configured: routes but /healthz and /readyz need one. */
 bool auth_required(const struct auth *a);
-/* The server's banner on stderr: Policy and Tokens (not when quiet), then
+/* The server's banner on stderr: Policy, Tokens and Store (not when quiet), then
  * "Listening: DESC", the line a supervisor (and the tests) wait for. */
 struct policy;
-void server_banner(const struct policy *p, const struct auth *a, const char *listen_desc, bool quiet);
+struct store;
+void server_banner(const struct policy *p, const struct auth *a, const struct store *st, const char *listen_desc,
+                   bool quiet);
 size_t auth_tenant_count(const struct auth *a);
 /* The Authorization header's value ("Bearer TOKEN", NULL = none): the
  * tenant it names, or NULL.  Every configured token is compared, in

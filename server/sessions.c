@@ -1113,6 +1113,20 @@ void sessions_sweep(struct server *srv)
 {
         char before[96];
         struct err *err = NULL;
+        /* The database is back after an outage: a session whose run ended
+         * while it could not be recorded is still `running` there with no
+         * run here: resumed by replay, as at a restart. */
+        if (store_recovered(srv->store) && !srv->draining) {
+                struct recover r = { .srv = srv };
+                if (store_session_ids(srv->store, "running", recover_running, &r, &err) < 0) {
+                        fprintf(stderr, "chidori: serve: %s\n", err_msg(err));
+                        err_free(err);
+                        err = NULL;
+                } else if (r.failed) {
+                        fprintf(stderr, "chidori: serve: the store answers again: %u session(s) resumed by replay\n",
+                                r.failed);
+                }
+        }
         if (srv->cfg.approval_ttl_s && !srv->draining) {
                 iso_ago(srv->cfg.approval_ttl_s, before);
                 if (store_session_ids_before(srv->store, "awaitingapproval", before, expire_approval, srv, &err) < 0) {

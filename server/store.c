@@ -1,270 +1,14 @@
-/* server/store.c — SQLite (WAL) state of `chidori serve` (store.h). */
+/* server/store.c — the server's store (store.h): the backend named by the
+ * store's URL (store-internal.h), and the calls forwarded to it. */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
-#include "common/util.h"
-#include "server/store.h"
-
-struct store {
-        sqlite3 *db;
-        char *path;
-        bool in_batch;       /* a transaction holds pure journal lines not yet committed */
-        unsigned batch_lines;
-};
-
-#define BATCH_MAX 256
-
-static int db_err(struct store *st, int rc, struct err **err, const char *what)
-{
-        int code = 0;
-        if (rc == SQLITE_FULL || rc == SQLITE_IOERR_WRITE || (rc & 0xff) == SQLITE_FULL)
-                code = STORE_E_FULL;
-        else if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB)
-                code = STORE_E_CORRUPT;
-        if (code == STORE_E_FULL)
-                return err_setc(err, code, ENOSPC, "%s: %s: the disk is full", st->path, what);
-        return err_setc(err, code, 0, "%s: %s: %s", st->path, what, sqlite3_errmsg(st->db));
-}
-
-static int exec(struct store *st, const char *sql, struct err **err)
-{
-        int rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
-        return rc == SQLITE_OK ? 0 : db_err(st, rc, err, "write");
-}
-
-static const char schema[] =
-        "CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL);"
-        "CREATE TABLE IF NOT EXISTS sessions("
-        " id TEXT PRIMARY KEY, tenant TEXT NOT NULL, agent TEXT NOT NULL, status TEXT NOT NULL,"
-        " policy_profile TEXT, input TEXT NOT NULL, result TEXT, error TEXT, exit INTEGER, stats TEXT,"
-        " created_at TEXT NOT NULL, updated_at TEXT NOT NULL, pending TEXT, quotas TEXT);"
-        "CREATE INDEX IF NOT EXISTS sessions_tenant ON sessions(tenant, id);"
-        "CREATE TABLE IF NOT EXISTS journal(session TEXT NOT NULL, seq INTEGER NOT NULL, line TEXT NOT NULL,"
-        " PRIMARY KEY(session, seq));"
-        "CREATE TABLE IF NOT EXISTS idempotency(tenant TEXT NOT NULL, key TEXT NOT NULL, session TEXT NOT NULL,"
-        " created INTEGER NOT NULL, PRIMARY KEY(tenant, key));"
-        "CREATE TABLE IF NOT EXISTS events(session TEXT NOT NULL, seq INTEGER NOT NULL, event TEXT NOT NULL,"
-        " data TEXT NOT NULL, PRIMARY KEY(session, seq));"
-        "CREATE TABLE IF NOT EXISTS tenant_usage(tenant TEXT NOT NULL, window_start INTEGER NOT NULL,"
-        " usage TEXT NOT NULL, PRIMARY KEY(tenant, window_start));";
-
-int store_open(const char *dir, struct store **ret, struct err **err)
-{
-        struct store *st = calloc(1, sizeof(*st));
-        if (!st)
-                return err_set(err, ENOMEM, "state store");
-        if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-                err_set(err, errno, "create the state directory %s", dir);
-                free(st);
-                return -1;
-        }
-        if (asprintf(&st->path, "%s/%s", dir, STORE_DB_NAME) < 0) {
-                free(st);
-                return err_set(err, ENOMEM, "state store");
-        }
-        int rc = sqlite3_open_v2(st->path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                                 NULL);
-        if (rc != SQLITE_OK) {
-                err_set(err, 0, "%s: cannot open the state database: %s", st->path,
-                        st->db ? sqlite3_errmsg(st->db) : "out of memory");
-                store_close(st);
-                return -1;
-        }
-        sqlite3_busy_timeout(st->db, 2000);
-        /* A file that is not a database says so at the first read. */
-        sqlite3_stmt *q = NULL;
-        rc = sqlite3_prepare_v2(st->db, "PRAGMA quick_check", -1, &q, NULL);
-        if (rc == SQLITE_OK)
-                rc = sqlite3_step(q);
-        const char *verdict = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(q, 0) : NULL;
-        if (rc != SQLITE_ROW || !verdict || strcmp(verdict, "ok") != 0) {
-                err_setc(err, STORE_E_CORRUPT, 0,
-                         "the state database %s is damaged or not a database (%s); move it away to start afresh, "
-                         "or restore it from a backup",
-                         st->path, verdict ? verdict : sqlite3_errmsg(st->db));
-                sqlite3_finalize(q);
-                store_close(st);
-                return -1;
-        }
-        sqlite3_finalize(q);
-        if (exec(st, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF;", err) < 0 ||
-            exec(st, schema, err) < 0) {
-                store_close(st);
-                return -1;
-        }
-        int version = 0;
-        rc = sqlite3_prepare_v2(st->db, "SELECT version FROM schema_version", -1, &q, NULL);
-        if (rc == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
-                version = sqlite3_column_int(q, 0);
-        sqlite3_finalize(q);
-        /* Version 1 (part 1 of serve) had no events table: the schema above
-         * has just added it; version 2 adds sessions.pending. */
-        if (version == 1 && (exec(st, "ALTER TABLE sessions ADD COLUMN pending TEXT", err) < 0 ||
-                             exec(st, "UPDATE schema_version SET version = 2", err) < 0)) {
-                store_close(st);
-                return -1;
-        }
-        /* Version 3 adds sessions.quotas (the session's own, POST /sessions)
-         * and the tenant_usage table (created above). */
-        if ((version == 1 || version == 2) && (exec(st, "ALTER TABLE sessions ADD COLUMN quotas TEXT", err) < 0 ||
-                                               exec(st, "UPDATE schema_version SET version = 3", err) < 0)) {
-                store_close(st);
-                return -1;
-        }
-        if (version == 0 && exec(st, "INSERT INTO schema_version VALUES (3)", err) < 0) {
-                store_close(st);
-                return -1;
-        }
-        if (version > STORE_SCHEMA_VERSION) {
-                err_setc(err, STORE_E_VERSION, 0,
-                         "the state database %s has schema version %d, written by a newer chidori (this one reads "
-                         "version %d)",
-                         st->path, version, STORE_SCHEMA_VERSION);
-                store_close(st);
-                return -1;
-        }
-        chmod(st->path, 0600);
-        *ret = st;
-        return 0;
-}
-
-void store_close(struct store *st)
-{
-        if (!st)
-                return;
-        if (st->in_batch)
-                store_commit(st, NULL);
-        sqlite3_close(st->db);
-        free(st->path);
-        free(st);
-}
-
-const char *store_path(const struct store *st)
-{
-        return st->path;
-}
-
-int store_commit(struct store *st, struct err **err)
-{
-        if (!st->in_batch)
-                return 0;
-        int rc = sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
-        if (rc != SQLITE_OK) {
-                sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-                st->in_batch = false;
-                return db_err(st, rc, err, "commit");
-        }
-        st->in_batch = false;
-        st->batch_lines = 0;
-        return 0;
-}
-
-static void bind_text(sqlite3_stmt *q, int i, const char *s)
-{
-        if (s)
-                sqlite3_bind_text(q, i, s, -1, SQLITE_TRANSIENT);
-        else
-                sqlite3_bind_null(q, i);
-}
-
-/* One statement, run to its end.  Within the batch when one is open (the
- * caller commits), else its own transaction. */
-static int run_stmt(struct store *st, sqlite3_stmt *q, struct err **err, const char *what)
-{
-        int rc = sqlite3_step(q);
-        sqlite3_finalize(q);
-        if (rc != SQLITE_DONE)
-                return db_err(st, rc, err, what);
-        return 0;
-}
-
-static void now_iso(char out[40])
-{
-        utc_iso8601(out, 40);
-}
-
-int store_session_insert(struct store *st, const struct store_session *s, const char *idem_key, struct err **err)
-{
-        if (store_commit(st, err) < 0)
-                return -1;
-        if (exec(st, "BEGIN IMMEDIATE", err) < 0)
-                return -1;
-        sqlite3_stmt *q = NULL;
-        int rc = sqlite3_prepare_v2(st->db,
-                                    "INSERT INTO sessions(id, tenant, agent, status, policy_profile, input, created_at, "
-                                    "updated_at, exit, quotas) VALUES (?,?,?,?,?,?,?,?,NULL,?)",
-                                    -1, &q, NULL);
-        if (rc != SQLITE_OK)
-                goto fail;
-        bind_text(q, 1, s->id);
-        bind_text(q, 2, s->tenant);
-        bind_text(q, 3, s->agent);
-        bind_text(q, 4, s->status);
-        bind_text(q, 5, s->policy_profile);
-        bind_text(q, 6, s->input);
-        bind_text(q, 7, s->created_at);
-        bind_text(q, 8, s->updated_at);
-        bind_text(q, 9, s->quotas);
-        if (run_stmt(st, q, err, "record the session") < 0)
-                goto rollback;
-        if (idem_key) {
-                rc = sqlite3_prepare_v2(st->db,
-                                        "INSERT OR REPLACE INTO idempotency(tenant, key, session, created) VALUES "
-                                        "(?,?,?,?)",
-                                        -1, &q, NULL);
-                if (rc != SQLITE_OK)
-                        goto fail;
-                bind_text(q, 1, s->tenant);
-                bind_text(q, 2, idem_key);
-                bind_text(q, 3, s->id);
-                sqlite3_bind_int64(q, 4, (sqlite3_int64)time(NULL));
-                if (run_stmt(st, q, err, "record the idempotency key") < 0)
-                        goto rollback;
-        }
-        rc = sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
-        if (rc != SQLITE_OK)
-                goto fail;
-        return 0;
-fail:
-        db_err(st, rc, err, "record the session");
-rollback:
-        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-        return -1;
-}
-
-static char *col(sqlite3_stmt *q, int i)
-{
-        const unsigned char *t = sqlite3_column_text(q, i);
-        return t ? strdup((const char *)t) : NULL;
-}
-
-#define SESSION_COLS \
-        "id, tenant, agent, status, policy_profile, input, result, error, stats, created_at, updated_at, exit, pending, quotas"
-
-static void row(sqlite3_stmt *q, struct store_session *s)
-{
-        s->id = col(q, 0);
-        s->tenant = col(q, 1);
-        s->agent = col(q, 2);
-        s->status = col(q, 3);
-        s->policy_profile = col(q, 4);
-        s->input = col(q, 5);
-        s->result = col(q, 6);
-        s->error = col(q, 7);
-        s->stats = col(q, 8);
-        s->created_at = col(q, 9);
-        s->updated_at = col(q, 10);
-        s->exit = sqlite3_column_type(q, 11) == SQLITE_NULL ? -1 : sqlite3_column_int(q, 11);
-        s->pending = col(q, 12);
-        s->quotas = col(q, 13);
-}
+#include "server/store-internal.h"
 
 void store_session_clear(struct store_session *s)
 {
@@ -284,382 +28,334 @@ void store_session_clear(struct store_session *s)
         memset(s, 0, sizeof(*s));
 }
 
-int store_session_get(struct store *st, const char *id, struct store_session *ret, struct err **err)
+static bool has_prefix(const char *s, const char *p)
 {
-        sqlite3_stmt *q = NULL;
-        int rc = sqlite3_prepare_v2(st->db, "SELECT " SESSION_COLS " FROM sessions WHERE id = ?", -1, &q, NULL);
-        if (rc != SQLITE_OK)
-                return db_err(st, rc, err, "read the session");
-        bind_text(q, 1, id);
-        rc = sqlite3_step(q);
-        if (rc == SQLITE_ROW) {
-                row(q, ret);
-                sqlite3_finalize(q);
+        return strncmp(s, p, strlen(p)) == 0;
+}
+
+int store_spec_parse(const char *spec, enum store_kind *ret_kind, struct err **err)
+{
+        if (spec && has_prefix(spec, "sqlite:") && spec[7]) {
+                *ret_kind = STORE_SQLITE;
                 return 0;
         }
-        sqlite3_finalize(q);
-        if (rc == SQLITE_DONE)
-                return 1;
-        return db_err(st, rc, err, "read the session");
+        if (spec && (has_prefix(spec, "postgres://") || has_prefix(spec, "postgresql://"))) {
+                *ret_kind = STORE_POSTGRES;
+                return 0;
+        }
+        char q[80];
+        snprintf(q, sizeof(q), "'%.60s%s'", spec ? spec : "", spec && strlen(spec) > 60 ? "..." : "");
+        /* Never echo what could hold a password. */
+        if (spec && (strchr(spec, '@') || strstr(spec, "password") || strchr(q, '\n')))
+                snprintf(q, sizeof(q), "the value given (not shown: it may hold a password)");
+        return err_setc(err, STORE_E_USAGE, 0,
+                        "%s is not a store (expected sqlite:PATH, postgres://[USER[:PASSWORD]@]HOST[:PORT]/DB"
+                        "[?PARAMS] or postgresql://...)",
+                        q);
+}
+
+void store_redact(const char *url, char *out, size_t n)
+{
+        /* scheme://USER:PASSWORD@HOST...: the password becomes "***"; so
+         * does the value of a password=... parameter (URI or key=value). */
+        const char *pw = NULL, *pw_end = NULL, *scheme = strstr(url, "://");
+        if (scheme) {
+                const char *auth = scheme + 3, *end = auth + strcspn(auth, "/?#");
+                const char *at = memrchr(auth, '@', (size_t)(end - auth));
+                const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+                if (colon)
+                        pw = colon + 1, pw_end = at;
+        }
+        size_t o = 0;
+        const char *p = url;
+        if (n == 0)
+                return;
+        while (*p && o + 1 < n) {
+                bool key = p == url || p[-1] == '?' || p[-1] == '&' || p[-1] == ' ';
+                if (p == pw || (key && strncmp(p, "password=", 9) == 0)) {
+                        const char *rep = p == pw ? "***" : "password=***";
+                        for (const char *r = rep; *r && o + 1 < n; r++)
+                                out[o++] = *r;
+                        p = p == pw ? pw_end : p + 9 + strcspn(p + 9, "& ");
+                        continue;
+                }
+                out[o++] = *p++;
+        }
+        out[o] = '\0';
+}
+
+/* The URL's user and its first host (percent-decoded), as libpq reads a
+ * postgres:// URI: [USER[:PASSWORD]@][HOST[:PORT][,...]][/DB][?K=V&...],
+ * a host=, user= or hostaddr= parameter overriding.  The CLI's view, with
+ * no libpq linked: libpq itself checks the URL in the broker. */
+struct pg_url {
+        char user[256], host[4096];
+        bool hostaddr;
+};
+
+static void pct_decode(const char *s, size_t n, char *out, size_t cap)
+{
+        size_t o = 0;
+        for (size_t i = 0; i < n && o + 1 < cap; i++) {
+                unsigned v;
+                if (s[i] == '%' && i + 2 < n && sscanf(s + i + 1, "%2x", &v) == 1) {
+                        out[o++] = (char)v;
+                        i += 2;
+                } else {
+                        out[o++] = s[i];
+                }
+        }
+        out[o] = '\0';
+}
+
+static void pg_url_parse(const char *url, struct pg_url *u)
+{
+        memset(u, 0, sizeof(*u));
+        const char *p = strstr(url, "://");
+        p = p ? p + 3 : url;
+        size_t alen = strcspn(p, "/?");
+        const char *at = memrchr(p, '@', alen);
+        if (at) {
+                size_t ul = strcspn(p, ":@");
+                pct_decode(p, ul < (size_t)(at - p) ? ul : (size_t)(at - p), u->user, sizeof(u->user));
+        }
+        const char *h = at ? at + 1 : p;
+        size_t hl = (size_t)(p + alen - h);
+        size_t first = strcspn(h, ",");
+        if (first < hl)
+                hl = first;
+        if (hl && h[0] == '[') {
+                const char *close = memchr(h, ']', hl);
+                pct_decode(h + 1, close ? (size_t)(close - h - 1) : hl - 1, u->host, sizeof(u->host));
+        } else {
+                const char *colon = memchr(h, ':', hl);
+                pct_decode(h, colon ? (size_t)(colon - h) : hl, u->host, sizeof(u->host));
+        }
+        const char *q = strchr(p, '?');
+        while (q && *q) {
+                q++;
+                size_t kl = strcspn(q, "&");
+                const char *eq = memchr(q, '=', kl);
+                if (eq) {
+                        size_t nl = (size_t)(eq - q), vl = kl - nl - 1;
+                        if (nl == 4 && !strncmp(q, "host", 4))
+                                pct_decode(eq + 1, strcspn(eq + 1, "&,") < vl ? strcspn(eq + 1, "&,") : vl, u->host,
+                                           sizeof(u->host));
+                        else if (nl == 4 && !strncmp(q, "user", 4))
+                                pct_decode(eq + 1, vl, u->user, sizeof(u->user));
+                        else if (nl == 8 && !strncmp(q, "hostaddr", 8))
+                                u->hostaddr = true;
+                }
+                q += kl;
+        }
+}
+
+int store_pg_socket_dir(const char *url, char **ret_dir, struct err **err)
+{
+        struct pg_url u;
+        pg_url_parse(url, &u);
+        const char *host = u.host[0] ? u.host : getenv("PGHOST");
+        if (host && host[0] != '/')
+                host = NULL; /* a name or address: TCP */
+        else if (!host && (u.hostaddr || getenv("PGHOSTADDR")))
+                host = NULL;
+        else if (!host)
+                host = "/var/run/postgresql"; /* libpq's default: its socket folder */
+        *ret_dir = NULL;
+        if (host && !(*ret_dir = strndup(host, strcspn(host, ","))))
+                return err_set(err, ENOMEM, "store");
+        return 0;
+}
+
+int store_pg_has_user(const char *url)
+{
+        struct pg_url u;
+        pg_url_parse(url, &u);
+        return u.user[0] != '\0';
+}
+
+static int (*pg_open)(const char *url, struct store **ret, struct err **err);
+
+void store_register_pg(int (*open)(const char *url, struct store **ret, struct err **err))
+{
+        pg_open = open;
+}
+
+int store_memory_open(struct store *st, struct memstore **ret, struct err **err)
+{
+        *ret = NULL;
+        return st->ops->memory_open ? st->ops->memory_open(st, ret, err) : 0;
+}
+
+int store_open(const char *dir, struct store **ret, struct err **err)
+{
+        return store_open_spec(NULL, dir, ret, err);
+}
+
+int store_open_spec(const char *spec, const char *dir, struct store **ret, struct err **err)
+{
+        if (!spec || !*spec) {
+                if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                        return err_set(err, errno, "create the state directory %s", dir);
+                char *path = NULL;
+                if (asprintf(&path, "%s/%s", dir, STORE_DB_NAME) < 0)
+                        return err_set(err, ENOMEM, "state store");
+                int rc = store_sqlite_open(path, ret, err);
+                free(path);
+                return rc;
+        }
+        enum store_kind kind;
+        if (store_spec_parse(spec, &kind, err) < 0)
+                return -1;
+        if (kind == STORE_SQLITE)
+                return store_sqlite_open(spec + 7, ret, err);
+        if (!pg_open)
+                return err_setc(err, STORE_E_USAGE, 0,
+                                "a PostgreSQL store is served by the broker (chidori-broker links libpq); the "
+                                "one-process server (CHIDORI_RUN_BROKER=0) keeps its sessions in SQLite only");
+        return pg_open(spec, ret, err);
+}
+
+void store_close(struct store *st)
+{
+        if (st)
+                st->ops->close(st);
+}
+
+const char *store_path(const struct store *st)
+{
+        return st->desc;
+}
+
+const char *store_kind(const struct store *st)
+{
+        return st->kind;
+}
+
+int store_ready(struct store *st, struct err **err)
+{
+        return st->ops->ready ? st->ops->ready(st, err) : 0;
+}
+
+bool store_recovered(struct store *st)
+{
+        if (!st->lost || store_ready(st, NULL) < 0)
+                return false;
+        st->lost = false;
+        return true;
+}
+
+int store_session_insert(struct store *st, const struct store_session *s, const char *idem_key, struct err **err)
+{
+        return st->ops->session_insert(st, s, idem_key, err);
+}
+
+int store_session_get(struct store *st, const char *id, struct store_session *ret, struct err **err)
+{
+        return st->ops->session_get(st, id, ret, err);
 }
 
 int store_session_update(struct store *st, const char *id, const char *status, const char *result,
                          const char *error, int exit, const char *stats, struct err **err)
 {
-        if (store_commit(st, err) < 0)
-                return -1;
-        char ts[40];
-        now_iso(ts);
-        sqlite3_stmt *q = NULL;
-        int rc = sqlite3_prepare_v2(st->db,
-                                    "UPDATE sessions SET status = ?, updated_at = ?, result = COALESCE(?, result), "
-                                    "error = COALESCE(?, error), exit = COALESCE(?, exit), stats = COALESCE(?, stats) "
-                                    "WHERE id = ?",
-                                    -1, &q, NULL);
-        if (rc != SQLITE_OK)
-                return db_err(st, rc, err, "update the session");
-        bind_text(q, 1, status);
-        bind_text(q, 2, ts);
-        bind_text(q, 3, result);
-        bind_text(q, 4, error);
-        if (exit >= 0)
-                sqlite3_bind_int(q, 5, exit);
-        else
-                sqlite3_bind_null(q, 5);
-        bind_text(q, 6, stats);
-        bind_text(q, 7, id);
-        return run_stmt(st, q, err, "update the session");
+        return st->ops->session_update(st, id, status, result, error, exit, stats, err);
 }
 
 int store_session_delete(struct store *st, const char *id, struct err **err)
 {
-        if (store_commit(st, err) < 0 || exec(st, "BEGIN IMMEDIATE", err) < 0)
-                return -1;
-        static const char *const sqls[] = {
-                "DELETE FROM journal WHERE session = ?",
-                "DELETE FROM events WHERE session = ?",
-                "DELETE FROM idempotency WHERE session = ?",
-                "DELETE FROM sessions WHERE id = ?",
-        };
-        for (size_t i = 0; i < sizeof(sqls) / sizeof(sqls[0]); i++) {
-                sqlite3_stmt *q = NULL;
-                int rc = sqlite3_prepare_v2(st->db, sqls[i], -1, &q, NULL);
-                if (rc != SQLITE_OK) {
-                        db_err(st, rc, err, "delete the session");
-                        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-                        return -1;
-                }
-                bind_text(q, 1, id);
-                if (run_stmt(st, q, err, "delete the session") < 0) {
-                        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-                        return -1;
-                }
-        }
-        return exec(st, "COMMIT", err);
+        return st->ops->session_delete(st, id, err);
 }
 
 int store_session_list(struct store *st, const char *tenant, const char *status, const char *after, unsigned limit,
                        int (*fn)(void *arg, const struct store_session *s), void *arg, struct err **err)
 {
-        sqlite3_stmt *q = NULL;
-        int rc = sqlite3_prepare_v2(st->db,
-                                    "SELECT " SESSION_COLS " FROM sessions WHERE (?1 IS NULL OR tenant = ?1) AND "
-                                    "(?2 IS NULL OR status = ?2) AND (?3 IS NULL OR id < ?3) ORDER BY id DESC LIMIT ?4",
-                                    -1, &q, NULL);
-        if (rc != SQLITE_OK)
-                return db_err(st, rc, err, "list the sessions");
-        bind_text(q, 1, tenant);
-        bind_text(q, 2, status);
-        bind_text(q, 3, after);
-        sqlite3_bind_int64(q, 4, (sqlite3_int64)limit + 1);
-        while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-                struct store_session s = { 0 };
-                row(q, &s);
-                int stop = fn(arg, &s);
-                store_session_clear(&s);
-                if (stop)
-                        break;
-        }
-        sqlite3_finalize(q);
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-                return db_err(st, rc, err, "list the sessions");
-        return 0;
+        return st->ops->session_list(st, tenant, status, after, limit, fn, arg, err);
 }
 
 int store_session_ids(struct store *st, const char *status, int (*fn)(void *arg, const char *id), void *arg,
                       struct err **err)
 {
-        sqlite3_stmt *q = NULL;
-        int rc = sqlite3_prepare_v2(st->db, "SELECT id FROM sessions WHERE status = ? ORDER BY id", -1, &q, NULL);
-        if (rc != SQLITE_OK)
-                return db_err(st, rc, err, "list the sessions");
-        bind_text(q, 1, status);
-        while ((rc = sqlite3_step(q)) == SQLITE_ROW)
-                if (fn(arg, (const char *)sqlite3_column_text(q, 0)))
-                        break;
-        sqlite3_finalize(q);
-        return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_err(st, rc, err, "list the sessions");
+        return st->ops->session_ids(st, status, fn, arg, err);
 }
 
-int store_idem_get(struct store *st, const char *tenant, const char *key, char **ret_id, struct err **err)
+int store_session_ids_before(struct store *st, const char *status, const char *before,
+                             int (*fn)(void *arg, const char *id), void *arg, struct err **err)
 {
-        sqlite3_stmt *q = NULL;
-        int rc = sqlite3_prepare_v2(st->db,
-                                    "SELECT session FROM idempotency WHERE tenant = ? AND key = ? AND created > ?", -1,
-                                    &q, NULL);
-        if (rc != SQLITE_OK)
-                return db_err(st, rc, err, "read the idempotency key");
-        bind_text(q, 1, tenant);
-        bind_text(q, 2, key);
-        sqlite3_bind_int64(q, 3, (sqlite3_int64)time(NULL) - 24 * 3600);
-        rc = sqlite3_step(q);
-        if (rc == SQLITE_ROW) {
-                *ret_id = col(q, 0);
-                sqlite3_finalize(q);
-                return *ret_id ? 0 : err_set(err, ENOMEM, "idempotency key");
-        }
-        sqlite3_finalize(q);
-        return rc == SQLITE_DONE ? 1 : db_err(st, rc, err, "read the idempotency key");
-}
-
-int store_journal_append(struct store *st, const char *id, const char *line, bool batch, struct err **err)
-{
-        if (!st->in_batch) {
-                if (exec(st, "BEGIN IMMEDIATE", err) < 0)
-                        return -1;
-                st->in_batch = true;
-        }
-        sqlite3_stmt *q = NULL;
-        int rc = sqlite3_prepare_v2(st->db,
-                                    "INSERT INTO journal(session, seq, line) VALUES (?1, (SELECT COALESCE(MAX(seq), 0) "
-                                    "+ 1 FROM journal WHERE session = ?1), ?2)",
-                                    -1, &q, NULL);
-        if (rc != SQLITE_OK) {
-                db_err(st, rc, err, "write the journal");
-                return -1;
-        }
-        bind_text(q, 1, id);
-        bind_text(q, 2, line);
-        if (run_stmt(st, q, err, "write the journal") < 0)
-                return -1;
-        st->batch_lines++;
-        if (!batch || st->batch_lines >= BATCH_MAX)
-                return store_commit(st, err);
-        return 0;
-}
-
-int store_journal_each(struct store *st, const char *id, int (*fn)(void *arg, const char *line, size_t len), void *arg,
-                       struct err **err)
-{
-        if (store_commit(st, err) < 0)
-                return -1;
-        sqlite3_stmt *q = NULL;
-        int rc = sqlite3_prepare_v2(st->db, "SELECT line FROM journal WHERE session = ? ORDER BY seq", -1, &q, NULL);
-        if (rc != SQLITE_OK)
-                return db_err(st, rc, err, "read the journal");
-        bind_text(q, 1, id);
-        while ((rc = sqlite3_step(q)) == SQLITE_ROW)
-                if (fn(arg, (const char *)sqlite3_column_text(q, 0), (size_t)sqlite3_column_bytes(q, 0)))
-                        break;
-        sqlite3_finalize(q);
-        return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_err(st, rc, err, "read the journal");
+        return st->ops->session_ids_before(st, status, before, fn, arg, err);
 }
 
 int store_status_counts(struct store *st, void (*fn)(void *arg, const char *status, uint64_t n), void *arg,
                         struct err **err)
 {
-        sqlite3_stmt *q = NULL;
-        int rc = sqlite3_prepare_v2(st->db, "SELECT status, COUNT(*) FROM sessions GROUP BY status", -1, &q, NULL);
-        if (rc != SQLITE_OK)
-                return db_err(st, rc, err, "count the sessions");
-        while ((rc = sqlite3_step(q)) == SQLITE_ROW)
-                fn(arg, (const char *)sqlite3_column_text(q, 0), (uint64_t)sqlite3_column_int64(q, 1));
-        sqlite3_finalize(q);
-        return rc == SQLITE_DONE ? 0 : db_err(st, rc, err, "count the sessions");
+        return st->ops->status_counts(st, fn, arg, err);
+}
+
+int store_idem_get(struct store *st, const char *tenant, const char *key, char **ret_id, struct err **err)
+{
+        return st->ops->idem_get(st, tenant, key, ret_id, err);
+}
+
+int store_journal_append(struct store *st, const char *id, const char *line, bool batch, struct err **err)
+{
+        return st->ops->journal_append(st, id, line, batch, err);
+}
+
+int store_commit(struct store *st, struct err **err)
+{
+        return st->ops->commit(st, err);
+}
+
+int store_journal_bytes(struct store *st, const char *id, uint64_t *ret, struct err **err)
+{
+        return st->ops->journal_bytes(st, id, ret, err);
+}
+
+int store_journal_each(struct store *st, const char *id, int (*fn)(void *arg, const char *line, size_t len),
+                       void *arg, struct err **err)
+{
+        return st->ops->journal_each(st, id, fn, arg, err);
 }
 
 int store_session_set_pending(struct store *st, const char *id, const char *pending, struct err **err)
 {
-        if (store_commit(st, err) < 0)
-                return -1;
-        sqlite3_stmt *q = NULL;
-        int rc = sqlite3_prepare_v2(st->db, "UPDATE sessions SET pending = ? WHERE id = ?", -1, &q, NULL);
-        if (rc != SQLITE_OK)
-                return db_err(st, rc, err, "update the session");
-        bind_text(q, 1, pending);
-        bind_text(q, 2, id);
-        return run_stmt(st, q, err, "update the session");
+        return st->ops->session_set_pending(st, id, pending, err);
 }
 
 int store_event_append(struct store *st, const char *id, const char *event, const char *data, bool batch,
                        uint64_t *ret_seq, struct err **err)
 {
-        if (!st->in_batch) {
-                if (exec(st, "BEGIN IMMEDIATE", err) < 0)
-                        return -1;
-                st->in_batch = true;
-        }
-        sqlite3_stmt *q = NULL;
-        int rc = sqlite3_prepare_v2(st->db,
-                                    "INSERT INTO events(session, seq, event, data) VALUES (?1, (SELECT "
-                                    "COALESCE(MAX(seq), 0) + 1 FROM events WHERE session = ?1), ?2, ?3) RETURNING seq",
-                                    -1, &q, NULL);
-        if (rc != SQLITE_OK)
-                return db_err(st, rc, err, "record the event");
-        bind_text(q, 1, id);
-        bind_text(q, 2, event);
-        bind_text(q, 3, data);
-        rc = sqlite3_step(q);
-        if (rc == SQLITE_ROW) {
-                *ret_seq = (uint64_t)sqlite3_column_int64(q, 0);
-                rc = sqlite3_step(q);
-        }
-        sqlite3_finalize(q);
-        if (rc != SQLITE_DONE)
-                return db_err(st, rc, err, "record the event");
-        st->batch_lines++;
-        if (!batch || st->batch_lines >= BATCH_MAX)
-                return store_commit(st, err);
-        return 0;
+        return st->ops->event_append(st, id, event, data, batch, ret_seq, err);
 }
 
 int store_events_each(struct store *st, const char *id, uint64_t after,
                       int (*fn)(void *arg, uint64_t seq, const char *event, const char *data), void *arg,
                       struct err **err)
 {
-        sqlite3_stmt *q = NULL;
-        int rc = sqlite3_prepare_v2(st->db, "SELECT seq, event, data FROM events WHERE session = ? AND seq > ? ORDER "
-                                            "BY seq",
-                                    -1, &q, NULL);
-        if (rc != SQLITE_OK)
-                return db_err(st, rc, err, "read the events");
-        bind_text(q, 1, id);
-        sqlite3_bind_int64(q, 2, (sqlite3_int64)after);
-        while ((rc = sqlite3_step(q)) == SQLITE_ROW)
-                if (fn(arg, (uint64_t)sqlite3_column_int64(q, 0), (const char *)sqlite3_column_text(q, 1),
-                       (const char *)sqlite3_column_text(q, 2)))
-                        break;
-        sqlite3_finalize(q);
-        return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_err(st, rc, err, "read the events");
-}
-
-int store_session_ids_before(struct store *st, const char *status, const char *before,
-                             int (*fn)(void *arg, const char *id), void *arg, struct err **err)
-{
-        sqlite3_stmt *q = NULL;
-        int rc = sqlite3_prepare_v2(st->db, "SELECT id FROM sessions WHERE status = ? AND updated_at < ? ORDER BY id "
-                                            "LIMIT 1000",
-                                    -1, &q, NULL);
-        if (rc != SQLITE_OK)
-                return db_err(st, rc, err, "list the sessions");
-        bind_text(q, 1, status);
-        bind_text(q, 2, before);
-        /* Collected first: fn may write (delete, update) the rows. */
-        char **ids = NULL;
-        size_t n = 0;
-        while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-                char **ni = realloc(ids, (n + 1) * sizeof(*ids));
-                if (!ni)
-                        break;
-                ids = ni;
-                ids[n] = col(q, 0);
-                if (ids[n])
-                        n++;
-        }
-        sqlite3_finalize(q);
-        int ret = rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_err(st, rc, err, "list the sessions");
-        for (size_t i = 0; i < n; i++) {
-                if (ret == 0)
-                        fn(arg, ids[i]);
-                free(ids[i]);
-        }
-        free(ids);
-        return ret;
-}
-
-int store_journal_bytes(struct store *st, const char *id, uint64_t *ret, struct err **err)
-{
-        sqlite3_stmt *q = NULL;
-        int rc = sqlite3_prepare_v2(st->db, "SELECT COALESCE(SUM(LENGTH(CAST(line AS BLOB)) + 1), 0) FROM journal "
-                                            "WHERE session = ?",
-                                    -1, &q, NULL);
-        if (rc != SQLITE_OK)
-                return db_err(st, rc, err, "read the journal");
-        bind_text(q, 1, id);
-        rc = sqlite3_step(q);
-        if (rc == SQLITE_ROW)
-                *ret = (uint64_t)sqlite3_column_int64(q, 0);
-        sqlite3_finalize(q);
-        return rc == SQLITE_ROW ? 0 : db_err(st, rc, err, "read the journal");
+        return st->ops->events_each(st, id, after, fn, arg, err);
 }
 
 int store_tenant_usage_get(struct store *st, const char *tenant, int64_t window_start, char **ret, struct err **err)
 {
-        *ret = NULL;
-        sqlite3_stmt *q = NULL;
-        int rc = sqlite3_prepare_v2(st->db, "SELECT usage FROM tenant_usage WHERE tenant = ? AND window_start = ?", -1,
-                                    &q, NULL);
-        if (rc != SQLITE_OK)
-                return db_err(st, rc, err, "read the tenant's usage");
-        bind_text(q, 1, tenant);
-        sqlite3_bind_int64(q, 2, window_start);
-        rc = sqlite3_step(q);
-        if (rc == SQLITE_ROW)
-                *ret = col(q, 0);
-        sqlite3_finalize(q);
-        if (rc == SQLITE_ROW)
-                return *ret ? 0 : err_set(err, ENOMEM, "the tenant's usage");
-        return rc == SQLITE_DONE ? 1 : db_err(st, rc, err, "read the tenant's usage");
+        return st->ops->tenant_usage_get(st, tenant, window_start, ret, err);
 }
 
 int store_tenant_usage_put(struct store *st, const char *tenant, int64_t window_start, const char *usage,
                            struct err **err)
 {
-        if (store_commit(st, err) < 0)
-                return -1;
-        sqlite3_stmt *q = NULL;
-        int rc = sqlite3_prepare_v2(st->db,
-                                    "INSERT OR REPLACE INTO tenant_usage(tenant, window_start, usage) VALUES (?,?,?)", -1,
-                                    &q, NULL);
-        if (rc != SQLITE_OK)
-                return db_err(st, rc, err, "record the tenant's usage");
-        bind_text(q, 1, tenant);
-        sqlite3_bind_int64(q, 2, window_start);
-        bind_text(q, 3, usage);
-        return run_stmt(st, q, err, "record the tenant's usage");
+        return st->ops->tenant_usage_put(st, tenant, window_start, usage, err);
 }
 
-int store_tenant_usage_add(struct store *st, const char *tenant, int64_t window_start, const char *delta, bool batch,
-                           char **ret, struct err **err)
+/* The row {NAME: {"used": N}} after adding delta {NAME: N} to it (row NULL
+ * or not an object: from nothing); malloc'd, NULL: no memory. */
+char *store_usage_merge(const char *row, const char *delta)
 {
-        if (ret)
-                *ret = NULL;
         cJSON *d = cJSON_Parse(delta);
-        if (!cJSON_IsObject(d)) {
-                cJSON_Delete(d);
-                return err_set(err, EINVAL, "the tenant's usage: the amount to add is not a JSON object");
-        }
-        bool began = false;
-        if (!st->in_batch) {
-                if (exec(st, "BEGIN IMMEDIATE", err) < 0) {
-                        cJSON_Delete(d);
-                        return -1;
-                }
-                st->in_batch = began = true;
-        }
-        char *text = NULL;
-        cJSON *u = NULL;
-        int rc = store_tenant_usage_get(st, tenant, window_start, &text, err);
-        if (rc < 0)
-                goto fail;
-        u = rc == 0 ? cJSON_Parse(text) : NULL;
-        free(text);
-        text = NULL;
+        cJSON *u = row ? cJSON_Parse(row) : NULL;
         if (!cJSON_IsObject(u)) {
                 cJSON_Delete(u);
                 u = cJSON_CreateObject();
         }
-        for (const cJSON *c = d->child; u && c; c = c->next) {
+        for (const cJSON *c = d ? d->child : NULL; u && c; c = c->next) {
                 if (!cJSON_IsNumber(c) || c->valuedouble < 0)
                         continue;
                 cJSON *e = cJSON_GetObjectItemCaseSensitive(u, c->string);
@@ -678,43 +374,21 @@ int store_tenant_usage_add(struct store *st, const char *tenant, int64_t window_
                         u = NULL;
                 }
         }
-        text = u ? cJSON_PrintUnformatted(u) : NULL;
+        char *text = u ? cJSON_PrintUnformatted(u) : NULL;
         cJSON_Delete(u);
-        if (!text) {
-                err_set(err, ENOMEM, "the tenant's usage");
-                goto fail;
-        }
-        sqlite3_stmt *q = NULL;
-        rc = sqlite3_prepare_v2(st->db,
-                                "INSERT OR REPLACE INTO tenant_usage(tenant, window_start, usage) VALUES (?,?,?)", -1,
-                                &q, NULL);
-        if (rc != SQLITE_OK) {
-                db_err(st, rc, err, "record the tenant's usage");
-                goto fail;
-        }
-        bind_text(q, 1, tenant);
-        sqlite3_bind_int64(q, 2, window_start);
-        bind_text(q, 3, text);
-        if (run_stmt(st, q, err, "record the tenant's usage") < 0)
-                goto fail;
         cJSON_Delete(d);
-        st->batch_lines++;
-        if ((!batch || st->batch_lines >= BATCH_MAX) && store_commit(st, err) < 0) {
-                free(text);
-                return -1;
-        }
+        return text;
+}
+
+int store_tenant_usage_add(struct store *st, const char *tenant, int64_t window_start, const char *delta, bool batch,
+                           char **ret, struct err **err)
+{
         if (ret)
-                *ret = text;
-        else
-                free(text);
-        return 0;
-fail:
-        free(text);
+                *ret = NULL;
+        cJSON *d = cJSON_Parse(delta);
+        bool ok = cJSON_IsObject(d);
         cJSON_Delete(d);
-        if (began) {
-                sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-                st->in_batch = false;
-                st->batch_lines = 0;
-        }
-        return -1;
+        if (!ok)
+                return err_set(err, EINVAL, "the tenant's usage: the amount to add is not a JSON object");
+        return st->ops->tenant_usage_add(st, tenant, window_start, delta, batch, ret, err);
 }

@@ -1,7 +1,10 @@
-/* server/store.h — the server's state in SQLite (WAL) under --state-dir:
- * sessions, their journals, idempotency keys.  One connection, used from
- * the server's one thread.  Every write is one transaction: a record is
- * written whole or not at all (a full disk leaves nothing half-written). */
+/* server/store.h — the server's state: sessions, their journals, events,
+ * idempotency keys, tenants' usage.  Two backends behind this one
+ * interface (store-internal.h), chosen at open by the store's URL: SQLite
+ * (WAL) under --state-dir, the default, and PostgreSQL (libpq).  One
+ * connection, used from the server's one thread.  Every write is one
+ * transaction: a record is written whole or not at all (a full disk leaves
+ * nothing half-written). */
 #ifndef CHIDORI_SERVER_STORE_H
 #define CHIDORI_SERVER_STORE_H
 
@@ -16,7 +19,11 @@ enum {
         STORE_E_CORRUPT = 1, /* not a database, or damaged: the server refuses to start */
         STORE_E_FULL,        /* the disk (or quota) is full: 503 naming the file */
         STORE_E_VERSION,     /* written by a newer chidori (schema version) */
+        STORE_E_USAGE,       /* a malformed store URL: a usage error */
+        STORE_E_UNAVAILABLE, /* the database cannot be reached, or refused the login */
 };
+
+enum store_kind { STORE_SQLITE = 1, STORE_POSTGRES };
 
 #define STORE_SCHEMA_VERSION 3
 #define STORE_DB_NAME "serve.db"
@@ -39,8 +46,42 @@ void store_session_clear(struct store_session *s);
 /* Open (creating) DIR/serve.db.  A file that is not a database or fails
  * SQLite's quick check: STORE_E_CORRUPT naming it. */
 int store_open(const char *dir, struct store **ret, struct err **err);
+/* The store `spec` names (NULL: DIR/serve.db): sqlite:PATH (the database
+ * file, its folder existing) or postgres://... / postgresql://... (a libpq
+ * URI; the schema is created or migrated).  STORE_E_USAGE for a malformed
+ * spec, STORE_E_UNAVAILABLE for a database that cannot be reached or
+ * refuses the login, STORE_E_VERSION for a newer schema. */
+int store_open_spec(const char *spec, const char *dir, struct store **ret, struct err **err);
+/* Which backend `spec` names; STORE_E_USAGE naming the accepted forms. */
+int store_spec_parse(const char *spec, enum store_kind *ret_kind, struct err **err);
+/* `url` with its password (user:PASSWORD@, password=...) replaced by ***. */
+void store_redact(const char *url, char *out, size_t n);
+/* A PostgreSQL URL's unix socket folder (its host, or PGHOST, naming a
+ * folder; libpq's default /var/run/postgresql when it names no host):
+ * *ret_dir malloc'd, or NULL for TCP.  STORE_E_USAGE if libpq cannot parse it. */
+int store_pg_socket_dir(const char *url, char **ret_dir, struct err **err);
+/* 1 when the URL names the user. */
+int store_pg_has_user(const char *url);
+/* Agent memory in the store's database when it is PostgreSQL (*ret a
+ * memstore over the store's connection: close it before the store); NULL
+ * for SQLite, whose memory stays in the state directory. */
+struct memstore;
+int store_memory_open(struct store *st, struct memstore **ret, struct err **err);
+/* PostgreSQL is served by chidori-broker, the one binary linking libpq:
+ * it registers store_pg_open here before opening the store.  Unregistered
+ * (the one-process server, CHIDORI_RUN_BROKER=0), a postgres:// store is
+ * STORE_E_USAGE saying so. */
+void store_register_pg(int (*open)(const char *url, struct store **ret, struct err **err));
 void store_close(struct store *st);
+/* The database file, or the URL with its password redacted. */
 const char *store_path(const struct store *st);
+const char *store_kind(const struct store *st); /* "sqlite", "postgres" */
+/* 0: the database answers; -1 (STORE_E_UNAVAILABLE) when it does not,
+ * after one attempt to reconnect. */
+int store_ready(struct store *st, struct err **err);
+/* True once after the database, lost since (a write or a read failed for
+ * it), answers again: the server then resumes what could not be recorded. */
+bool store_recovered(struct store *st);
 
 int store_session_insert(struct store *st, const struct store_session *s, const char *idem_key, struct err **err);
 /* 0 found (*ret filled), 1 none. */

@@ -28,6 +28,8 @@ struct memstore {
         char *path;  /* dir/memory.sqlite3, for messages */
         sqlite3_stmt *get, *set, *del, *list;
         unsigned long long max_bytes;  /* per namespace */
+        const struct memstore_backend *be; /* NULL: SQLite above */
+        void *be_handle;
 };
 
 static const char SQL_SCHEMA[] =
@@ -461,10 +463,25 @@ void memstore_set_max(struct memstore *m, unsigned long long max_bytes)
         m->max_bytes = max_bytes ? max_bytes : MEMSTORE_DEFAULT_NS_BYTES;
 }
 
+int memstore_open_backend(const struct memstore_backend *be, void *handle, struct memstore **ret,
+                          struct err **err)
+{
+        struct memstore *m = calloc(1, sizeof(*m));
+        if (!m)
+                return err_set(err, ENOMEM, "memory: cannot allocate the store");
+        m->be = be;
+        m->be_handle = handle;
+        m->max_bytes = MEMSTORE_DEFAULT_NS_BYTES;
+        *ret = m;
+        return 0;
+}
+
 void memstore_close(struct memstore *m)
 {
         if (!m)
                 return;
+        if (m->be && m->be->close)
+                m->be->close(m->be_handle);
         sqlite3_finalize(m->get);
         sqlite3_finalize(m->set);
         sqlite3_finalize(m->del);
@@ -479,6 +496,8 @@ int memstore_get(struct memstore *m, const char *ns, const char *key, char **ret
         size_t klen = 0;
         if (check_store(m, ns, err) < 0 || check_key(key, false, &klen, err) < 0)
                 return -1;
+        if (m->be)
+                return m->be->get(m->be_handle, ns, key, ret_json, err);
 
         _cleanup_reset_ sqlite3_stmt *st = m->get;
         int rc = bind_text(st, 1, ns, strlen(ns));
@@ -557,6 +576,8 @@ int memstore_set(struct memstore *m, const char *ns, const char *key, const char
         if (check_store(m, ns, err) < 0 || check_key(key, false, &klen, err) < 0 ||
             check_value(value_json, &vlen, err) < 0)
                 return -1;
+        if (m->be)
+                return m->be->set(m->be_handle, ns, key, value_json, klen, vlen, m->max_bytes, err);
 
         _cleanup_reset_ sqlite3_stmt *st = m->set;
         int rc = bind_text(st, 1, ns, strlen(ns));
@@ -587,6 +608,8 @@ int memstore_delete(struct memstore *m, const char *ns, const char *key, bool *r
         size_t klen = 0;
         if (check_store(m, ns, err) < 0 || check_key(key, false, &klen, err) < 0)
                 return -1;
+        if (m->be)
+                return m->be->del(m->be_handle, ns, key, ret_existed, err);
 
         _cleanup_reset_ sqlite3_stmt *st = m->del;
         int rc = bind_text(st, 1, ns, strlen(ns));
@@ -605,6 +628,8 @@ int memstore_clear(struct memstore *m, const char *ns, size_t *ret_n, struct err
 {
         if (check_store(m, ns, err) < 0)
                 return -1;
+        if (m->be)
+                return m->be->clear(m->be_handle, ns, ret_n, err);
         /* One statement, one transaction: the namespace is empty or unchanged. */
         sqlite3_stmt *st = NULL;
         int rc = sqlite3_prepare_v2(m->db, "DELETE FROM memory WHERE ns = ?1", -1, &st, NULL);
@@ -638,6 +663,8 @@ int memstore_list(struct memstore *m, const char *ns, const char *prefix, char *
                 prefix = "";
         if (check_store(m, ns, err) < 0 || check_key(prefix, true, &plen, err) < 0)
                 return -1;
+        if (m->be)
+                return m->be->list(m->be_handle, ns, prefix, ret_keys, ret_n, err);
 
         size_t n = 0, cap = 16;
         char **keys = calloc(cap + 1, sizeof(*keys));

@@ -82,6 +82,24 @@ int memstore_list(struct memstore *m, const char *ns, const char *prefix, char *
 /* Free an array from memstore_list().  NULL is ok. */
 void memstore_keys_free(char **keys);
 
+/* Another backend behind the same functions (chidori serve --store
+ * postgres://...: server/store-pg.c): the checks above (key, value, limits'
+ * messages) stay here; the backend reads and writes.  set gets the key's and
+ * value's lengths and the namespace's byte limit, and refuses as SQLite's
+ * does (MEMSTORE_E_LIMIT, or the key count). */
+struct memstore_backend {
+        void (*close)(void *h);
+        int (*get)(void *h, const char *ns, const char *key, char **ret_json, struct err **err);
+        int (*set)(void *h, const char *ns, const char *key, const char *value_json, size_t klen, size_t vlen,
+                   unsigned long long max_bytes, struct err **err);
+        int (*del)(void *h, const char *ns, const char *key, bool *ret_existed, struct err **err);
+        int (*clear)(void *h, const char *ns, size_t *ret_n, struct err **err);
+        int (*list)(void *h, const char *ns, const char *prefix, char ***ret_keys, size_t *ret_n,
+                    struct err **err);
+};
+int memstore_open_backend(const struct memstore_backend *be, void *handle, struct memstore **ret,
+                          struct err **err);
+
 /* The default directory: $XDG_STATE_HOME/chidori if XDG_STATE_HOME is set to
  * an absolute path, else $HOME/.local/state/chidori.  *ret_dir is malloc'd.
  * Fails when neither variable gives an absolute path. */

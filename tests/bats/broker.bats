@@ -813,3 +813,34 @@ JS
   assert_status 2
   assert_stderr_has "the journal's agent was read from stdin; give it again with --agent FILE"
 }
+
+@test "broker: serve --store grants: the socket folder a store URL names is reachable (connect) but not writable, nothing beside it; sqlite's folder is writable; without the grant neither" {
+  command -v python3 >/dev/null || skip "python3 is not installed"
+  mkdir -p "$T/pg/sock" "$T/db"
+  chmod 0755 "$T/pg" "$T/pg/sock"
+  echo secret >"$T/pg/beside"
+  chmod 0644 "$T/pg/beside"
+  python3 -c 'import os, socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o777); s.listen(8)
+print("up", flush=True); time.sleep(60)' "$T/pg/sock/.s.PGSQL.5432" >"$T/sock.out" &
+  spid=$!
+  for i in $(seq 500); do [[ -S $T/pg/sock/.s.PGSQL.5432 ]] && break; sleep 0.02; done
+  # Granted: connect works; writing there and reading beside it do not.
+  sb --socket-dir "$T/pg/sock" --state "$T/state" -- connect-unix "$T/pg/sock/.s.PGSQL.5432"
+  echo "$output $stderr"
+  [[ $status -eq 0 && $output == OK* ]]
+  sb --socket-dir "$T/pg/sock" --state "$T/state" -- write "$T/pg/sock"
+  [[ $output == DENIED* ]]
+  sb --socket-dir "$T/pg/sock" --state "$T/state" -- open "$T/pg/beside"
+  [[ $output == DENIED* ]]
+  # Not granted: the same connect fails (the folder is not in its root).
+  sb --state "$T/state" -- connect-unix "$T/pg/sock/.s.PGSQL.5432"
+  [[ $output == DENIED* ]]
+  kill "$spid"; wait "$spid" || true
+  # sqlite:PATH's folder: writable when granted, not otherwise.
+  sb --store-dir "$T/db" --state "$T/state" -- create "$T/db/serve.db"
+  [[ $status -eq 0 && -e $T/db/serve.db ]]
+  rm -f "$T/db/serve.db"
+  sb --state "$T/state" -- create "$T/db/serve.db"
+  [[ $output == DENIED* && ! -e $T/db/serve.db ]]
+}

@@ -9,13 +9,27 @@ teardown() {
   rm -rf "$T"
 }
 
+# SERVE_STORE (tests/bats/serve-pg.bats runs some files so): a --store URL
+# for every server of a test, "{db}" replaced by a database of the test's
+# own, made once with the command $SERVE_STORE_CREATEDB DB.
+store_args() {
+  STORE_ARGS=()
+  [[ -n ${SERVE_STORE:-} ]] || return 0
+  local db; db=t$(basename "$T" | tr -dc 'a-zA-Z0-9' | tr 'A-Z' 'a-z')
+  if [[ ! -e $T/.db-made && -n ${SERVE_STORE_CREATEDB:-} ]]; then
+    $SERVE_STORE_CREATEDB "$db" && touch "$T/.db-made"
+  fi
+  STORE_ARGS=(--store "${SERVE_STORE//\{db\}/$db}")
+}
+
 # start_server [OPTIONS...]: serves $T/agent.js; sets SERVER_PID, URL (or
 # SOCK for unix:), waits (bounded) for the Listening: line.
 start_server() {
   [[ -f $T/agent.js ]] || echo 'export default async (input) => ({ echo: input })' >"$T/agent.js"
   # A new file each time: what a killed server's leftovers write goes to the old one.
   rm -f "$T/server.out" "$T/server.err"
-  "$CHIDORI" serve "$T/agent.js" "$@" >"$T/server.out" 2>"$T/server.err" </dev/null 3>&- &
+  store_args
+  "$CHIDORI" serve "$T/agent.js" "$@" "${STORE_ARGS[@]}" >"$T/server.out" 2>"$T/server.err" </dev/null 3>&- &
   SERVER_PID=$!
   local i
   for ((i = 0; i < 200; i++)); do

@@ -634,3 +634,24 @@ JS
   chid serve --help
   assert_status 0
 }
+
+@test "serve: --store sqlite:PATH keeps the sessions in that file (outside --state-dir), across a restart" {
+  mkdir -p "$T/db"
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --store "sqlite:$T/db/sessions.db"
+  grep -q "^Store: sqlite $T/db/sessions.db$" "$T/server.err"
+  req -X POST -d '{"input": 5}' "$URL/sessions"
+  assert_code 201
+  local id; id=$(jq -r .id <<<"$body")
+  [[ $(jq -c .result <<<"$body") == '{"echo":5}' ]]
+  stop_server
+  [[ -s $T/db/sessions.db && ! -e $T/st/serve.db ]]
+  CHIDORI_STORE="sqlite:$T/db/sessions.db" start_server --listen 127.0.0.1:0 --state-dir "$T/st"
+  req "$URL/sessions/$id"
+  assert_code 200
+  [[ $(jq -c .result <<<"$body") == '{"echo":5}' ]]
+  stop_server
+  # A folder that does not exist is the operator's mistake: a usage error naming it.
+  chid serve "$T/agent.js" --listen 127.0.0.1:0 --state-dir "$T/st" --store "sqlite:$T/nope/x.db"
+  assert_status 2
+  assert_stderr_has "--store sqlite:$T/nope/x.db: No such file or directory"
+}

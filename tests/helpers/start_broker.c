@@ -7,7 +7,7 @@
  * "start-broker: broker exited N" or "start-broker: broker killed by SIGSYS".
  *
  *   start-broker [--control] [--state DIR] [--workspace DIR] [--agent DIR]
- *                [--user NAME|UID] [--require] [--box] [--outside] [--close]
+ *                [--store-dir DIR] [--socket-dir DIR] [--user NAME|UID] [--require] [--box] [--outside] [--close]
  *                [--config A,B,...] -- ARG...
  *
  * ARG... is the broker's argv after argv[0]; "@MONITOR" becomes this
@@ -225,6 +225,10 @@ int main(int argc, char **argv)
                         s.workspace = argv[++i];
                 else if (i + 1 < argc && strcmp(argv[i], "--agent") == 0)
                         s.agent_dir = argv[++i];
+                else if (i + 1 < argc && strcmp(argv[i], "--store-dir") == 0)
+                        s.store_dir = argv[++i]; /* serve --store sqlite:PATH's folder */
+                else if (i + 1 < argc && strcmp(argv[i], "--socket-dir") == 0)
+                        s.store_socket_dir = argv[++i]; /* a PostgreSQL socket's folder */
                 else if (i + 1 < argc && strcmp(argv[i], "--user") == 0)
                         user = argv[++i];
                 else if (nfiles < 8 && i + 1 < argc && strcmp(argv[i], "--journal") == 0) {
