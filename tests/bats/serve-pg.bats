@@ -324,3 +324,60 @@ JS
   [[ $(PGPASSWORD=$PG_PASSWORD "$PG_BIN/psql" -h "$PGSOCK" -p "$PGPORT_T" -U postgres -d postgres -qAtc \
        "SELECT COUNT(*) FROM pg_database WHERE datname LIKE 'tchidoribats%'") -ge 10 ]]
 }
+
+@test "serve-pg: a tenant's budget is kept in PostgreSQL: it holds across two sessions, across a restart, and for a second server on the same database" {
+  cat >"$T/agent.js" <<'JS'
+export default async () => {
+  const out = [];
+  for (let i = 0; i < 3; i++) {
+    try { out.push(await chidori.memory.get("k" + i)); }
+    catch (e) { const c = e.cause || e; out.push(c.code); }
+  }
+  return out;
+};
+JS
+  printf '%s\n' '{"tenant": {"effects": 8}}' >"$T/quotas.json"
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --store "$STORE" --quotas "$T/quotas.json" --trusted
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  [[ $(jq -c .result <<<"$body") == '[null,null,null]' ]] || { echo "$body"; false; }
+  stop_server
+  # Restarted, with another state dir: the use (3) is the database's.
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st2" --store "$STORE" --quotas "$T/quotas.json" --trusted
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  [[ $(jq -c .result <<<"$body") == '[null,null,null]' ]] || { echo "$body"; false; }
+  stop_server
+  # A second server on the same database sees the 6 used: 2 left.
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st3" --store "$STORE" --quotas "$T/quotas.json" --trusted
+  req -X POST -d '{"wait": true}' "$URL/sessions"
+  [[ $(jq -c .result <<<"$body") == '[null,null,"EQUOTA"]' ]] || { echo "$body"; false; }
+  [[ $(jq -r .result[2] <<<"$body") == EQUOTA ]]
+  [[ $(sql "SELECT usage FROM tenant_usage WHERE tenant = 'default'") == *'"effects":{"used":8}'* ]] || { sql "SELECT usage FROM tenant_usage"; false; }
+  stop_server
+}
+
+@test "serve-pg: two servers adding to one tenant's use at once both count (the row is locked for the add)" {
+  cat >"$T/agent.js" <<'JS'
+export default async () => { for (let i = 0; i < 5; i++) await chidori.memory.get("k" + i); return 5; };
+JS
+  printf '%s\n' '{"tenant": {"effects": 100000}}' >"$T/quotas.json"
+  start_server --listen 127.0.0.1:0 --state-dir "$T/a" --store "$STORE" --quotas "$T/quotas.json" --trusted
+  local pid_a=$SERVER_PID url_a=$URL
+  cp "$T/server.err" "$T/a.err"
+  start_server --listen 127.0.0.1:0 --state-dir "$T/b" --store "$STORE" --quotas "$T/quotas.json" --trusted
+  local pid_b=$SERVER_PID url_b=$URL
+  local i pids=()
+  for i in 1 2 3 4 5 6; do
+    curl -sS --max-time 60 -X POST -d '{"wait": true}' "$url_a/sessions" >"$T/ra$i" &
+    pids+=($!)
+    curl -sS --max-time 60 -X POST -d '{"wait": true}' "$url_b/sessions" >"$T/rb$i" &
+    pids+=($!)
+  done
+  for i in "${pids[@]}"; do wait "$i"; done
+  for i in 1 2 3 4 5 6; do
+    [[ $(jq -c .result "$T/ra$i") == 5 && $(jq -c .result "$T/rb$i") == 5 ]] || { cat "$T/ra$i" "$T/rb$i"; false; }
+  done
+  SERVER_PID=$pid_b; stop_server
+  SERVER_PID=$pid_a; stop_server
+  # 12 sessions x 5 calls: every add counted, none lost to the other server's.
+  [[ $(sql "SELECT usage FROM tenant_usage WHERE tenant = 'default'") == *'"effects":{"used":60}'* ]] || { sql "SELECT usage FROM tenant_usage"; false; }
+}
