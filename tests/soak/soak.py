@@ -24,6 +24,7 @@ import os
 import random
 import re
 import signal
+import sqlite3
 import struct
 import subprocess
 import sys
@@ -244,6 +245,26 @@ def fds_of(pid):
         except OSError:
             pass
     return out
+
+
+def db_rows(path, live):
+    """Rows in every table of SQLite file PATH, read-only: through the WAL
+    when a live connection holds it (the server's), else the file alone
+    (immutable: nothing is created beside it)."""
+    uri = "file:%s?%s" % (path, "mode=ro" if live else "immutable=1")
+    try:
+        db = sqlite3.connect(uri, uri=True, timeout=10)
+    except sqlite3.Error:
+        return 0
+    try:
+        n = 0
+        for (t,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+            n += db.execute('SELECT count(*) FROM "%s"' % t.replace('"', '""')).fetchone()[0]
+        return n
+    except sqlite3.Error:
+        return 0
+    finally:
+        db.close()
 
 
 # ------------------------------------------------------------------ the corpus
@@ -539,7 +560,7 @@ class Soak:
         return m
 
     METRICS = ["runs", "server_rss_kib", "server_fds", "sqlite_fds", "procs", "zombies", "chidori_procs",
-               "cgroup_dirs", "tmp_files", "state_kib", "wal_kib"]
+               "cgroup_dirs", "tmp_files", "state_kib", "wal_kib", "db_rows"]
 
     def measure(self, done):
         procs = all_procs()
@@ -586,6 +607,8 @@ class Soak:
             "tmp_files": tmp,
             "state_kib": state // 1024,
             "wal_kib": wal // 1024,
+            "db_rows": sum(db_rows(os.path.join(self.state, "serve", f), True) for f in ("serve.db", "memory.sqlite3"))
+            + db_rows(os.path.join(self.state, "run", "chidori", "memory.sqlite3"), False),
             "elapsed_s": round(time.time() - self.t_start, 1),
             "left": sorted("%d:%s:%s" % (p, procs[p][0], procs[p][1]) for p in left)[:10],
         }
@@ -606,6 +629,8 @@ class Soak:
         "state_kib": ("per_run", 0.25),
         # SQLite's autocheckpoint restarts a WAL past 1000 pages (4 MiB); two live databases
         "wal_kib": ("bound", 3 * 4096),
+        # every session is deleted once checked: what the databases hold stays
+        "db_rows": ("allowance", 0),
     }
 
     def slopes(self):
