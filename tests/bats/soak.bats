@@ -38,7 +38,7 @@ metric_result() {
   done
   # a sample at start, every 8 runs and at the end; a verdict per metric
   [[ $(grep -cE '^\| (0|8|16|24|32|40) \| ' <<<"$output") == 6 ]] || { echo "$output"; return 1; }
-  for k in server_rss_kib server_fds sqlite_fds procs zombies chidori_procs cgroup_dirs tmp_files state_kib wal_kib; do
+  for k in server_rss_kib server_fds sqlite_fds procs zombies chidori_procs cgroup_dirs tmp_files state_kib wal_kib db_rows; do
     [[ $(metric_result "$k") == pass ]] || { echo "$k: $(metric_result "$k")"; echo "$output"; return 1; }
   done
   # the plot is a PNG
@@ -73,6 +73,19 @@ EOF2
   [[ $stderr == *"(run_throw) failed: expected exit 1, stderr with 'chidori: agent error: Error: soak boom "*", got exit 0"* ]] \
     || { echo "$stderr" | tail -20; return 1; }
   [[ $output == *"## Wrong outcomes"* && $output == *'stdout: "not thrown"'* ]] || { echo "$output"; return 1; }
+}
+
+@test "soak: a server that does not start fails the soak at once, and leaves nothing behind" {
+  mkdir -p "$T/bin"
+  ln -s "$BUILD_DIR/probes" "$T/bin/probes"
+  printf '#!/bin/sh\ncase "$1" in serve) echo "no serve today" >&2; exit 70;; esac\nexec "%s" "$@"\n' "$CHIDORI" >"$T/bin/chidori"
+  chmod +x "$T/bin/chidori"
+  soak CHIDORI_BIN="$T/bin/chidori"
+  [[ $status == 1 && $stderr == *"soak: chidori serve did not start:"*"no serve today"* ]] || { echo "$status $stderr"; return 1; }
+  # its fake HTTP server is stopped and its cgroups removed
+  [[ -z $(find /sys/fs/cgroup -maxdepth 4 -type d -name 'soak-[0-9]*' 2>/dev/null) ]]
+  local fake; fake=$(cat "$T/soak/fake_http.pid")
+  [[ -n $fake ]] && ! kill -0 "$fake" 2>/dev/null
 }
 
 @test "soak: a malformed SOAK_* value is a usage error (exit 2), naming it" {

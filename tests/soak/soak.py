@@ -36,6 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 AGENTS = os.path.join(HERE, "agents")
 PRIVATE_MARK = "CHIDORI_SOAK_PRIVATE_TMP"
+BOUND_IN = set()  # names in the private /tmp that are folders of the host's /tmp bound back in
 
 
 def usage(msg):
@@ -90,6 +91,7 @@ def private_tmp(keep_paths):
         except OSError as e:
             sys.stderr.write("soak: unshare: %s; counting /tmp as shared\n" % e)
             return False
+    global BOUND_IN
     keep = []
     for p in keep_paths:
         if os.path.realpath(p).startswith("/tmp/") and os.path.exists(p):
@@ -99,6 +101,7 @@ def private_tmp(keep_paths):
         os.makedirs(path, exist_ok=True)
         mount("/proc/self/fd/%d" % fd, path, None, MS_BIND | MS_REC, None)
         os.close(fd)
+        BOUND_IN.add(path[len("/tmp/"):].split("/")[0])
     return True
 
 
@@ -168,8 +171,22 @@ class Cgroups:
         return got
 
     def close(self):
+        """Leave our cgroups and remove them; a process still in them (ours:
+        every process in them descends from the driver) is killed and named."""
         left = []
-        for h, old, new in self.dirs:
+        stray = self.pids() - {os.getpid()}
+        for pid in stray:
+            st = stat_of(pid)
+            left.append("process %d (%s) still in our cgroup: killed" % (pid, st[0] if st else "?"))
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        t0 = time.time()
+        while self.pids() - {os.getpid()} and time.time() - t0 < 5:
+            time.sleep(0.05)
+        dirs, self.dirs = self.dirs, []
+        for h, old, new in dirs:
             try:
                 with open(os.path.join(old, "cgroup.procs"), "w") as p:
                     p.write(str(os.getpid()))
@@ -279,7 +296,10 @@ class Soak:
         self.runs = env_int("SOAK_RUNS", 10000, 1, 10 ** 7)
         self.jobs = env_int("SOAK_JOBS", 2, 1, 64)
         self.sample_every = env_int("SOAK_SAMPLE", 500, 1, 10 ** 7)
-        default_warm = min(2 * self.sample_every, self.runs // 2)
+        # every kind has run once (a first memory key, a first cgroup) and at
+        # least 2 samples, leaving 3 samples or more to fit
+        per = self.sample_every
+        default_warm = max(0, min(max(2 * per, -(-len(self.MIX) // per) * per), self.runs - 2 * per))
         self.warmup = env_int("SOAK_WARMUP", default_warm, 0, 10 ** 7)
         self.seed = env_int("SOAK_SEED", int(time.time()) % 1000000, 0, 2 ** 32)
         self.limits = dict(self.LIMITS)
@@ -525,7 +545,7 @@ class Soak:
             getattr(self, kind)(n)
         except Outcome as e:
             self.fail(n, kind, str(e))
-        except (OSError, http.client.HTTPException, ValueError, KeyError, TypeError) as e:
+        except Exception as e:  # noqa: BLE001 - any surprise is a wrong outcome, never a lost worker
             self.fail(n, kind, "%s: %s" % (type(e).__name__, e))
         self.simulate_leak(n)
         self.reap_orphans()
@@ -581,7 +601,7 @@ class Soak:
         tmp = 0
         for d in {"/tmp", self.tmpdir}:
             try:
-                tmp += sum(1 for e in os.listdir(d) if e.startswith("chidori-"))
+                tmp += sum(1 for e in os.listdir(d) if e.startswith("chidori-") and not (d == "/tmp" and e in BOUND_IN))
             except OSError:
                 pass
         state = wal = 0
@@ -683,6 +703,8 @@ class Soak:
         self.fake = subprocess.Popen([sys.executable, os.path.join(REPO, "tests/servers/fake_http.py"), "--port", "0",
                                       "--host", "127.0.0.1"], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, env=self.env)
+        with open(os.path.join(self.out, "fake_http.pid"), "w") as f:
+            f.write("%d\n" % self.fake.pid)
         port = int(self.fake.stdout.readline())
         self.fake_host = "127.0.0.1:%d" % port
         self.fake_url = "http://" + self.fake_host
@@ -725,6 +747,16 @@ class Soak:
         self.leaked = []
 
     def main(self):
+        # whatever happens (a failed start, an exception, ^C), nothing we
+        # started outlives us: the servers are stopped, our cgroups removed
+        try:
+            return self.soak()
+        finally:
+            self.stop()
+            if getattr(self, "cg", None):
+                self.cg.close()
+
+    def soak(self):
         self.start()
         self.t_start = time.time()
         self.samples = []
@@ -759,6 +791,10 @@ class Soak:
             for t in ts:
                 t.join()
             done += len(batch)
+            if self.serve.poll() is not None:
+                self.fail(done, "serve", "chidori serve exited (status %s); its stderr is %s"
+                          % (self.serve.returncode, self.serve_err.name))
+                break
             if len(self.failures) > 200:
                 sys.stderr.write("soak: more than 200 wrong outcomes, stopping\n")
                 break
