@@ -33,7 +33,7 @@ metric_result() {
   # every kind ran at least once, through both commands
   local k
   for k in run_ok run_throw run_memory run_deadline run_pids run_seccomp run_nested run_tool run_fetch run_kill \
-    s_ok s_throw s_fetch s_nested s_tool s_memory s_approve s_input s_cancel s_delete_running s_bomb; do
+    s_ok s_throw s_fetch s_nested s_tool s_memory s_approve s_input s_cancel s_delete_running s_bomb s_replay s_stream; do
     [[ $output =~ [[:space:]]$k\ [1-9] ]] || { echo "kind $k did not run: $output"; return 1; }
   done
   # a sample at start, every 8 runs and at the end; a verdict per metric

@@ -529,6 +529,31 @@ class Soak:
         time.sleep(self.rng.uniform(0, 0.3))
         self.delete(sid)
 
+    def s_replay(self, n):
+        # a fresh box answered from the session's journal (memory, clock)
+        sid = self.session({"input": {"kind": "memory", "n": n}}, 201, status="done", result=n)
+        c, doc = self.http("POST", "/sessions/%s/replay" % sid)
+        self.expect("replay", c, doc, 200, matched=True, result=n)
+        self.delete(sid)
+
+    def s_stream(self, n):
+        # POST /sessions/stream: the events of the session until it settles
+        c = http.client.HTTPConnection("127.0.0.1", self.serve_port, timeout=120)
+        try:
+            c.request("POST", "/sessions/stream", body=json.dumps({"input": {"kind": "ok", "n": n}}),
+                      headers={"Content-Type": "application/json"})
+            r = c.getresponse()
+            text = r.read().decode("utf-8", "replace")
+            loc = r.getheader("Location") or ""
+        finally:
+            c.close()
+        ok = r.status == 201 and "event: done" in text and '"result":{"ok":true,"n":%d}' % n in text \
+            and 'event: log\ndata: {"level":"info","message":"ok %d"}' % n in text
+        if not ok or not loc.startswith("/sessions/"):
+            raise Outcome("POST /sessions/stream: expected 201, a log and a done event with the result, got HTTP %d "
+                          "(Location %r):\n%s" % (r.status, loc, text[-2000:]))
+        self.delete(loc[len("/sessions/"):])
+
     def s_bomb(self, n):
         sid = self.session({"input": {"kind": "bomb"}}, 201, status="failed", exit=137)
         self.delete(sid)
@@ -538,6 +563,7 @@ class Soak:
         (3, "run_seccomp"), (4, "run_nested"), (4, "run_tool"), (4, "run_fetch"), (6, "run_kill"),
         (12, "s_ok"), (4, "s_throw"), (4, "s_fetch"), (3, "s_nested"), (3, "s_tool"), (2, "s_memory"),
         (6, "s_approve"), (5, "s_input"), (5, "s_cancel"), (3, "s_delete_running"), (2, "s_bomb"),
+        (3, "s_replay"), (3, "s_stream"),
     ]
 
     def one(self, n, kind):
@@ -696,7 +722,9 @@ class Soak:
         os.makedirs(self.state)
         self.tmpdir = "/tmp/soak-tmpdir" if self.private else os.path.join(self.out, "tmp")
         os.makedirs(self.tmpdir, exist_ok=True)
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("CHIDORI_", "SOAK_"))}
+        # CHIDORI_RUN_BROKER=0 soaks the one-process parent instead (docs/serve.md)
+        self.env = {k: v for k, v in os.environ.items()
+                    if not k.startswith(("CHIDORI_", "SOAK_")) or k == "CHIDORI_RUN_BROKER"}
         self.env.update(XDG_STATE_HOME=os.path.join(self.state, "run"), TMPDIR=self.tmpdir)
         self.probe_fork = os.path.join(self.work, "probe-worker-fork")
         os.symlink(os.path.join(self.probes, "probe"), self.probe_fork)
