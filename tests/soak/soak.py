@@ -733,6 +733,8 @@ class Soak:
                                      stderr=subprocess.DEVNULL, env=self.env)
         with open(os.path.join(self.out, "fake_http.pid"), "w") as f:
             f.write("%d\n" % self.fake.pid)
+        with open(os.path.join(self.out, "driver.pid"), "w") as f:  # its cgroups are soak-PID
+            f.write("%d\n" % os.getpid())
         port = int(self.fake.stdout.readline())
         self.fake_host = "127.0.0.1:%d" % port
         self.fake_url = "http://" + self.fake_host
