@@ -1091,18 +1091,20 @@ static int expire_approval(void *arg, const char *id)
         return 0;
 }
 
+/* The namespace first: if it cannot be cleared, the session is still there
+ * and a retry of the DELETE does both. */
 int sessions_delete(struct server *srv, const char *id, struct err **err)
 {
-        if (store_session_delete(srv->store, id, err) < 0)
-                return -1;
-        if (srv->run.shared_memory || !srv->run.mem)
-                return 0;
-        char *ns = NULL;
-        if (asprintf(&ns, "%s#%s", srv->run.agent_abspath, id) < 0)
-                return err_set(err, ENOMEM, "session %s: its memory namespace", id);
-        int r = memstore_clear(srv->run.mem, ns, NULL, err);
-        free(ns);
-        return r;
+        if (!srv->run.shared_memory && srv->run.mem) {
+                char *ns = NULL;
+                if (asprintf(&ns, "%s#%s", srv->run.agent_abspath, id) < 0)
+                        return err_set(err, ENOMEM, "session %s: its memory namespace", id);
+                int r = memstore_clear(srv->run.mem, ns, NULL, err);
+                free(ns);
+                if (r < 0)
+                        return -1;
+        }
+        return store_session_delete(srv->store, id, err);
 }
 
 static int expire_session(void *arg, const char *id)
