@@ -71,7 +71,7 @@ PROBE_BIN := $(patsubst tests/probes/%.c,$(BUILD)/probes/%,$(PROBE_SRC))
 # so the two never drift.
 MAN_PAGES := $(BUILD)/man/chidori.1 $(BUILD)/man/chidori-launch.1 $(BUILD)/man/chidori-serve.1
 
-.PHONY: all deps test test-docs unit asan fuzz fuzz-long bench lint install uninstall clean check-deps test-vm FORCE
+.PHONY: all deps test test-docs unit asan fuzz fuzz-long soak bench lint install uninstall clean check-deps test-vm FORCE
 all: $(BUILD)/chidori $(BUILD)/chidori-launch $(MAN_PAGES) $(BUILD)/chidori-worker $(BUILD)/chidori-broker $(BUILD)/chidori-monitor $(BUILD)/start-broker $(BUILD)/libchidori-engine.so $(BUILD)/libchidori-net.so $(BUILD)/jsrun $(BUILD)/vfsrun $(UNIT_BIN) $(PROBE_BIN) $(BUILD)/jsc_hello
 
 deps:
@@ -333,6 +333,13 @@ $(BUILD)/fuzz_chan: tests/fuzz/fuzz_chan.c chan/chan.c chan/blob.c common/err.c
 
 bench: all
 	BUILD=$(BUILD) ./scripts/bench.sh
+
+# SOAK_RUNS (default 10000) runs of a mixed corpus through `chidori run` and one
+# `chidori serve`, SOAK_JOBS (default 2) at once; fails when a sampled metric
+# (RSS, fds, processes, cgroups, temp files, state) grows: docs/soak.md.
+# The report is build/soak/report.md and build/soak/samples.png. Not in `make test`.
+soak: all
+	CHIDORI_BIN=$(CURDIR)/$(BUILD)/chidori SOAK_OUT=$(CURDIR)/$(BUILD)/soak tests/soak/soak.py
 
 lint:
 	./scripts/lint.sh

@@ -882,7 +882,7 @@ static void route_delete(struct server *srv, struct http_req *r, const struct st
                 sessions_cancel(srv, l, "deleted");
         }
         struct err *err = NULL;
-        if (store_session_delete(srv->store, s->id, &err) < 0) {
+        if (sessions_delete(srv, s->id, &err) < 0) {
                 store_error(r, err);
                 err_free(err);
                 return;

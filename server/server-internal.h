@@ -198,6 +198,10 @@ int sessions_resume(struct server *srv, const char *id, cJSON *decision, const c
                     struct err **err);
 struct live *sessions_find(struct server *srv, const char *id);
 int sessions_cancel(struct server *srv, struct live *l, const char *why);
+/* Delete session id from the store (record, journal, events, idempotency
+ * key) and, unless --shared-memory, its own memory namespace AGENT#id, which
+ * nothing can reach once the session is gone. */
+int sessions_delete(struct server *srv, const char *id, struct err **err);
 int sessions_recover(struct server *srv, unsigned *ret_requeued, unsigned *ret_failed, struct err **err);
 void sessions_free_all(struct server *srv);
 struct replay;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "effects/memory/memstore.h"
 #include "policy/policy.h"
 #include "proto/json.h"
 #include "runtime/evloop.h"
@@ -1096,13 +1097,29 @@ static int expire_approval(void *arg, const char *id)
         return 0;
 }
 
+/* The namespace first: if it cannot be cleared, the session is still there
+ * and a retry of the DELETE does both. */
+int sessions_delete(struct server *srv, const char *id, struct err **err)
+{
+        if (!srv->run.shared_memory && srv->run.mem) {
+                char *ns = NULL;
+                if (asprintf(&ns, "%s#%s", srv->run.agent_abspath, id) < 0)
+                        return err_set(err, ENOMEM, "session %s: its memory namespace", id);
+                int r = memstore_clear(srv->run.mem, ns, NULL, err);
+                free(ns);
+                if (r < 0)
+                        return -1;
+        }
+        return store_session_delete(srv->store, id, err);
+}
+
 static int expire_session(void *arg, const char *id)
 {
         struct server *srv = arg;
         if (sessions_find(srv, id))
                 return 0;
         struct err *err = NULL;
-        if (store_session_delete(srv->store, id, &err) < 0) {
+        if (sessions_delete(srv, id, &err) < 0) {
                 fprintf(stderr, "chidori: serve: session %s: delete past --session-ttl: %s\n", id, err_msg(err));
                 err_free(err);
         }

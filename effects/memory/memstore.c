@@ -630,17 +630,33 @@ int memstore_clear(struct memstore *m, const char *ns, size_t *ret_n, struct err
                 return -1;
         if (m->be)
                 return m->be->clear(m->be_handle, ns, ret_n, err);
-        /* One statement, one transaction: the namespace is empty or unchanged. */
-        sqlite3_stmt *st = NULL;
-        int rc = sqlite3_prepare_v2(m->db, "DELETE FROM memory WHERE ns = ?1", -1, &st, NULL);
+        /* One transaction: the namespace is empty or unchanged.  Its totals
+         * row goes too (the delete trigger leaves it at 0 keys): a server
+         * clearing each deleted session's namespace would otherwise keep one
+         * row per session it ever ran (found by make soak). */
+        int rc = sqlite3_exec(m->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+        int changes = 0;
+        const char *const sql[] = { "DELETE FROM memory WHERE ns = ?1", "DELETE FROM memory_ns WHERE ns = ?1" };
+        for (size_t i = 0; i < ARRAY_SIZE(sql) && rc == SQLITE_OK; i++) {
+                sqlite3_stmt *st = NULL;
+                rc = sqlite3_prepare_v2(m->db, sql[i], -1, &st, NULL);
+                if (rc == SQLITE_OK)
+                        rc = bind_text(st, 1, ns, strlen(ns));
+                if (rc == SQLITE_OK)
+                        rc = sqlite3_step(st);
+                if (i == 0)
+                        changes = sqlite3_changes(m->db);
+                sqlite3_finalize(st);
+                if (rc == SQLITE_DONE)
+                        rc = SQLITE_OK;
+        }
         if (rc == SQLITE_OK)
-                rc = bind_text(st, 1, ns, strlen(ns));
-        if (rc == SQLITE_OK)
-                rc = sqlite3_step(st);
-        int changes = sqlite3_changes(m->db);
-        sqlite3_finalize(st);
-        if (rc != SQLITE_DONE)
-                return db_err(m->db, m->path, rc, err, "cannot clear the namespace");
+                rc = sqlite3_exec(m->db, "COMMIT", NULL, NULL, NULL);
+        if (rc != SQLITE_OK) {
+                db_err(m->db, m->path, rc, err, "cannot clear the namespace");
+                sqlite3_exec(m->db, "ROLLBACK", NULL, NULL, NULL);
+                return -1;
+        }
         if (ret_n)
                 *ret_n = (size_t)changes;
         return 0;

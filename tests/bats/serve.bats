@@ -573,6 +573,38 @@ JS
   [[ $(jq -r .status <<<"$body") == running ]]
 }
 
+# The keys of namespace NS in the state dir $T/st, and its rows in the file itself.
+ns_keys() { "$CHIDORI" memory list --state-dir "$T/st" --ns "$1"; }
+ns_rows() { sqlite3 "$T/st/memory.sqlite3" "SELECT (SELECT count(*) FROM memory WHERE ns = '$1') + (SELECT count(*) FROM memory_ns WHERE ns = '$1')"; }
+
+@test "serve sessions: DELETE and --session-ttl remove the session's own memory namespace; a shared one is kept" {
+  echo 'export default async (input) => { await chidori.memory.set("k" + input, "v"); return input; }' >"$T/agent.js"
+  local a; a=$(realpath "$T/agent.js")
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --session-ttl 3
+  req -X POST -d '{"input": 1}' "$URL/sessions"
+  local id; id=$(jq -r .id <<<"$body")
+  req -X POST -d '{"input": 2}' "$URL/sessions"
+  local aged; aged=$(jq -r .id <<<"$body")
+  [[ $(ns_keys "$a#$id") == k1 ]] || { ns_keys "$a#$id"; return 1; }
+  req -X DELETE "$URL/sessions/$id"
+  assert_code 204
+  [[ -z $(ns_keys "$a#$id") ]] || { echo "keys of a deleted session: $(ns_keys "$a#$id")"; return 1; }
+  [[ $(ns_rows "$a#$id") == 0 ]] || { echo "rows of a deleted session's namespace: $(ns_rows "$a#$id")"; return 1; }
+  # past --session-ttl: the same
+  local i
+  for ((i = 0; i < 150; i++)); do req "$URL/sessions/$aged"; [[ $code == 404 ]] && break; sleep 0.1; done
+  assert_code 404
+  [[ $(ns_rows "$a#$aged") == 0 ]] || { echo "rows of an expired session's namespace: $(ns_rows "$a#$aged")"; return 1; }
+  stop_server
+  # --shared-memory: the namespace is the agent's, not the session's: kept
+  start_server --listen 127.0.0.1:0 --state-dir "$T/st" --shared-memory
+  req -X POST -d '{"input": 3}' "$URL/sessions"
+  id=$(jq -r .id <<<"$body")
+  req -X DELETE "$URL/sessions/$id"
+  assert_code 204
+  [[ $(ns_keys "$a") == k3 ]] || { echo "the shared namespace: $(ns_keys "$a")"; return 1; }
+}
+
 @test "serve sessions: a finished session past --session-ttl is deleted with its journal; running ones are kept" {
   echo 'export default async (input) => { if (input === "spin") { const t = Date.now(); while (Date.now() - t < 8000) {} } return input; }' >"$T/agent.js"
   start_server --listen 127.0.0.1:0 --state-dir "$T/st" --session-ttl 2
