@@ -959,6 +959,7 @@ static int handover_io(struct handover *h, const struct run_opts *o)
                                 strerror(errno));
                         return -1;
                 }
+                handover_add(h, "journal_file=%s", o->journal_path);
                 handover_fd(h, "journal_fd", fd);
         }
         handover_net_lib(h);
