@@ -30,6 +30,7 @@
 #include "cli/suggest.h"
 #include "common/cleanup.h"
 #include "common/text.h"
+#include "common/tmpown.h"
 #include "common/util.h"
 #include "effects/effects.h"
 #include "effects/memory/memstore.h"
@@ -1052,6 +1053,7 @@ int cmd_serve(int argc, char **argv)
         bool one_process;
         if (cli_broker_switch(&one_process) < 0)
                 return EXIT_USAGE;
+        tmp_reap_stale(tmp_dir()); /* what a killed chidori left (docs/faults.md) */
         if (!one_process) {
                 code = serve_broker(&o);
                 quotas_free(o.quotas);
