@@ -29,6 +29,8 @@ static int db_err(struct store *st, int rc, struct err **err, const char *what)
                 code = STORE_E_FULL;
         else if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB)
                 code = STORE_E_CORRUPT;
+        else if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED)
+                code = STORE_E_BUSY;
         if (code == STORE_E_FULL)
                 return err_setc(err, code, ENOSPC, "%s: %s: the disk is full", st->path, what);
         return err_setc(err, code, 0, "%s: %s: %s", st->path, what, sqlite3_errmsg(st->db));

@@ -16,6 +16,7 @@ enum {
         STORE_E_CORRUPT = 1, /* not a database, or damaged: the server refuses to start */
         STORE_E_FULL,        /* the disk (or quota) is full: 503 naming the file */
         STORE_E_VERSION,     /* written by a newer chidori (schema version) */
+        STORE_E_BUSY,        /* locked by another process past the 2 s wait: 503, retry */
         STORE_E_MOVED,       /* serve.db replaced under the server, or deleted and not written again */
 };
 
