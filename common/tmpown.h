@@ -19,8 +19,15 @@ const char *tmp_dir(void);
  * into buf.  0, or -1 with errno (ENAMETOOLONG). */
 int tmp_owned_template(char *buf, size_t len, const char *dir, const char *kind);
 
-/* Removes the stale entries of DIR (see above).  The number removed. */
+/* Removes the stale entries of DIR (see above; common/tmpreap.c).  The
+ * number removed. */
 int tmp_reap_stale(const char *dir);
+
+/* Field 22 of /proc/PID/stat (pid 0: this process): 0, -ENOENT when there
+ * is no such process, another -errno; the inode of our pid namespace. */
+#include <sys/types.h>
+int tmp_starttime(pid_t pid, unsigned long long *ret);
+int tmp_pidns(unsigned long long *ret);
 
 /* The kinds tmp_reap_stale() knows. */
 #define TMP_KIND_STDIN "stdin"   /* an agent read from stdin (cli/run.c) */
