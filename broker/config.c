@@ -81,7 +81,7 @@ static const struct key {
         KEY("policy_profile", K_STR, policy_profile), KEY("policy_inline", K_STR, policy_inline),
         KEY("state_dir", K_STR, state_dir), KEY("mem_ns", K_STR, mem_ns), KEY("input", K_STR, input),
         KEY("journal_fd", K_FD, journal_fd), KEY("replay_fd", K_FD, replay_fd),
-        KEY("replay_agent_given", K_FLAG, replay_agent_given), KEY("replay_file", K_STR, replay_file), KEY("agent_from_journal", K_FLAG, agent_from_journal),
+        KEY("replay_agent_given", K_FLAG, replay_agent_given), KEY("replay_file", K_STR, replay_file), KEY("journal_file", K_STR, journal_file), KEY("agent_from_journal", K_FLAG, agent_from_journal),
         KEY("virtual_time", K_FLAG, virtual_time), KEY("max_timers", K_NUM, max_timers),
         KEY("input_file", K_STR, input_file), KEY("input_fd", K_FD, input_fd),
         KEY("answers_file", K_STR, answers_file), KEY("answers_fd", K_FD, answers_fd),
@@ -833,7 +833,7 @@ static int open_inputs(struct broker_config *c, struct run *r, int *code, struct
                 return err_set(err, ENOMEM, "config");
         if (c->state_dir && !r->replay && memstore_open(c->state_dir, &r->mem, err) < 0)
                 return err_wrap(err, "open the memory store");
-        if (c->journal_fd >= 0 && journal_open_fd((int)c->journal_fd, "the journal", &r->journal, err) < 0)
+        if (c->journal_fd >= 0 && journal_open_fd((int)c->journal_fd, c->journal_file ? c->journal_file : "the journal", &r->journal, err) < 0)
                 return -1;
         return 0;
 }

@@ -30,6 +30,7 @@
  *                        string may be), instead of input=
  *   journal_fd=N         the journal to write: a descriptor the monitor opened
  *                        (the operator's path, which the broker cannot open)
+ *   journal_file=PATH    that journal's path as the operator gave it (messages)
  *   replay_fd=N          replay this journal (a descriptor the monitor opened for
  *                        reading): the agent must be the recorded one, the input
  *                        and run id are the journal's, no call is performed
@@ -109,7 +110,7 @@ struct broker_config {
         const char *state_dir, *mem_ns, *input;
         long journal_fd;                   /* -1: none */
         long replay_fd;                    /* -1: none */
-        const char *answers_file, *policy_file, *tools_file, *input_file, *replay_file;
+        const char *answers_file, *policy_file, *tools_file, *input_file, *replay_file, *journal_file;
         long answers_fd, policy_fd, tools_fd, tty_fd, input_fd, net_lib_fd, input_arg_fd; /* -1: none */
         long policy_errno, tools_errno;
         const char *quotas_file;  /* serve's --quotas (server/quotas.h) */

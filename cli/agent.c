@@ -22,6 +22,7 @@
 #include "cli/cli.h"
 #include "common/cleanup.h"
 #include "common/dlib.h"
+#include "common/tmpown.h"
 #include "common/util.h"
 
 #define AGENT_MAX_BYTES (16u << 20)
@@ -134,14 +135,12 @@ static int bundle(struct agent *a, struct err **err)
         /* An agent read from stdin is bundled from a copy in a temporary
          * folder, which is then its directory: it imports nothing of the
          * host's. */
-        const char *tmpdir = getenv("TMPDIR");
+        const char *tmpdir = tmp_dir();
         char made[PATH_MAX];
-        if (snprintf(made, sizeof(made), "%s/chidori-bundle-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp") >=
-            (int)sizeof(made))
+        if (tmp_owned_template(made, sizeof(made), tmpdir, TMP_KIND_BUNDLE) < 0)
                 return err_set(err, ENAMETOOLONG, "TMPDIR is too long");
         if (!mkdtemp(made))
-                return err_set(err, errno, "create a temporary directory for bundling in %s",
-                               tmpdir && *tmpdir ? tmpdir : "/tmp");
+                return err_set(err, errno, "create a temporary directory for bundling in %s", tmpdir);
         /* esbuild names files by their real paths; so do we. */
         _cleanup_free_ char *dir = realpath(made, NULL);
         _cleanup_free_ char *copy = NULL;

@@ -14,6 +14,7 @@
 #include "cli/bundle.h"
 #include "common/exit.h"
 #include "common/cleanup.h"
+#include "common/tmpown.h"
 #include "common/util.h"
 
 static const char *const provided[] = { BUNDLE_PROVIDED_LIST };
@@ -58,11 +59,9 @@ static int write_shim(const char *path, const char *module, struct err **err)
 
 static int make_shims(struct bundle_box *b, struct err **err)
 {
-        const char *tmpdir = getenv("TMPDIR");
-        if (!tmpdir || !*tmpdir)
-                tmpdir = "/tmp";
+        const char *tmpdir = tmp_dir();
         char made[PATH_MAX];
-        if (snprintf(made, sizeof(made), "%s/chidori-shims-XXXXXX", tmpdir) >= (int)sizeof(made))
+        if (tmp_owned_template(made, sizeof(made), tmpdir, TMP_KIND_SHIMS) < 0)
                 return err_set(err, ENAMETOOLONG, "TMPDIR is too long");
         if (!mkdtemp(made))
                 return err_set(err, errno, "create a temporary directory for bundling in %s", tmpdir);

@@ -25,6 +25,7 @@
 #include "common/cleanup.h"
 #include "common/dlib.h"
 #include "common/text.h"
+#include "common/tmpown.h"
 #include "common/util.h"
 #include "effects/effects.h"
 #include "effects/memory/memstore.h"
@@ -977,6 +978,7 @@ static int handover_io(struct handover *h, const struct run_opts *o)
                                 strerror(errno));
                         return -1;
                 }
+                handover_add(h, "journal_file=%s", o->journal_path);
                 handover_fd(h, "journal_fd", fd);
         }
         handover_net_lib(h);
@@ -1093,15 +1095,14 @@ static int handover_stdin_agent(struct handover *h, const char *name, char **ret
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
         struct err *err = NULL;
-        const char *tmp = getenv("TMPDIR");
         char dir[PATH_MAX];
         if (read_fd(STDIN_FILENO, "stdin", (size_t)16 << 20, &text, &len, &err) < 0) {
                 fprintf(stderr, "chidori: read the agent from stdin: %s\n", err_msg(err));
                 err_free(err);
                 return -1;
         }
-        if (snprintf(dir, sizeof(dir), "%s/chidori-stdin-XXXXXX", tmp && *tmp ? tmp : "/tmp") >= (int)sizeof(dir) ||
-            !mkdtemp(dir) || chmod(dir, 0755) < 0) {
+        if (tmp_owned_template(dir, sizeof(dir), tmp_dir(), TMP_KIND_STDIN) < 0 || !mkdtemp(dir) ||
+            chmod(dir, 0755) < 0) {
                 fprintf(stderr, "chidori: a folder for the agent read from stdin: %s\n", strerror(errno));
                 return -1;
         }
@@ -1418,6 +1419,7 @@ int cmd_run(int argc, char **argv)
         if (check_run_opts(&o, agent_stdin) < 0 || check_quotas(&o) < 0 || broker_user_check("run", &o) < 0 ||
             broker_mode(&o, &via_broker) < 0)
                 return EXIT_USAGE;
+        tmp_reap_stale(tmp_dir()); /* what a killed chidori left (docs/faults.md) */
         if (via_broker)
                 return run_broker(&o, agent_stdin);
 
@@ -1609,6 +1611,7 @@ int cmd_replay(int argc, char **argv)
         if (sandbox_opts_check(&o.sb) < 0 || pids_check("replay", &o) < 0 || broker_user_check("replay", &o) < 0 ||
             broker_mode(&o, &via_broker) < 0)
                 return EXIT_USAGE;
+        tmp_reap_stale(tmp_dir());
         if (via_broker)
                 return replay_broker(&o, argv[optind], agent_override);
         return replay_one_process(&o, argv[optind], agent_override);

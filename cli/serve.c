@@ -31,6 +31,7 @@
 #include "cli/suggest.h"
 #include "common/cleanup.h"
 #include "common/text.h"
+#include "common/tmpown.h"
 #include "common/util.h"
 #include "effects/effects.h"
 #include "effects/memory/memstore.h"
@@ -1222,6 +1223,7 @@ int cmd_serve(int argc, char **argv)
                 return usage_error("--broker-user names the user of the broker process, and CHIDORI_RUN_BROKER=0 "
                                    "runs none (the server is one process): drop one of them");
         }
+        tmp_reap_stale(tmp_dir()); /* what a killed chidori left (docs/faults.md) */
         if (!one_process) {
                 code = serve_broker(&o);
                 quotas_free(o.quotas);

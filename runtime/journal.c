@@ -21,6 +21,7 @@ struct journal {
         int fd;
         char *path;
         uint64_t size;   /* bytes written */
+        off_t base;      /* the file's size when opened (a regular file), -1 otherwise */
         uint64_t max;    /* 0 = no cap */
         bool full;
         bool intents;    /* write "start" lines */
@@ -65,6 +66,7 @@ int journal_open(const char *path, struct journal **ret, struct err **err)
                 return err_set(err, ENOMEM, "journal");
         }
         j->fd = fd;
+        j->base = 0;
         *ret = j;
         return 0;
 }
@@ -78,6 +80,8 @@ int journal_open_fd(int fd, const char *name, struct journal **ret, struct err *
                 return err_set(err, ENOMEM, "journal");
         }
         j->fd = fd;
+        struct stat st;
+        j->base = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? st.st_size : -1;
         *ret = j;
         return 0;
 }
@@ -95,6 +99,22 @@ bool journal_is_full(const struct journal *j)
 uint64_t journal_size(const struct journal *j)
 {
         return j->size;
+}
+
+/* What failed, where, what the file still holds and what to do. */
+static int journal_write_failed(const struct journal *j, int e, struct err **err)
+{
+        const char *todo = e == ENOSPC || e == EDQUOT ? "free space on its filesystem, or give another --journal"
+                           : e == EROFS || e == EACCES || e == EPERM
+                                   ? "make it writable, or give another --journal"
+                                   : "check its filesystem, or give another --journal";
+        err_set(err, 0,
+                "write journal '%s': %s; the run was stopped, the journal keeps every line before this one "
+                "(chidori replay reads it up to there); %s",
+                j->path, strerror(e), todo);
+        if (err && *err)
+                (*err)->errnum = e;
+        return -1;
 }
 
 static int append(struct journal *j, const cJSON *line, bool final, struct err **err)
@@ -127,8 +147,12 @@ static int append(struct journal *j, const cJSON *line, bool final, struct err *
                                 continue;
                         int e = errno;
                         free(s);
-                        j->size += off;
-                        return err_set(err, e, "write journal '%s'", j->path);
+                        /* A disk that filled mid-line (ENOSPC, EDQUOT, EIO): cut the
+                         * part written, so the file keeps whole lines only and
+                         * replays up to the last one (docs/faults.md). */
+                        if (off > 0 && !(j->base >= 0 && ftruncate(j->fd, j->base + (off_t)j->size) == 0))
+                                j->size += off;
+                        return journal_write_failed(j, e, err);
                 }
                 off += (size_t)n;
         }
@@ -664,6 +688,12 @@ static int file_entry_line(void *r, const struct replay_entry *e, cJSON **ret, s
         return replay_entry_line(r, e, ret, err);
 }
 
+static const cJSON *file_replay_end(void *r)
+{
+        return replay_end(r);
+}
+
 const struct replay_ops replay_file_ops = {
         .header = file_replay_header, .by_seq = file_by_seq, .by_id = file_by_id, .entry_line = file_entry_line,
+        .end = file_replay_end,
 };

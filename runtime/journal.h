@@ -125,6 +125,9 @@ struct replay_ops {
         struct replay_entry *(*by_seq)(void *r, size_t idx);
         struct replay_entry *(*by_id)(void *r, int64_t id);
         int (*entry_line)(void *r, const struct replay_entry *e, struct cJSON **ret, struct err **err);
+        /* The end line, NULL when the journal has none (its writer was
+         * killed); a source without this member says nothing of its end. */
+        const struct cJSON *(*end)(void *r);
 };
 
 struct session_replay {

@@ -115,6 +115,35 @@ int session_replay_pump(struct session *s, struct err **err)
         return 0;
 }
 
+/* Did the recorded run stop from outside, so that its journal ends where
+ * the agent was cut off (its worker killed, or its writer: no end line)?
+ * Then what the agent does past the journal's calls was never recorded:
+ * the replay ends there, saying so, instead of calling it a divergence or
+ * waiting for ever on a call that was in flight.  NULL: it did not. */
+static const char *stopped_from_outside(const struct session_replay *src, char *buf, size_t len)
+{
+        if (!src->ops->end)
+                return NULL;
+        const cJSON *end = src->ops->end(src->r);
+        if (!end)
+                return "the journal has no end line (its writer was stopped before it could write one)";
+        const cJSON *outcome = cJSON_GetObjectItemCaseSensitive(end, "outcome");
+        const cJSON *code = cJSON_GetObjectItemCaseSensitive(end, "exit");
+        if (!cJSON_IsString(outcome) || strcmp(outcome->valuestring, "worker_exited") != 0)
+                return NULL;
+        snprintf(buf, len, "its worker went away (exit %d)", cJSON_IsNumber(code) ? code->valueint : -1);
+        return buf;
+}
+
+static bool all_called(const struct session_replay *src)
+{
+        struct replay_entry *e;
+        for (size_t i = 0; (e = src->ops->by_seq(src->r, i)); i++)
+                if (!e->called)
+                        return false;
+        return true;
+}
+
 /* 1: the call is the journal's (answered from it, or diverged); 0: it is
  * not (RESUME: past the journal, performed live); -1: failure. */
 int session_replay_call(struct session *s, int64_t id, const char *op, const char *args, struct err **err)
@@ -126,6 +155,14 @@ int session_replay_call(struct session *s, int64_t id, const char *op, const cha
          * for an approval when the worker stopped) is performed live. */
         if ((!e || e->unanswered) && b->cfg->mode == SESSION_RESUME)
                 return 0;
+        char why[96];
+        const char *stopped = b->cfg->mode == SESSION_REPLAY ? stopped_from_outside(src, why, sizeof(why)) : NULL;
+        if (!e && stopped) {
+                broker_end_with(b, SESSION_END_DIVERGED,
+                                "replay reached the end of the journal at call %lld (%s): the recorded run stopped "
+                                "there; %s", (long long)id, op, stopped);
+                return 1;
+        }
         if (!e) {
                 broker_end_with(b, SESSION_END_DIVERGED,
                                 "replay diverged at call %lld: expected <end of journal>, got %s", (long long)id, op);
@@ -157,9 +194,16 @@ int session_replay_call(struct session *s, int64_t id, const char *op, const cha
         e->called = true;
         if (s->sink->call)
                 s->sink->call(s->sink->arg, s, id, op, "replayed");
-        /* Pending when the recorded run ended: never answered. */
-        if (e->unanswered)
+        /* Pending when the recorded run ended: never answered.  When that
+         * run was stopped from outside and nothing else is left to replay,
+         * this is where it stopped. */
+        if (e->unanswered) {
+                if (stopped && all_called(src))
+                        broker_end_with(b, SESSION_END_DIVERGED,
+                                        "replay reached the end of the journal at call %lld (%s), in flight when the "
+                                        "recorded run stopped; %s", (long long)id, op, stopped);
                 return 1;
+        }
         return session_replay_pump(s, err) < 0 ? -1 : 1;
 }
 

@@ -296,7 +296,8 @@ static void method_not_allowed(struct http_req *r, const char *allow);
 
 /* ---- the session routes ---- */
 
-/* The store failed: a full disk is 503 naming the file; else 500. */
+/* The store failed: a full disk or a lock another process holds is 503
+ * naming the file; else 500. */
 static void store_error(struct http_req *r, const struct err *e)
 {
         if (err_code(e) == STORE_E_FULL)
@@ -305,6 +306,9 @@ static void store_error(struct http_req *r, const struct err *e)
         else if (err_code(e) == STORE_E_UNAVAILABLE)
                 api_error(r, API_UNAVAILABLE, "the state database does not answer: %s; retry when /readyz says ready",
                           err_msg(e));
+        else if (err_code(e) == STORE_E_BUSY)
+                api_error(r, API_UNAVAILABLE,
+                          "the state database is locked by another process: %s; retry when it lets go", err_msg(e));
         else
                 api_error(r, API_INTERNAL, "the state database failed: %s", err_msg(e));
 }

@@ -170,6 +170,13 @@ struct ending {
         const char *name;     /* error name when not the agent's */
 };
 
+/* A worker gone without `done`: code and message from its wait status, as
+ * chidori run says it (runtime/outcome.c): 137, "engine crashed (signal SIGKILL)". */
+static void worker_gone(const struct session_outcome *o, struct outcome_exit *x)
+{
+        session_outcome_exit(o, &(struct outcome_context){ .js_deadline_ms = 0 }, x);
+}
+
 static struct ending ending_of(const struct session_outcome *o)
 {
         switch (o->end) {
@@ -188,7 +195,11 @@ static struct ending ending_of(const struct session_outcome *o)
         case SESSION_END_EOF:
                 if (o->oom_killed)
                         return (struct ending){ SESS_FAILED, RUN_MEMORY_LIMIT, 137, "MemoryLimit" };
-                return (struct ending){ SESS_FAILED, RUN_WORKER_EXITED, 70, "WorkerExited" };
+                {
+                        struct outcome_exit x;
+                        worker_gone(o, &x);
+                        return (struct ending){ SESS_FAILED, RUN_WORKER_EXITED, x.code, "WorkerExited" };
+                }
         case SESSION_END_PROTOCOL:
         case SESSION_END_DIVERGED:
         case SESSION_END_PARENT:
@@ -448,6 +459,9 @@ static void sink_ended(void *arg, struct session *s)
                 if (o->end == SESSION_END_DONE_OK && !result)
                         result = strdup("null");
                 char *error = NULL;
+                struct outcome_exit gone = { .message = "" };
+                if (e.ending == RUN_WORKER_EXITED)
+                        worker_gone(o, &gone);
                 if (e.status != SESS_DONE) {
                         cJSON *err = cJSON_CreateObject();
                         const cJSON *n = o->error ? cJSON_GetObjectItemCaseSensitive(o->error, "name") : NULL;
@@ -455,6 +469,7 @@ static void sink_ended(void *arg, struct session *s)
                         cJSON_AddStringToObject(err, "name",
                                                 cJSON_IsString(n) ? n->valuestring : e.name ? e.name : "Error");
                         cJSON_AddStringToObject(err, "message", cJSON_IsString(m) ? m->valuestring
+                                                                : gone.message[0]    ? gone.message
                                                                 : o->message         ? o->message
                                                                                      : "the run ended");
                         error = cJSON_PrintUnformatted(err);

@@ -8,7 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "common/cleanup.h"
 #include "common/util.h"
 #include "server/store-internal.h"
 
@@ -33,6 +35,8 @@ static int db_err(struct sq_store *st, int rc, struct err **err, const char *wha
                 code = STORE_E_FULL;
         else if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB)
                 code = STORE_E_CORRUPT;
+        else if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED)
+                code = STORE_E_BUSY;
         if (code == STORE_E_FULL)
                 return err_setc(err, code, ENOSPC, "%s: %s: the disk is full", st->path, what);
         return err_setc(err, code, 0, "%s: %s: %s", st->path, what, sqlite3_errmsg(st->db));
@@ -150,11 +154,75 @@ static void sq_close(struct store *base)
         free(st);
 }
 
+/* serve.db deleted under the open connection: every later write would be
+ * acknowledged and lost with the file at exit.  What the connection holds
+ * (everything committed) is copied with SQLite's online backup into a new
+ * file beside it (rollback mode, so no -wal of its own), renamed to the
+ * path, opened; the old connection is closed only then (its close removes
+ * the -wal at the path, which is its own), and the new one goes to WAL.
+ * A file put at the path by someone else is not overwritten. */
+static int reattach_if_deleted(struct sq_store *st, struct err **err)
+{
+        int moved = 0;
+        if (sqlite3_file_control(st->db, "main", SQLITE_FCNTL_HAS_MOVED, &moved) != SQLITE_OK || !moved)
+                return 0;
+        struct stat sb;
+        if (lstat(st->path, &sb) == 0)
+                return err_setc(err, STORE_E_MOVED, 0,
+                                "%s: the state database was replaced by another file while the server had it open; "
+                                "stop the server and put its own database back",
+                                st->path);
+        _cleanup_free_ char *tmp = NULL;
+        if (asprintf(&tmp, "%s.restore", st->path) < 0)
+                return err_set(err, ENOMEM, "state store");
+        unlink(tmp);
+        sqlite3 *fresh = NULL, *neu = NULL;
+        int rc = sqlite3_open_v2(tmp, &fresh, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+        sqlite3_backup *b = rc == SQLITE_OK ? sqlite3_backup_init(fresh, "main", st->db, "main") : NULL;
+        if (b) {
+                rc = sqlite3_backup_step(b, -1);
+                sqlite3_backup_finish(b);
+                if (rc == SQLITE_DONE)
+                        rc = sqlite3_exec(fresh, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL);
+        } else if (rc == SQLITE_OK) {
+                rc = sqlite3_errcode(fresh);
+        }
+        const char *why = rc == SQLITE_OK ? NULL : fresh ? sqlite3_errmsg(fresh) : "out of memory";
+        char whybuf[256];
+        snprintf(whybuf, sizeof(whybuf), "%s", why ? why : "");
+        sqlite3_close(fresh);
+        if (rc == SQLITE_OK && rename(tmp, st->path) < 0)
+                snprintf(whybuf, sizeof(whybuf), "rename: %s", strerror(errno)), rc = SQLITE_IOERR;
+        if (rc == SQLITE_OK) {
+                rc = sqlite3_open_v2(st->path, &neu, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+                if (rc != SQLITE_OK)
+                        snprintf(whybuf, sizeof(whybuf), "%s", neu ? sqlite3_errmsg(neu) : "out of memory");
+        }
+        if (rc != SQLITE_OK) {
+                sqlite3_close(neu);
+                unlink(tmp);
+                return err_setc(err, STORE_E_MOVED, 0,
+                                "%s: the state database was deleted while the server had it open, and writing it "
+                                "again failed (%s); stop the server and restore it from a backup",
+                                st->path, whybuf);
+        }
+        sqlite3_close(st->db);
+        st->db = neu;
+        sqlite3_busy_timeout(neu, 2000);
+        chmod(st->path, 0600);
+        if (exec(st, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", err) < 0)
+                return -1;
+        fprintf(stderr, "chidori: serve: the state database %s was deleted while the server had it open; it was "
+                        "written again from the server's open copy (nothing committed was lost)\n",
+                st->path);
+        return 0;
+}
+
 static int sq_commit(struct store *base, struct err **err)
 {
         struct sq_store *st = (struct sq_store *)base;
         if (!st->in_batch)
-                return 0;
+                return reattach_if_deleted(st, err);
         int rc = sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
         if (rc != SQLITE_OK) {
                 sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
@@ -163,7 +231,7 @@ static int sq_commit(struct store *base, struct err **err)
         }
         st->in_batch = false;
         st->batch_lines = 0;
-        return 0;
+        return reattach_if_deleted(st, err);
 }
 
 static void bind_text(sqlite3_stmt *q, int i, const char *s)

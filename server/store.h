@@ -21,6 +21,8 @@ enum {
         STORE_E_VERSION,     /* written by a newer chidori (schema version) */
         STORE_E_USAGE,       /* a malformed store URL: a usage error */
         STORE_E_UNAVAILABLE, /* the database cannot be reached, or refused the login */
+        STORE_E_BUSY,        /* locked by another process past the 2 s wait: 503, retry */
+        STORE_E_MOVED,       /* serve.db replaced under the server, or deleted and not written again */
 };
 
 enum store_kind { STORE_SQLITE = 1, STORE_POSTGRES };

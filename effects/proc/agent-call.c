@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 
 #include "common/cleanup.h"
 #include "common/text.h"
+#include "common/tmpown.h"
 #include "common/util.h"
 #include "effects/proc/proc.h"
 #include "effects/proc/subproc.h"
@@ -171,7 +173,9 @@ static int start_subprocess(struct broker *b, int64_t id, const char *path, cons
         _cleanup_free_ char *in = broker_arg_raw(b, "input", &raw) == 1 ? json_compact(raw, NULL) : strdup("null");
         if (!in)
                 return err_set(err, ENOMEM, "callAgent");
-        char jtmpl[] = "/tmp/chidori-nested-XXXXXX";
+        char jtmpl[PATH_MAX];
+        if (tmp_owned_template(jtmpl, sizeof(jtmpl), tmp_dir(), TMP_KIND_NESTED) < 0)
+                return err_set(err, errno, "callAgent: journal for the nested run");
         int jfd = mkstemp(jtmpl);
         if (jfd < 0)
                 return err_set(err, errno, "callAgent: journal for the nested run");
