@@ -223,7 +223,7 @@ static int check_store(struct memstore *m, const char *ns, struct err **err)
         /* A file deleted (or replaced) under an open connection takes every
          * later write with it, acknowledged but gone: refuse instead. */
         int moved = 0;
-        if (sqlite3_file_control(m->db, "main", SQLITE_FCNTL_HAS_MOVED, &moved) == SQLITE_OK && moved)
+        if (m->db && sqlite3_file_control(m->db, "main", SQLITE_FCNTL_HAS_MOVED, &moved) == SQLITE_OK && moved)
                 return fail(err, 0,
                             "nothing was read or stored; restore the file, or run again to start a new store",
                             "memory: the database '%s' was deleted or replaced while this run had it open", m->path);
