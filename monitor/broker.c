@@ -105,6 +105,8 @@ struct report {
  * path after /tmp is replaced (a state dir under /tmp stays visible). */
 enum { DIR_STATE, DIR_WORKSPACE, DIR_STORE, DIR_AGENT, DIR_SOCKET, NDIRS };
 #define DIR_IS_COPY(i) ((i) == DIR_AGENT || (i) == DIR_SOCKET) /* read-only, not id-mapped */
+/* A copy is mounted read-only: its owner may be the broker's own uid (rootless). */
+#define COPY_ATTR(i) (MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (DIR_IS_COPY(i) ? MOUNT_ATTR_RDONLY : 0))
 
 /* What the broker's root shows of the host, read-only: the loader, the
  * libraries, and the files name resolution, TLS and time zones read. */
@@ -178,7 +180,7 @@ static int step_copy_folders(void *arg, struct err **err)
         for (int i = 0; i < NDIRS; i++) {
                 if (!c->dirs[i])
                         continue;
-                c->trees[i] = idmap_tree(c->dirs[i], -1, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
+                c->trees[i] = idmap_tree(c->dirs[i], -1, COPY_ATTR(i), err);
                 if (c->trees[i] < 0)
                         return err_wrap(err, "copy %s", c->dirs[i]);
         }
@@ -460,7 +462,7 @@ static int make_trees(struct bctx *c, struct broker *b, struct err **err)
                 if (!c->dirs[i])
                         continue;
                 struct err *e = NULL;
-                int t = idmap_tree(c->dirs[i], DIR_IS_COPY(i) ? -1 : ns, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, &e);
+                int t = idmap_tree(c->dirs[i], DIR_IS_COPY(i) ? -1 : ns, COPY_ATTR(i), &e);
                 if (t >= 0) {
                         c->trees[i] = t;
                         continue;
