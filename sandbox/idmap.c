@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,12 +34,17 @@ int idmap_userns(uid_t uid, gid_t gid, struct err **err)
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0)
                 return err_set(err, errno, "pipe");
+        pid_t parent = getpid();
         pid_t c = fork();
         if (c < 0) {
                 close(p[0]), close(p[1]);
                 return err_set(err, errno, "fork");
         }
         if (c == 0) {
+                /* Killed with its parent: a parent killed before its kill()
+                 * below left this helper paused forever (found by make soak). */
+                if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+                        _exit(1);
                 close(p[0]);
                 char x = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
                 if (write(p[1], &x, 1) != 1)
