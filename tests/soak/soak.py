@@ -975,7 +975,12 @@ def plot(path, samples, metrics, warmup):
                 + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
 
 
+def _terminated(_sig, _frame):
+    raise KeyboardInterrupt  # SIGTERM stops the soak as ^C does: servers stopped, cgroups removed
+
+
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _terminated)
     s = Soak()
     try:
         rc = s.main()
