@@ -46,7 +46,8 @@ int idmap_userns(uid_t uid, gid_t gid, struct err **err)
                 if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
                         _exit(1);
                 close(p[0]);
-                char x = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
+                /* 'y', or unshare's errno (a byte) for the parent's message */
+                char x = unshare(CLONE_NEWUSER) == 0 ? 'y' : (char)(errno & 0x7f);
                 if (write(p[1], &x, 1) != 1)
                         _exit(1);
                 pause(); /* until the parent has the namespace and kills us */
@@ -68,7 +69,10 @@ int idmap_userns(uid_t uid, gid_t gid, struct err **err)
                 if (fd < 0)
                         err_set(err, errno, "open %s", path);
         } else if (!(err && *err)) {
-                err_set(err, 0, "the helper could not create a user namespace");
+                if (got == 1 && x != 'y')
+                        err_set(err, (unsigned char)x, "the helper could not create a user namespace (unshare)");
+                else
+                        err_set(err, 0, "the helper could not create a user namespace (it exited first)");
         }
         kill(c, SIGKILL);
         while (waitpid(c, NULL, 0) < 0 && errno == EINTR)
