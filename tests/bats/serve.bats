@@ -216,6 +216,13 @@ load serve-helpers
   assert_stderr_has "another server is listening on this socket"
   kill -KILL "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=
   [[ -S $T/s.sock ]] # left behind by kill -9: stale
+  # The broker, which answers on it, dies with the monitor (its parent-death
+  # signal): on a loaded machine a moment later (bounded).
+  local i
+  for ((i = 0; i < 100; i++)); do
+    curl -s --max-time 1 --unix-socket "$T/s.sock" http://x/healthz >/dev/null 2>&1 || break
+    sleep 0.1
+  done
   start_server --listen "unix:$T/s.sock"
   req --unix-socket "$T/s.sock" http://x/readyz
   assert_code 200
