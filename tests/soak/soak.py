@@ -318,6 +318,8 @@ class Soak:
         self.probes = os.path.join(os.path.dirname(self.chidori), "probes")
         self.rng = random.Random(self.seed)
         self.lock = threading.Lock()
+        self.halt = threading.Event()
+        self.threads = []
         self.failures = []
         self.counts = {}
         self.orphans = 0
@@ -759,6 +761,15 @@ class Soak:
                 sys.exit(1)
             time.sleep(0.05)
 
+    def halt_workers(self):
+        # ^C or SIGTERM interrupts only the main thread: the workers would go
+        # on starting runs while the cgroups are closed under them (an empty
+        # soak-PID cgroup was left). They take no new run; the one each is in
+        # ends within its own deadline.
+        self.halt.set()
+        for t in self.threads:
+            t.join(timeout=120)
+
     def stop(self):
         for p in (getattr(self, "serve", None), getattr(self, "fake", None)):
             if p and p.poll() is None:
@@ -782,6 +793,7 @@ class Soak:
         try:
             return self.soak()
         finally:
+            self.halt_workers()
             self.stop()
             if getattr(self, "cg", None):
                 self.cg.close()
@@ -808,14 +820,14 @@ class Soak:
             it_lock = threading.Lock()
 
             def worker():
-                while True:
+                while not self.halt.is_set():
                     with it_lock:
                         nxt = next(it, None)
                     if nxt is None:
                         return
                     self.one(*nxt)
 
-            ts = [threading.Thread(target=worker) for _ in range(self.jobs)]
+            ts = self.threads = [threading.Thread(target=worker) for _ in range(self.jobs)]
             for t in ts:
                 t.start()
             for t in ts:
@@ -985,6 +997,7 @@ if __name__ == "__main__":
     try:
         rc = s.main()
     except KeyboardInterrupt:
+        s.halt_workers()
         s.stop()
         rc = 130
     sys.exit(rc)
