@@ -129,10 +129,24 @@ static const char *stopped_from_outside(const struct session_replay *src, char *
                 return "the journal has no end line (its writer was stopped before it could write one)";
         const cJSON *outcome = cJSON_GetObjectItemCaseSensitive(end, "outcome");
         const cJSON *code = cJSON_GetObjectItemCaseSensitive(end, "exit");
-        if (!cJSON_IsString(outcome) || strcmp(outcome->valuestring, "worker_exited") != 0)
+        if (!cJSON_IsString(outcome))
                 return NULL;
-        snprintf(buf, len, "its worker went away (exit %d)", cJSON_IsNumber(code) ? code->valueint : -1);
-        return buf;
+        if (strcmp(outcome->valuestring, "worker_exited") == 0) {
+                snprintf(buf, len, "its worker went away (exit %d)", cJSON_IsNumber(code) ? code->valueint : -1);
+                return buf;
+        }
+        /* Ended by the parent, not by the agent (its journal's disk full, a
+         * deadline, a limit, an interrupt): the journal stops where it did. */
+        static const char *const outside[] = { "protocol_error", "deadline", "limit", "interrupted", "cpu_limit" };
+        for (size_t i = 0; i < sizeof(outside) / sizeof(outside[0]); i++) {
+                if (strcmp(outcome->valuestring, outside[i]) != 0)
+                        continue;
+                const cJSON *msg = cJSON_GetObjectItemCaseSensitive(end, "message");
+                snprintf(buf, len, "it ended with %s: %.300s", outside[i],
+                         cJSON_IsString(msg) ? msg->valuestring : "(no message)");
+                return buf;
+        }
+        return NULL;
 }
 
 static bool all_called(const struct session_replay *src)
@@ -155,7 +169,7 @@ int session_replay_call(struct session *s, int64_t id, const char *op, const cha
          * for an approval when the worker stopped) is performed live. */
         if ((!e || e->unanswered) && b->cfg->mode == SESSION_RESUME)
                 return 0;
-        char why[96];
+        char why[400];
         const char *stopped = b->cfg->mode == SESSION_REPLAY ? stopped_from_outside(src, why, sizeof(why)) : NULL;
         if (!e && stopped) {
                 broker_end_with(b, SESSION_END_DIVERGED,
