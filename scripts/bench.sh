@@ -316,7 +316,7 @@ call_row() {
   per=$(calc '(a - b) * 1000 / c' "$big" "$small" "$((CALLS - 10))")
   cpu=$(calc '(a - b) * 1000 / c' "$(v CB "$key" cpu)" "$(v C "$key" cpu)" "$((CALLS - 10))")
   ratio=$(calc 'a / b' "$per" "$floor")
-  [[ $(calc 'a > 0' "$per") == 1.00 ]] || ratio="n/a" # a slope at or below zero is noise
+  [[ $(calc '(a > 0)' "$per") == 1.00 ]] || ratio="n/a" # a slope at or below zero is noise
   if [[ $tgt == - ]]; then
     printf '%-52s %8s %11s %8s %7s %7s %7s %5s\n' "$label" "$small" "$big" "$per" "$ratio" "$cpu" "(info)" ""
   else
@@ -492,10 +492,11 @@ JS
   if [[ -n $BASE_DESC ]]; then
     per_b=$(calc '(a - b) / c' "$(v F bN med)" "$(v F b1 med)" "$NF")
     printf '  %-70s %9s ms   (%s x curl)\n' "baseline ($BASE_DESC): per request (slope)" "$per_b" "$(calc 'a / b' "$per_b" "$per_u")"
+    printf '  %-70s %9s ms\n' "baseline ($BASE_DESC): CPU per request (slope)" "$(calc '(a - b) / c' "$(v F bN cpu)" "$(v F b1 cpu)" "$NF")"
   fi
   # A slope at or below zero is noise (a load burst in the 1-fetch runs), not a figure to judge.
   fratio=$(calc 'a / b' "$per_c" "$per_u")
-  [[ $(calc 'a > 0 && b > 0' "$per_c" "$per_u") == 1.00 ]] || fratio="n/a"
+  [[ $(calc '(a > 0 && b > 0)' "$per_c" "$per_u") == 1.00 ]] || fratio="n/a"
   target "chidori per-request / curl per-request" "$fratio" x "<=" 1.3
   cat >"$tmp/fetch100.js" <<JS
 module.exports = async () => { const t0 = Date.now();
