@@ -105,6 +105,7 @@ struct engine {
         size_t outstanding;
         struct engine_result *queue;
         size_t queue_head, queue_len, queue_cap;
+        uint8_t timers_queued; /* the prelude's timer heap is not empty (natives.c) */
         char *out_buf;         /* call frame being composed */
         size_t out_cap;
 
@@ -112,6 +113,8 @@ struct engine {
          * thread) and the stop flag of an in-process parent. */
         uint64_t cpu_budget_ns;  /* 0: no limit */
         uint64_t cpu_start_ns;
+        uint64_t cpu_seen_ns;      /* CPU used at the last reading of the clock */
+        uint64_t cpu_seen_mono_ns; /* CLOCK_MONOTONIC_RAW then; 0: never read */
         uint64_t deadline_ms;
         uint64_t armed_ns;       /* limit installed on the group, 0 = none/unknown */
         const _Atomic int *stop; /* non-zero: stop (set by another thread), or NULL */

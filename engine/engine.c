@@ -185,13 +185,17 @@ static void run_loop(struct engine *e)
                 }
                 if (e->outstanding > 0) {
                         /* setImmediate's queued run before the wait (in
-                         * real time the only timers in the box). */
-                        JSValueRef busy = JSValueMakeBoolean(e->ctx, true);
-                        JSValueRef ran = call_hook(e, e->hook_fire_timer, 1, &busy);
-                        if (e->end != ENGINE_RUNNING)
-                                break;
-                        if (ran && JSValueToBoolean(e->ctx, ran))
-                                continue;
+                         * real time the only timers in the box).  With
+                         * none queued, no entry into JS: each costs the
+                         * watchdog's CPU-clock reads, on every host call. */
+                        if (e->timers_queued) {
+                                JSValueRef busy = JSValueMakeBoolean(e->ctx, true);
+                                JSValueRef ran = call_hook(e, e->hook_fire_timer, 1, &busy);
+                                if (e->end != ENGINE_RUNNING)
+                                        break;
+                                if (ran && JSValueToBoolean(e->ctx, ran))
+                                        continue;
+                        }
                         if (engine_read_result(e, &id, &frame) < 0)
                                 break;
                         deliver(e, id, frame);

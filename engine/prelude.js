@@ -41,6 +41,9 @@ const nativeCall = native.call;
 const nativeCallSync = native.callSync;
 const nativeFinish = native.finish;
 const nativeLoad = native.load;
+// timersQueued[0] tells the engine's loop the timer heap is not empty (it
+// enters JS to run a due setImmediate only then).
+const timersQueued = native.timers || [0];
 
 /* Intrinsics, captured before agent code can replace them. */
 const O = Object;
@@ -1205,6 +1208,7 @@ function earlier(a, b) {
 function heapPush(t) {
         let i = heap.length;
         heap[i] = t;
+        timersQueued[0] = 1;
         while (i > 0) {
                 const p = (i - 1) >> 1;
                 if (!earlier(heap[i], heap[p]))
@@ -1222,6 +1226,8 @@ function heapPop() {
         const top = heap[0];
         heap[0] = heap[n - 1];
         heap.length = n - 1;
+        if (n === 1)
+                timersQueued[0] = 0;
         for (let i = 0, m = n - 1;;) {
                 const l = 2 * i + 1, r = l + 1;
                 let s = i;

@@ -205,6 +205,11 @@ JSValueRef engine_read_json_frame(struct engine *e, const char *expect_type)
         size_t len = 0;
         struct err *err = NULL;
         int got;
+        /* Nothing buffered: wait first.  The worker reads when it has a call
+         * out, and the answer is rarely there yet (the parent sleeps between
+         * calls): a read first would mostly say EAGAIN, a system call more. */
+        if (e->reader.off == e->reader.len && !e->reader.body)
+                wait_readable(e->in_fd);
         while ((got = frame_reader_read(&e->reader, e->in_fd, &body, &len, &err)) == 0)
                 wait_readable(e->in_fd); /* the socket is non-blocking (engine_write_frame_draining) */
         if (got < 0) {

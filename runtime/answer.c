@@ -229,7 +229,6 @@ int session_answer(struct session *s, int64_t id, const char *op, const char *ar
         if (r == 0)
                 r = session_send_json(s, res, err);
         cJSON_Delete(res);
-        s->just_answered = true;
         return r;
 }
 

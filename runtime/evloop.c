@@ -50,7 +50,6 @@ struct evloop {
         uint64_t timer_order;
         struct ev_calls deferred;
         struct ev_calls prepare, check;
-        double spin_ms;
         bool dispatching;
 };
 
@@ -304,11 +303,6 @@ static void run_deferred(struct evloop *l)
         l->deferred.n -= n;
 }
 
-void evloop_spin(struct evloop *l, double ms)
-{
-        l->spin_ms = ms;
-}
-
 static int wait_ms(struct evloop *l, int max_wait_ms)
 {
         for (size_t i = 0; i < l->deferred.n; i++)
@@ -333,15 +327,7 @@ int evloop_run_once(struct evloop *l, int max_wait_ms, struct err **err)
         run_hooks(l, &l->prepare);
         struct epoll_event evs[EV_BATCH];
         int timeout = wait_ms(l, max_wait_ms);
-        int n = 0;
-        if (l->spin_ms > 0 && timeout != 0) {
-                double until = mono_ms() + l->spin_ms;
-                while ((n = epoll_wait(l->epfd, evs, EV_BATCH, 0)) == 0 && mono_ms() < until)
-                        ;
-        }
-        l->spin_ms = 0;
-        if (n == 0)
-                n = epoll_wait(l->epfd, evs, EV_BATCH, timeout);
+        int n = epoll_wait(l->epfd, evs, EV_BATCH, timeout);
         if (n < 0) {
                 if (errno == EINTR)
                         return 0;

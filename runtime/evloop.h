@@ -65,11 +65,6 @@ void evloop_defer_cancel(struct evloop *loop, ev_fn fn, void *arg);
 int evloop_hook_add(struct evloop *loop, bool check, ev_fn fn, void *arg, struct err **err);
 void evloop_hook_remove(struct evloop *loop, bool check, ev_fn fn, void *arg);
 
-/* Before the next blocking wait, look for ready fds without sleeping for up
- * to `ms` (a worker answered a moment ago usually asks again within
- * microseconds: spinning avoids a cross-CPU wake-up; docs/decisions.md #17). */
-void evloop_spin(struct evloop *loop, double ms);
-
 /* One turn: deferred calls, prepare hooks, wait (at most max_wait_ms, -1 =
  * until something happens; 0 when deferred calls are queued), the ready
  * watchers' and due timers' callbacks, check hooks, the calls they deferred.  Returns 0, or -1 when

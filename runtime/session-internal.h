@@ -94,7 +94,6 @@ struct session {
 
         int frame_fd, stderr_fd;
         struct ev_io *frame_io, *err_io;
-        bool just_answered;
         bool peer_gone;              /* the worker hung up: answers have nowhere to go */
         struct outq q;
         struct errfwd ef;

@@ -131,8 +131,9 @@ static void read_buffered(struct evloop *loop, void *arg)
                 session_fail(s, e);
 }
 
-/* Before every wait: the events the frame socket is watched for, the
- * families' fds, and a short spin right after an answer. */
+/* Before every wait: the events the frame socket is watched for and the
+ * families' fds.  No spin after an answer (decision 17 had one): the wait
+ * sleeps, docs/decisions.md "The broker sleeps between calls". */
 static void prepare(struct evloop *loop, void *arg)
 {
         struct session *s = arg;
@@ -150,10 +151,6 @@ static void prepare(struct evloop *loop, void *arg)
                 return;
         }
         session_families_prepare(s);
-        if (s->just_answered) {
-                s->just_answered = false;
-                evloop_spin(loop, 0.05);
-        }
 }
 
 /* Pausing: the effects in flight (not the parked calls, not the input

@@ -277,47 +277,65 @@ printf '  %-70s %9s ms   (launcher load share of chidori overhead)\n' "chidori -
 # ================================================================= 3
 echo
 echo "== 3. Host-call round trip: (run with $CALLS calls - run with 10 calls) / $((CALLS - 10)), us per call   [load $(load)]"
+# BENCH_BASELINE: the same two loops with the baseline's chidori, interleaved
+# with ours (before/after in one run).
+base_c=() base_cb=()
+if [[ -n $BASE_DESC ]]; then
+  base_c=(::: aw_base "$tmp/base/chidori" run --quiet "$tmp/await.js" --input '{"n":10}' :::
+    sy_base "$tmp/base/chidori" run --quiet "$tmp/sync.js" --input '{"n":10}')
+  base_cb=(::: aw_base "$tmp/base/chidori" run --quiet "$tmp/await.js" --input "{\"n\":$CALLS}" :::
+    sy_base "$tmp/base/chidori" run --quiet "$tmp/sync.js" --input "{\"n\":$CALLS}")
+fi
 measure C "$N_CALL10" -T "$((12 * SCALE_T))" -- \
   aw_iso "$CH" run --quiet "$tmp/await.js" --input '{"n":10}' ::: \
   aw_in "$CH" run --quiet --no-isolate "$tmp/await.js" --input '{"n":10}' ::: \
   sy_iso "$CH" run --quiet "$tmp/sync.js" --input '{"n":10}' ::: \
   sy_in "$CH" run --quiet --no-isolate "$tmp/sync.js" --input '{"n":10}' ::: \
-  aw_pin taskset -c 0 "$CH" run --quiet "$tmp/await.js" --input '{"n":10}'
+  aw_pin taskset -c 0 "$CH" run --quiet "$tmp/await.js" --input '{"n":10}' "${base_c[@]+"${base_c[@]}"}"
 measure CB "$N_CALLBIG" -w 1 -T "$((35 * SCALE_T))" -- \
   aw_iso "$CH" run --quiet "$tmp/await.js" --input "{\"n\":$CALLS}" ::: \
   aw_in "$CH" run --quiet --no-isolate "$tmp/await.js" --input "{\"n\":$CALLS}" ::: \
   sy_iso "$CH" run --quiet "$tmp/sync.js" --input "{\"n\":$CALLS}" ::: \
   sy_in "$CH" run --quiet --no-isolate "$tmp/sync.js" --input "{\"n\":$CALLS}" ::: \
-  aw_pin taskset -c 0 "$CH" run --quiet "$tmp/await.js" --input "{\"n\":$CALLS}"
+  aw_pin taskset -c 0 "$CH" run --quiet "$tmp/await.js" --input "{\"n\":$CALLS}" "${base_cb[@]+"${base_cb[@]}"}"
 pp() { "$tmp/pingpong" -n 20000 "$@" 2>/dev/null || echo "fail fail fail fail"; }
 read -r pp_proc _ _ _ <<<"$(pp -t process)"
 read -r pp_thr _ _ _ <<<"$(pp -t thread)"
 read -r pp_proc_pin _ _ _ <<<"$(pp -t process -c 0)"
 read -r pp_thr_pin _ _ _ <<<"$(pp -t thread -c 0)"
-echo "   medians of $(v CB aw_iso runs) runs of $CALLS calls and $(v C aw_iso runs) runs of 10 calls, interleaved (wall ms)"
+echo "   medians of $(v CB aw_iso runs) runs of $CALLS calls and $(v C aw_iso runs) runs of 10 calls, interleaved (wall ms);"
+echo "   x floor = us/call over the ping-pong floor below (two processes; two threads for --no-isolate);"
+echo "   cpu us = CPU of the whole process tree per call (user+sys, same slope): what a call burns"
 rule
-printf '%-62s %9s %11s %9s %8s %6s\n' "what" "10 calls" "$CALLS calls" "us/call" target result
+printf '%-52s %8s %11s %8s %7s %7s %7s %5s\n' "what" "10 calls" "$CALLS calls" "us/call" "x floor" "cpu us" target result
 rule
 call_row() {
-  local label=$1 key=$2 tgt=$3
-  local small big per
+  local label=$1 key=$2 floor=$3 tgt=$4
+  local small big per ratio cpu
   small=$(v C "$key" med); big=$(v CB "$key" med)
   per=$(calc '(a - b) * 1000 / c' "$big" "$small" "$((CALLS - 10))")
+  cpu=$(calc '(a - b) * 1000 / c' "$(v CB "$key" cpu)" "$(v C "$key" cpu)" "$((CALLS - 10))")
+  ratio=$(calc 'a / b' "$per" "$floor")
+  [[ $(calc '(a > 0)' "$per") == 1.00 ]] || ratio="n/a" # a slope at or below zero is noise
   if [[ $tgt == - ]]; then
-    printf '%-62s %9s %11s %9s %8s %6s\n' "$label" "$small" "$big" "$per" "(info)" ""
+    printf '%-52s %8s %11s %8s %7s %7s %7s %5s\n' "$label" "$small" "$big" "$per" "$ratio" "$cpu" "(info)" ""
   else
-    printf '%-62s %9s %11s %9s %8s %6s\n' "$label" "$small" "$big" "$per" "< $tgt" "$(verdict "$per" "<" "$tgt")"
+    printf '%-52s %8s %11s %8s %7s %7s %7s %5s\n' "$label" "$small" "$big" "$per" "$ratio" "$cpu" "<= $tgt" "$(verdict "$ratio" "<=" "$tgt")"
   fi
 }
-call_row "awaited chidori.memory.get, isolated" aw_iso 15
-call_row "awaited chidori.memory.get, --no-isolate" aw_in 15
-call_row "sync Date.now() (clock.now), isolated" sy_iso 15
-call_row "sync Date.now() (clock.now), --no-isolate" sy_in 15
-call_row "awaited memory.get, isolated, all pinned to CPU 0 (taskset)" aw_pin -
-printf '%-62s %9s %11s %9s %8s\n' "floor: C socketpair ping-pong, 64 B frames, two processes" "" "" "$pp_proc" "(floor)"
-printf '%-62s %9s %11s %9s %8s\n' "floor: same, two threads of one process" "" "" "$pp_thr" "(floor)"
-printf '%-62s %9s %11s %9s %8s\n' "floor: two processes, both pinned to CPU 0" "" "" "$pp_proc_pin" "(floor)"
-printf '%-62s %9s %11s %9s %8s\n' "floor: two threads, both pinned to CPU 0" "" "" "$pp_thr_pin" "(floor)"
+call_row "awaited chidori.memory.get, isolated" aw_iso "$pp_proc" 1.5
+call_row "awaited chidori.memory.get, --no-isolate" aw_in "$pp_thr" 1.5
+call_row "sync Date.now() (clock.now), isolated" sy_iso "$pp_proc" 1.3
+call_row "sync Date.now() (clock.now), --no-isolate" sy_in "$pp_thr" 1.3
+call_row "awaited memory.get, isolated, pinned to CPU 0" aw_pin "$pp_proc_pin" -
+if [[ -n $BASE_DESC ]]; then
+  call_row "baseline ($BASE_DESC): awaited memory.get, isolated" aw_base "$pp_proc" -
+  call_row "baseline ($BASE_DESC): sync Date.now(), isolated" sy_base "$pp_proc" -
+fi
+printf '%-52s %8s %11s %8s %7s\n' "floor: C socketpair ping-pong, 64 B, two processes" "" "" "$pp_proc" "(floor)"
+printf '%-52s %8s %11s %8s %7s\n' "floor: same, two threads of one process" "" "" "$pp_thr" "(floor)"
+printf '%-52s %8s %11s %8s %7s\n' "floor: two processes, both pinned to CPU 0" "" "" "$pp_proc_pin" "(floor)"
+printf '%-52s %8s %11s %8s %7s\n' "floor: two threads, both pinned to CPU 0" "" "" "$pp_thr_pin" "(floor)"
 rule
 
 # ================================================================= 4
@@ -451,11 +469,14 @@ else
 module.exports = async (n) => { let t = 0; for (let i = 0; i < n; i++) t += (await (await fetch('$URL')).arrayBuffer()).byteLength; return t; };
 JS
   curl_n=(curl -s -o /dev/null); for _ in $(seq "$NF"); do curl_n+=("$URL" -o /dev/null); done
+  base_f=()
+  [[ -n $BASE_DESC ]] && base_f=(::: b1 "$tmp/base/chidori" run --quiet --allow-host 127.0.0.1 --input 1 "$tmp/fetchn.js" :::
+    bN "$tmp/base/chidori" run --quiet --allow-host 127.0.0.1 --input "$((NF + 1))" "$tmp/fetchn.js")
   measure F "$(n_of 15)" -w 1 -- \
     c1 "$CH" run --quiet --allow-host 127.0.0.1 --input 1 "$tmp/fetchn.js" ::: \
     cN "$CH" run --quiet --allow-host 127.0.0.1 --input "$((NF + 1))" "$tmp/fetchn.js" ::: \
     u1 curl -s -o /dev/null "$URL" ::: \
-    uN "${curl_n[@]}"
+    uN "${curl_n[@]}" "${base_f[@]+"${base_f[@]}"}"
   rule; head_row "what (1 KiB responses, keep-alive, one process per row)"; rule
   row "chidori run: 1 fetch" F c1
   row "chidori run: $((NF + 1)) fetches, one after another" F cN c1
@@ -466,7 +487,17 @@ JS
   per_u=$(calc '(a - b) / c' "$(v F uN med)" "$(v F u1 med)" "$NF")
   printf '  %-70s %9s ms\n' "per request through chidori (slope)" "$per_c"
   printf '  %-70s %9s ms\n' "per request with curl(1) (slope)" "$per_u"
-  target "chidori per-request / curl per-request" "$(calc 'a / b' "$per_c" "$per_u")" x "<=" 1.3
+  printf '  %-70s %9s ms\n' "CPU per request through chidori (process tree, slope)" "$(calc '(a - b) / c' "$(v F cN cpu)" "$(v F c1 cpu)" "$NF")"
+  printf '  %-70s %9s ms\n' "CPU per request with curl(1) (slope)" "$(calc '(a - b) / c' "$(v F uN cpu)" "$(v F u1 cpu)" "$NF")"
+  if [[ -n $BASE_DESC ]]; then
+    per_b=$(calc '(a - b) / c' "$(v F bN med)" "$(v F b1 med)" "$NF")
+    printf '  %-70s %9s ms   (%s x curl)\n' "baseline ($BASE_DESC): per request (slope)" "$per_b" "$(calc 'a / b' "$per_b" "$per_u")"
+    printf '  %-70s %9s ms\n' "baseline ($BASE_DESC): CPU per request (slope)" "$(calc '(a - b) / c' "$(v F bN cpu)" "$(v F b1 cpu)" "$NF")"
+  fi
+  # A slope at or below zero is noise (a load burst in the 1-fetch runs), not a figure to judge.
+  fratio=$(calc 'a / b' "$per_c" "$per_u")
+  [[ $(calc '(a > 0 && b > 0)' "$per_c" "$per_u") == 1.00 ]] || fratio="n/a"
+  target "chidori per-request / curl per-request" "$fratio" x "<=" 1.3
   cat >"$tmp/fetch100.js" <<JS
 module.exports = async () => { const t0 = Date.now();
   const r = await Promise.all(Array.from({ length: 100 }, (_, i) => fetch('http://127.0.0.1:$FP/delay?ms=50&i=' + i).then((x) => x.text())));

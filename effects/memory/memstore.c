@@ -23,7 +23,33 @@
 /* 1: the table; 2: its bytes column and the per-namespace totals. */
 #define SCHEMA_VERSION 2
 
+/* The read cache of memstore_get: the last values read, valid while the
+ * database has not changed.  Whether it changed, by this connection or any
+ * other in any process (another run of the same agent, `chidori memory`, a
+ * server's session), is in WAL mode the WAL-index header at the start of
+ * the -shm file that every connection maps: every commit rewrites it (its
+ * change counter, frame count or salts).  SQLite itself compares it to see
+ * whether its page cache is still good.  The cache keeps the header it was
+ * filled under and is dropped whole as soon as the header differs.  A value
+ * read after the header was copied can only be newer than that header says,
+ * and the next lookup sees the newer header and drops it: never older than
+ * the last commit before the lookup.  Checking costs a copy of 48 bytes of
+ * shared memory, no system call; a SQLite read costs two more here (the
+ * read lock's fcntl, taken and released). */
+#define CACHE_SLOTS 64u
+#define CACHE_VALUE_MAX 4096u
+#define WAL_INDEX_HDR_BYTES 48u  /* one copy of the WalIndexHdr (SQLite's walformat: "the wal-index header") */
+#define WAL_INDEX_PAGE 32768     /* SQLite's WALINDEX_PGSZ: the size of every region it maps */
+
+struct cache_slot {
+        char *ns, *key;
+        char *value;  /* the stored JSON; NULL: the key is absent */
+        bool used;
+};
+
 struct memstore {
+        struct cache_slot cache[CACHE_SLOTS];
+        unsigned char cache_hdr[WAL_INDEX_HDR_BYTES]; /* the header the cache was filled under */
         sqlite3 *db;
         char *path;  /* dir/memory.sqlite3, for messages */
         sqlite3_stmt *get, *set, *del, *list;
@@ -31,6 +57,8 @@ struct memstore {
         const struct memstore_backend *be; /* NULL: SQLite above */
         void *be_handle;
 };
+
+static void cache_clear(struct memstore *m);
 
 static const char SQL_SCHEMA[] =
         "CREATE TABLE IF NOT EXISTS memory ("
@@ -489,6 +517,7 @@ void memstore_close(struct memstore *m)
                 return;
         if (m->be && m->be->close)
                 m->be->close(m->be_handle);
+        cache_clear(m);
         sqlite3_finalize(m->get);
         sqlite3_finalize(m->set);
         sqlite3_finalize(m->del);
@@ -496,6 +525,67 @@ void memstore_close(struct memstore *m)
         sqlite3_close(m->db);  /* NULL ok */
         free(m->path);
         free(m);
+}
+
+static void cache_clear(struct memstore *m)
+{
+        for (size_t i = 0; i < CACHE_SLOTS; i++) {
+                struct cache_slot *c = &m->cache[i];
+                if (!c->used)
+                        continue;
+                free(c->ns);
+                free(c->key);
+                free(c->value);
+                *c = (struct cache_slot){ 0 };
+        }
+}
+
+/* Copy the WAL-index header SQLite maps for this connection; false when
+ * there is none to check (not mapped yet, or a VFS without shared memory):
+ * no caching then. */
+static bool wal_header(struct memstore *m, unsigned char out[WAL_INDEX_HDR_BYTES])
+{
+        sqlite3_file *f = NULL;
+        if (sqlite3_file_control(m->db, "main", SQLITE_FCNTL_FILE_POINTER, &f) != SQLITE_OK || !f || !f->pMethods ||
+            f->pMethods->iVersion < 2 || !f->pMethods->xShmMap)
+                return false;
+        volatile void *p = NULL;
+        if (f->pMethods->xShmMap(f, 0, WAL_INDEX_PAGE, 0, &p) != SQLITE_OK || !p)
+                return false;
+        const volatile unsigned char *h = p;
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        for (size_t i = 0; i < WAL_INDEX_HDR_BYTES; i++)
+                out[i] = h[i];
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        return true;
+}
+
+static struct cache_slot *cache_slot(struct memstore *m, const char *ns, const char *key)
+{
+        uint32_t hsh = 2166136261u; /* FNV-1a over ns, a NUL, key */
+        for (const char *s = ns;; s++) {
+                hsh = (hsh ^ (unsigned char)*s) * 16777619u;
+                if (!*s)
+                        break;
+        }
+        for (const char *s = key; *s; s++)
+                hsh = (hsh ^ (unsigned char)*s) * 16777619u;
+        return &m->cache[hsh % CACHE_SLOTS];
+}
+
+static void cache_put(struct cache_slot *c, const char *ns, const char *key, const char *value)
+{
+        free(c->ns);
+        free(c->key);
+        free(c->value);
+        *c = (struct cache_slot){ .ns = strdup(ns), .key = strdup(key), .value = value ? strdup(value) : NULL };
+        c->used = c->ns && c->key && (!value || c->value);
+        if (!c->used) {
+                free(c->ns);
+                free(c->key);
+                free(c->value);
+                *c = (struct cache_slot){ 0 };
+        }
 }
 
 int memstore_get(struct memstore *m, const char *ns, const char *key, char **ret_json, struct err **err)
@@ -506,6 +596,21 @@ int memstore_get(struct memstore *m, const char *ns, const char *key, char **ret
         if (m->be)
                 return m->be->get(m->be_handle, ns, key, ret_json, err);
 
+        /* check_store saw the file still in place: the cache, then SQLite. */
+        unsigned char hdr[WAL_INDEX_HDR_BYTES];
+        bool cacheable = wal_header(m, hdr);
+        struct cache_slot *slot = cache_slot(m, ns, key);
+        if (cacheable && memcmp(hdr, m->cache_hdr, sizeof(hdr)) != 0) {
+                cache_clear(m);  /* a commit since: by us or anyone */
+                memcpy(m->cache_hdr, hdr, sizeof(hdr));
+        }
+        if (cacheable && slot->used && strcmp(slot->ns, ns) == 0 && strcmp(slot->key, key) == 0) {
+                *ret_json = NULL;
+                if (slot->value && !(*ret_json = strdup(slot->value)))
+                        return err_set(err, ENOMEM, "memory: cannot copy a stored value");
+                return 0;
+        }
+
         _cleanup_reset_ sqlite3_stmt *st = m->get;
         int rc = bind_text(st, 1, ns, strlen(ns));
         if (rc == SQLITE_OK)
@@ -514,6 +619,8 @@ int memstore_get(struct memstore *m, const char *ns, const char *key, char **ret
                 rc = sqlite3_step(st);
         if (rc == SQLITE_DONE) {
                 *ret_json = NULL;
+                if (cacheable)
+                        cache_put(slot, ns, key, NULL);
                 return 0;
         }
         if (rc != SQLITE_ROW)
@@ -529,6 +636,8 @@ int memstore_get(struct memstore *m, const char *ns, const char *key, char **ret
         memcpy(out, v, (size_t)n);
         out[n] = '\0';
         *ret_json = out;
+        if (cacheable && (size_t)n <= CACHE_VALUE_MAX)
+                cache_put(slot, ns, key, out);
         return 0;
 }
 

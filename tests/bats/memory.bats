@@ -116,3 +116,52 @@ JS
   chid --help
   [[ $output == *"memory ACTION"* ]]
 }
+
+# The parent's read cache of memory.get (effects/memory/memstore.c) is
+# dropped by any write to the store: a nested agent's on the same
+# connection, another run's in another process.  Each read below follows
+# a read of the same key that could have been cached.
+@test "memory.get after a nested agent wrote the same key sees its value" {
+  agent self.js <<'JS'
+async function main(input) {
+  if (input === 'child') { await chidori.memory.set('k', 'from child'); return 'child done'; }
+  await chidori.memory.set('k', 'from parent');
+  const before = [await chidori.memory.get('k'), await chidori.memory.get('k')];
+  const child = await chidori.callAgent('self.js', 'child');
+  return [before, child, await chidori.memory.get('k'), await chidori.memory.get('k')];
+}
+JS
+  chid run --quiet "$T/self.js"  # a nested run's namespace is its path: the same
+  assert_status 0
+  assert_stdout '[["from parent","from parent"],"child done","from child","from child"]'
+}
+
+@test "memory.get in a run sees a key another run of the namespace writes meanwhile" {
+  agent reader.js <<'JS'
+async function main() {
+  await chidori.memory.set('ready', 1);
+  const t0 = Date.now();
+  while (Date.now() - t0 < 20000) {
+    if ((await chidori.memory.get('flag')) === 'go')
+      return 'saw go';
+  }
+  return 'never saw go';
+}
+JS
+  agent writer.js <<'JS'
+async function main() {
+  const t0 = Date.now();
+  while ((await chidori.memory.get('ready')) !== 1)
+    if (Date.now() - t0 > 20000) return 'reader never started';
+  await chidori.memory.set('flag', 'go');
+  return 'wrote';
+}
+JS
+  "$CHIDORI" run --quiet --memory-ns shared "$T/reader.js" >"$T/reader.out" 2>&1 &
+  local pid=$!
+  chid run --quiet --memory-ns shared "$T/writer.js"
+  wait "$pid"
+  assert_status 0
+  assert_stdout '"wrote"'
+  [[ $(cat "$T/reader.out") == '"saw go"' ]] || { cat "$T/reader.out"; return 1; }
+}

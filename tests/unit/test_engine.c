@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <setjmp.h>
@@ -561,6 +562,53 @@ static void test_out_of_order_results(void **state)
         cJSON *done = parent_finish(&p);
         char *v = done_value(done);
         assert_string_equal(v, "[\"A\",\"B\",\"C\"]");
+        free(v);
+        cJSON_Delete(done);
+}
+
+/* A setImmediate queued while a call is out runs before the engine waits
+ * for the answer: the loop enters JS for it only when the prelude's timer
+ * heap is not empty (natives.c, timers[0]), so this checks that flag is set
+ * by setImmediate, and cleared again (the second immediate, queued from an
+ * answer, runs too). */
+static void test_immediate_while_call_out(void **state)
+{
+        (void)state;
+        struct parent p = { 0 };
+        parent_start(&p,
+                     "async function main() {\n"
+                     "  const order = [];\n"
+                     "  const a = chidori.memory.get('a').then(() => order.push('answer a'));\n"
+                     "  setImmediate(() => { order.push('immediate 1'); chidori.memory.get('b'); });\n"
+                     "  await a;\n"
+                     "  const c = chidori.memory.get('c').then(() => order.push('answer c'));\n"
+                     "  setImmediate(() => { order.push('immediate 2'); chidori.memory.get('d'); });\n"
+                     "  await c;\n"
+                     "  return order;\n"
+                     "}",
+                     NULL, 0);
+        const char *keys[] = { "a", "b", NULL, "c", "d" };
+        for (int i = 1; i <= 5; i++) {
+                if (!keys[i - 1]) {
+                        /* a is answered only now: b came from the immediate
+                         * while a was still out */
+                        send_result(&p, 1, cJSON_CreateNull());
+                        continue;
+                }
+                struct pollfd pf = { .fd = p.fd, .events = POLLIN };
+                assert_int_equal(poll(&pf, 1, 10000), 1); /* no answer is sent: an engine that waits hangs here */
+                cJSON *f = read_frame(&p);
+                const cJSON *args = cJSON_GetObjectItem(f, "args");
+                assert_string_equal(cJSON_GetObjectItem(args, "key")->valuestring, keys[i - 1]);
+                cJSON_Delete(f);
+        }
+        send_result(&p, 2, cJSON_CreateNull());
+        send_result(&p, 4, cJSON_CreateNull());
+        send_result(&p, 3, cJSON_CreateNull());
+        p.ncalls = 4;
+        cJSON *done = parent_finish(&p);
+        char *v = done_value(done);
+        assert_string_equal(v, "[\"immediate 1\",\"answer a\",\"immediate 2\",\"answer c\"]");
         free(v);
         cJSON_Delete(done);
 }
@@ -1390,6 +1438,7 @@ int main(void)
                 cmocka_unit_test(test_concurrent_runs),
                 cmocka_unit_test(test_bad_init),
                 cmocka_unit_test(test_worker_binary),
+                cmocka_unit_test(test_immediate_while_call_out),
                 cmocka_unit_test(test_bench_round_trip),
         };
         return cmocka_run_group_tests_name("engine", tests, NULL, NULL);

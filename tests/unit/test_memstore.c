@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -639,6 +640,76 @@ static void test_default_dir(void **state)
         free(saved_home);
 }
 
+/* memstore_get's read cache (memstore.c) never hands back a value another
+ * writer replaced: a second connection in this process (a server's other
+ * session, a nested agent), a second process (another run of the agent,
+ * `chidori memory set`), and plain SQLite.  Each read below comes after a
+ * read of the same key that filled the cache. */
+static void child_set(const char *dir, const char *key, const char *value)
+{
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                struct memstore *c = NULL;
+                struct err *e = NULL;
+                int rc = memstore_open(dir, &c, &e) == 0 && (value ? memstore_set(c, "agent", key, value, &e)
+                                                                  : memstore_delete(c, "agent", key, NULL, &e)) == 0;
+                memstore_close(c);
+                _exit(rc ? 0 : 1);
+        }
+        int st = 0;
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+static void test_cache_other_writers(void **state)
+{
+        struct fx *fx = *state;
+        struct memstore *other = NULL;
+        assert_ok(memstore_open(fx->dir, &other, err));
+        assert_stored(fx->m, "agent", "k", NULL);  /* cached: absent */
+        assert_stored(fx->m, "agent", "k", NULL);
+        assert_ok(memstore_set(other, "agent", "k", "1", err));
+        assert_stored(fx->m, "agent", "k", "1");
+        assert_stored(fx->m, "agent", "k", "1");
+        for (int i = 2; i < 50; i++) {  /* every write seen by the very next read */
+                char v[16];
+                snprintf(v, sizeof(v), "%d", i);
+                assert_ok(memstore_set(other, "agent", "k", v, err));
+                assert_stored(fx->m, "agent", "k", v);
+                assert_stored(fx->m, "agent", "k", v);
+        }
+        assert_ok(memstore_delete(other, "agent", "k", NULL, err));
+        assert_stored(fx->m, "agent", "k", NULL);
+        assert_ok(memstore_set(fx->m, "agent", "k", "\"mine\"", err));  /* our own writes */
+        assert_stored(fx->m, "agent", "k", "\"mine\"");
+        size_t n = 0;
+        assert_ok(memstore_clear(other, "agent", &n, err));
+        assert_stored(fx->m, "agent", "k", NULL);
+
+        /* another process */
+        assert_ok(memstore_set(fx->m, "agent", "p", "1", err));
+        assert_stored(fx->m, "agent", "p", "1");
+        child_set(fx->dir, "p", "2");
+        assert_stored(fx->m, "agent", "p", "2");
+        child_set(fx->dir, "p", NULL);
+        assert_stored(fx->m, "agent", "p", NULL);
+
+        /* plain SQLite, bypassing memstore */
+        assert_ok(memstore_set(fx->m, "agent", "q", "1", err));
+        assert_stored(fx->m, "agent", "q", "1");
+        char path[128];
+        snprintf(path, sizeof(path), "%s/%s", fx->dir, MEMSTORE_DB_NAME);
+        sqlite3 *db = NULL;
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db, "UPDATE memory SET value = '3' WHERE ns = 'agent' AND key = 'q'", NULL, NULL,
+                                      NULL),
+                         SQLITE_OK);
+        sqlite3_close(db);
+        assert_stored(fx->m, "agent", "q", "3");
+        memstore_close(other);
+}
+
 static void test_get_speed(void **state)
 {
         struct fx *fx = *state;
@@ -671,6 +742,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_cache_other_writers, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_absent, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_overwrite, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
