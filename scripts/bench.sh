@@ -271,6 +271,11 @@ echo "   prelude = evaluating prelude.js as embedded, agent = the hello-world li
 rule
 "$tmp/jsc_phases" -n "$N_PHASE" phases "${ph_targets[@]}" 2>&1 | sed "s|$tmp/||" || echo "  (jsc_phases phases failed)"
 rule
+echo "   the same, forked from a process that has JSC loaded but not initialised (a fork server, issue 14 item 1):"
+echo "   fork = the fork (wall) and the child's first steps, in place of load"
+rule
+"$tmp/jsc_phases" -n "$N_PHASE" zygote "$tmp/prelude.js" 2>&1 | sed "s|$tmp/||" || echo "  (jsc_phases zygote failed)"
+rule
 echo "   the real chidori-worker, no box (fd 3 a socketpair): exec -> its ready frame, -> the agent's first line"
 echo "   (console.log), -> its exit; cpu and faults of the worker (/proc schedstat, wait4)"
 rule

@@ -14,6 +14,12 @@
  *         prelude  evaluating PRELUDE (the engine's prelude.js as embedded) with
  *                  a stub for the natives, as engine/engine.c's setup()
  *         agent    evaluating the hello-world line (an agent's first code)
+ *   jsc_phases [-n RUNS] [-e ENV]... zygote PRELUDE...
+ *       The same phases in a child that is only forked, not exec'd: this
+ *       process has JSC loaded and relocated but never initialised (issue 14
+ *       item 1's fork server, measured before it is built).  "fork" replaces
+ *       "load": the parent's fork (in wall time only) and the child's first
+ *       steps; its CPU and faults are the child's.
  *   jsc_phases [-n RUNS] [-e ENV]... [-s AGENT] worker WORKER...
  *       The real chidori-worker (no box, no stage-2 filter): fd 3 is a
  *       socketpair.  Reports exec -> its ready frame (loading + VM + context +
@@ -168,11 +174,13 @@ static void apply_env(const char *set)
 }
 
 /* One run of `phases`: the child's figures into out[]. */
-static int run_phases(const char *self, const char *set, const char *prelude, double out[])
+static int run_phases(const char *self, bool zygote, const char *set, const char *prelude, double out[])
 {
         int p[2];
         if (pipe(p) < 0)
                 return -1;
+        char t0[32];
+        snprintf(t0, sizeof(t0), "%" PRIu64, now_us());
         pid_t pid = fork();
         if (pid < 0)
                 return -1;
@@ -181,7 +189,8 @@ static int run_phases(const char *self, const char *set, const char *prelude, do
                 close(p[0]);
                 close(p[1]);
                 apply_env(set);
-                char t0[32];
+                if (zygote)  /* this process has JSC loaded, not initialised */
+                        _exit(child_phases(t0, prelude));
                 snprintf(t0, sizeof(t0), "%" PRIu64, now_us());
                 execl(self, self, "--child", t0, prelude, (char *)NULL);
                 _exit(127);
@@ -385,8 +394,8 @@ int main(int argc, char **argv)
         int ntargets = argc - optind - 1;
         if (runs < 1 || runs > MAX_RUNS || ntargets < 1 || ntargets * nenv > MAX_SETS)
                 goto usage;
-        bool worker = strcmp(argv[optind], "worker") == 0;
-        if (!worker && strcmp(argv[optind], "phases") != 0)
+        bool worker = strcmp(argv[optind], "worker") == 0, zygote = strcmp(argv[optind], "zygote") == 0;
+        if (!worker && !zygote && strcmp(argv[optind], "phases") != 0)
                 goto usage;
         /* The sets: every target under every environment. */
         int nsets = ntargets * nenv;
@@ -407,7 +416,7 @@ int main(int argc, char **argv)
                 for (int k = 0; k < nsets; k++) {
                         int s = (k + r) % nsets;  /* rotate the order each round */
                         double out[3 * MAX_PHASES];
-                        if ((worker ? run_worker(target[s], sets[s], out) : run_phases(self, sets[s], target[s], out)) < 0) {
+                        if ((worker ? run_worker(target[s], sets[s], out) : run_phases(self, zygote, sets[s], target[s], out)) < 0) {
                                 fprintf(stderr, "jsc_phases: run %d of %s (environment '%s') failed\n", r, target[s], sets[s]);
                                 return 1;
                         }
@@ -415,6 +424,7 @@ int main(int argc, char **argv)
                                 fig[s][i][r] = out[i];
                 }
         static const char *const names_p[] = { "load", "vm", "context", "prelude", "agent" };
+        static const char *const names_z[] = { "fork", "vm", "context", "prelude", "agent" };
         static const char *const names_w[] = { "exec->ready", "ready->first frame", "first frame->exit" };
         for (int s = 0; s < nsets; s++) {
                 printf("%s%s%s\n", target[s], strcmp(sets[s], "-") ? "  with " : "", strcmp(sets[s], "-") ? sets[s] : "");
@@ -427,7 +437,7 @@ int main(int argc, char **argv)
                         total[1] += c;
                         total[2] += f;
                         printf("  %-20s wall %8.2f ms (p10 %6.2f, p90 %6.2f)  cpu %8.2f ms  faults %6.0f\n",
-                               worker ? names_w[i] : names_p[i], w, p10, p90, c, f);
+                               worker ? names_w[i] : zygote ? names_z[i] : names_p[i], w, p10, p90, c, f);
                 }
                 printf("  %-20s wall %8.2f ms %27s cpu %8.2f ms  faults %6.0f", "sum of medians", total[0], "", total[1],
                        total[2]);
@@ -435,6 +445,6 @@ int main(int argc, char **argv)
         }
         return 0;
 usage:
-        fprintf(stderr, "usage: jsc_phases [-n RUNS] [-e NAME=VALUE,...]... [-s AGENT] phases PRELUDE... | worker WORKER...\n");
+        fprintf(stderr, "usage: jsc_phases [-n RUNS] [-e NAME=VALUE,...]... [-s AGENT] phases|zygote PRELUDE... | worker WORKER...\n");
         return 2;
 }
