@@ -1,7 +1,8 @@
 /* engine/format.js - util.format and inspect: how console.* and the errors
  * of a run show values (docs/api.md, "console").
  *
- * Evaluated on first use, not at every start (decision NN): the prelude's
+ * Evaluated on first use, not at every start (docs/decisions.md, "console's
+ * formatting (format.js) is evaluated on first use"): the prelude's
  * fmt() calls the natives' load('format', intrinsics) the first time a value
  * is formatted.  The script's `this` is that object: the intrinsics the
  * prelude captured before any agent code ran (and GLOBAL_CTORS, the global

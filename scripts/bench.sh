@@ -267,7 +267,7 @@ if [[ -n $BASE_DESC ]]; then
 fi
 echo "   bare JSC linked as the worker is: load = execve -> main (kernel exec, ld.so mapping and relocating JSC, ICU,"
 echo "   glib... and their constructors), vm = JSContextGroupCreate, context = JSGlobalContextCreateInGroup,"
-echo "   prelude = evaluating prelude.js as embedded, agent = the hello-world line  ($tmp/base/...: the baseline's)"
+echo "   prelude = evaluating prelude.js as embedded, agent = the hello-world line  (base/...: the baseline's)"
 rule
 "$tmp/jsc_phases" -n "$N_PHASE" phases "${ph_targets[@]}" 2>&1 | sed "s|$tmp/||" || echo "  (jsc_phases phases failed)"
 rule
@@ -276,8 +276,8 @@ echo "   fork = the fork (wall) and the child's first steps, in place of load"
 rule
 "$tmp/jsc_phases" -n "$N_PHASE" zygote "$tmp/prelude.js" 2>&1 | sed "s|$tmp/||" || echo "  (jsc_phases zygote failed)"
 rule
-echo "   the real chidori-worker, no box (fd 3 a socketpair): exec -> its ready frame, -> the agent's first line"
-echo "   (console.log), -> its exit; cpu and faults of the worker (/proc schedstat, wait4)"
+echo "   the real chidori-worker, no box (fd 3 a socketpair): exec -> its ready frame, -> the agent's first frame"
+echo "   (the hello-world agent's done frame), -> its exit; cpu and faults of the worker (/proc schedstat, wait4)"
 rule
 "$tmp/jsc_phases" -n "$N_PHASE" worker "${wk_targets[@]}" 2>&1 | sed "s|$tmp/||" || echo "  (jsc_phases worker failed)"
 rule
