@@ -1047,9 +1047,8 @@ static void test_surface_lazy(void **state)
 }
 
 /* format.js (util.format, inspect) is evaluated the first time a value is
- * formatted, not at start: not by a run that returns, throws an Error or
- * fails a host call; by the first console.log or thrown non-Error, in every
- * fresh context.  It formats with the intrinsics captured before agent code
+ * formatted, not at start: not by a run that returns or throws an Error; by
+ * the first console.log or thrown non-Error, in every fresh context.  It formats with the intrinsics captured before agent code
  * ran, so what the agent replaced before that first use changes nothing. */
 static void test_format_lazy(void **state)
 {
