@@ -112,7 +112,7 @@ $(BUILD)/obj/gen/node-parts.o: $(NODE_PARTS)
 # taken out (esbuild --minify-whitespace: nothing renamed or dropped): every
 # start parses prelude.js, and a smaller text parses faster (make bench).
 EMBED_JS := $(patsubst engine/%.js,$(BUILD)/gen/js/%.js,engine/web.js engine/prelude.js engine/fetch.js \
-              engine/crypto.js engine/fs.js engine/process.js)
+              engine/crypto.js engine/fs.js engine/process.js engine/format.js)
 $(BUILD)/gen/js/%.js: engine/%.js tools/package-lock.json
 	@mkdir -p $(dir $@)
 	@[ -x tools/node_modules/.bin/esbuild ] || \

@@ -1,5 +1,5 @@
 /* engine/embed.S — web.js, prelude.js and the lazily loaded modules
- * (fetch.js, crypto.js, fs.js, process.js) embedded in .rodata; the Node/Web surface's
+ * (fetch.js, crypto.js, fs.js, format.js, process.js) embedded in .rodata; the Node/Web surface's
  * parts are in build/gen/node-parts.S (engine/node/build.mjs).
  * The texts are the files of build/gen/js: engine's with comments and indentation
  * taken out by esbuild (Makefile, EMBED_JS); found through -I$(BUILD).
@@ -43,6 +43,13 @@ chidori_crypto_js:
         .balign 16
 chidori_fs_js:
         .incbin "gen/js/fs.js"
+        .byte 0
+
+        .global chidori_format_js
+        .type chidori_format_js, @object
+        .balign 16
+chidori_format_js:
+        .incbin "gen/js/format.js"
         .byte 0
 
         .global chidori_process_js

@@ -33,7 +33,8 @@ void JSContextGroupClearExecutionTimeLimit(JSContextGroupRef group);
 extern const char chidori_web_js[], chidori_web_js_end[];
 extern const char chidori_prelude_js[], chidori_prelude_js_end[];
 /* The modules the prelude loads on first use (native load(name)). */
-extern const char chidori_fetch_js[], chidori_crypto_js[], chidori_fs_js[], chidori_process_js[];
+extern const char chidori_fetch_js[], chidori_crypto_js[], chidori_fs_js[], chidori_process_js[],
+        chidori_format_js[];
 /* The parts of the Node/Web surface (build/gen/node-parts.S), loaded as
  * "node.PART"; ends with {NULL, NULL}. */
 struct engine_node_part {

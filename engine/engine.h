@@ -62,7 +62,7 @@ extern bool engine_exit_after_done;
  * never evaluates it (laziness, docs/api.md). */
 enum {
         ENGINE_MOD_FETCH = 1u << 0, ENGINE_MOD_CRYPTO = 1u << 1, ENGINE_MOD_FS = 1u << 2, ENGINE_MOD_PROCESS = 1u << 3,
-        ENGINE_MOD_NODE = 1u << 4, ENGINE_MOD_WEB = 1u << 5,
+        ENGINE_MOD_NODE = 1u << 4, ENGINE_MOD_WEB = 1u << 5, ENGINE_MOD_FORMAT = 1u << 6,
 };
 extern _Atomic unsigned engine_modules_loaded;
 

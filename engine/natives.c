@@ -276,7 +276,7 @@ static JSValueRef do_finish(struct engine *e, size_t argc, const JSValueRef argv
 }
 
 /* The engine's own modules, evaluated when the prelude first needs them
- * (web.js, fetch, node:crypto, node:fs, process, the Node/Web surface's parts): a run
+ * (web.js, fetch, node:crypto, node:fs, process, format.js, the Node/Web surface's parts): a run
  * that uses none pays nothing. */
 _Atomic unsigned engine_modules_loaded;
 
@@ -291,6 +291,7 @@ static JSValueRef do_load(struct engine *e, size_t argc, const JSValueRef argv[]
                 { "crypto", chidori_crypto_js, "chidori:crypto.js", ENGINE_MOD_CRYPTO },
                 { "fs", chidori_fs_js, "chidori:fs.js", ENGINE_MOD_FS },
                 { "process", chidori_process_js, "chidori:process.js", ENGINE_MOD_PROCESS },
+                { "format", chidori_format_js, "chidori:format.js", ENGINE_MOD_FORMAT },
         };
         char name[32];
         if (argc < 1 || !get_op(e->ctx, argv[0], name, sizeof(name))) {
@@ -312,13 +313,16 @@ static JSValueRef do_load(struct engine *e, size_t argc, const JSValueRef argv[]
                         return v;
                 }
         }
+        /* load(name, self): the script's `this` is self when given (an
+         * object from the prelude: format.js's intrinsics), not the global. */
+        JSObjectRef self = argc > 1 && JSValueIsObject(e->ctx, argv[1]) ? (JSObjectRef)argv[1] : NULL;
         for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]); i++) {
                 if (strcmp(mods[i].name, name) != 0)
                         continue;
                 engine_modules_loaded |= mods[i].bit;
                 JSStringRef s = JSStringCreateWithUTF8CString(mods[i].src);
                 JSStringRef u = JSStringCreateWithUTF8CString(mods[i].url);
-                JSValueRef v = JSEvaluateScript(e->ctx, s, NULL, u, 1, exception);
+                JSValueRef v = JSEvaluateScript(e->ctx, s, self, u, 1, exception);
                 JSStringRelease(s);
                 JSStringRelease(u);
                 return v;

@@ -71,6 +71,9 @@ $CC -O2 -Wall -Wextra -pthread -o "$tmp/loadgen" tests/bench/loadgen.c
 # shellcheck disable=SC2046
 $CC -O2 -Wall -Wextra $(pkg-config --cflags javascriptcoregtk-4.1) -o "$tmp/jsc_files" tests/bench/jsc_files.c \
   $(pkg-config --libs javascriptcoregtk-4.1)
+# shellcheck disable=SC2046
+$CC -O2 -Wall -Wextra $(pkg-config --cflags javascriptcoregtk-4.1) -o "$tmp/jsc_phases" tests/bench/jsc_phases.c \
+  $(pkg-config --libs javascriptcoregtk-4.1)
 cp "$BUILD/gen/js/web.js" "$BUILD/gen/js/prelude.js" "$tmp/"  # as embedded (comments out)
 # What-if for figure 2: an empty program linked against the launcher's libraries without
 # JavaScriptCore (what loading a launcher that dlopens the engine only for --no-isolate
@@ -249,6 +252,36 @@ fi
 printf '  %-70s %9s ms   (reference, no target)\n' "chidori --no-isolate over bare jsc_hello" "$(calc 'a - b' "$(v S inproc med)" "$(v S bare med)")"
 printf '  %-70s %9s ms   (reference, no target)\n' "chidori full sandbox over bare jsc_hello" "$(calc 'a - b' "$(v S full med)" "$(v S bare med)")"
 [[ $have_bwrap == 1 ]] && printf '  %-70s %9s ms   (reference, no target)\n' "peer: bwrap over bare jsc_hello" "$(calc 'a - b' "$(v S bw_js med)" "$(v S bare med)")"
+
+
+# ----------------------------------------------------------------- 1b
+# Where a worker's start goes, timed inside the process (tests/bench/jsc_phases.c):
+# what a fork server (issue 14 item 1: fork after loading) or a warm pool would save.
+N_PHASE=$(n_of 30)
+echo
+echo "== 1b. Where the worker's start goes: CPU and faults per phase, median of $N_PHASE runs each, interleaved   [load $(load)]"
+ph_targets=("$tmp/prelude.js") wk_targets=("$tmp/bin/chidori-worker")
+if [[ -n $BASE_DESC ]]; then
+  [[ -f $BENCH_BASELINE/build/gen/js/prelude.js ]] && { cp "$BENCH_BASELINE/build/gen/js/prelude.js" "$tmp/base/prelude.js"; ph_targets+=("$tmp/base/prelude.js"); }
+  wk_targets+=("$tmp/base/chidori-worker")
+fi
+echo "   bare JSC linked as the worker is: load = execve -> main (kernel exec, ld.so mapping and relocating JSC, ICU,"
+echo "   glib... and their constructors), vm = JSContextGroupCreate, context = JSGlobalContextCreateInGroup,"
+echo "   prelude = evaluating prelude.js as embedded, agent = the hello-world line  (base/...: the baseline's)"
+rule
+"$tmp/jsc_phases" -n "$N_PHASE" phases "${ph_targets[@]}" 2>&1 | sed "s|$tmp/||" || echo "  (jsc_phases phases failed)"
+rule
+echo "   the same, forked from a process that has JSC loaded but not initialised (a fork server, issue 14 item 1):"
+echo "   fork = the fork (wall) and the child's first steps, in place of load"
+rule
+"$tmp/jsc_phases" -n "$N_PHASE" zygote "$tmp/prelude.js" 2>&1 | sed "s|$tmp/||" || echo "  (jsc_phases zygote failed)"
+rule
+echo "   the real chidori-worker, no box (fd 3 a socketpair): exec -> its ready frame, -> the agent's first frame"
+echo "   (the hello-world agent's done frame), -> its exit; cpu and faults of the worker (/proc schedstat, wait4)"
+rule
+"$tmp/jsc_phases" -n "$N_PHASE" worker "${wk_targets[@]}" 2>&1 | sed "s|$tmp/||" || echo "  (jsc_phases worker failed)"
+rule
+echo "   a fork server forking after 'load' saves that phase per run; a warm pool saves exec -> ready whole."
 
 # ================================================================= 2
 echo

@@ -1079,7 +1079,7 @@ static void test_surface_lazy(void **state)
         check_value("async function main() { console.log('hi', { a: [1] }); await chidori.memory.get('k');\n"
                     "  return ['queueMicrotask' in globalThis, 'URL' in globalThis, typeof process.nextTick]; }",
                     NULL, "[true,true,\"function\"]");
-        assert_int_equal(engine_modules_loaded, ENGINE_MOD_PROCESS);
+        assert_int_equal(engine_modules_loaded, ENGINE_MOD_PROCESS | ENGINE_MOD_FORMAT);
         engine_modules_loaded = 0;
         check_value("function main() { return new URL('b', 'http://a/').href; }", NULL, "\"http://a/b\"");
         assert_int_equal(engine_modules_loaded, ENGINE_MOD_WEB);
@@ -1092,6 +1092,44 @@ static void test_surface_lazy(void **state)
                     "  return [typeof URL, typeof TextEncoder, btoa('x'), d.name, typeof atob, typeof TextDecoder];\n"
                     "}",
                     NULL, "[\"undefined\",\"undefined\",\"mine\",\"AbortError\",\"function\",\"function\"]");
+}
+
+/* format.js (util.format, inspect) is evaluated the first time a value is
+ * formatted, not at start: not by a run that returns or throws an Error; by
+ * the first console.log or thrown non-Error, in every fresh context.  It formats with the intrinsics captured before agent code
+ * ran, so what the agent replaced before that first use changes nothing. */
+static void test_format_lazy(void **state)
+{
+        (void)state;
+        engine_modules_loaded = 0;
+        check_value("function main() { return 'hello ' + (1 + 1); }", NULL, "\"hello 2\"");
+        struct parent p = { 0 };
+        cJSON *done = run_agent(&p, "function main() { throw new TypeError('no'); }", NULL);
+        expect_failure(done, "error");
+        assert_string_equal(err_field(done, "message"), "no");
+        cJSON_Delete(done);
+        assert_int_equal(engine_modules_loaded, 0);
+        static const char hijack[] =
+                "async function main() {\n"
+                "  Reflect.apply = () => 'hijacked'; Object.getPrototypeOf = () => null;\n"
+                "  Object.getOwnPropertyDescriptor = () => undefined; JSON.stringify = () => 'x';\n"
+                "  globalThis.Map = function Map() {};\n"
+                "  console.log('%j %s', { a: 1 }, 'b', new globalThis.Array(1, 2), function foo() {});\n"
+                "  console.log(new (Reflect.getPrototypeOf(new Set()).constructor)([1]), [1, 'two', { d: { e: {} } }]);\n"
+                "  throw { code: 1 };\n"
+                "}";
+        for (int i = 0; i < 2; i++) {  /* first use, then again in a fresh context */
+                engine_modules_loaded = 0;
+                p = (struct parent){ 0 };
+                done = run_agent(&p, hijack, NULL);
+                expect_failure(done, "error");
+                assert_string_equal(err_field(done, "message"), "{ code: 1 }");
+                assert_int_equal(p.nlogs, 2);
+                assert_string_equal(p.logs[0], "info: {\"a\":1} b [ 1, 2 ] [Function: foo]");
+                assert_string_equal(p.logs[1], "info: Set(1) { 1 } [ 1, 'two', { d: { e: [Object] } } ]");
+                assert_int_equal(engine_modules_loaded, ENGINE_MOD_FORMAT);
+                cJSON_Delete(done);
+        }
 }
 
 static void test_console_format(void **state)
@@ -1432,6 +1470,7 @@ int main(void)
                 cmocka_unit_test(test_string_doubling),
                 cmocka_unit_test(test_require),
                 cmocka_unit_test(test_surface_lazy),
+                cmocka_unit_test(test_format_lazy),
                 cmocka_unit_test(test_console_format),
                 cmocka_unit_test(test_call_ordering),
                 cmocka_unit_test(test_globals_hidden),
