@@ -89,7 +89,7 @@ fi
 FILES+=("$SCRIPT" "$HERE")      # the harness itself (cases, lib) at its host path
 for f in "$@"; do FILES+=("$(realpath -e "$f")"); done
 if ((REPO_DIRS)); then
-  for d in tests examples; do [[ -d $REPO/$d ]] && FILES+=("$REPO/$d"); done
+  for d in tests examples deploy; do [[ -d $REPO/$d ]] && FILES+=("$REPO/$d"); done
   # The build under test (CHIDORI_BUILD: build-asan for make asan) at the
   # guest's $REPO/build, where the cases look.
   b=${CHIDORI_BUILD:-$REPO/build}
