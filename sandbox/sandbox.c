@@ -116,6 +116,33 @@ static void cg_host_free(void)
         cg_host = NULL;
 }
 
+/* Take the cgroup before anything else shares this process's: on v2,
+ * alone in a delegated cgroup, cgroup_host_prepare moves this process into
+ * <own>/chidori-launcher, which it cannot do once a child (serve's broker)
+ * is there too.  Errors are left for the first run to meet and report. */
+void sandbox_cgroup_early(const struct sandbox_opts *o)
+{
+        if ((o->disable & (1u << LAYER_CGROUP)) || o->cgroup_below)
+                return;
+        struct err *e = NULL;
+        if (!cg_host) {
+                if (cgroup_host_detect(launcher_cgroup_entered ? NULL : o->cgroup_parent, &cg_host, &e) < 0) {
+                        err_free(e);
+                        return;
+                }
+                atexit(cg_host_free);
+                if (cgroup_host_version(cg_host) > 0)
+                        cgroup_cleanup_stale(cg_host, NULL);
+        }
+        struct cgroup_info info;
+        cgroup_host_describe(cg_host, &info);
+        if (info.version != 2 || !info.launcher_move)
+                return;
+        struct cgroup_limits lim = { .memory_bytes = o->memory_bytes, .pids_max = o->pids_max };
+        if (cgroup_host_prepare(cg_host, &lim, &e) < 0)
+                err_free(e);
+}
+
 static int cg_attach(void *arg, pid_t pid, struct err **err)
 {
         return cgroup_run_attach(arg, pid, err);

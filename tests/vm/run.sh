@@ -2,7 +2,7 @@
 # tests/vm/run.sh [OPTIONS] SCRIPT [FILES...]
 #
 # Boot Debian 12's kernel under qemu (TCG, no KVM needed) with an initramfs holding
-# SCRIPT, FILES, the repo's build/ tests/ examples/ (when present), the static probes
+# SCRIPT, FILES, the repo's build/ tests/ examples/ deploy/ (when present), the static probes
 # of tests/vm/probes/ (as /usr/local/bin/vm-*), and every library they need; run
 # SCRIPT as root inside, print what it printed, exit with its status.
 #
@@ -14,7 +14,7 @@
 #   --mem MIB         guest memory (default 2048)      --smp N   guest CPUs (default 2)
 #   --append ARGS     extra kernel command line
 #   --arg A           argument for SCRIPT in the guest (repeatable; no spaces or commas)
-#   --no-repo         do not add build/ tests/ examples/
+#   --no-repo         do not add build/ tests/ examples/ deploy/
 #   --keep            keep the work dir (initramfs, console log) and print its path
 #   --quiet           do not stream the guest output live; print it at the end
 #   --shell           interactive: boot to a shell on this terminal (debugging)

@@ -112,15 +112,11 @@ done
 echo "  ok: doctor --json: every layer ok, the memory ceiling's cgroup among them (cgroup v2, writable)"
 
 # ---- serve, delegated: hello, the bomb, the box's reach -----------------------------
-# serve started alone in the container's cgroup does not take it: its monitor and broker
-# both stay there, so no controller can be enabled below it and every session gets the
-# watchdog (docs/pod.md). The entrypoint moves the server into a leaf of its own and
-# points CHIDORI_CGROUP_PARENT at an empty sibling for the sessions.
-# shellcheck disable=SC2016 # expanded by the container's shell
-# (One line: pod-bundle.sh takes one argument a line.)
-entry='cg=/sys/fs/cgroup; mkdir $cg/server $cg/sessions && echo $$ >$cg/server/cgroup.procs && echo "+memory +pids" >$cg/cgroup.subtree_control && CHIDORI_CGROUP_PARENT=$cg/sessions exec "$@"'
-POD_UID=1000 POD_MASK=0 POD_CAPS="" bundle serve "$PROFILE" 1 -- /bin/sh -c "$entry" entry "$CHIDORI" \
-  serve /app/agent.js --listen unix:/shared/s.sock --token-file /app/token --tools /app/tools.json --trusted --memory 128M
+# serve alone in the container's cgroup, as the manifests start it: the monitor moves
+# into chidori-launcher before it starts the broker (else both would stay in the cgroup
+# and no controller could be enabled below it: every session on the watchdog).
+POD_UID=1000 POD_MASK=0 POD_CAPS="" bundle serve "$PROFILE" 1 -- "$CHIDORI" serve /app/agent.js \
+  --listen unix:/shared/s.sock --token-file /app/token --tools /app/tools.json --trusted --memory 128M
 IDS+=(pod-serve)
 "${CRUN[@]}" run -d --bundle "$T/serve" pod-serve >"$T/serve.out" 2>"$T/serve.err" </dev/null ||
   { cat "$T/serve.err"; vm_fail "crun run -d serve"; }
@@ -133,6 +129,9 @@ PCG="$CG/pod-serve"
 session '{}'
 [ "$code" = 201 ] || vm_fail "hello: HTTP $code"
 [ "$(echo "$body" | jq -c '[.status, .exit, .result.hello]')" = '["done",0,"from the pod"]' ] || vm_fail "hello: $body"
+[ -n "$(cat "$PCG/chidori-launcher/cgroup.procs" 2>/dev/null)" ] && [ -z "$(cat "$PCG/cgroup.procs")" ] ||
+  vm_fail "serve did not move into $PCG/chidori-launcher: $(find "$PCG" -name cgroup.procs -exec sh -c 'echo "$1: $(cat "$1" | tr "\n" " ")"' _ {} \;)"
+echo "  ok: serve's monitor and broker are in $PCG/chidori-launcher, the sessions' cgroups beside it"
 oom0=$(sed -n 's/^oom_kill //p' "$PCG/memory.events")
 session '{"do": "bomb"}'
 [ "$(echo "$body" | jq -c '[.status, .exit, .error.name]')" = '["failed",137,"MemoryLimit"]' ] ||
@@ -146,7 +145,6 @@ for p in app_file:denied app_file_bound:read socket:unreachable socket_bound:rea
 done
 echo "  ok: the box reads neither /app nor the socket; bound in, the same probes do"
 sed -n '1,12s/^/    serve| /p' "$T/serve.err"
-find "$PCG" -type d | sed 's/^/    cgroup| /'
 "${CRUN[@]}" kill pod-serve KILL >/dev/null 2>&1
 
 # ---- crun's own delegation only: to the pod's root, not to uid 1000 -----------------
