@@ -9,7 +9,7 @@
 # Options:
 #   --kernel PATH     kernel: a bzImage, or an ELF vmlinux with a PVH note (default:
 #                     tests/vm/.cache/vmlinux from setup.sh, else .cache/vmlinuz)
-#   --timeout SECS    hard wall-clock limit for the whole boot+run (default 600);
+#   --timeout SECS    hard wall-clock limit for the whole boot+run (default 900);
 #                     qemu is killed at the limit and run.sh exits 124
 #   --mem MIB         guest memory (default 2048)      --smp N   guest CPUs (default 2)
 #   --append ARGS     extra kernel command line
@@ -28,7 +28,7 @@ REPO="$(cd "$HERE/../.." && pwd)"
 CACHE="${CHIDORI_VM_CACHE:-$HERE/.cache}"
 log() { echo "vm-run: $*" >&2; }
 
-KERNEL="" TIMEOUT=600 MEM=2048 SMP=2 APPEND="" REPO_DIRS=1 KEEP=0 LIVE=1 SHELL_MODE=0
+KERNEL="" TIMEOUT=900 MEM=2048 SMP=2 APPEND="" REPO_DIRS=1 KEEP=0 LIVE=1 SHELL_MODE=0
 GUEST_ARGS=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
