@@ -295,9 +295,7 @@ static int serve(struct settings *st)
                 monitor_early_discard(&boxes.provider, early);
                 early = NULL;
         }
-        /* serve starts no box before the broker: take the cgroup now, or
-         * the broker shares it and no run can have one (50-pod-crun). */
-        if (!early)
+        if (!early) /* else the broker shares our cgroup: no run could have it */
                 sandbox_cgroup_early(&st->sb);
         struct broker b;
         int rc = monitor_start_broker(&s, &b, &e);
