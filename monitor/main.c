@@ -295,6 +295,8 @@ static int serve(struct settings *st)
                 monitor_early_discard(&boxes.provider, early);
                 early = NULL;
         }
+        if (!early) /* else the broker shares our cgroup: no run could have it */
+                sandbox_cgroup_early(&st->sb);
         struct broker b;
         int rc = monitor_start_broker(&s, &b, &e);
         close(st->config_fd);

@@ -116,6 +116,29 @@ static void cg_host_free(void)
         cg_host = NULL;
 }
 
+static int cg_host_get(const struct sandbox_opts *o, struct err **err)
+{
+        if (cg_host) /* once per process; a nested run or tool lives in its caller's budget */
+                return 0;
+        if (cgroup_host_detect(launcher_cgroup_entered ? NULL : o->cgroup_parent, &cg_host, err) < 0)
+                return -1;
+        atexit(cg_host_free);
+        if (cgroup_host_version(cg_host) > 0)
+                cgroup_cleanup_stale(cg_host, NULL);
+        return 0;
+}
+
+void sandbox_cgroup_early(const struct sandbox_opts *o)
+{
+        struct err *e = NULL;
+        struct cgroup_info info = { 0 };
+        if (!(o->disable & (1u << LAYER_CGROUP)) && !o->cgroup_below && cg_host_get(o, &e) == 0)
+                cgroup_host_describe(cg_host, &info);
+        if (info.version == 2 && info.launcher_move) /* errors: the first run meets them */
+                cgroup_host_prepare(cg_host, NULL, &e);
+        err_free(e);
+}
+
 static int cg_attach(void *arg, pid_t pid, struct err **err)
 {
         return cgroup_run_attach(arg, pid, err);
@@ -194,14 +217,8 @@ static int limits_setup(const struct sandbox_opts *o, struct box_opts *bo, const
         if (o->disable & (1u << LAYER_CGROUP)) {
                 snprintf(p->why, sizeof(p->why), "disabled by --unsafe-disable");
         } else {
-                if (!cg_host) {
-                        /* A nested run or tool lives in its caller's budget. */
-                        if (cgroup_host_detect(launcher_cgroup_entered ? NULL : o->cgroup_parent, &cg_host, err) < 0)
-                                return err_wrap(err, "cgroup parent"), EXIT_USAGE;
-                        atexit(cg_host_free);
-                        if (cgroup_host_version(cg_host) > 0)
-                                cgroup_cleanup_stale(cg_host, NULL);
-                }
+                if (cg_host_get(o, err) < 0)
+                        return err_wrap(err, "cgroup parent"), EXIT_USAGE;
                 if (cgroup_host_version(cg_host) == 0) {
                         const char *why = cgroup_host_reason(cg_host);
                         snprintf(p->why, sizeof(p->why), "%s", why ? why : "no cgroup");

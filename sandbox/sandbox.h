@@ -86,6 +86,10 @@ int sandbox_launch(const struct sandbox_opts *so, const struct box_bind *binds, 
 /* hosttool.c: a "sandbox": false tool: cmd as uid:gid (as, never 0) in a pid
  * namespace of its own when one can be made; its exit status. */
 int host_tool_run(bool as, uid_t uid, gid_t gid, char **cmd);
+/* Before the first child that shares this process's cgroup (serve's broker):
+ * on cgroup v2, alone in a delegated cgroup, move into chidori-launcher so
+ * that the runs can have the cgroup (best effort; the first run reports). */
+void sandbox_cgroup_early(const struct sandbox_opts *o);
 /* Read the cgroup's counters, kill what is left, remove the leaf, close the
  * box's fds.  usage may be NULL. */
 void sandbox_finish(struct sandbox_run *r, struct sandbox_usage *usage);

@@ -11,7 +11,7 @@ PKGS=(
   libseccomp-dev libcap-dev libmnl-dev libmicrohttpd-dev libcurl4-openssl-dev libicu-dev tzdata
   libpq-dev postgresql
   bats bc procps passwd util-linux bubblewrap nodejs npm
-  python3 jq curl zsh runc
+  python3 jq curl zsh runc crun
   kubernetes-client
   python3-venv python3-setuptools python3-wheel python3-pip python3-mypy python3-hypothesis
 )

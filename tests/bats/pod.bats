@@ -56,11 +56,11 @@ teardown() {
 }
 
 # bundle NAME SECCOMP -- ARGS...: an OCI bundle in $T/NAME (env POD_UID,
-# POD_MASK, POD_CAPS as tests/pod/bundle.sh reads them).
+# POD_MASK, POD_CAPS as tests/lib/pod-bundle.sh reads them).
 bundle() {
   local name=$1 sc=$2
   shift 3
-  "$TREE/tests/pod/bundle.sh" "$T/$name" "$TREE" "$T/shared" "$T/app" "$sc" 1 -- "$BIN" "$@" >/dev/null
+  "$TREE/tests/lib/pod-bundle.sh" "$T/$name" "$TREE" "$T/shared" "$T/app" "$sc" 1 -- "$BIN" "$@" >/dev/null
 }
 
 # pod_run NAME SECCOMP -- ARGS...: run to the end in the foreground: $status, $output, $stderr.

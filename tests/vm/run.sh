@@ -2,19 +2,19 @@
 # tests/vm/run.sh [OPTIONS] SCRIPT [FILES...]
 #
 # Boot Debian 12's kernel under qemu (TCG, no KVM needed) with an initramfs holding
-# SCRIPT, FILES, the repo's build/ tests/ examples/ (when present), the static probes
+# SCRIPT, FILES, the repo's build/ tests/ examples/ deploy/ (when present), the static probes
 # of tests/vm/probes/ (as /usr/local/bin/vm-*), and every library they need; run
 # SCRIPT as root inside, print what it printed, exit with its status.
 #
 # Options:
 #   --kernel PATH     kernel: a bzImage, or an ELF vmlinux with a PVH note (default:
 #                     tests/vm/.cache/vmlinux from setup.sh, else .cache/vmlinuz)
-#   --timeout SECS    hard wall-clock limit for the whole boot+run (default 600);
+#   --timeout SECS    hard wall-clock limit for the whole boot+run (default 900);
 #                     qemu is killed at the limit and run.sh exits 124
 #   --mem MIB         guest memory (default 2048)      --smp N   guest CPUs (default 2)
 #   --append ARGS     extra kernel command line
 #   --arg A           argument for SCRIPT in the guest (repeatable; no spaces or commas)
-#   --no-repo         do not add build/ tests/ examples/
+#   --no-repo         do not add build/ tests/ examples/ deploy/
 #   --keep            keep the work dir (initramfs, console log) and print its path
 #   --quiet           do not stream the guest output live; print it at the end
 #   --shell           interactive: boot to a shell on this terminal (debugging)
@@ -28,7 +28,7 @@ REPO="$(cd "$HERE/../.." && pwd)"
 CACHE="${CHIDORI_VM_CACHE:-$HERE/.cache}"
 log() { echo "vm-run: $*" >&2; }
 
-KERNEL="" TIMEOUT=600 MEM=2048 SMP=2 APPEND="" REPO_DIRS=1 KEEP=0 LIVE=1 SHELL_MODE=0
+KERNEL="" TIMEOUT=900 MEM=2048 SMP=2 APPEND="" REPO_DIRS=1 KEEP=0 LIVE=1 SHELL_MODE=0
 GUEST_ARGS=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -89,7 +89,7 @@ fi
 FILES+=("$SCRIPT" "$HERE")      # the harness itself (cases, lib) at its host path
 for f in "$@"; do FILES+=("$(realpath -e "$f")"); done
 if ((REPO_DIRS)); then
-  for d in tests examples; do [[ -d $REPO/$d ]] && FILES+=("$REPO/$d"); done
+  for d in tests examples deploy; do [[ -d $REPO/$d ]] && FILES+=("$REPO/$d"); done
   # The build under test (CHIDORI_BUILD: build-asan for make asan) at the
   # guest's $REPO/build, where the cases look.
   b=${CHIDORI_BUILD:-$REPO/build}
