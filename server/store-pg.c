@@ -27,6 +27,8 @@ struct pg_store {
         bool in_tx;          /* a transaction of several statements (begin .. commit_tx) */
         unsigned batch_lines;
         uint64_t tx;         /* the batch transaction's number (a fence's row lock lasts as long) */
+        uint64_t usage_tx;   /* the batch whose tenant_usage row lock is usage_key's */
+        char usage_key[320]; /* "WINDOW TENANT" of that row */
         char lease_ms[24];   /* base.lease_ms as text, for the SQL */
 };
 
@@ -612,8 +614,17 @@ static int pg_tenant_usage_add(struct store *base, const char *tenant, int64_t w
                                bool batch, char **ret, struct err **err)
 {
         struct pg_store *st = (struct pg_store *)base;
+        /* One tenant row per transaction: a batch holding another tenant's
+         * row commits first, so two replicas adding to two tenants in
+         * crossed order never wait on each other (no deadlock). */
+        char key[sizeof(st->usage_key)];
+        snprintf(key, sizeof(key), "%lld %s", (long long)window_start, tenant);
+        if (st->in_batch && st->usage_tx == st->tx && strcmp(st->usage_key, key) != 0 && pg_commit(base, err) < 0)
+                return -1;
         if (batch_begin(st, err) < 0)
                 return -1;
+        st->usage_tx = st->tx;
+        snprintf(st->usage_key, sizeof(st->usage_key), "%s", key);
         char w[24];
         snprintf(w, sizeof(w), "%lld", (long long)window_start);
         const char *p[] = { tenant, w, NULL };

@@ -186,12 +186,21 @@ hits() { # TAG: requests the fake server received carrying it
     assert_code 201
     id=$(jq -r .id <<<"$body")
     [[ $(jq -r .status <<<"$body") == awaitingapproval ]]
+    # The session's row held locked for 2 s (reads go on): both replicas read
+    # it paused and both try to apply their answer before either can write.
+    sql "BEGIN; SELECT 1 FROM sessions WHERE id = '$id' FOR UPDATE; SELECT pg_sleep(2); COMMIT" >/dev/null &
+    local h=$! i
+    for ((i = 0; i < 100; i++)); do
+      [[ $(sql "SELECT COUNT(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(2)%' AND state = 'active' AND pid <> pg_backend_pid()") == 1 ]] && break
+      sleep 0.05
+    done
     curl -sS -o "$T/a.json" -w '%{http_code}\n' --max-time 30 -d '{"decision": "allow"}' \
       "$URL_A/sessions/$id/approve" >"$T/code-a" &
     local p=$!
     curl -sS -o "$T/b.json" -w '%{http_code}\n' --max-time 30 -d '{"decision": "allow"}' \
       "$URL_B/sessions/$id/approve" >"$T/code-b"
     wait "$p"
+    wait "$h"
     cat "$T/code-a" "$T/code-b" >"$T/codes"
     [[ $(sort "$T/codes" | tr '\n' ' ') == "200 409 " ]] ||
       { cat "$T/codes" "$T/a.json" "$T/b.json"; return 1; }
@@ -223,19 +232,25 @@ hits() { # TAG: requests the fake server received carrying it
   req "$URL_A/sessions/$id"
   [[ $(jq -r .status <<<"$body") == cancelled ]]
   [[ $(sql "SELECT COALESCE(owner, 'none') FROM sessions WHERE id = '$id'") == none ]]
-  # A session no live replica owns is cancelled directly by the one asked.
-  req -X POST -d '{"input": {"mode": "slow", "ms": 60000, "tag": "cy"}, "wait": false}' "$URL_A/sessions"
-  id=$(jq -r .id <<<"$body")
-  wait_on "$URL_A" "$id" running
-  for ((i = 0; i < 100; i++)); do [[ $(hits cy) == 1 ]] && break; sleep 0.1; done
-  kill_replica A
+  # A session no live replica owns (its owner died, its lease expired, and B
+  # has no free slot to take it over) is cancelled directly by the one asked.
   stop_replica B
-  sql "UPDATE sessions SET lease_until = now() - interval '1 second' WHERE id = '$id'" >/dev/null
-  start_replica C --max-running 1 --max-queued 0
-  # C takes it over at start (its lease expired) or cancels it: either way it ends cancelled, not run again.
-  req -X POST "$URL_C/sessions/$id/cancel"
-  [[ $code == 200 ]] || { echo "$code $body"; return 1; }
-  wait_on "$URL_C" "$id" cancelled 30
+  start_replica B --max-running 1 --max-queued 0
+  req -X POST -d '{"input": {"mode": "slow", "ms": 60000, "tag": "cb"}, "wait": false}' "$URL_B/sessions"
+  assert_code 202
+  req -X POST -d '{"input": {"mode": "slow", "ms": 60000, "tag": "cy"}, "wait": false}' "$URL_A/sessions"
+  assert_code 202
+  id=$(jq -r .id <<<"$body")
+  for ((i = 0; i < 300; i++)); do [[ $(hits cy) == 1 && $(hits cb) == 1 ]] && break; sleep 0.1; done
+  kill_replica A
+  for ((i = 0; i < 300; i++)); do
+    [[ $(sql "SELECT lease_until < now() FROM sessions WHERE id = '$id'") == t ]] && break
+    sleep 0.1
+  done
+  req -X POST "$URL_B/sessions/$id/cancel"
+  assert_code 200
+  [[ $(jq -r .status <<<"$body") == cancelled && $(jq -r .exit <<<"$body") == 130 ]] || { echo "$body"; return 1; }
+  [[ $(jq -r .error.message <<<"$body") == *"no live replica ran it"* ]] || { echo "$body"; return 1; }
   [[ $(hits cy) == 1 ]]
 }
 
@@ -310,6 +325,10 @@ hits() { # TAG: requests the fake server received carrying it
   done
   [[ $left == 0 ]] || { sql "SELECT id, status, owner, error FROM sessions WHERE status <> 'done'"; return 1; }
   [[ $(sql "SELECT COUNT(*) FROM sessions") == 200 ]]
+  # Each run to its end once: one end line in each journal (a second run,
+  # even one whose fetch a replay answered, writes a second).
+  local ends; ends=$(sql "SELECT COUNT(*) FROM (SELECT session FROM journal WHERE line LIKE '{\"type\":\"end\"%' GROUP BY session HAVING COUNT(*) = 1) e")
+  [[ $ends == 200 ]] || { echo "$ends sessions ended once"; sql "SELECT session, COUNT(*) FROM journal WHERE line LIKE '{\"type\":\"end\"%' GROUP BY session HAVING COUNT(*) <> 1"; return 1; }
   # None run twice: no tag hit more than once.  A session whose fetch was in
   # flight when C died is not performed again: it ends with "interrupted".
   local twice; twice=$(grep -o 's=m[0-9]*' "$T/hits" | sort | uniq -d)
