@@ -1152,6 +1152,11 @@ void sessions_lease_tick(struct server *srv)
                         err = NULL;
                 } else {
                         srv->renewed_at = now;
+                        if (rn.orphans.requeued || rn.orphans.failed)
+                                fprintf(stderr,
+                                        "chidori: serve: the store answers again: %u session(s) resumed by replay, %u "
+                                        "queued again (their end or start could not be recorded)\n",
+                                        rn.orphans.failed, rn.orphans.requeued);
                         /* A session run here whose lease is not this replica's
                          * any more (taken over after it expired, deleted). */
                         for (struct live *l = srv->live; l; l = l->next)

@@ -344,3 +344,28 @@ hits() { # TAG: requests the fake server received carrying it
   # The dead C's sessions were taken over (by A, B or the new C).
   cat "$T/A.err" "$T/B.err" "$T/C.err" | grep -q "took over [0-9]* queued and [0-9]* running session(s)"
 }
+
+@test "serve-replicas: a malformed --replica-id, --lease, CHIDORI_REPLICA_ID or CHIDORI_LEASE is a usage error (exit 2) naming it" {
+  chid serve "$T/agent.js" --store "$STORE" --replica-id 'a b'
+  assert_status 2
+  assert_stderr_has "--replica-id 'a b' is not a replica id (expected 1 to 64 letters, digits, '.', '_' or '-'"
+  chid serve "$T/agent.js" --store "$STORE" --replica-id "$(printf 'x%.0s' {1..65})"
+  assert_status 2
+  assert_stderr_has "is not a replica id"
+  chid serve "$T/agent.js" --store "$STORE" --lease 0
+  assert_status 2
+  assert_stderr_has "--lease '0' is not valid (expected an integer from 1 to 3600)"
+  CHIDORI_LEASE=10s chid serve "$T/agent.js" --store "$STORE"
+  assert_status 2
+  assert_stderr_has "CHIDORI_LEASE '10s' is not valid"
+  CHIDORI_REPLICA_ID='a;b' chid serve "$T/agent.js" --store "$STORE"
+  assert_status 2
+  assert_stderr_has "CHIDORI_REPLICA_ID 'a;b' is not a replica id"
+  # Given well, the banner names it.
+  start_replica A --replica-id pod-a-0 --lease 7
+  grep -q '^Replica: pod-a-0 (leases of 7 s)$' "$T/A.err"
+  CHIDORI_REPLICA_ID=pod-b-0 CHIDORI_LEASE=5 start_replica B
+  grep -q '^Replica: pod-b-0 (leases of 3 s)$' "$T/B.err" # the flag (--lease 3 of start_replica) wins
+  req -X POST -d '{"input": 1}' "$URL_B/sessions"
+  assert_code 201
+}
