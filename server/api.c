@@ -913,7 +913,14 @@ static void route_cancel(struct server *srv, struct http_req *r, const struct st
                         err_free(err);
                 } else if (rc == 2) {
                         api_error(r, API_CONFLICT, "session %s has already settled: nothing to cancel", s->id);
-                } else if (rc == 1 || waiters_add(srv, r, s->id, 30000, 200) < 0) {
+                } else if (rc == 1) {
+                        /* Its streams (on any replica) get the ending, as from an owner. */
+                        struct store_session now = { 0 };
+                        if (store_session_get(srv->store, s->id, &now, NULL) == 0)
+                                events_emit(srv, s->id, "done", api_session_json(srv, &now), false);
+                        store_session_clear(&now);
+                        reply_session(srv, r, s->id, 200, false);
+                } else if (waiters_add(srv, r, s->id, 30000, 200) < 0) {
                         reply_session(srv, r, s->id, 200, false);
                 }
                 return;

@@ -164,8 +164,9 @@ struct server {
          * cancellations, polls for the waits and streams of sessions other
          * replicas run. */
         struct ev_timer *lease_tick;
-        double renewed_at;
+        double renewed_at, lease_retry_at;
         uint64_t renew_gen;
+        bool lease_failing;       /* said once until the renewal works again */
 };
 
 /* ---- http.c ---- */

@@ -1143,14 +1143,25 @@ void sessions_lease_tick(struct server *srv)
                 return;
         struct err *err = NULL;
         double now = mono_ms();
+        /* The database does not answer: a retry every 2 s (a reconnection
+         * may block the server's thread up to libpq's connect_timeout). */
+        if (now < srv->lease_retry_at)
+                return;
         if (now - srv->renewed_at >= srv->cfg.lease_ms / 3.0) {
                 srv->renew_gen++;
                 struct renew rn = { .srv = srv, .orphans = { .srv = srv } };
                 if (store_lease_renew(st, renewed, &rn, &err) < 0) {
-                        fprintf(stderr, "chidori: serve: renew the leases: %s\n", err_msg(err));
+                        if (!srv->lease_failing)
+                                fprintf(stderr, "chidori: serve: renew the leases: %s (retried every 2 s)\n",
+                                        err_msg(err));
+                        srv->lease_failing = true;
+                        srv->lease_retry_at = now + 2000.0;
                         err_free(err);
-                        err = NULL;
+                        return;
                 } else {
+                        if (srv->lease_failing)
+                                fprintf(stderr, "chidori: serve: the leases are renewed again\n");
+                        srv->lease_failing = false;
                         srv->renewed_at = now;
                         if (rn.orphans.requeued || rn.orphans.failed)
                                 fprintf(stderr,
@@ -1270,10 +1281,10 @@ static int expire_approval(void *arg, const char *id)
                 cJSON_AddBoolToObject(dec, "allow", false);
                 cJSON_AddStringToObject(dec, "who", "nobody: it expired (--approval-ttl)");
                 struct err *err = NULL;
-                if (sessions_resume(srv, id, dec, NULL, &rec, 0, &err) < 0 && err_code(err) != STORE_E_CONFLICT) {
+                /* A conflict: another replica answered (or expired) it first. */
+                if (sessions_resume(srv, id, dec, NULL, &rec, 0, &err) < 0 && err_code(err) != STORE_E_CONFLICT)
                         fprintf(stderr, "chidori: serve: session %s: expire its approval: %s\n", id, err_msg(err));
-                        err_free(err);
-                }
+                err_free(err);
         }
         cJSON_Delete(p);
         store_session_clear(&rec);

@@ -354,11 +354,14 @@ static int pg_session_delete(struct store *base, const char *id, struct err **er
         struct pg_store *st = (struct pg_store *)base;
         if (begin(st, err) < 0)
                 return -1;
+        /* The session's row first: it waits for a batch of its owner (on
+         * another replica) that holds it, so the lines that batch wrote are
+         * deleted too, and the owner's next write is fenced (no row). */
         static const char *const sqls[] = {
+                "DELETE FROM sessions WHERE id = $1",
                 "DELETE FROM journal WHERE session = $1",
                 "DELETE FROM events WHERE session = $1",
                 "DELETE FROM idempotency WHERE session = $1",
-                "DELETE FROM sessions WHERE id = $1",
         };
         const char *p[] = { id };
         for (size_t i = 0; i < sizeof(sqls) / sizeof(sqls[0]); i++)
