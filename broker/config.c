@@ -106,6 +106,7 @@ static const struct key {
         KEY("conn_timeout", K_NUM, conn_timeout), KEY("max_conns", K_NUM, max_conns),
         KEY("max_running", K_NUM, max_running), KEY("max_queued", K_NUM, max_queued), KEY("grace", K_NUM, grace),
         KEY("approval_ttl", K_NUM, approval_ttl), KEY("session_ttl", K_NUM, session_ttl),
+        KEY("lease", K_NUM, lease), KEY("replica_id", K_STR, replica_id),
         KEY("shared_memory", K_FLAG, shared_memory), KEY("shared_workspace", K_FLAG, shared_workspace),
         KEY("store", K_STR, store),
 };
@@ -1039,6 +1040,7 @@ static int serve_agent(int chan, const struct broker_config *c, struct run *r, c
                 .max_conns = (unsigned)c->max_conns, .max_running = (unsigned)c->max_running,
                 .max_queued = (unsigned)c->max_queued, .approval_ttl_s = (unsigned)c->approval_ttl,
                 .session_ttl_s = (unsigned)c->session_ttl,
+                .replica_id = c->replica_id, .lease_ms = (unsigned)c->lease * 1000u,
                 .store = c->store, .store_env = c->store_env, .n_store_env = c->n_store_env,
                 .limits = {
                         .max_calls = (uint64_t)c->max_calls, .max_queue = (uint64_t)c->max_queue,

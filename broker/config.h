@@ -79,7 +79,7 @@
  *   token_file=PATH, token_fd=N | serve_token=TOKEN   --token-file (opened by
  *                        the CLI) or CHIDORI_SERVE_TOKEN; neither: no token
  *   max_body=N, conn_timeout=N, max_conns=N, max_running=N, max_queued=N,
- *   grace=N, approval_ttl=N, session_ttl=N, shared_memory=0|1,
+ *   grace=N, approval_ttl=N, session_ttl=N, lease=N, replica_id=ID, shared_memory=0|1,
  *   shared_workspace=0|1   serve's options (docs/serve.md)
  *   store=SPEC           serve --store: sqlite:PATH or postgres://... (server/store.h)
  *   store_env=NAME=VALUE libpq's PG* variables of the CLI's environment, set
@@ -139,7 +139,8 @@ struct broker_config {
         const char *store;                 /* --store, or NULL: serve.db in state_dir */
         const char *store_env[BROKER_CONFIG_STORE_ENV_MAX]; /* "PGNAME=VALUE" */
         size_t n_store_env;
-        long max_body, conn_timeout, max_conns, max_running, max_queued, grace, approval_ttl, session_ttl;
+        long max_body, conn_timeout, max_conns, max_running, max_queued, grace, approval_ttl, session_ttl, lease;
+        const char *replica_id;            /* --replica-id, or NULL: made up */
 };
 
 struct journal;

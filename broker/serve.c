@@ -226,6 +226,8 @@ int broker_serve(int chan, const struct broker_serve *x, struct err **err)
                 .store = store,
                 .approval_ttl_s = x->approval_ttl_s,
                 .session_ttl_s = x->session_ttl_s,
+                .replica_id = x->replica_id,
+                .lease_ms = x->lease_ms,
                 .run = {
                         .version = CHIDORI_VERSION,
                         .script = ag->script,

@@ -68,6 +68,8 @@ struct serve_opts {
         const char *quotas_file;  /* --quotas FILE [CHIDORI_QUOTAS] */
         const char *broker_user;  /* --broker-user NAME|UID (else CHIDORI_BROKER_USER, monitor/broker.c) */
         const char *health_listen; /* --health-listen HOST:PORT [CHIDORI_HEALTH_LISTEN], NULL: none */
+        const char *replica_id;   /* --replica-id ID [CHIDORI_REPLICA_ID], NULL: host-pid-random */
+        long lease_s;             /* --lease SECS [CHIDORI_LEASE]: a running session's lease */
         struct quotas *quotas;    /* ... read and checked (serve_check_args) */
 };
 
@@ -113,6 +115,13 @@ static void serve_help(void)
                "                        postgres://[USER[:PASSWORD]@]HOST[:PORT]/DB[?PARAMS] (also\n"
                "                        postgresql://; libpq's PG* variables apply; a unix socket:\n"
                "                        ?host=/DIR); default: sqlite in --state-dir [CHIDORI_STORE]\n"
+               "  --replica-id ID       this server's name among the replicas sharing a PostgreSQL store\n"
+               "                        (letters, digits, . _ -; at most 64); default: HOST-PID-RANDOM,\n"
+               "                        new at each start; a stable id takes its own sessions back at\n"
+               "                        once after a restart [CHIDORI_REPLICA_ID]\n"
+               "  --lease SECS          a running session's lease on a PostgreSQL store: renewed every\n"
+               "                        SECS/3, taken over by another replica once it expired (default\n"
+               "                        10) [CHIDORI_LEASE]\n"
                "  --shared-memory       every session shares the agent's memory namespace (default: each\n"
                "                        session its own)\n"
                "  --grace SECS          after SIGTERM, running sessions get this long to finish (default\n"
@@ -150,7 +159,7 @@ enum {
         SVOPT_LISTEN = 1200, SVOPT_TOKEN_FILE, SVOPT_MAX_BODY, SVOPT_CONN_TIMEOUT, SVOPT_MAX_CONNS,
         SVOPT_MAX_RUNNING, SVOPT_MAX_QUEUED, SVOPT_TRUSTED, SVOPT_UNTRUSTED, SVOPT_QUIET, SVOPT_STATE_DIR,
         SVOPT_SHARED_MEMORY, SVOPT_JS_DEADLINE, SVOPT_GRACE, SVOPT_APPROVAL_TTL, SVOPT_SESSION_TTL,
-        SVOPT_SHARED_WORKSPACE, SVOPT_QUOTAS, SVOPT_BROKER_USER, SVOPT_HEALTH_LISTEN, SVOPT_STORE,
+        SVOPT_SHARED_WORKSPACE, SVOPT_QUOTAS, SVOPT_BROKER_USER, SVOPT_HEALTH_LISTEN, SVOPT_STORE, SVOPT_REPLICA_ID, SVOPT_LEASE,
 };
 
 /* ---- the box of a session: the CLI's provider, as `run` uses it ---- */
@@ -242,6 +251,22 @@ static int parse_count(const char *opt, const char *arg, long min, long max, lon
                 return -1;
         }
         *ret = v;
+        return 0;
+}
+
+/* --replica-id: what an operator can name a pod by (StatefulSet names,
+ * host names), and nothing a log line or SQL could trip on. */
+static int parse_replica_id(const char *opt, const char *arg, const char **ret)
+{
+        size_t n = strlen(arg), ok = strspn(arg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-");
+        if (n == 0 || n > SERVE_REPLICA_ID_MAX || ok != n) {
+                char q[128];
+                usage_error("%s '%s' is not a replica id (expected 1 to %d letters, digits, '.', '_' or '-', e.g. "
+                            "the pod's name)",
+                            opt, text_quote(arg, strnlen(arg, 80), q, sizeof(q)), SERVE_REPLICA_ID_MAX);
+                return -1;
+        }
+        *ret = arg;
         return 0;
 }
 
@@ -455,6 +480,8 @@ static const struct option serve_longopts[] = {
         { "broker-user", required_argument, NULL, SVOPT_BROKER_USER },
         { "health-listen", required_argument, NULL, SVOPT_HEALTH_LISTEN },
         { "store", required_argument, NULL, SVOPT_STORE },
+        { "replica-id", required_argument, NULL, SVOPT_REPLICA_ID },
+        { "lease", required_argument, NULL, SVOPT_LEASE },
         SANDBOX_LONGOPTS,
         BOUNDS_LONGOPTS,
         GRANTS_LONGOPTS,
@@ -475,6 +502,7 @@ static int serve_opts_init(struct serve_opts *o)
                 .max_queued = 64,
                 .js_deadline_ms = -1,
                 .grace = 30,
+                .lease_s = SERVE_DEFAULT_LEASE_S,
         };
         sandbox_opts_init(&o->sb);
         bounds_opts_init(&o->lim);
@@ -495,6 +523,12 @@ static int serve_opts_init(struct serve_opts *o)
         const char *env_h = getenv("CHIDORI_HEALTH_LISTEN");
         if (env_h && *env_h)
                 o->health_listen = env_h;
+        const char *env_r = getenv("CHIDORI_REPLICA_ID");
+        if (env_r && *env_r && parse_replica_id("CHIDORI_REPLICA_ID", env_r, &o->replica_id) < 0)
+                return -1;
+        const char *env_l = getenv("CHIDORI_LEASE");
+        if (env_l && *env_l && parse_count("CHIDORI_LEASE", env_l, 1, 3600, &o->lease_s) < 0)
+                return -1;
         return 0;
 }
 
@@ -529,6 +563,8 @@ static int serve_option(struct serve_opts *o, int c, const char *arg)
                 return 0;
         case SVOPT_HEALTH_LISTEN: o->health_listen = arg; return 0;
         case SVOPT_STORE: o->store = arg; return 0;
+        case SVOPT_REPLICA_ID: return parse_replica_id("--replica-id", arg, &o->replica_id);
+        case SVOPT_LEASE: return parse_count("--lease", arg, 1, 3600, &o->lease_s);
         case SVOPT_APPROVAL_TTL: return parse_count("--approval-ttl", arg, 0, 31536000L, &o->approval_ttl);
         case SVOPT_SESSION_TTL: return parse_count("--session-ttl", arg, 0, 315360000L, &o->session_ttl);
         case SVOPT_LISTEN: o->listen = arg; return 0;
@@ -840,6 +876,8 @@ static int serve_start(struct serve_opts *o, struct serve_run *r)
                 .store = r->store,
                 .approval_ttl_s = (unsigned)o->approval_ttl,
                 .session_ttl_s = (unsigned)o->session_ttl,
+                .replica_id = o->replica_id,
+                .lease_ms = (unsigned)o->lease_s * 1000u,
                 .run = {
                         .version = CHIDORI_VERSION,
                         .script = r->agent.script,
@@ -1138,6 +1176,9 @@ static int broker_server(const struct serve_opts *o, struct serve_run *r, struct
         handover_add(h, "grace=%ld", o->grace);
         handover_add(h, "approval_ttl=%ld", o->approval_ttl);
         handover_add(h, "session_ttl=%ld", o->session_ttl);
+        handover_add(h, "lease=%ld", o->lease_s);
+        if (o->replica_id)
+                handover_add(h, "replica_id=%s", o->replica_id);
         handover_add(h, "shared_memory=%d", o->shared_memory);
         handover_add(h, "shared_workspace=%d", o->shared_workspace);
         handover_add(h, "quiet=%d", o->quiet);

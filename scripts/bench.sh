@@ -615,6 +615,64 @@ for mode in $modes; do
   kill -TERM "$spid" 2>/dev/null || true
   wait "$spid" 2>/dev/null || true
 done
+
+# ================================================================= 7b
+# Replicas (issue 13, docs/scale-out.md "Several replicas"): the same load on
+# 1 and 3 servers sharing one PostgreSQL database (leases), next to one
+# server on SQLite; each replica gets a third of the clients, all at once.
+echo
+echo "== 7b. chidori serve replicas: sessions/s with 1 and 3 replicas on PostgreSQL next to SQLite (1 server), 24 clients   [load $(load)]"
+if [[ $modes != *pg* ]]; then
+  echo "   skipped: ${PG_MISSING:-PostgreSQL did not start: $(tail -1 "$tmp/pg.log")}"
+else
+  NR=$(n_of 300)
+  rule
+  printf '  %-40s %10s %10s %12s %8s\n' "setup" "sessions" "seconds" "sessions/s" "errors"
+  rule
+  for setup in sqlite pg1 pg3; do
+    nrep=1; [[ $setup == pg3 ]] && nrep=3
+    args=()
+    if [[ $setup != sqlite ]]; then
+      PGPASSWORD=$PG_PASSWORD "$PG_BIN/psql" -h "$PGSOCK" -p "$PGPORT_T" -U postgres -d postgres -qAtc \
+        "CREATE DATABASE bench_$setup" >/dev/null 2>&1
+      args=(--store "postgres://postgres:$PG_PASSWORD@/bench_$setup?host=$PGSOCK&port=$PGPORT_T")
+    fi
+    rpids=() rports=()
+    for ((r = 0; r < nrep; r++)); do
+      "$CH" serve "$tmp/one.js" --listen 127.0.0.1:0 --state-dir "$tmp/rep-$setup-$r" --max-queued 4096 \
+        --replica-id "bench-$r" "${args[@]}" 2>"$tmp/rep-$r.err" </dev/null &
+      rpids+=($!)
+    done
+    for ((r = 0; r < nrep; r++)); do
+      for _ in $(seq 200); do grep -q '^Listening: ' "$tmp/rep-$r.err" 2>/dev/null && break; sleep 0.05; done
+      rports+=("$(sed -n 's/^Listening: http:.*:\([0-9]*\)$/\1/p' "$tmp/rep-$r.err")")
+    done
+    if [[ ${#rports[@]} != "$nrep" || -z ${rports[-1]} ]]; then
+      echo "   n/a ($setup): a server did not start: $(head -3 "$tmp/rep-0.err")"
+    else
+      t0=$(date +%s%N)
+      lpids=()
+      for ((r = 0; r < nrep; r++)); do
+        "$tmp/loadgen" -p "${rports[r]}" -c $((24 / nrep)) -n $((NR / nrep)) >"$tmp/rep-$r.out" 2>/dev/null &
+        lpids+=($!)
+      done
+      wait "${lpids[@]}" 2>/dev/null
+      secs=$(awk -v ns="$(($(date +%s%N) - t0))" 'BEGIN { printf "%.2f", ns / 1e9 }')
+      ok=$(cat "$tmp"/rep-*.out 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
+      errs=$(cat "$tmp"/rep-*.out 2>/dev/null | awk '{ s += $6 } END { print s + 0 }')
+      rate=$(awk -v n="$ok" -v t="$secs" 'BEGIN { printf "%.1f", (t > 0 ? n / t : 0) }')
+      label="SQLite, 1 server"; [[ $setup == pg1 ]] && label="PostgreSQL, 1 replica"
+      [[ $setup == pg3 ]] && label="PostgreSQL, 3 replicas (leases)"
+      printf '  %-40s %10s %10s %12s %8s\n' "$label" "$ok" "$secs" "$rate" "$errs"
+    fi
+    for p in "${rpids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+    sleep 0.2
+    for p in "${rpids[@]}"; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+    rm -f "$tmp"/rep-*.out "$tmp"/rep-*.err
+  done
+  rule
+  echo "   (one machine: the replicas share its CPUs, so 3 replicas show the leases' cost, not a cluster's gain)"
+fi
 [[ $modes == *pg* ]] && pg_teardown
 
 echo

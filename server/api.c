@@ -6,6 +6,7 @@
 #include <cjson/cJSON.h>
 #include "server/mhd.h"
 #include <stdarg.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,6 +307,8 @@ static void store_error(struct http_req *r, const struct err *e)
         else if (err_code(e) == STORE_E_UNAVAILABLE)
                 api_error(r, API_UNAVAILABLE, "the state database does not answer: %s; retry when /readyz says ready",
                           err_msg(e));
+        else if (err_code(e) == STORE_E_CONFLICT)
+                api_error(r, API_CONFLICT, "%s", err_msg(e));
         else if (err_code(e) == STORE_E_BUSY)
                 api_error(r, API_UNAVAILABLE,
                           "the state database is locked by another process: %s; retry when it lets go", err_msg(e));
@@ -489,6 +492,28 @@ void waiters_free_all(struct server *srv)
                 w->r->wait_shutdown = true;
                 http_resume(w->r);
                 free(w);
+        }
+}
+
+void waiters_poll(struct server *srv)
+{
+        for (bool again = true; again;) {
+                again = false;
+                for (struct waiter *w = srv->waiters; w; w = w->next) {
+                        if (sessions_find(srv, w->id))
+                                continue;
+                        struct store_session s = { 0 };
+                        int rc = store_session_get(srv->store, w->id, &s, NULL);
+                        bool done = rc > 0 || (rc == 0 && settled(s.status));
+                        store_session_clear(&s);
+                        if (done) {
+                                char id[SESSION_ID_LEN + 1];
+                                snprintf(id, sizeof(id), "%s", w->id);
+                                waiters_wake(srv, id); /* changes the list */
+                                again = true;
+                                break;
+                        }
+                }
         }
 }
 
@@ -749,7 +774,8 @@ static void route_create(struct server *srv, struct http_req *r, bool stream)
                 goto out;
         }
         cJSON *input = in ? cJSON_Duplicate(in, 1) : cJSON_CreateNull();
-        int rc = sessions_create(srv, id, r->tenant, input, profile, &err);
+        /* A PostgreSQL store: the row was inserted owned by this replica, epoch 1. */
+        int rc = sessions_create(srv, id, r->tenant, input, profile, store_leases(srv->store) ? 1 : 0, &err);
         profile = NULL; /* sessions_create's, whatever happens */
         if (rc < 0) {
                 api_error(r, API_INTERNAL, "%s", err_msg(err));
@@ -866,6 +892,39 @@ static void route_journal(struct server *srv, struct http_req *r, const char *id
 static void route_cancel(struct server *srv, struct http_req *r, const struct store_session *s)
 {
         struct live *l = sessions_find(srv, s->id);
+        if (!l && !settled(s->status) && store_leases(srv->store)) {
+                /* Run by another replica: its owner is asked (it polls), or,
+                 * when no live replica owns it, it is cancelled here. */
+                char why[128], msg[192];
+                snprintf(why, sizeof(why), "cancelled by tenant %s", r->tenant);
+                snprintf(msg, sizeof(msg), "%s (no live replica ran it)", why);
+                cJSON *e = cJSON_CreateObject();
+                cJSON_AddStringToObject(e, "name", "Cancelled");
+                cJSON_AddStringToObject(e, "message", msg);
+                char *error = cJSON_PrintUnformatted(e);
+                cJSON_Delete(e);
+                struct err *err = NULL;
+                int rc = error ? store_cancel_request(srv->store, s->id, why, error, &err) : -1;
+                free(error);
+                if (rc < 0 && !err)
+                        err_set(&err, ENOMEM, "cancel");
+                if (rc < 0) {
+                        store_error(r, err);
+                        err_free(err);
+                } else if (rc == 2) {
+                        api_error(r, API_CONFLICT, "session %s has already settled: nothing to cancel", s->id);
+                } else if (rc == 1) {
+                        /* Its streams (on any replica) get the ending, as from an owner. */
+                        struct store_session now = { 0 };
+                        if (store_session_get(srv->store, s->id, &now, NULL) == 0)
+                                events_emit(srv, s->id, "done", api_session_json(srv, &now), false);
+                        store_session_clear(&now);
+                        reply_session(srv, r, s->id, 200, false);
+                } else if (waiters_add(srv, r, s->id, 30000, 200) < 0) {
+                        reply_session(srv, r, s->id, 200, false);
+                }
+                return;
+        }
         if (!l || settled(s->status)) {
                 api_error(r, API_CONFLICT, "session %s has already settled (%s): nothing to cancel", s->id, s->status);
                 return;
@@ -973,7 +1032,7 @@ static void route_approve(struct server *srv, struct http_req *r, const struct s
         cJSON_AddBoolToObject(dec, "allow", strcmp(d->valuestring, "allow") == 0);
         cJSON_AddStringToObject(dec, "who", r->tenant);
         struct err *err = NULL;
-        if (sessions_resume(srv, s->id, dec, NULL, &err) < 0) {
+        if (sessions_resume(srv, s->id, dec, NULL, s, 0, &err) < 0) {
                 store_error(r, err);
                 err_free(err);
                 goto out;
@@ -1008,7 +1067,7 @@ static void route_input(struct server *srv, struct http_req *r, const struct sto
         if (!can_resume(srv, r, s))
                 goto out;
         struct err *err = NULL;
-        if (sessions_resume(srv, s->id, NULL, cJSON_IsRaw(v) ? v->valuestring : "null", &err) < 0) {
+        if (sessions_resume(srv, s->id, NULL, cJSON_IsRaw(v) ? v->valuestring : "null", s, 0, &err) < 0) {
                 store_error(r, err);
                 err_free(err);
                 goto out;

@@ -262,6 +262,9 @@ void server_banner(const struct policy *p, const struct auth *a, const struct st
                 /* The URL's password is redacted (store_path). */
                 if (st)
                         fprintf(stderr, "Store: %s %s\n", store_kind(st), store_path(st));
+                /* Replicas: the id this server's leases carry (docs/scale-out.md). */
+                if (st && store_owner(st))
+                        fprintf(stderr, "Replica: %s (leases of %u s)\n", store_owner(st), store_lease_ms(st) / 1000u);
         }
         fprintf(stderr, "Listening: %s\n", listen_desc);
         fflush(stderr);

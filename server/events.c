@@ -34,6 +34,7 @@ struct stream {
         bool ended;       /* the session settled: end once buf is sent */
         bool broken;      /* too much unsent text: close */
         bool suspended;
+        uint64_t last;    /* the last event's seq written to it */
         struct ev_timer *keepalive;
 };
 
@@ -67,6 +68,8 @@ static void stream_event(struct stream *st, uint64_t seq, const char *event, con
 {
         char head[96];
         int n = snprintf(head, sizeof(head), "id: %llu\nevent: %s\ndata: ", (unsigned long long)seq, event);
+        if (seq > st->last)
+                st->last = seq;
         stream_append(st, head, (size_t)n);
         stream_append(st, data, strlen(data));
         stream_append(st, "\n\n", 2);
@@ -183,10 +186,13 @@ void events_stream(struct server *srv, struct http_req *r, const char *id, uint6
                 free(st);
                 return;
         }
-        /* Settled already (or not this server's to run): what is recorded is all. */
+        /* Settled already (or, with one server, not this server's to run):
+         * what is recorded is all.  With replicas (leases), a session another
+         * replica runs is streamed from the store (events_poll). */
         struct store_session s = { 0 };
         if (store_session_get(srv->store, id, &s, NULL) != 0 ||
-            (strcmp(s.status, "queued") != 0 && strcmp(s.status, "running") != 0) || !sessions_find(srv, id))
+            (strcmp(s.status, "queued") != 0 && strcmp(s.status, "running") != 0) ||
+            (!sessions_find(srv, id) && !store_leases(srv->store)))
                 st->ended = true;
         store_session_clear(&s);
         struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, st,
@@ -216,6 +222,27 @@ void events_stream(struct server *srv, struct http_req *r, const char *id, uint6
         srv->stats.by_class[status / 100]++;
         if (!st->ended)
                 evloop_timer_add(srv->loop, mono_ms() + KEEPALIVE_MS, on_keepalive, st, &st->keepalive, NULL);
+}
+
+void events_poll(struct server *srv)
+{
+        for (struct stream *st = srv->streams; st; st = st->next) {
+                if (st->ended || st->broken || sessions_find(srv, st->id))
+                        continue;
+                size_t before = st->len;
+                if (store_events_each(srv->store, st->id, st->last, past_event, st, NULL) < 0)
+                        continue;
+                struct store_session s = { 0 };
+                int rc = store_session_get(srv->store, st->id, &s, NULL);
+                if (rc > 0 || (rc == 0 && strcmp(s.status, "queued") != 0 && strcmp(s.status, "running") != 0)) {
+                        /* What it recorded up to its end (read after the status). */
+                        store_events_each(srv->store, st->id, st->last, past_event, st, NULL);
+                        st->ended = true;
+                }
+                store_session_clear(&s);
+                if (st->len != before || st->ended)
+                        stream_wake(st);
+        }
 }
 
 void events_free_all(struct server *srv)

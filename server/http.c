@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "common/util.h"
@@ -275,6 +276,50 @@ static void on_sweep(struct evloop *loop, struct ev_timer *t, void *arg)
         evloop_timer_add(loop, mono_ms() + SWEEP_MS, on_sweep, srv, &srv->sweep, NULL);
 }
 
+/* Leases: every LEASE_TICK_MS (or lease/3 when shorter) renew, take
+ * over, poll the waits and streams of other replicas' sessions. */
+#define LEASE_TICK_MS 500.0
+
+static double lease_tick_ms(const struct server *srv)
+{
+        double third = srv->cfg.lease_ms / 3.0;
+        return third < LEASE_TICK_MS ? third : LEASE_TICK_MS;
+}
+
+static void on_lease_tick(struct evloop *loop, struct ev_timer *t, void *arg)
+{
+        (void)t;
+        struct server *srv = arg;
+        srv->lease_tick = NULL;
+        sessions_lease_tick(srv);
+        evloop_timer_add(loop, mono_ms() + lease_tick_ms(srv), on_lease_tick, srv, &srv->lease_tick, NULL);
+}
+
+/* --replica-id, or HOST-PID-RANDOM: new at each start, so a restarted
+ * server never mistakes the sessions of its previous life for its own
+ * (they are taken over once their leases expire). */
+static int replica_setup(struct server *srv, struct err **err)
+{
+        if (!srv->cfg.lease_ms)
+                srv->cfg.lease_ms = SERVE_DEFAULT_LEASE_S * 1000u;
+        char id[SERVE_REPLICA_ID_MAX + 1];
+        if (srv->cfg.replica_id) {
+                snprintf(id, sizeof(id), "%s", srv->cfg.replica_id);
+        } else {
+                char host[256] = "";
+                if (gethostname(host, sizeof(host) - 1) < 0 || !host[0])
+                        snprintf(host, sizeof(host), "chidori");
+                host[strspn(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")] = '\0';
+                host[40] = '\0';
+                unsigned char b[3] = { 0 };
+                if (getrandom(b, sizeof(b), 0) != sizeof(b))
+                        memset(b, 0, sizeof(b));
+                snprintf(id, sizeof(id), "%s-%ld-%02x%02x%02x", host[0] ? host : "chidori", (long)getpid(), b[0], b[1],
+                         b[2]);
+        }
+        return store_lease_setup(srv->store, id, srv->cfg.lease_ms, err);
+}
+
 int server_new(struct evloop *loop, const struct server_config *cfg, struct server **ret, struct err **err)
 {
         if (mhd_load(err) < 0)
@@ -329,6 +374,12 @@ int server_new(struct evloop *loop, const struct server_config *cfg, struct serv
                 return -1;
         }
         unsigned requeued = 0, failed = 0;
+        if (srv->store && store_leases(srv->store) &&
+            (replica_setup(srv, err) < 0 ||
+             evloop_timer_add(loop, mono_ms() + lease_tick_ms(srv), on_lease_tick, srv, &srv->lease_tick, err) < 0)) {
+                server_free(srv);
+                return -1;
+        }
         if (srv->store && sessions_recover(srv, &requeued, &failed, err) < 0) {
                 server_free(srv);
                 return -1;
@@ -367,6 +418,8 @@ void server_free(struct server *srv)
                 evloop_timer_del(srv->loop, srv->mhd_timer);
         if (srv->sweep)
                 evloop_timer_del(srv->loop, srv->sweep);
+        if (srv->lease_tick)
+                evloop_timer_del(srv->loop, srv->lease_tick);
         if (srv->mhd)
                 MHD_stop_daemon(srv->mhd); /* closes the listening socket too */
         if (srv->health)

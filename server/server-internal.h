@@ -97,6 +97,11 @@ struct live {
         size_t n_intents;
         double started;
         bool queued, ended, deleted, shutting, box_started, store_failed;
+        /* Its lease (PostgreSQL store, several replicas): the epoch its writes
+         * are fenced with (0: no leases); lost: another replica took it over,
+         * or it was deleted: the worker is stopped, nothing more recorded. */
+        uint64_t epoch, renewed;
+        bool lease_lost, lease_stopping;
         /* Resume (RESUME mode over the store's journal): after a pause or a restart. */
         bool resume;
         struct replay *replay;
@@ -154,6 +159,14 @@ struct server {
         struct ev_timer *sweep;   /* --approval-ttl, --session-ttl */
         struct replayer *replayers; /* POST /sessions/ID/replay runs */
         struct tenant_budget *budgets; /* budget.c */
+        /* Leases (store_leases: several replicas on PostgreSQL): the tick
+         * renews this replica's, takes over expired ones, asks the owners'
+         * cancellations, polls for the waits and streams of sessions other
+         * replicas run. */
+        struct ev_timer *lease_tick;
+        double renewed_at, lease_retry_at;
+        uint64_t renew_gen;
+        bool lease_failing;       /* said once until the renewal works again */
 };
 
 /* ---- http.c ---- */
@@ -180,6 +193,9 @@ void events_settled(struct server *srv, const char *id);
 /* Answer r with the SSE stream of session id: the events after `after`,
  * then live ones until it settles.  `status` 200 or 201 (with Location). */
 void events_stream(struct server *srv, struct http_req *r, const char *id, uint64_t after, unsigned status);
+/* Leases: the streams of sessions another replica runs get what it
+ * recorded since (the events table polled); settled ones end. */
+void events_poll(struct server *srv);
 /* The server stops: every stream ends. */
 void events_free_all(struct server *srv);
 
@@ -189,13 +205,20 @@ bool sessions_id_ok(const char *id);
 /* Queue (and start when a slot is free) a session already in the store.
  * Takes input and profile. */
 int sessions_create(struct server *srv, const char *id, const char *tenant, cJSON *input, struct policy *profile,
-                    struct err **err);
+                    uint64_t epoch, struct err **err);
 bool sessions_can_queue(const struct server *srv);
 /* Continue paused session id (status awaitingapproval / awaitinginput) in a
  * fresh box: `decision` {target, args, allow, who} answers its approval, or
- * `input_answer` (JSON text) its input.  Takes decision. */
+ * `input_answer` (JSON text) its input.  Takes decision.  With leases
+ * (epoch 0: an answer) it is applied once, only if the session is still
+ * paused as `seen` (the caller's read; NULL: read now) has it, else
+ * STORE_E_CONFLICT; epoch > 0: a session this replica just took over. */
 int sessions_resume(struct server *srv, const char *id, cJSON *decision, const char *input_answer,
-                    struct err **err);
+                    const struct store_session *seen, uint64_t epoch, struct err **err);
+/* Leases: renew, take over, cancellations asked (every tick). */
+void sessions_lease_tick(struct server *srv);
+/* The lease of session l is lost: its worker stopped, nothing more recorded. */
+void sessions_lease_lost(struct live *l, const char *why);
 struct live *sessions_find(struct server *srv, const char *id);
 int sessions_cancel(struct server *srv, struct live *l, const char *why);
 /* Delete session id from the store (record, journal, events, idempotency
@@ -245,6 +268,8 @@ void waiters_wake(struct server *srv, const char *id);
 /* Wait (suspended) for session id to settle, at most ms; then answer. */
 int waiters_add(struct server *srv, struct http_req *r, const char *id, long ms, unsigned settled_code);
 void waiters_free_all(struct server *srv);
+/* Leases: the waits on sessions another replica runs, settled meanwhile, answered. */
+void waiters_poll(struct server *srv);
 
 /* The session's JSON (docs/serve.md, "The session"). */
 cJSON *api_session_json(struct server *srv, const struct store_session *s);

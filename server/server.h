@@ -18,6 +18,9 @@
 #include "runtime/session.h"
 
 struct evloop;
+
+#define SERVE_DEFAULT_LEASE_S 10
+#define SERVE_REPLICA_ID_MAX 64
 struct server;
 struct auth;
 
@@ -133,6 +136,11 @@ struct server_config {
         struct store *store;      /* opened by the caller, used (not owned) */
         unsigned approval_ttl_s;  /* a pending approval older than this is denied (0: never) */
         unsigned session_ttl_s;   /* a finished session older than this is deleted (0: never) */
+        /* Replicas on one PostgreSQL store (docs/scale-out.md): this
+         * server's id (NULL: HOST-PID-RANDOM) and a lease's length (0: the
+         * default, SERVE_DEFAULT_LEASE_S). */
+        const char *replica_id;
+        unsigned lease_ms;
         struct server_run run;
 };
 

@@ -56,7 +56,9 @@ static int j_line_f(struct live *l, const cJSON *line, bool batch, bool final, s
         budget_flush(l->srv, l->budget, true);
         int rc = store_journal_append(l->srv->store, l->id, text, batch, err);
         free(text);
-        if (rc < 0)
+        if (rc < 0 && err && *err && err_code(*err) == STORE_E_FENCED)
+                sessions_lease_lost(l, err_msg(*err)); /* the tick stops the worker */
+        else if (rc < 0)
                 l->store_failed = true;
         return rc;
 }
@@ -231,6 +233,8 @@ static void live_free(struct live *l)
 {
         if (!l)
                 return;
+        if (l->epoch)
+                store_unfence(l->srv->store, l->id);
         session_free(l->s);
         if (l->boxes_handle)
                 l->srv->run.boxes_free(l->srv->run.boxes_arg, l->boxes_handle);
@@ -273,7 +277,10 @@ static void set_status(struct live *l, enum sess_status st)
                 return;
         struct err *err = NULL;
         if (store_session_update(l->srv->store, l->id, sess_status_name(st), NULL, NULL, -1, NULL, &err) < 0) {
-                fprintf(stderr, "chidori: serve: session %s: %s\n", l->id, err_msg(err));
+                if (err_code(err) == STORE_E_FENCED)
+                        sessions_lease_lost(l, err_msg(err));
+                else
+                        fprintf(stderr, "chidori: serve: session %s: %s\n", l->id, err_msg(err));
                 err_free(err);
                 return;
         }
@@ -848,7 +855,7 @@ static void start_queued(struct server *srv)
 }
 
 int sessions_create(struct server *srv, const char *id, const char *tenant, cJSON *input, struct policy *profile,
-                    struct err **err)
+                    uint64_t epoch, struct err **err)
 {
         struct live *l = calloc(1, sizeof(*l));
         if (!l) {
@@ -858,6 +865,14 @@ int sessions_create(struct server *srv, const char *id, const char *tenant, cJSO
         }
         l->srv = srv;
         snprintf(l->id, sizeof(l->id), "%s", id);
+        if (epoch && store_fence(srv->store, id, epoch, err) < 0) {
+                cJSON_Delete(input);
+                policy_free(profile);
+                free(l);
+                return -1;
+        }
+        l->epoch = epoch;
+        l->renewed = srv->renew_gen;
         l->tenant = strdup(tenant);
         l->input = input;
         l->profile = profile;
@@ -892,7 +907,7 @@ int sessions_create(struct server *srv, const char *id, const char *tenant, cJSO
 }
 
 int sessions_resume(struct server *srv, const char *id, cJSON *decision, const char *input_answer,
-                    struct err **err)
+                    const struct store_session *seen, uint64_t epoch, struct err **err)
 {
         struct store_session rec = { 0 };
         int rc = store_session_get(srv->store, id, &rec, err);
@@ -906,6 +921,7 @@ int sessions_resume(struct server *srv, const char *id, cJSON *decision, const c
                 cJSON_Delete(decisions);
                 decisions = cJSON_CreateArray();
         }
+        char *nt = NULL;
         if (decision) {
                 /* Who decided, in the journal (an allow is noted again by the
                  * session when it performs the call, a deny is not). */
@@ -921,17 +937,8 @@ int sessions_resume(struct server *srv, const char *id, cJSON *decision, const c
                 cJSON_AddStringToObject(note, "type", "note");
                 cJSON_AddStringToObject(note, "kind", "decided");
                 cJSON_AddStringToObject(note, "message", msg);
-                char *nt = cJSON_PrintUnformatted(note);
+                nt = cJSON_PrintUnformatted(note);
                 cJSON_Delete(note);
-                if (nt && store_journal_append(srv->store, id, nt, false, err) < 0) {
-                        free(nt);
-                        cJSON_Delete(p);
-                        cJSON_Delete(decision);
-                        cJSON_Delete(decisions);
-                        store_session_clear(&rec);
-                        return -1;
-                }
-                free(nt);
                 cJSON_AddItemToArray(decisions, decision);
         }
         const cJSON *cs = cJSON_GetObjectItemCaseSensitive(p, "calls_seen");
@@ -945,10 +952,40 @@ int sessions_resume(struct server *srv, const char *id, cJSON *decision, const c
                 cJSON_AddStringToObject(np, "input_answer", input_answer);
         char *text = cJSON_PrintUnformatted(np);
         cJSON_Delete(np);
-        rc = text ? store_session_set_pending(srv->store, id, text, err) : err_set(err, ENOMEM, "session");
+        rc = text && (!decision || nt) ? 0 : err_set(err, ENOMEM, "session");
+        if (rc == 0 && store_leases(srv->store) && epoch == 0) {
+                /* An answer (approve, input) at any replica: applied once.  The
+                 * change is conditional on the session still paused as the
+                 * caller saw it (the question it answers), and this replica
+                 * takes its lease: it runs it. */
+                const struct store_session *as = seen ? seen : &rec;
+                bool paused = strcmp(as->status, "awaitingapproval") == 0 || strcmp(as->status, "awaitinginput") == 0;
+                int c = paused ? store_session_resume_claim(srv->store, id, as->status, as->pending, text, &epoch, err)
+                               : 1;
+                if (c > 0)
+                        rc = err_setc(err, STORE_E_CONFLICT, 0,
+                                      "session %s was answered meanwhile (through another request or replica): it is "
+                                      "no longer %s with that question",
+                                      id, rec.status);
+                else if (c < 0)
+                        rc = -1;
+                if (rc == 0)
+                        rc = store_fence(srv->store, id, epoch, err);
+                if (rc == 0 && nt)
+                        rc = store_journal_append(srv->store, id, nt, false, err);
+        } else if (rc == 0) {
+                /* SQLite (one server), or a session this replica took over. */
+                if (epoch)
+                        rc = store_fence(srv->store, id, epoch, err);
+                if (rc == 0 && nt)
+                        rc = store_journal_append(srv->store, id, nt, false, err);
+                if (rc == 0)
+                        rc = store_session_set_pending(srv->store, id, text, err);
+                if (rc == 0)
+                        rc = store_session_update(srv->store, id, "queued", NULL, NULL, -1, NULL, err);
+        }
         free(text);
-        if (rc == 0)
-                rc = store_session_update(srv->store, id, "queued", NULL, NULL, -1, NULL, err);
+        free(nt);
         cJSON *input = rc == 0 ? json_cjson_raw((struct json_span){ rec.input, strlen(rec.input) }) : NULL;
         struct policy *profile = NULL;
         if (rc == 0 && rec.policy_profile &&
@@ -958,9 +995,11 @@ int sessions_resume(struct server *srv, const char *id, cJSON *decision, const c
         if (rc == 0 && !input)
                 rc = err_set(err, ENOMEM, "session");
         if (rc == 0)
-                rc = sessions_create(srv, id, rec.tenant, input, profile, err);
+                rc = sessions_create(srv, id, rec.tenant, input, profile, epoch, err);
         else
                 policy_free(profile);
+        if (rc < 0 && epoch)
+                store_unfence(srv->store, id);
         store_session_clear(&rec);
         return rc;
 }
@@ -997,6 +1036,7 @@ int sessions_cancel(struct server *srv, struct live *l, const char *why)
 struct recover {
         struct server *srv;
         unsigned requeued, failed;
+        uint64_t epoch;       /* leases: the one just taken */
 };
 
 static int recover_queued(void *arg, const char *id)
@@ -1010,7 +1050,7 @@ static int recover_queued(void *arg, const char *id)
         if (s.policy_profile && policy_profile(s.policy_profile, "session policy_profile", &profile, NULL) < 0)
                 policy_profile("untrusted", "session policy_profile (the stored name no longer resolves)", &profile,
                                NULL);
-        if (input && sessions_create(r->srv, id, s.tenant, input, profile, NULL) == 0)
+        if (input && sessions_create(r->srv, id, s.tenant, input, profile, r->epoch, NULL) == 0)
                 r->requeued++;
         store_session_clear(&s);
         return 0;
@@ -1025,7 +1065,7 @@ static int recover_running(void *arg, const char *id)
         struct err *err = NULL;
         if (sessions_find(r->srv, id))
                 return 0; /* queued a moment ago (recover_queued) and started */
-        if (sessions_resume(r->srv, id, NULL, NULL, &err) < 0) {
+        if (sessions_resume(r->srv, id, NULL, NULL, NULL, r->epoch, &err) < 0) {
                 fprintf(stderr, "chidori: serve: session %s cannot be resumed: %s\n", id, err_msg(err));
                 err_free(err);
                 store_session_update(r->srv->store, id, "failed", NULL,
@@ -1037,9 +1077,148 @@ static int recover_running(void *arg, const char *id)
         return 0;
 }
 
+/* ---- leases (several replicas on one PostgreSQL store) ---- */
+
+void sessions_lease_lost(struct live *l, const char *why)
+{
+        if (!l->lease_lost)
+                fprintf(stderr, "chidori: serve: session %s: %s; its worker is stopped\n", l->id, why);
+        l->lease_lost = true;
+        l->deleted = true; /* nothing more is recorded for it here */
+}
+
+/* A session this replica just took (its lease): queued again, or resumed
+ * by replay when it was running (the effect in flight on the replica
+ * that died is answered "interrupted", never performed twice). */
+static int adopt(void *arg, const struct store_lease *ls)
+{
+        struct recover *r = arg;
+        if (sessions_find(r->srv, ls->id))
+                return 0;
+        r->epoch = ls->epoch;
+        if (strcmp(ls->status, "queued") == 0)
+                recover_queued(r, ls->id);
+        else
+                recover_running(r, ls->id);
+        r->epoch = 0;
+        return 0;
+}
+
+struct renew {
+        struct server *srv;
+        struct recover orphans;
+};
+
+/* A lease of this replica, renewed: its session still runs here (and a
+ * cancellation asked elsewhere reaches it), or it is an orphan (its run
+ * ended while the database could not record it): resumed by replay. */
+static int renewed(void *arg, const struct store_lease *ls)
+{
+        struct renew *rn = arg;
+        struct live *l = sessions_find(rn->srv, ls->id);
+        if (l && l->epoch == ls->epoch) {
+                l->renewed = rn->srv->renew_gen;
+                if (ls->cancel && !l->deleted && !l->lease_stopping) {
+                        if (!l->queued)
+                                l->lease_stopping = true; /* asked once */
+                        sessions_cancel(rn->srv, l, ls->cancel);
+                }
+                return 0;
+        }
+        if (!l && !rn->srv->draining)
+                adopt(&rn->orphans, ls);
+        return 0;
+}
+
+static unsigned free_slots(const struct server *srv)
+{
+        unsigned cap = srv->cfg.max_running + srv->cfg.max_queued, used = srv->running + srv->queued;
+        return used >= cap ? 0 : cap - used > 32 ? 32 : cap - used;
+}
+
+void sessions_lease_tick(struct server *srv)
+{
+        struct store *st = srv->store;
+        if (!store_leases(st))
+                return;
+        struct err *err = NULL;
+        double now = mono_ms();
+        /* The database does not answer: a retry every 2 s (a reconnection
+         * may block the server's thread up to libpq's connect_timeout). */
+        if (now < srv->lease_retry_at)
+                return;
+        if (now - srv->renewed_at >= srv->cfg.lease_ms / 3.0) {
+                srv->renew_gen++;
+                struct renew rn = { .srv = srv, .orphans = { .srv = srv } };
+                if (store_lease_renew(st, renewed, &rn, &err) < 0) {
+                        if (!srv->lease_failing)
+                                fprintf(stderr, "chidori: serve: renew the leases: %s (retried every 2 s)\n",
+                                        err_msg(err));
+                        srv->lease_failing = true;
+                        srv->lease_retry_at = now + 2000.0;
+                        err_free(err);
+                        return;
+                } else {
+                        if (srv->lease_failing)
+                                fprintf(stderr, "chidori: serve: the leases are renewed again\n");
+                        srv->lease_failing = false;
+                        srv->renewed_at = now;
+                        if (rn.orphans.requeued || rn.orphans.failed)
+                                fprintf(stderr,
+                                        "chidori: serve: the store answers again: %u session(s) resumed by replay, %u "
+                                        "queued again (their end or start could not be recorded)\n",
+                                        rn.orphans.failed, rn.orphans.requeued);
+                        /* A session run here whose lease is not this replica's
+                         * any more (taken over after it expired, deleted). */
+                        for (struct live *l = srv->live; l; l = l->next)
+                                if (l->epoch && l->renewed != srv->renew_gen && !l->lease_lost)
+                                        sessions_lease_lost(l, "this replica lost its lease (it expired and another "
+                                                               "replica took the session over, or the session was "
+                                                               "deleted)");
+                }
+        }
+        /* Stop what lost its lease: a queued one leaves the queue. */
+        for (bool again = true; again;) {
+                again = false;
+                for (struct live *l = srv->live; l; l = l->next)
+                        if (l->lease_lost && (l->queued || (l->s && !l->ended && !l->lease_stopping))) {
+                                if (!l->queued)
+                                        l->lease_stopping = true;
+                                sessions_cancel(srv, l, "this replica lost the session's lease");
+                                again = true;
+                                break;
+                        }
+        }
+        if (!srv->draining) {
+                struct recover r = { .srv = srv };
+                if (store_lease_claim(st, false, free_slots(srv), adopt, &r, &err) < 0) {
+                        fprintf(stderr, "chidori: serve: take over sessions: %s\n", err_msg(err));
+                        err_free(err);
+                        err = NULL;
+                } else if (r.requeued || r.failed) {
+                        fprintf(stderr,
+                                "chidori: serve: took over %u queued and %u running session(s) whose replica's lease "
+                                "expired (running ones resumed by replay)\n",
+                                r.requeued, r.failed);
+                }
+        }
+        waiters_poll(srv);
+        events_poll(srv);
+}
+
 int sessions_recover(struct server *srv, unsigned *ret_requeued, unsigned *ret_failed, struct err **err)
 {
-        struct recover r = { srv, 0, 0 };
+        struct recover r = { srv, 0, 0, 0 };
+        if (store_leases(srv->store)) {
+                /* Several replicas: only what no live replica owns (and, with a
+                 * stable --replica-id, what this one owned before). */
+                unsigned max = srv->cfg.max_running + srv->cfg.max_queued;
+                if (store_lease_claim(srv->store, true, max ? max : 1, adopt, &r, err) < 0)
+                        return -1;
+                *ret_requeued = r.requeued;
+                *ret_failed = r.failed;
+                return 0;
+        }
         if (store_session_ids(srv->store, "queued", recover_queued, &r, err) < 0 ||
             store_session_ids(srv->store, "running", recover_running, &r, err) < 0)
                 return -1;
@@ -1102,10 +1281,10 @@ static int expire_approval(void *arg, const char *id)
                 cJSON_AddBoolToObject(dec, "allow", false);
                 cJSON_AddStringToObject(dec, "who", "nobody: it expired (--approval-ttl)");
                 struct err *err = NULL;
-                if (sessions_resume(srv, id, dec, NULL, &err) < 0) {
+                /* A conflict: another replica answered (or expired) it first. */
+                if (sessions_resume(srv, id, dec, NULL, &rec, 0, &err) < 0 && err_code(err) != STORE_E_CONFLICT)
                         fprintf(stderr, "chidori: serve: session %s: expire its approval: %s\n", id, err_msg(err));
-                        err_free(err);
-                }
+                err_free(err);
         }
         cJSON_Delete(p);
         store_session_clear(&rec);
@@ -1148,7 +1327,7 @@ void sessions_sweep(struct server *srv)
         /* The database is back after an outage: a session whose run ended
          * while it could not be recorded is still `running` there with no
          * run here: resumed by replay, as at a restart. */
-        if (store_recovered(srv->store) && !srv->draining) {
+        if (!store_leases(srv->store) && store_recovered(srv->store) && !srv->draining) {
                 struct recover r = { .srv = srv };
                 if (store_session_ids(srv->store, "running", recover_running, &r, &err) < 0) {
                         fprintf(stderr, "chidori: serve: %s\n", err_msg(err));

@@ -49,6 +49,15 @@ struct store_ops {
         int (*tenant_usage_add)(struct store *st, const char *tenant, int64_t window_start, const char *delta,
                                 bool batch, char **ret, struct err **err);
         int (*memory_open)(struct store *st, struct memstore **ret, struct err **err); /* NULL: none */
+        /* Leases (store.h): NULL for a backend without (SQLite). */
+        int (*lease_renew)(struct store *st, int (*fn)(void *arg, const struct store_lease *l), void *arg,
+                           struct err **err);
+        int (*lease_claim)(struct store *st, bool mine_too, unsigned max,
+                           int (*fn)(void *arg, const struct store_lease *l), void *arg, struct err **err);
+        int (*resume_claim)(struct store *st, const char *id, const char *status, const char *pending,
+                            const char *new_pending, uint64_t *ret_epoch, struct err **err);
+        int (*cancel_request)(struct store *st, const char *id, const char *why, const char *error_json,
+                              struct err **err);
 };
 
 struct store {
@@ -56,7 +65,20 @@ struct store {
         const char *kind;    /* "sqlite", "postgres" */
         char *desc;          /* the file, or the URL with its password redacted: for messages */
         bool lost;           /* the connection was lost since store_recovered last said so */
+        char *owner;         /* store_lease_setup: this replica's id, or NULL */
+        unsigned lease_ms;
+        struct store_fence *fences; /* store_fence: the sessions run here, with their epochs */
 };
+
+struct store_fence {
+        struct store_fence *next;
+        char *id;
+        uint64_t epoch;
+        uint64_t locked_tx;  /* the backend's transaction that holds its row (pg: FOR SHARE), 0 none */
+};
+/* The fence of session id, or NULL (not run here, or no leases). */
+struct store_fence *store_fence_of(struct store *st, const char *id);
+void store_fences_free(struct store *st);
 
 /* The tenant-usage row {NAME: {"used": N}} after adding delta {NAME: N}
  * (row NULL: from nothing); malloc'd, NULL: no memory. */

@@ -26,6 +26,10 @@ struct pg_store {
         bool in_batch;       /* a transaction holds pure journal lines not yet committed */
         bool in_tx;          /* a transaction of several statements (begin .. commit_tx) */
         unsigned batch_lines;
+        uint64_t tx;         /* the batch transaction's number (a fence's row lock lasts as long) */
+        uint64_t usage_tx;   /* the batch whose tenant_usage row lock is usage_key's */
+        char usage_key[320]; /* "WINDOW TENANT" of that row */
+        char lease_ms[24];   /* base.lease_ms as text, for the SQL */
 };
 
 #define BATCH_MAX 256
@@ -53,6 +57,13 @@ static const char *const migrations[] = {
          * server on the database: a session's memory goes where it goes. */
         "CREATE TABLE memory(ns text NOT NULL, key text NOT NULL, value text NOT NULL, updated_at bigint NOT NULL,"
         " bytes bigint NOT NULL, PRIMARY KEY(ns, key));",
+        /* 3: leases (several replicas, docs/scale-out.md): the replica that
+         * owns a queued or running session, until when (the database's
+         * clock), the epoch every take bumps (the fence of its writes), and
+         * a cancellation asked through another replica. */
+        "ALTER TABLE sessions ADD COLUMN owner text, ADD COLUMN lease_until timestamptz,"
+        " ADD COLUMN epoch bigint NOT NULL DEFAULT 0, ADD COLUMN cancel text;"
+        "CREATE INDEX sessions_owner ON sessions(owner);",
 };
 #define PG_SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -190,6 +201,7 @@ static int batch_begin(struct pg_store *st, struct err **err)
         if (simple(st, "BEGIN", err, "begin a transaction") < 0)
                 return -1;
         st->in_batch = true;
+        st->tx++;
         return 0;
 }
 
@@ -201,6 +213,40 @@ static char *dup_value(const PGresult *res, int row, int col)
 static void now_iso(char out[40])
 {
         utc_iso8601(out, 40);
+}
+
+/* ---- fences (store_fence) ---- */
+
+static int fenced_err(struct pg_store *st, const char *id, struct err **err)
+{
+        return err_setc(err, STORE_E_FENCED, 0,
+                        "session %s: replica %s no longer holds its lease (it expired and another replica took the "
+                        "session over, or it was cancelled or deleted): nothing more is written for it here",
+                        id, st->base.owner);
+}
+
+/* In the open batch: session id's row locked (FOR SHARE) if this replica
+ * still holds its lease with the fence's epoch; the lock lasts until the
+ * batch commits, so a takeover waits for the lines written under the old
+ * epoch and none can follow it.  Not fenced: 0. */
+static int fence_batch(struct pg_store *st, const char *id, struct err **err)
+{
+        struct store_fence *f = store_fence_of(&st->base, id);
+        if (!f || f->locked_tx == st->tx)
+                return 0;
+        char ep[24];
+        snprintf(ep, sizeof(ep), "%llu", (unsigned long long)f->epoch);
+        const char *p[] = { id, st->base.owner, ep };
+        PGresult *res = NULL;
+        if (run(st, "SELECT 1 FROM sessions WHERE id = $1 AND owner = $2 AND epoch = $3::bigint FOR SHARE", 3, p,
+                &res, false, err, "check the session's lease") < 0)
+                return -1;
+        int n = PQntuples(res);
+        PQclear(res);
+        if (n == 0)
+                return fenced_err(st, id, err);
+        f->locked_tx = st->tx;
+        return 0;
 }
 
 /* ---- sessions ---- */
@@ -233,12 +279,16 @@ static int pg_session_insert(struct store *base, const struct store_session *s, 
         struct pg_store *st = (struct pg_store *)base;
         if (begin(st, err) < 0)
                 return -1;
+        /* Owned by this replica from the start (epoch 1): sessions_create
+         * fences its writes with it. */
+        snprintf(st->lease_ms, sizeof(st->lease_ms), "%u", base->lease_ms);
         const char *p[] = { s->id, s->tenant, s->agent, s->status, s->policy_profile, s->input,
-                            s->created_at, s->updated_at, s->quotas };
+                            s->created_at, s->updated_at, s->quotas, base->owner, st->lease_ms };
         if (run(st,
                 "INSERT INTO sessions(id, tenant, agent, status, policy_profile, input, created_at, updated_at, exit, "
-                "quotas) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,NULL,$9)",
-                9, p, NULL, false, err, "record the session") < 0)
+                "quotas, owner, lease_until, epoch) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,NULL,$9,$10, CASE WHEN $10::text "
+                "IS NULL THEN NULL ELSE clock_timestamp() + $11::bigint * interval '1 millisecond' END, 1)",
+                11, p, NULL, false, err, "record the session") < 0)
                 goto fail;
         if (idem_key) {
                 char now[32];
@@ -277,14 +327,26 @@ static int pg_session_update(struct store *base, const char *id, const char *sta
         struct pg_store *st = (struct pg_store *)base;
         if (pg_commit(base, err) < 0)
                 return -1;
-        char ts[40], ex[16];
+        char ts[40], ex[16], ep[24];
         now_iso(ts);
         snprintf(ex, sizeof(ex), "%d", exit);
-        const char *p[] = { status, ts, result, error, exit >= 0 ? ex : NULL, stats, id };
-        return run(st,
-                   "UPDATE sessions SET status = $1, updated_at = $2, result = COALESCE($3, result), error = "
-                   "COALESCE($4, error), exit = COALESCE($5::integer, exit), stats = COALESCE($6, stats) WHERE id = $7",
-                   7, p, NULL, false, err, "update the session");
+        /* Fenced: only while this replica holds the lease with its epoch.
+         * A session that pauses or settles has no owner any more. */
+        struct store_fence *f = store_fence_of(base, id);
+        snprintf(ep, sizeof(ep), "%llu", f ? (unsigned long long)f->epoch : 0ull);
+        const char *p[] = { status, ts, result, error, exit >= 0 ? ex : NULL, stats, id, f ? base->owner : NULL, ep };
+        PGresult *res = NULL;
+        if (run(st,
+                "UPDATE sessions SET status = $1, updated_at = $2, result = COALESCE($3, result), error = "
+                "COALESCE($4, error), exit = COALESCE($5::integer, exit), stats = COALESCE($6, stats), owner = CASE "
+                "WHEN $1 IN ('queued', 'running') THEN owner END, lease_until = CASE WHEN $1 IN ('queued', 'running') "
+                "THEN lease_until END, cancel = CASE WHEN $1 IN ('queued', 'running') THEN cancel END WHERE id = $7 "
+                "AND ($8::text IS NULL OR (owner = $8 AND epoch = $9::bigint))",
+                9, p, &res, false, err, "update the session") < 0)
+                return -1;
+        bool none = strcmp(PQcmdTuples(res), "0") == 0;
+        PQclear(res);
+        return f && none ? fenced_err(st, id, err) : 0;
 }
 
 static int pg_session_delete(struct store *base, const char *id, struct err **err)
@@ -292,11 +354,14 @@ static int pg_session_delete(struct store *base, const char *id, struct err **er
         struct pg_store *st = (struct pg_store *)base;
         if (begin(st, err) < 0)
                 return -1;
+        /* The session's row first: it waits for a batch of its owner (on
+         * another replica) that holds it, so the lines that batch wrote are
+         * deleted too, and the owner's next write is fenced (no row). */
         static const char *const sqls[] = {
+                "DELETE FROM sessions WHERE id = $1",
                 "DELETE FROM journal WHERE session = $1",
                 "DELETE FROM events WHERE session = $1",
                 "DELETE FROM idempotency WHERE session = $1",
-                "DELETE FROM sessions WHERE id = $1",
         };
         const char *p[] = { id };
         for (size_t i = 0; i < sizeof(sqls) / sizeof(sqls[0]); i++)
@@ -402,9 +467,19 @@ static int pg_session_set_pending(struct store *base, const char *id, const char
         struct pg_store *st = (struct pg_store *)base;
         if (pg_commit(base, err) < 0)
                 return -1;
-        const char *p[] = { pending, id };
-        return run(st, "UPDATE sessions SET pending = $1 WHERE id = $2", 2, p, NULL, false, err,
-                   "update the session");
+        struct store_fence *f = store_fence_of(base, id);
+        char ep[24];
+        snprintf(ep, sizeof(ep), "%llu", f ? (unsigned long long)f->epoch : 0ull);
+        const char *p[] = { pending, id, f ? base->owner : NULL, ep };
+        PGresult *res = NULL;
+        if (run(st,
+                "UPDATE sessions SET pending = $1 WHERE id = $2 AND ($3::text IS NULL OR (owner = $3 AND epoch = "
+                "$4::bigint))",
+                4, p, &res, false, err, "update the session") < 0)
+                return -1;
+        bool none = strcmp(PQcmdTuples(res), "0") == 0;
+        PQclear(res);
+        return f && none ? fenced_err(st, id, err) : 0;
 }
 
 /* ---- journals and events: appended, in order ---- */
@@ -412,7 +487,7 @@ static int pg_session_set_pending(struct store *base, const char *id, const char
 static int pg_journal_append(struct store *base, const char *id, const char *line, bool batch, struct err **err)
 {
         struct pg_store *st = (struct pg_store *)base;
-        if (batch_begin(st, err) < 0)
+        if (batch_begin(st, err) < 0 || fence_batch(st, id, err) < 0)
                 return -1;
         const char *p[] = { id, line };
         if (run(st,
@@ -542,8 +617,17 @@ static int pg_tenant_usage_add(struct store *base, const char *tenant, int64_t w
                                bool batch, char **ret, struct err **err)
 {
         struct pg_store *st = (struct pg_store *)base;
+        /* One tenant row per transaction: a batch holding another tenant's
+         * row commits first, so two replicas adding to two tenants in
+         * crossed order never wait on each other (no deadlock). */
+        char key[sizeof(st->usage_key)];
+        snprintf(key, sizeof(key), "%lld %s", (long long)window_start, tenant);
+        if (st->in_batch && st->usage_tx == st->tx && strcmp(st->usage_key, key) != 0 && pg_commit(base, err) < 0)
+                return -1;
         if (batch_begin(st, err) < 0)
                 return -1;
+        st->usage_tx = st->tx;
+        snprintf(st->usage_key, sizeof(st->usage_key), "%s", key);
         char w[24];
         snprintf(w, sizeof(w), "%lld", (long long)window_start);
         const char *p[] = { tenant, w, NULL };
@@ -575,6 +659,125 @@ static int pg_tenant_usage_add(struct store *base, const char *tenant, int64_t w
         else
                 free(text);
         return 0;
+}
+
+/* ---- leases ---- */
+
+static int lease_rows(PGresult *res, int (*fn)(void *arg, const struct store_lease *l), void *arg)
+{
+        for (int i = 0; i < PQntuples(res); i++) {
+                const struct store_lease l = {
+                        .id = PQgetvalue(res, i, 0),
+                        .epoch = strtoull(PQgetvalue(res, i, 1), NULL, 10),
+                        .status = PQgetvalue(res, i, 2),
+                        .cancel = PQgetisnull(res, i, 3) ? NULL : PQgetvalue(res, i, 3),
+                };
+                if (fn(arg, &l))
+                        break;
+        }
+        return 0;
+}
+
+static void lease_ms_text(struct pg_store *st)
+{
+        snprintf(st->lease_ms, sizeof(st->lease_ms), "%u", st->base.lease_ms);
+}
+
+static int pg_lease_renew(struct store *base, int (*fn)(void *arg, const struct store_lease *l), void *arg,
+                          struct err **err)
+{
+        struct pg_store *st = (struct pg_store *)base;
+        if (pg_commit(base, err) < 0) /* what the batch holds, and the row locks it took */
+                return -1;
+        lease_ms_text(st);
+        const char *p[] = { base->owner, st->lease_ms };
+        PGresult *res = NULL;
+        if (run(st,
+                "UPDATE sessions SET lease_until = clock_timestamp() + $2::bigint * interval '1 millisecond' WHERE "
+                "owner = $1 RETURNING id, epoch, status, cancel",
+                2, p, &res, false, err, "renew the leases") < 0)
+                return -1;
+        lease_rows(res, fn, arg);
+        PQclear(res);
+        return 0;
+}
+
+/* FOR UPDATE SKIP LOCKED: each row is taken by one replica, rechecked
+ * under its lock (an expiry renewed meanwhile is not taken). */
+static int pg_lease_claim(struct store *base, bool mine_too, unsigned max,
+                          int (*fn)(void *arg, const struct store_lease *l), void *arg, struct err **err)
+{
+        struct pg_store *st = (struct pg_store *)base;
+        if (pg_commit(base, err) < 0)
+                return -1;
+        lease_ms_text(st);
+        char n[24];
+        snprintf(n, sizeof(n), "%u", max);
+        const char *p[] = { base->owner, st->lease_ms, mine_too ? "t" : "f", n };
+        PGresult *res = NULL;
+        if (run(st,
+                "UPDATE sessions SET owner = $1, epoch = epoch + 1, lease_until = clock_timestamp() + $2::bigint * "
+                "interval '1 millisecond' WHERE id IN (SELECT id FROM sessions WHERE status IN ('queued', 'running') "
+                "AND (owner IS NULL OR lease_until < clock_timestamp() OR ($3::boolean AND owner = $1)) ORDER BY id "
+                "LIMIT $4::bigint FOR UPDATE SKIP LOCKED) RETURNING id, epoch, status, cancel",
+                4, p, &res, false, err, "take over sessions") < 0)
+                return -1;
+        lease_rows(res, fn, arg);
+        PQclear(res);
+        return 0;
+}
+
+static int pg_resume_claim(struct store *base, const char *id, const char *status, const char *pending,
+                           const char *new_pending, uint64_t *ret_epoch, struct err **err)
+{
+        struct pg_store *st = (struct pg_store *)base;
+        if (pg_commit(base, err) < 0)
+                return -1;
+        lease_ms_text(st);
+        char ts[40];
+        now_iso(ts);
+        const char *p[] = { id, status, pending, new_pending, ts, base->owner, st->lease_ms };
+        PGresult *res = NULL;
+        if (run(st,
+                "UPDATE sessions SET status = 'queued', pending = $4, updated_at = $5, owner = $6, epoch = epoch + 1, "
+                "lease_until = clock_timestamp() + $7::bigint * interval '1 millisecond', cancel = NULL WHERE id = $1 "
+                "AND status = $2 AND pending IS NOT DISTINCT FROM $3 RETURNING epoch",
+                7, p, &res, false, err, "resume the session") < 0)
+                return -1;
+        int rc = PQntuples(res) > 0 ? 0 : 1;
+        if (rc == 0)
+                *ret_epoch = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
+        PQclear(res);
+        return rc;
+}
+
+static int pg_cancel_request(struct store *base, const char *id, const char *why, const char *error_json,
+                             struct err **err)
+{
+        struct pg_store *st = (struct pg_store *)base;
+        if (pg_commit(base, err) < 0)
+                return -1;
+        char ts[40];
+        now_iso(ts);
+        const char *p[] = { id, error_json, ts };
+        PGresult *res = NULL;
+        if (run(st,
+                "UPDATE sessions SET status = 'cancelled', error = $2, exit = 130, updated_at = $3, owner = NULL, "
+                "lease_until = NULL, cancel = NULL WHERE id = $1 AND status IN ('queued', 'running') AND (owner IS "
+                "NULL OR lease_until < clock_timestamp())",
+                3, p, &res, false, err, "cancel the session") < 0)
+                return -1;
+        bool direct = strcmp(PQcmdTuples(res), "0") != 0;
+        PQclear(res);
+        if (direct)
+                return 1;
+        const char *q[] = { id, why };
+        if (run(st, "UPDATE sessions SET cancel = $2 WHERE id = $1 AND status IN ('queued', 'running')", 2, q, &res,
+                false, err, "cancel the session") < 0)
+                return -1;
+        bool asked = strcmp(PQcmdTuples(res), "0") != 0;
+        PQclear(res);
+        return asked ? 0 : 2;
 }
 
 /* ---- open, migrate, readiness, close ---- */
@@ -891,5 +1094,9 @@ static const struct store_ops pg_ops = {
         .tenant_usage_put = pg_tenant_usage_put,
         .tenant_usage_add = pg_tenant_usage_add,
         .memory_open = pg_memory_open,
+        .lease_renew = pg_lease_renew,
+        .lease_claim = pg_lease_claim,
+        .resume_claim = pg_resume_claim,
+        .cancel_request = pg_cancel_request,
 };
 

@@ -218,8 +218,10 @@ int store_open_spec(const char *spec, const char *dir, struct store **ret, struc
 
 void store_close(struct store *st)
 {
-        if (st)
+        if (st) {
+                store_fences_free(st);
                 st->ops->close(st);
+        }
 }
 
 const char *store_path(const struct store *st)
@@ -391,4 +393,109 @@ int store_tenant_usage_add(struct store *st, const char *tenant, int64_t window_
         if (!ok)
                 return err_set(err, EINVAL, "the tenant's usage: the amount to add is not a JSON object");
         return st->ops->tenant_usage_add(st, tenant, window_start, delta, batch, ret, err);
+}
+
+/* ---- leases ---- */
+
+bool store_leases(const struct store *st)
+{
+        return st->ops->lease_claim != NULL;
+}
+
+int store_lease_setup(struct store *st, const char *owner, unsigned lease_ms, struct err **err)
+{
+        free(st->owner);
+        if (!(st->owner = strdup(owner)))
+                return err_set(err, ENOMEM, "the replica's id");
+        st->lease_ms = lease_ms;
+        return 0;
+}
+
+const char *store_owner(const struct store *st)
+{
+        return st->owner;
+}
+
+unsigned store_lease_ms(const struct store *st)
+{
+        return st->lease_ms;
+}
+
+struct store_fence *store_fence_of(struct store *st, const char *id)
+{
+        for (struct store_fence *f = st->fences; f; f = f->next)
+                if (strcmp(f->id, id) == 0)
+                        return f;
+        return NULL;
+}
+
+int store_fence(struct store *st, const char *id, uint64_t epoch, struct err **err)
+{
+        if (!store_leases(st) || !st->owner)
+                return 0;
+        struct store_fence *f = store_fence_of(st, id);
+        if (!f) {
+                if (!(f = calloc(1, sizeof(*f))) || !(f->id = strdup(id))) {
+                        free(f);
+                        return err_set(err, ENOMEM, "session %s: its lease", id);
+                }
+                f->next = st->fences;
+                st->fences = f;
+        }
+        f->epoch = epoch;
+        f->locked_tx = 0;
+        return 0;
+}
+
+void store_unfence(struct store *st, const char *id)
+{
+        for (struct store_fence **p = &st->fences; *p; p = &(*p)->next)
+                if (strcmp((*p)->id, id) == 0) {
+                        struct store_fence *f = *p;
+                        *p = f->next;
+                        free(f->id);
+                        free(f);
+                        return;
+                }
+}
+
+void store_fences_free(struct store *st)
+{
+        while (st->fences) {
+                struct store_fence *f = st->fences;
+                st->fences = f->next;
+                free(f->id);
+                free(f);
+        }
+        free(st->owner);
+        st->owner = NULL;
+}
+
+int store_lease_renew(struct store *st, int (*fn)(void *arg, const struct store_lease *l), void *arg,
+                      struct err **err)
+{
+        return st->ops->lease_renew && st->owner ? st->ops->lease_renew(st, fn, arg, err) : 0;
+}
+
+int store_lease_claim(struct store *st, bool mine_too, unsigned max,
+                      int (*fn)(void *arg, const struct store_lease *l), void *arg, struct err **err)
+{
+        return st->ops->lease_claim && st->owner && max ? st->ops->lease_claim(st, mine_too, max, fn, arg, err) : 0;
+}
+
+int store_session_resume_claim(struct store *st, const char *id, const char *status, const char *pending,
+                               const char *new_pending, uint64_t *ret_epoch, struct err **err)
+{
+        *ret_epoch = 0;
+        if (!st->ops->resume_claim || !st->owner)
+                return err_set(err, ENOTSUP, "the store has no leases");
+        return st->ops->resume_claim(st, id, status, pending, new_pending, ret_epoch, err);
+}
+
+int store_cancel_request(struct store *st, const char *id, const char *why, const char *error_json,
+                         struct err **err)
+{
+        if (!st->ops->cancel_request || !st->owner)
+                return err_set(err, ENOTSUP, "the store has no leases");
+        return st->ops->cancel_request(st, id, why, error_json, err);
 }

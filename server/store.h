@@ -23,6 +23,8 @@ enum {
         STORE_E_UNAVAILABLE, /* the database cannot be reached, or refused the login */
         STORE_E_BUSY,        /* locked by another process past the 2 s wait: 503, retry */
         STORE_E_MOVED,       /* serve.db replaced under the server, or deleted and not written again */
+        STORE_E_FENCED,      /* a write of a session whose lease this replica no longer holds */
+        STORE_E_CONFLICT,    /* a conditional change found the session changed (another replica applied it) */
 };
 
 enum store_kind { STORE_SQLITE = 1, STORE_POSTGRES };
@@ -152,5 +154,53 @@ int store_tenant_usage_put(struct store *st, const char *tenant, int64_t window_
  * may be NULL): the row after the add. */
 int store_tenant_usage_add(struct store *st, const char *tenant, int64_t window_start, const char *delta, bool batch,
                            char **ret, struct err **err);
+
+
+/* ---- leases: several replicas on one PostgreSQL store (docs/scale-out.md)
+ *
+ * A queued or running session is owned by one replica: owner, expiry
+ * (the database's clock) and an epoch, bumped at every take.  SQLite has
+ * none (one server per file): store_leases() is false and the calls below
+ * do nothing (claim, renew: no rows). */
+bool store_leases(const struct store *st);
+/* This replica's id and the lease's length: sessions inserted from now on
+ * are owned by it. */
+int store_lease_setup(struct store *st, const char *owner, unsigned lease_ms, struct err **err);
+const char *store_owner(const struct store *st);
+unsigned store_lease_ms(const struct store *st);
+/* From now on the writes of session id (journal lines, status, pending)
+ * are fenced: done only while this replica holds its lease with `epoch`,
+ * checked in the write's own transaction; else STORE_E_FENCED.  unfence:
+ * the session is no longer run here. */
+int store_fence(struct store *st, const char *id, uint64_t epoch, struct err **err);
+void store_unfence(struct store *st, const char *id);
+
+struct store_lease {
+        const char *id, *status;
+        const char *cancel;   /* a cancellation asked through another replica (its reason), or NULL */
+        uint64_t epoch;
+};
+/* Every lease of this replica extended by the lease's length: fn per
+ * session it still owns (a session missing was taken over, or deleted). */
+int store_lease_renew(struct store *st, int (*fn)(void *arg, const struct store_lease *l), void *arg,
+                      struct err **err);
+/* Take (at most max) queued or running sessions whose lease expired or
+ * that no replica owns (`mine_too`: and those owned by this replica's id,
+ * a restart with a stable id): fn per session taken, with its new epoch.
+ * Two replicas never take the same one. */
+int store_lease_claim(struct store *st, bool mine_too, unsigned max,
+                      int (*fn)(void *arg, const struct store_lease *l), void *arg, struct err **err);
+/* A paused session continues: pending becomes new_pending, status
+ * queued, owned by this replica (*ret_epoch), if and only if its status is
+ * still `status` and its pending still `pending`: 0 done, 1 it changed (an
+ * answer applied by another request or replica). */
+int store_session_resume_claim(struct store *st, const char *id, const char *status, const char *pending,
+                               const char *new_pending, uint64_t *ret_epoch, struct err **err);
+/* Cancel a queued or running session this replica does not run: 0 its
+ * owner is asked (it polls: store_lease_renew's cancel), 1 no live replica
+ * owns it and it was cancelled here (error_json recorded, exit 130), 2
+ * nothing to cancel (it settled). */
+int store_cancel_request(struct store *st, const char *id, const char *why, const char *error_json,
+                         struct err **err);
 
 #endif

@@ -19,7 +19,9 @@ store_args() {
   if [[ ! -e $T/.db-made && -n ${SERVE_STORE_CREATEDB:-} ]]; then
     $SERVE_STORE_CREATEDB "$db" && touch "$T/.db-made"
   fi
-  STORE_ARGS=(--store "${SERVE_STORE//\{db\}/$db}")
+  # A stable replica id: a server restarted by the test takes its own
+  # running sessions back at once (docs/scale-out.md), as with SQLite.
+  STORE_ARGS=(--store "${SERVE_STORE//\{db\}/$db}" --replica-id serve-test)
 }
 
 # start_server [OPTIONS...]: serves $T/agent.js; sets SERVER_PID, URL (or
