@@ -67,6 +67,11 @@ export default async (input) => {
       return { interrupted: String(e && e.message || e) };
     }
   }
+  if (input.mode === "timer") {
+    await new Promise((r) => setTimeout(r, input.ms));
+    await chidori.memory.set("timer-" + input.tag, 1);
+    return "timer " + input.tag;
+  }
   if (input.mode === "logs") {
     for (let i = 0; i < input.n; i++) {
       console.log("line " + i);
@@ -343,6 +348,43 @@ hits() { # TAG: requests the fake server received carrying it
   [[ ! -s $T/missing ]] || { echo "returned without a fetch:"; cat "$T/missing"; return 1; }
   # The dead C's sessions were taken over (by A, B or the new C).
   cat "$T/A.err" "$T/B.err" "$T/C.err" | grep -q "took over [0-9]* queued and [0-9]* running session(s)"
+}
+
+@test "serve-replicas: a PostgreSQL restart under three replicas: each says not ready, then ready; a paused and a running session are not lost, the running one ends once" {
+  start_replica A
+  start_replica B
+  start_replica C
+  req -X POST -d '{"input": {"mode": "ask"}}' "$URL_A/sessions"
+  assert_code 201
+  local paused; paused=$(jq -r .id <<<"$body")
+  [[ $(jq -r .status <<<"$body") == awaitinginput ]]
+  req -X POST -d '{"input": {"mode": "timer", "ms": 4000, "tag": "pg"}, "wait": false}' "$URL_B/sessions"
+  assert_code 202
+  local running; running=$(jq -r .id <<<"$body")
+  wait_on "$URL_B" "$running" running 30
+  pg_stop
+  local n i
+  for n in A B C; do
+    local u="URL_$n"
+    req "${!u}/readyz"
+    assert_code 503
+    [[ $(jq -r '"\(.status) \(.store)"' <<<"$body") == "unavailable postgres" ]] || { echo "$n: $body"; return 1; }
+  done
+  pg_startup
+  for n in A B C; do
+    local u="URL_$n"
+    for ((i = 0; i < 150; i++)); do req "${!u}/readyz"; [[ $code == 200 ]] && break; sleep 0.2; done
+    assert_code 200
+  done
+  # The running session ends (resumed by its owner or taken over), once.
+  wait_on "$URL_C" "$running" done 60
+  [[ $(jq -c .result <<<"$body") == '"timer pg"' ]] || { echo "$body"; return 1; }
+  [[ $(sql "SELECT COUNT(*) FROM journal WHERE session = '$running' AND line LIKE '{\"type\":\"end\"%'") == 1 ]]
+  # The paused one answers through another replica.
+  req -X POST -d '{"value": "after"}' "$URL_C/sessions/$paused/input"
+  assert_code 200
+  [[ $(jq -c .result <<<"$body") == '{"w":"no_workspace","v":"after"}' ]] || { echo "$body"; return 1; }
+  [[ $(sql "SELECT COUNT(*) FROM sessions") == 2 ]]
 }
 
 @test "serve-replicas: a malformed --replica-id, --lease, CHIDORI_REPLICA_ID or CHIDORI_LEASE is a usage error (exit 2) naming it" {
