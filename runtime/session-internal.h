@@ -137,6 +137,9 @@ int session_replay_pump(struct session *s, struct err **err);
 bool session_reading(struct session *s);
 bool session_reader_has_bytes(const struct frame_reader *r);
 int session_read_frames(struct session *s, struct err **err);
+/* The init frame, sent as soon as the worker's channel exists: the worker
+ * reads it after its ready frame, which the broker still requires first. */
+int session_send_init(struct session *s, struct err **err);
 void session_read_stderr(struct session *s, int fd);
 void session_errfwd_flush(struct session *s);
 
