@@ -4,6 +4,8 @@
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,7 +117,15 @@ int session_send_json(struct session *s, const cJSON *j, struct err **err)
         char *text = cJSON_PrintUnformatted(j);
         if (!text)
                 return err_set(err, ENOMEM, "serialise frame");
-        size_t len = strlen(text);
+        return session_send_text(s, text, strlen(text), err);
+}
+
+int session_send_text(struct session *s, char *text, size_t len, struct err **err)
+{
+        if (s->peer_gone) {
+                free(text);
+                return 0;
+        }
         if (len > FRAME_MAX_BYTES) {
                 free(text);
                 return err_set(err, 0, "frame of %zu bytes exceeds the %u-byte limit", len, FRAME_MAX_BYTES);
@@ -184,6 +194,111 @@ static int journal_full(struct session *s, int64_t id, const char *op, struct er
         return r;
 }
 
+/* ---- the result frame of a scalar answer, without a cJSON tree ----
+ * The same bytes as cJSON 1.7's print (its number and string rules, checked
+ * against cJSON_PrintUnformatted over a corpus in tests/unit/test_session.c). */
+
+static bool close_double(double a, double b)
+{
+        double m = fabs(a) > fabs(b) ? fabs(a) : fabs(b);
+        return fabs(a - b) <= m * DBL_EPSILON;
+}
+
+static int number_text(double d, char buf[40])
+{
+        if (isnan(d) || isinf(d))
+                return snprintf(buf, 40, "null");
+        int n = snprintf(buf, 40, "%1.15g", d);
+        double back;
+        if (sscanf(buf, "%lg", &back) != 1 || !close_double(back, d))
+                n = snprintf(buf, 40, "%1.17g", d);
+        return n;
+}
+
+/* RFC 8259 string escaping as cJSON does it: the two that must be, the
+ * five short forms, other controls as \u00xx; bytes >= 0x80 as they are. */
+static size_t string_text(const char *str, char *out)
+{
+        static const char hex[] = "0123456789abcdef";
+        size_t n = 0;
+        if (out)
+                out[n] = '"';
+        n++;
+        for (const unsigned char *p = (const unsigned char *)str; *p; p++) {
+                char e = 0;
+                switch (*p) {
+                case '"': e = '"'; break;
+                case '\\': e = '\\'; break;
+                case '\b': e = 'b'; break;
+                case '\f': e = 'f'; break;
+                case '\n': e = 'n'; break;
+                case '\r': e = 'r'; break;
+                case '\t': e = 't'; break;
+                default: break;
+                }
+                if (e) {
+                        if (out)
+                                out[n] = '\\', out[n + 1] = e;
+                        n += 2;
+                } else if (*p < 32) {
+                        if (out)
+                                memcpy(out + n, "\\u00", 4), out[n + 4] = hex[*p >> 4], out[n + 5] = hex[*p & 15];
+                        n += 6;
+                } else {
+                        if (out)
+                                out[n] = (char)*p;
+                        n++;
+                }
+        }
+        if (out)
+                out[n] = '"';
+        return n + 1;
+}
+
+int session_result_text(int64_t id, const cJSON *v, char **ret, size_t *ret_len)
+{
+        char idbuf[40], num[40];
+        const char *lit = NULL;
+        size_t vlen;
+        switch (v->type & 0xFF) {
+        case cJSON_NULL: lit = "null"; break;
+        case cJSON_True: lit = "true"; break;
+        case cJSON_False: lit = "false"; break;
+        case cJSON_Number: number_text(v->valuedouble, num), lit = num; break;
+        case cJSON_Raw:
+                if (!v->valuestring)
+                        return 0;
+                lit = v->valuestring;
+                break;
+        case cJSON_String:
+                if (!v->valuestring)
+                        return 0;
+                break;
+        default: return 0;
+        }
+        vlen = lit ? strlen(lit) : string_text(v->valuestring, NULL);
+        int idn = number_text((double)id, idbuf);
+        static const char head[] = "{\"type\":\"result\",\"id\":", mid[] = ",\"ok\":true,\"value\":";
+        size_t len = sizeof(head) - 1 + (size_t)idn + sizeof(mid) - 1 + vlen + 1;
+        char *t = malloc(len + 1);
+        if (!t)
+                return -1;
+        char *p = t;
+        memcpy(p, head, sizeof(head) - 1), p += sizeof(head) - 1;
+        memcpy(p, idbuf, (size_t)idn), p += idn;
+        memcpy(p, mid, sizeof(mid) - 1), p += sizeof(mid) - 1;
+        if (lit)
+                memcpy(p, lit, vlen);
+        else
+                string_text(v->valuestring, p);
+        p += vlen;
+        *p++ = '}';
+        *p = 0;
+        *ret = t;
+        *ret_len = len;
+        return 1;
+}
+
 /* Deliver the answer to call `id`: frame to the worker, line in the journal.
  * args is the call's own JSON text (compact), journaled as it is.  Takes
  * ownership of value/error. */
@@ -191,14 +306,8 @@ int session_answer(struct session *s, int64_t id, const char *op, const char *ar
                    cJSON *error, struct err **err)
 {
         struct broker *b = &s->b;
-        cJSON *res = cJSON_CreateObject();
-        cJSON_AddStringToObject(res, "type", "result");
-        cJSON_AddNumberToObject(res, "id", (double)id);
-        cJSON_AddBoolToObject(res, "ok", error == NULL);
-        if (error)
-                cJSON_AddItemToObject(res, "error", error);
-        else
-                cJSON_AddItemToObject(res, "value", value ? value : cJSON_CreateNull());
+        if (!error && !value)
+                value = cJSON_CreateNull();
         b->seq++;
         b->out->effects++;
         if (b->outstanding)
@@ -216,19 +325,40 @@ int session_answer(struct session *s, int64_t id, const char *op, const char *ar
                 if (error)
                         cJSON_AddItemReferenceToObject(line, "error", error);
                 else
-                        cJSON_AddItemReferenceToObject(line, "value", cJSON_GetObjectItem(res, "value"));
+                        cJSON_AddItemReferenceToObject(line, "value", value);
                 r = jr->ops->result(jr->j, line, err);
                 cJSON_Delete(line);
                 if (r < 0 && err_code(*err) == JOURNAL_E_LIMIT) {
                         err_free(*err);
                         *err = NULL;
-                        cJSON_Delete(res);
+                        cJSON_Delete(error);
+                        cJSON_Delete(value);
                         return journal_full(s, id, op, err);
                 }
         }
-        if (r == 0)
+        /* A scalar value (most answers): the frame's text directly. */
+        char *text = NULL;
+        size_t len = 0;
+        int fast = r == 0 && !error ? session_result_text(id, value, &text, &len) : 0;
+        if (fast < 0) {
+                r = err_set(err, ENOMEM, "serialise frame");
+        } else if (fast > 0) {
+                r = session_send_text(s, text, len, err);
+        } else if (r == 0) {
+                cJSON *res = cJSON_CreateObject();
+                cJSON_AddStringToObject(res, "type", "result");
+                cJSON_AddNumberToObject(res, "id", (double)id);
+                cJSON_AddBoolToObject(res, "ok", error == NULL);
+                if (error)
+                        cJSON_AddItemToObject(res, "error", error);
+                else
+                        cJSON_AddItemToObject(res, "value", value);
+                error = value = NULL;
                 r = session_send_json(s, res, err);
-        cJSON_Delete(res);
+                cJSON_Delete(res);
+        }
+        cJSON_Delete(error);
+        cJSON_Delete(value);
         return r;
 }
 

@@ -109,7 +109,7 @@ static int on_done(struct session *s, cJSON *j)
                         cJSON_IsString(msg) ? msg->valuestring : "");
 }
 
-static int send_init(struct session *s, struct err **err)
+int session_send_init(struct session *s, struct err **err)
 {
         const struct session_config *c = s->b.cfg;
         cJSON *init = cJSON_CreateObject();
@@ -147,10 +147,8 @@ static int on_frame(struct session *s, char *body, size_t len, struct err **err)
                 if (t != FRAME_READY)
                         r = broker_end_with(b, SESSION_END_PROTOCOL, "expected a ready frame first, got %s",
                                      frame_type_name(t));
-                else {
-                        b->out->got_ready = true;
-                        r = send_init(s, err);
-                }
+                else
+                        b->out->got_ready = true; /* init went with the channel (session_send_init) */
         } else if (t == FRAME_CALL) {
                 r = on_call(s, j, body, len, err);
         } else if (t == FRAME_DONE) {

@@ -121,6 +121,12 @@ size_t session_outq_held(const struct outq *q);
 void session_outq_clear(struct outq *q);
 int session_outq_flush(struct session *s, struct err **err);
 int session_send_json(struct session *s, const cJSON *j, struct err **err);
+/* Queue a frame's text (taken, malloc'd; freed on every path). */
+int session_send_text(struct session *s, char *text, size_t len, struct err **err);
+/* The result frame of a scalar answer (null, true, false, a number, a
+ * string, raw JSON text) without a cJSON tree: the bytes cJSON would print.
+ * 1 with *ret (malloc'd) and *ret_len, 0 when v is not one, -1 on ENOMEM. */
+int session_result_text(int64_t id, const cJSON *v, char **ret, size_t *ret_len);
 int session_perform(struct session *s, int64_t id, const char *op, const cJSON *args, const char *args_text,
                     struct err **err);
 void session_free_async(struct broker *b);
@@ -137,6 +143,9 @@ int session_replay_pump(struct session *s, struct err **err);
 bool session_reading(struct session *s);
 bool session_reader_has_bytes(const struct frame_reader *r);
 int session_read_frames(struct session *s, struct err **err);
+/* The init frame, sent as soon as the worker's channel exists: the worker
+ * reads it after its ready frame, which the broker still requires first. */
+int session_send_init(struct session *s, struct err **err);
 void session_read_stderr(struct session *s, int fd);
 void session_errfwd_flush(struct session *s);
 

@@ -87,6 +87,10 @@ struct xfer {
         char errbuf[CURL_ERROR_SIZE];
         /* a streamed body (http_request.stream): res.body is the buffer */
         bool stream, head_sent, paused, ended;
+        /* a stream's head is complete but held until the end of this
+         * perform pass (http_perform): a body that has all arrived by then
+         * (up to HTTP_INLINE_BODY bytes) goes with it, one http.read less */
+        bool head_pending;
         size_t streamed;       /* body bytes taken in so far (the response cap counts them all) */
         struct err *end_err;   /* how it ended, NULL: complete */
         bool reading;          /* a read waits: read_id, read_fn, read_arg */
@@ -350,6 +354,8 @@ static size_t on_body(char *buf, size_t size, size_t nmemb, void *p)
         size_t n = size * nmemb;
         struct http_response *r = &t->res;
         t->in_body = true;
+        if (t->head_pending && !t->head_sent && r->body_len + n > HTTP_INLINE_BODY)
+                head_out(t);  /* too much to go with the head: a stream from here */
         if (t->head_sent) {
                 /* A stream: the buffer is bounded; libcurl holds the data
                  * while it is full and gives it again once resumed.  The
@@ -438,7 +444,7 @@ static size_t on_header(char *buf, size_t size, size_t nmemb, void *p)
                 long status = 0;
                 curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
                 if (status >= 200 && !(is_redirect(status) && t->redirect != HTTP_REDIRECT_MANUAL))
-                        head_out(t);
+                        t->head_pending = true;  /* out at the end of this pass, or with its body */
                 return n;
         }
         if (len == 0 || t->in_body)
@@ -898,6 +904,13 @@ static void finish(struct xfer *t, CURLcode rc)
                 return;
         }
         if (rc != CURLE_OK) {
+                if (t->head_pending) {
+                        /* The head was complete: it goes out as a stream's
+                         * would have, and the error ends its body. */
+                        head_out(t);
+                        finish(t, rc);
+                        return;
+                }
                 fail(t, transfer_error(t, rc));
                 return;
         }
@@ -931,9 +944,16 @@ static void finish(struct xfer *t, CURLcode rc)
                 fail(t, err);
                 return;
         }
+        if (t->stream && r->body_len <= HTTP_INLINE_BODY) {
+                /* Complete before its head went out: a small body comes
+                 * with the head, as an unstreamed response (no http.read). */
+                r->stream = false;
+                deliver(t, r, NULL);
+                return;
+        }
         if (t->stream) {
-                /* Complete before its head went out (a redirect answered
-                 * manually, no header block end seen): a stream all the same. */
+                /* Complete before its head went out, and large (a redirect
+                 * answered manually, no header block end seen): a stream. */
                 head_out(t);
                 finish(t, CURLE_OK);
                 return;
@@ -990,7 +1010,9 @@ static void head_out(struct xfer *t)
                 r->status_text = strdup("");
         r->stream = true;
         t->head_sent = true;
+        t->head_pending = false;
         size_t kept = r->body_len;
+        t->streamed += kept;  /* what came before the head counts against the cap too */
         r->body_len = 0;  /* the head carries no body */
         t->done(t->arg, t->id, r, NULL);
         r->body_len = kept;
@@ -1312,19 +1334,39 @@ static int act(struct http_engine *e, curl_socket_t fd, int ev, struct err **err
         return 0;
 }
 
-int http_perform(struct http_engine *e, const struct pollfd *fds, size_t nfds, struct err **err)
+/* The transfers libcurl says are over. */
+static void reap(struct http_engine *e)
 {
-        if (e->in_perform)
-                return err_setc(err, HTTP_E_INTERNAL, EBUSY, "http_perform called from a completion callback");
-        e->in_perform = true;
+        CURLMsg *m;
+        int q;
+        while ((m = curl_multi_info_read(e->multi, &q))) {
+                if (m->msg != CURLMSG_DONE)
+                        continue;
+                struct xfer *t = NULL;
+                CURLcode rc = m->data.result;
+                curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&t);
+                if (t)
+                        finish(t, rc);
+        }
+}
+
+static bool head_waiting(const struct http_engine *e)
+{
+        for (const struct xfer *t = e->xfers; t; t = t->next)
+                if (t->head_pending && !t->head_sent)
+                        return true;
+        return false;
+}
+
+/* What is readable now, without waiting (fds NULL: every socket of ours). */
+static int act_ready(struct http_engine *e, const struct pollfd *fds, size_t nfds, struct err **err)
+{
         int r = 0;
         struct pollfd *own = NULL;
         if (!fds && e->nsocks) {
                 own = calloc(e->nsocks, sizeof(*own));
-                if (!own) {
-                        e->in_perform = false;
+                if (!own)
                         return err_setc(err, HTTP_E_INTERNAL, ENOMEM, "http_perform");
-                }
                 nfds = http_fds(e, own, e->nsocks, NULL);
                 if (poll(own, (nfds_t)nfds, 0) < 0)
                         nfds = 0;
@@ -1339,20 +1381,37 @@ int http_perform(struct http_engine *e, const struct pollfd *fds, size_t nfds, s
                 r = act(e, fds[i].fd, ev, err);
         }
         free(own);
+        return r;
+}
+
+int http_perform(struct http_engine *e, const struct pollfd *fds, size_t nfds, struct err **err)
+{
+        if (e->in_perform)
+                return err_setc(err, HTTP_E_INTERNAL, EBUSY, "http_perform called from a completion callback");
+        e->in_perform = true;
+        int r = act_ready(e, fds, nfds, err);
         if (r == 0 && e->timer_at >= 0 && mono_ms() >= e->timer_at) {
                 e->timer_at = -1;
                 r = act(e, CURL_SOCKET_TIMEOUT, 0, err);
         }
-        CURLMsg *m;
-        int q;
-        while ((m = curl_multi_info_read(e->multi, &q))) {
-                if (m->msg != CURLMSG_DONE)
-                        continue;
-                struct xfer *t = NULL;
-                CURLcode rc = m->data.result;
-                curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&t);
-                if (t)
-                        finish(t, rc);
+        reap(e);
+        /* A head complete in this pass whose body is not all in: the body
+         * may have arrived while the head was parsed (a server that writes
+         * them apart); one more look, without waiting, then the head goes. */
+        if (r == 0 && head_waiting(e)) {
+                r = act_ready(e, NULL, 0, err);
+                reap(e);
+        }
+        /* The heads completed in this pass whose body has not all arrived:
+         * they go out now, their bodies streamed.  Looked up afresh after
+         * each (a completion callback may start or cancel transfers). */
+        for (;;) {
+                struct xfer *t = e->xfers;
+                while (t && !(t->head_pending && !t->head_sent))
+                        t = t->next;
+                if (!t)
+                        break;
+                head_out(t);
         }
         e->in_perform = false;
         return r;

@@ -187,13 +187,18 @@ int http_start(struct http_engine *e, uint64_t id, const struct http_request *re
 bool http_cancel(struct http_engine *e, uint64_t id);
 
 /* ---- streamed bodies (http_request.stream) ----
- * The head goes out through `done` (res->stream set, no body) as soon as
- * the response's headers are in; the body then waits in a buffer of at most
+ * The head goes out through `done` (res->stream set, no body) at the end
+ * of the perform pass in which the response's headers came in (a small body
+ * complete by then comes whole instead, HTTP_INLINE_BODY); the body then waits in a buffer of at most
  * HTTP_STREAM_BUFFER bytes per stream (libcurl is paused while it is full,
  * CURL_WRITEFUNC_PAUSE) and is taken with http_read, the stream named by
  * the transfer's id.  The stream ends when a read returns `done` or an
  * error, or with http_close. */
 #define HTTP_STREAM_BUFFER (1u << 20)
+/* A streamed response whose body has all arrived when its head is complete
+ * (by the end of that perform pass) and is at most this big is answered
+ * whole, as an unstreamed one: one host call per fetch, not two. */
+#define HTTP_INLINE_BODY (64u << 10)
 
 struct http_chunk {
         unsigned char *data;         /* malloc'd (the caller frees), NULL when len == 0 */

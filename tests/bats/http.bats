@@ -294,6 +294,45 @@ JS
   assert_stdout "$first"
 }
 
+@test "a small body that has all arrived comes with the fetch's head: one host call per fetch, its replay the same bytes" {
+  agent small.js <<JS
+module.exports = async () => {
+  const a = await (await fetch('http://127.0.0.1:$P/text?s=h%C3%A9llo')).text();
+  const r = await fetch('http://127.0.0.1:$P/bytes?n=1000');
+  const u = new Uint8Array(await r.arrayBuffer());
+  let sum = 0; for (const b of u) sum = (sum * 31 + b) >>> 0;
+  const reader = (await fetch('http://127.0.0.1:$P/text?s=piece')).body.getReader();
+  const first = await reader.read(), end = await reader.read();
+  return [a, u.length, sum, new TextDecoder().decode(first.value), end.done];
+};
+JS
+  chid run --quiet --allow-host 127.0.0.1 --journal "$T/j" "$T/small.js"
+  assert_status 0
+  first=$output
+  [[ $first == '["héllo",1000,'*',"piece",true]' ]] || { echo "$first"; return 1; }
+  # Three fetches, three http calls each answered with its body; no http.read.
+  (( $(grep -c '"op":"http",' "$T/j") == 3 ))
+  (( $(grep -c '"op":"http",.*"body_base64":' "$T/j") == 3 ))
+  ! grep -q '"op":"http.read"' "$T/j"
+  kill -STOP "$(cat "$SRVDIR/pid")"
+  chid replay --quiet "$T/j"
+  kill -CONT "$(cat "$SRVDIR/pid")"
+  assert_status 0
+  assert_stdout "$first"
+}
+
+@test "a journal written when every body was streamed (http.read) still replays, byte for byte" {
+  # tests/journals/fetch-streamed-0.1.0.jsonl: recorded before small bodies
+  # came with the head; each fetch there is an http call and its http.read.
+  J="$BATS_TEST_DIRNAME/../journals"
+  grep -q '"op":"http.read"' "$J/fetch-streamed-0.1.0.jsonl"
+  kill -STOP "$(cat "$SRVDIR/pid")"
+  chid replay --quiet --agent "$J/fetch-small.js" "$J/fetch-streamed-0.1.0.jsonl"
+  kill -CONT "$(cat "$SRVDIR/pid")"
+  assert_status 0
+  assert_stdout '["héllo","chidori",200,300,32551]'
+}
+
 @test "100 concurrent fetches to a 50 ms endpoint run at once, not in a queue" {
   agent c.js <<JS
 module.exports = async () => {

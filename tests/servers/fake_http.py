@@ -108,9 +108,13 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(body)))
         for k, v in extra:
             self.send_header(k, v)
-        self.end_headers()
-        if self.command != "HEAD" and code not in (204, 304) and body:
-            self.wfile.write(body)
+        self.end_headers_with(body if self.command != "HEAD" and code not in (204, 304) else b"")
+
+    def end_headers_with(self, body):
+        """The head and a body in one write, as most servers answer a small
+        body (chidori sends such a body with the fetch's head)."""
+        self._headers_buffer.append(b"\r\n" + body)
+        self.flush_headers()
 
     def send_json(self, code, doc):
         self.send(code, json.dumps(doc).encode(), "application/json")
@@ -173,12 +177,12 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "application/octet-stream")
         self.send_header("Content-Length", str(n))
-        self.end_headers()
         if self.command == "HEAD":
-            return
+            return self.end_headers()
         period = bytes(i % 251 for i in range(251))
         chunk = period * 261  # 65511 bytes, a whole number of periods
-        sent = 0
+        sent = min(len(chunk), n)
+        self.end_headers_with(chunk[:sent])  # the first piece with the head
         while sent < n:
             k = min(len(chunk), n - sent)
             self.wfile.write(chunk[:k])

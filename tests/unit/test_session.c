@@ -5,6 +5,7 @@
  * sessions on one loop). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,6 +31,7 @@
 #include "runtime/outcome.h"
 #include "runtime/runtime-internal.h"
 #include "runtime/session.h"
+#include "runtime/session-internal.h"
 
 /* ---- the fake provider: a socketpair, the test holds the worker's end ---- */
 
@@ -491,6 +493,126 @@ static void protocol_errors(void **state)
                 t_free(&t);
                 evloop_free(loop);
         }
+}
+
+/* The init frame comes with the channel, before the worker's ready (one
+ * round trip less per run); the broker still requires ready first. */
+static void init_before_ready(void **state)
+{
+        (void)state;
+        struct evloop *loop = NULL;
+        struct err *e = NULL;
+        assert_int_equal(evloop_new(&loop, &e), 0);
+        struct t t;
+        t_init(&t, loop, NULL);
+        t_start(&t);
+        cJSON *init = w_recv(&t); /* nothing sent by the worker yet */
+        assert_string_equal(cJSON_GetObjectItem(init, "type")->valuestring, "init");
+        assert_string_equal(cJSON_GetObjectItem(init, "run_id")->valuestring, "run-test");
+        cJSON_Delete(init);
+        assert_false(session_outcome(t.s)->got_ready);
+        w_send(&t, "{\"type\":\"ready\",\"protocol\":1}");
+        w_send(&t, "{\"type\":\"done\",\"ok\":true,\"value\":7}");
+        run_until_ended(&t);
+        struct session_outcome *o = session_outcome(t.s);
+        assert_true(o->got_ready);
+        assert_int_equal(o->end, SESSION_END_DONE_OK);
+        /* Exactly one init: nothing more was sent after ready. */
+        char c;
+        ssize_t n = recv(t.box.worker_fd, &c, 1, MSG_DONTWAIT);
+        assert_true(n == 0 || (n < 0 && errno == EAGAIN));
+        t_free(&t);
+        evloop_free(loop);
+}
+
+/* The result frame composed without cJSON (runtime/answer.c) is the bytes
+ * cJSON prints, over a corpus of scalars: edge numbers, random doubles of
+ * every bit pattern, random strings of every byte. */
+static void result_text_check(int64_t id, cJSON *v)
+{
+        cJSON *res = cJSON_CreateObject();
+        cJSON_AddStringToObject(res, "type", "result");
+        cJSON_AddNumberToObject(res, "id", (double)id);
+        cJSON_AddBoolToObject(res, "ok", true);
+        cJSON_AddItemToObject(res, "value", v);
+        char *want = cJSON_PrintUnformatted(res);
+        char *got = NULL;
+        size_t len = 0;
+        assert_int_equal(session_result_text(id, v, &got, &len), 1);
+        assert_int_equal(len, strlen(got));
+        if (strcmp(got, want) != 0)
+                fail_msg("result text differs from cJSON's:\n got  %s\n want %s", got, want);
+        free(got);
+        free(want);
+        cJSON_Delete(res);
+}
+
+static uint64_t xs_state = 0x9e3779b97f4a7c15ull;
+static uint64_t xs(void)
+{
+        xs_state ^= xs_state << 13;
+        xs_state ^= xs_state >> 7;
+        xs_state ^= xs_state << 17;
+        return xs_state;
+}
+
+static void result_text_matches_cjson(void **state)
+{
+        (void)state;
+        static const double nums[] = { 0.0, -0.0, 1, -1, 0.1, -0.1, 1.0 / 3, 2.5, 1e15, 1e16, 1e17, 1e21, 1e-7,
+                                       123456789012345678.0, 9007199254740992.0, 9007199254740993.0, 2147483647.0,
+                                       2147483648.0, -2147483648.0, -2147483649.0, 4294967296.5, 1.7976931348623157e308,
+                                       -1.7976931348623157e308, 5e-324, 2.2250738585072014e-308, 0.30000000000000004,
+                                       1e300 * 1e300, -1e300 * 1e300, 0.5, 100, 1e-5, 123.456, 3.14159265358979 };
+        static const int64_t ids[] = { 1, 2, 1000, 2147483647, 2147483648LL, 9007199254740991LL };
+        for (size_t k = 0; k < sizeof(ids) / sizeof(ids[0]); k++) {
+                result_text_check(ids[k], cJSON_CreateNull());
+                result_text_check(ids[k], cJSON_CreateTrue());
+                result_text_check(ids[k], cJSON_CreateFalse());
+                result_text_check(ids[k], cJSON_CreateNumber(ids[k]));
+        }
+        for (size_t k = 0; k < sizeof(nums) / sizeof(nums[0]); k++)
+                result_text_check(7, cJSON_CreateNumber(nums[k]));
+        result_text_check(7, cJSON_CreateNumber(NAN));
+        for (int k = 0; k < 20000; k++) {
+                uint64_t bits = xs();
+                double d;
+                memcpy(&d, &bits, sizeof(d));
+                result_text_check(k + 1, cJSON_CreateNumber(d));
+                /* and numbers of a more usual shape: integers, cents, ratios */
+                result_text_check(k + 1, cJSON_CreateNumber((double)(int64_t)(xs() >> (xs() % 64))));
+                result_text_check(k + 1, cJSON_CreateNumber((double)(int64_t)(xs() % 2000000) / 100.0 - 10000));
+                result_text_check(k + 1, cJSON_CreateNumber((double)(xs() % 1000) / (double)(xs() % 997 + 1)));
+        }
+        char str[64];
+        for (int c = 1; c < 256; c++) {
+                str[0] = (char)c, str[1] = 0;
+                result_text_check(3, cJSON_CreateString(str));
+        }
+        result_text_check(3, cJSON_CreateString(""));
+        result_text_check(3, cJSON_CreateString("h\xc3\xa9llo \"w\\orld\"\n\t\x01\x7f\xff"));
+        for (int k = 0; k < 20000; k++) {
+                size_t n = xs() % 60;
+                for (size_t i = 0; i < n; i++) {
+                        uint64_t r = xs();
+                        /* mostly controls, quotes, backslashes and high bytes */
+                        str[i] = (char)(r % 4 == 0   ? (int)(r % 32 + 1)
+                                        : r % 4 == 1 ? (int)"\"\\/\x7f"[r / 4 % 4]
+                                                     : (int)((r >> 8) % 255 + 1));
+                }
+                str[n] = 0;
+                result_text_check(k + 1, cJSON_CreateString(str));
+        }
+        result_text_check(9, cJSON_CreateRaw("{\"a\":[1,2]}"));
+        /* Not a scalar: the tree is built as before. */
+        char *t = NULL;
+        size_t len = 0;
+        cJSON *a = cJSON_CreateArray(), *o = cJSON_CreateObject();
+        assert_int_equal(session_result_text(1, a, &t, &len), 0);
+        assert_int_equal(session_result_text(1, o, &t, &len), 0);
+        assert_null(t);
+        cJSON_Delete(a);
+        cJSON_Delete(o);
 }
 
 static char *write_journal(char *dir, const char *text)
@@ -966,6 +1088,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(async_ordering),        cmocka_unit_test(pending_one_at_a_time),
                 cmocka_unit_test(input_from_the_sink),   cmocka_unit_test(protocol_errors),
+                cmocka_unit_test(init_before_ready), cmocka_unit_test(result_text_matches_cjson),
                 cmocka_unit_test(replay_divergence),     cmocka_unit_test(resume_then_live),
                 cmocka_unit_test(two_sessions_one_loop), cmocka_unit_test(spawn_failure),
                 cmocka_unit_test(family_completion_order), cmocka_unit_test(pause_then_resume),
