@@ -279,7 +279,7 @@ JS
   # What was recorded replays up to the stop.
   chid replay --quiet "$T/j.jsonl"
   assert_status 1
-  assert_stderr_has "replay diverged at call 11: expected <end of journal>, got memory.set"
+  assert_stderr_has "replay reached the end of the journal at call 11 (memory.set): the recorded run stopped there; it ended with limit: journal limit reached"
   assert_peak_below 40
 }
 

@@ -129,7 +129,7 @@ async function main(input) {
   await chidori.memory.set("k", input);
   const [a, b] = await Promise.all([chidori.memory.get("k"), chidori.template("{{x}}!", { x: "y" })]);
   console.log("hi");
-  setTimeout(() => {}, 5);
+  await new Promise((r) => setTimeout(r, 5)); // awaited: an unawaited one raced the host calls after it
   return { a, b, list: await chidori.memory.list(), t: typeof Date.now() };
 }
 JS
