@@ -223,6 +223,16 @@ static int check_url(const char *url, char **ret_url, char **ret_host, char **re
                 err_setc(err, HTTP_E_REQUEST, 0, "http: invalid URL '%.200s'", url);
                 goto out;
         }
+        /* A host curl decoded from %XX into a space or a control character
+         * (http://0x%7f) parses here but not in its own normalised form:
+         * refused now, so the host judged is the host asked for. */
+        for (const unsigned char *p = (const unsigned char *)host; *p; p++)
+                if (*p <= 0x20 || *p == 0x7f) {
+                        err_setc(err, HTTP_E_REQUEST, 0,
+                                 "http: invalid URL '%.200s': the host has a space or a control character (%%%02X)",
+                                 url, *p);
+                        goto out;
+                }
         for (char *p = host; *p; p++)
                 if (*p >= 'A' && *p <= 'Z')
                         *p = (char)(*p - 'A' + 'a');

@@ -1339,6 +1339,10 @@ static void test_bad_requests(void **state)
                 { "", { 0 }, "empty URL" },
                 { "http://", { 0 }, "invalid URL" },
                 { "/relative", { 0 }, "invalid URL" },
+                /* fuzz_url's finding: a host decoded into a control character */
+                { "http://0x%7f", { 0 }, "the host has a space or a control character (%7F)" },
+                { "http://a%01b/", { 0 }, "invalid URL" }, /* curl refuses these itself */
+                { "http://a%20b/", { 0 }, "invalid URL" },
         };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 char *serr = NULL;
