@@ -302,10 +302,10 @@ hits() { # TAG: requests the fake server received carrying it
 }
 
 @test "serve-replicas: 200 sessions spread over three replicas, one of them killed and restarted midway: none lost, none run twice" {
-  start_replica A --max-running 4
-  start_replica B --max-running 4
+  start_replica A --max-running 4 --max-queued 256
+  start_replica B --max-running 4 --max-queued 256
   # C runs one at a time: it has a backlog when it dies.
-  start_replica C --max-running 1
+  start_replica C --max-running 1 --max-queued 256
   local i url ids=()
   for ((i = 0; i < 200; i++)); do
     case $((i % 3)) in 0) url=$URL_A ;; 1) url=$URL_B ;; 2) url=$URL_C ;; esac
@@ -319,7 +319,7 @@ hits() { # TAG: requests the fake server received carrying it
       ((backlog > 1)) || { echo "C ($cid) has $backlog session(s)"; sql "SELECT status, owner FROM sessions" | sort | uniq -c; return 1; }
       mv "$T/C.err" "$T/C1.err"
       kill_replica C
-      start_replica C --max-running 4
+      start_replica C --max-running 4 --max-queued 256
     fi
   done
   local left
