@@ -34,19 +34,7 @@ async function main(input) {
   return { hello: "from the pod" };
 }
 JS
-  # The same probe without and with the path bound into the tool's box: the
-  # bound one must succeed, so "denied" is the box's doing.
-  local cat='cat /app/secret.txt >/dev/null 2>&1 && echo "\"read\"" || echo "\"denied\""'
-  local sock='curl -s --max-time 5 --unix-socket /shared/s.sock http://x/healthz >/dev/null 2>&1 && echo "\"reached\"" || echo "\"unreachable\""'
-  jq -n --arg cat "$cat" --arg sock "$sock" '{
-    app_file: {command: ["sh", "-c", $cat]},
-    app_file_bound: {command: ["sh", "-c", $cat], ro_bind: ["/app/secret.txt"]},
-    socket: {command: ["sh", "-c", $sock]},
-    socket_bound: {command: ["sh", "-c", $sock], ro_bind: ["/shared"]}
-  }' >"$T/app/tools.json"
-  echo "the app container's secret" >"$T/app/secret.txt"
-  echo tok-pod-0123456789 >"$T/app/token"
-  chmod 644 "$T"/app/*
+  "$TREE/tests/lib/pod-app.sh" "$T/app" # the secret, the token, four probe tools
 }
 
 teardown() {

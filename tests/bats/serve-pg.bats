@@ -10,19 +10,8 @@ load helpers
 load serve-helpers
 source "$BATS_TEST_DIRNAME/../lib/pg.sh"
 
-setup_file() {
-  if ! pg_available; then
-    export PG_SKIP="$PG_MISSING"
-    return 0
-  fi
-  pg_start >&3 2>&1 || { echo "# could not start PostgreSQL" >&3; return 1; }
-  export PGT PGSOCK PGPORT_T PG_URL PG_TCP_URL PG_BIN
-}
-
-teardown_file() {
-  [[ -n ${PGT:-} ]] && pg_teardown
-  return 0
-}
+setup_file() { pg_suite_start; }
+teardown_file() { pg_suite_stop; }
 
 setup() {
   [[ -z ${PG_SKIP:-} ]] || skip "$PG_SKIP"

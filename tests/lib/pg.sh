@@ -11,6 +11,7 @@
 #   pg_stop / pg_startup  stop and start the same cluster (a restart mid-session)
 #   pg_teardown           stop it, remove the folder
 #   pg_psql SQL           run SQL in database chidori
+#   pg_suite_start / pg_suite_stop   a bats setup_file / teardown_file around one cluster
 
 PG_PASSWORD=chidori-test-pw
 
@@ -77,4 +78,20 @@ pg_teardown() {
   [[ -f $PGT/data/postmaster.pid ]] && pg_stop 2>/dev/null
   rm -rf "$PGT"
   PGT=
+}
+
+# A bats file's setup_file / teardown_file around one cluster for all its
+# tests: PG_SKIP says why the tests skip when PostgreSQL is not installed.
+pg_suite_start() {
+  if ! pg_available; then
+    export PG_SKIP="$PG_MISSING"
+    return 0
+  fi
+  pg_start >&3 2>&1 || { echo "# could not start PostgreSQL" >&3; return 1; }
+  export PGT PGSOCK PGPORT_T PG_URL PG_TCP_URL PG_BIN
+}
+
+pg_suite_stop() {
+  [[ -n ${PGT:-} ]] && pg_teardown
+  return 0
 }

@@ -51,17 +51,7 @@ async function main(input) {
   return { hello: "from the pod" };
 }
 JS
-cat='cat /app/secret.txt >/dev/null 2>&1 && echo "\"read\"" || echo "\"denied\""'
-sock='curl -s --max-time 5 --unix-socket /shared/s.sock http://x/healthz >/dev/null 2>&1 && echo "\"reached\"" || echo "\"unreachable\""'
-jq -n --arg cat "$cat" --arg sock "$sock" '{
-  app_file: {command: ["sh", "-c", $cat]},
-  app_file_bound: {command: ["sh", "-c", $cat], ro_bind: ["/app/secret.txt"]},
-  socket: {command: ["sh", "-c", $sock]},
-  socket_bound: {command: ["sh", "-c", $sock], ro_bind: ["/shared"]}
-}' >"$T/app/tools.json"
-echo "the app container's secret" >"$T/app/secret.txt"
-echo tok-pod-0123456789 >"$T/app/token"
-chmod 644 "$T"/app/*
+"$REPO/tests/lib/pod-app.sh" "$T/app" # the secret, the token, four probe tools
 
 # bundle NAME SECCOMP DELEGATE -- CMD...: an OCI bundle in $T/NAME, its cgroup
 # $CG/pod-NAME (crun's cgroupfs manager, read-write cgroup2 mount in the container's
