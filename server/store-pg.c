@@ -785,12 +785,10 @@ static int pg_cancel_request(struct store *base, const char *id, const char *why
 static int pg_ready(struct store *base, struct err **err)
 {
         struct pg_store *st = (struct pg_store *)base;
-        if (st->in_batch && !conn_lost(st))
-                return 0; /* a transaction is open and its connection alive */
-        if (st->in_batch) {
-                st->in_batch = false; /* lost with the connection: pure results, recomputed by replay */
-                st->batch_lines = 0;
-        }
+        /* A round trip even inside an open journal batch: libpq learns that
+         * the server went away only when it reads, and /readyz must say so
+         * now, not at the batch's commit. A failure drops the batch (run():
+         * pure results, which a replay recomputes). */
         struct err *e = NULL;
         if (run(st, "SELECT 1", 0, NULL, NULL, true, &e, "check the connection") < 0) {
                 char msg[512];
