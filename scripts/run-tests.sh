@@ -109,7 +109,8 @@ if compgen -G "tests/bats/*.bats" >/dev/null; then
   # chidori serve's suites again with the one-process server (CHIDORI_RUN_BROKER=0), kept for comparison.
   CHIDORI_RUN_BROKER=0 bats --tap tests/bats/serve.bats tests/bats/serve-approve.bats tests/bats/serve-drain.bats \
     tests/bats/serve-events.bats 2>&1 | sed -E 's/^((not )?ok [0-9]+ )/\1[CHIDORI_RUN_BROKER=0] /' >>"$logdir/bats.log"
-  grep -E '^not ok' -A 12 "$logdir/bats.log" | sed 's/^/    /'
+  # each failure with its diagnostics, up to 40 lines (the log has the rest)
+  awk '/^(not )?ok [0-9]+ / { n = /^not ok/ ? 40 : 0 } n > 0 { print "    " $0; n-- }' "$logdir/bats.log"
   p=$(grep -Ec '^ok [0-9]+ ' "$logdir/bats.log")
   s=$(grep -Ec '^ok [0-9]+ .*# skip' "$logdir/bats.log")
   f=$(grep -Ec '^not ok [0-9]+ ' "$logdir/bats.log")

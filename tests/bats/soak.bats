@@ -32,6 +32,13 @@ no_cgroups_left() {
   [[ -z $left ]] || { echo "left: $left"; return 1; }
 }
 
+# report: the report for a failed assertion, its wrong outcomes first (the
+# test log shows a failure's first lines)
+report() {
+  sed -n '/^## Wrong outcomes/,/^## Processes/p' <<<"$output"
+  echo "$output"
+}
+
 # metric_result METRIC: its pass/FAIL in the report's slope table
 metric_result() {
   awk -F' \\| ' -v m="| $1" '$1 == m { print $NF }' <<<"$output" | tr -d ' |'
@@ -39,9 +46,9 @@ metric_result() {
 
 @test "soak: 40 runs of every kind through run and serve pass; the report has each sample, slope and a PNG" {
   soak
-  [[ $status == 0 ]] || { echo "exit $status"; echo "$stderr" | tail -30; echo "$output"; return 1; }
+  [[ $status == 0 ]] || { echo "exit $status"; echo "$stderr" | tail -30; report; return 1; }
   [[ $stderr == *"soak: PASS: 40 runs in "* ]] || { echo "$stderr" | tail -5; return 1; }
-  [[ $output == *"- wrong outcomes: 0"* && $output == *"- result: **PASS**"* ]] || { echo "$output"; return 1; }
+  [[ $output == *"- wrong outcomes: 0"* && $output == *"- result: **PASS**"* ]] || { report; return 1; }
   # every kind ran at least once, through both commands
   local k
   for k in run_ok run_throw run_memory run_deadline run_pids run_seccomp run_nested run_tool run_fetch run_kill \
@@ -51,7 +58,7 @@ metric_result() {
   # a sample at start, every 8 runs and at the end; a verdict per metric
   [[ $(grep -cE '^\| (0|8|16|24|32|40) \| ' <<<"$output") == 6 ]] || { echo "$output"; return 1; }
   for k in server_rss_kib server_fds sqlite_fds procs zombies chidori_procs cgroup_dirs tmp_files state_kib wal_kib db_rows; do
-    [[ $(metric_result "$k") == pass ]] || { echo "$k: $(metric_result "$k")"; echo "$output"; return 1; }
+    [[ $(metric_result "$k") == pass ]] || { echo "$k: $(metric_result "$k")"; report; return 1; }
   done
   # the plot is a PNG
   [[ $(head -c 8 "$T/soak/samples.png" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]]
@@ -62,12 +69,12 @@ metric_result() {
 @test "soak: a temp file leaked per run fails the tmp_files slope; a process leaked per run fails procs" {
   soak SOAK_SIMULATE_LEAK=tmpfile
   [[ $status == 1 ]] || { echo "exit $status"; echo "$stderr" | tail -5; return 1; }
-  [[ $(metric_result tmp_files) == FAIL && $(metric_result procs) == pass ]] || { echo "$output"; return 1; }
-  [[ $output == *"- wrong outcomes: 0"* && $output == *"- result: **FAIL**"* ]] || { echo "$output"; return 1; }
+  [[ $(metric_result tmp_files) == FAIL && $(metric_result procs) == pass ]] || { report; return 1; }
+  [[ $output == *"- wrong outcomes: 0"* && $output == *"- result: **FAIL**"* ]] || { report; return 1; }
   [[ $stderr == *"soak: FAIL: 40 runs in "*"slopes FAIL"* ]] || { echo "$stderr" | tail -3; return 1; }
   soak SOAK_SIMULATE_LEAK=process
   [[ $status == 1 ]] || { echo "exit $status"; echo "$stderr" | tail -5; return 1; }
-  [[ $(metric_result procs) == FAIL && $(metric_result tmp_files) == pass ]] || { echo "$output"; return 1; }
+  [[ $(metric_result procs) == FAIL && $(metric_result tmp_files) == pass ]] || { report; return 1; }
 }
 
 @test "soak: a wrong outcome fails the soak, naming the run, the kind and the output" {
