@@ -230,6 +230,11 @@ static size_t encode(const unsigned char *s, size_t len, unsigned flags, char *o
         } while (0)
         PUT('"');
         for (size_t i = 0; i < len;) {
+                if ((flags & JSON_ENCODE_RAW) && s[i] >= 0x80) {
+                        PUT(s[i]);
+                        i++;
+                        continue;
+                }
                 struct unit u = next_unit(s + i, len - i, flags);
                 if (u.kind == UNIT_ASCII) {
                         unsigned char c = s[i];
@@ -267,6 +272,11 @@ static size_t encode(const unsigned char *s, size_t len, unsigned flags, char *o
         PUT('"');
 #undef PUT
         return o;
+}
+
+size_t json_string_encode_to(const char *bytes, size_t len, unsigned flags, char *out)
+{
+        return encode((const unsigned char *)bytes, len, flags, out);
 }
 
 char *json_string_encode(const char *bytes, size_t len, unsigned flags, size_t *ret_len)

@@ -141,6 +141,7 @@ bool json_string_equals(struct json_span v, const char *s, size_t len);
 enum json_encode_flags {
         JSON_ENCODE_WTF8 = 1,    /* 3-byte encoded surrogates become \udXXX (a high one followed by a
                                   * low one: the character they pair into); else they are invalid */
+        JSON_ENCODE_RAW = 2,     /* json_string_encode_to: bytes >= 0x80 as they are */
 };
 
 /* bytes as a JSON string literal, exactly as JSON.stringify writes the
@@ -150,6 +151,11 @@ enum json_encode_flags {
  * U+2028/U+2029 and astral characters included, as it is.  malloc'd,
  * NUL-terminated; NULL: out of memory. */
 char *json_string_encode(const char *bytes, size_t len, unsigned flags, size_t *ret_len);
+
+/* The same literal written into out (no NUL), or only measured when out is
+ * NULL; returns its length.  With JSON_ENCODE_RAW, bytes >= 0x80 are copied
+ * as they are, valid UTF-8 or not (what cJSON's printer does). */
+size_t json_string_encode_to(const char *bytes, size_t len, unsigned flags, char *out);
 
 /* d as JavaScript's String(d) / JSON.stringify(d) writes it: the shortest
  * digits that read back as d, positional notation for 1e-7 < |d| < 1e21,

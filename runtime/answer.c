@@ -215,46 +215,6 @@ static int number_text(double d, char buf[40])
         return n;
 }
 
-/* RFC 8259 string escaping as cJSON does it: the two that must be, the
- * five short forms, other controls as \u00xx; bytes >= 0x80 as they are. */
-static size_t string_text(const char *str, char *out)
-{
-        static const char hex[] = "0123456789abcdef";
-        size_t n = 0;
-        if (out)
-                out[n] = '"';
-        n++;
-        for (const unsigned char *p = (const unsigned char *)str; *p; p++) {
-                char e = 0;
-                switch (*p) {
-                case '"': e = '"'; break;
-                case '\\': e = '\\'; break;
-                case '\b': e = 'b'; break;
-                case '\f': e = 'f'; break;
-                case '\n': e = 'n'; break;
-                case '\r': e = 'r'; break;
-                case '\t': e = 't'; break;
-                default: break;
-                }
-                if (e) {
-                        if (out)
-                                out[n] = '\\', out[n + 1] = e;
-                        n += 2;
-                } else if (*p < 32) {
-                        if (out)
-                                memcpy(out + n, "\\u00", 4), out[n + 4] = hex[*p >> 4], out[n + 5] = hex[*p & 15];
-                        n += 6;
-                } else {
-                        if (out)
-                                out[n] = (char)*p;
-                        n++;
-                }
-        }
-        if (out)
-                out[n] = '"';
-        return n + 1;
-}
-
 int session_result_text(int64_t id, const cJSON *v, char **ret, size_t *ret_len)
 {
         char idbuf[40], num[40];
@@ -276,7 +236,9 @@ int session_result_text(int64_t id, const cJSON *v, char **ret, size_t *ret_len)
                 break;
         default: return 0;
         }
-        vlen = lit ? strlen(lit) : string_text(v->valuestring, NULL);
+        /* a string escaped as cJSON prints it: bytes >= 0x80 as they are */
+        size_t slen = lit ? 0 : strlen(v->valuestring);
+        vlen = lit ? strlen(lit) : json_string_encode_to(v->valuestring, slen, JSON_ENCODE_RAW, NULL);
         int idn = number_text((double)id, idbuf);
         static const char head[] = "{\"type\":\"result\",\"id\":", mid[] = ",\"ok\":true,\"value\":";
         size_t len = sizeof(head) - 1 + (size_t)idn + sizeof(mid) - 1 + vlen + 1;
@@ -290,7 +252,7 @@ int session_result_text(int64_t id, const cJSON *v, char **ret, size_t *ret_len)
         if (lit)
                 memcpy(p, lit, vlen);
         else
-                string_text(v->valuestring, p);
+                json_string_encode_to(v->valuestring, slen, JSON_ENCODE_RAW, p);
         p += vlen;
         *p++ = '}';
         *p = 0;

@@ -100,38 +100,15 @@ static int out_number(struct out *o, double d)
         return out_put(o, buf, n);
 }
 
-/* A JSON string literal, escaped as JSON.stringify does: quote, backslash
- * and control characters; everything else (UTF-8 included) verbatim. */
+/* A JSON string literal as JSON.stringify writes it (proto/json.h): a
+ * lone surrogate (WTF-8 from the worker's frame) as \udXXX. */
 static int out_json_string(struct out *o, const char *s)
 {
-        if (out_put(o, "\"", 1) < 0)
+        size_t len = strlen(s), n = json_string_encode_to(s, len, JSON_ENCODE_WTF8, NULL);
+        if (out_grow(o, n) < 0)
                 return -1;
-        const char *run = s;
-        for (;; s++) {
-                unsigned char c = (unsigned char)*s;
-                if (c >= 0x20 && c != '"' && c != '\\')
-                        continue;
-                if (out_put(o, run, (size_t)(s - run)) < 0)
-                        return -1;
-                if (c == '\0')
-                        break;
-                char hex[8];
-                const char *esc = hex;
-                switch (c) {
-                case '"': esc = "\\\""; break;
-                case '\\': esc = "\\\\"; break;
-                case '\b': esc = "\\b"; break;
-                case '\f': esc = "\\f"; break;
-                case '\n': esc = "\\n"; break;
-                case '\r': esc = "\\r"; break;
-                case '\t': esc = "\\t"; break;
-                default: snprintf(hex, sizeof(hex), "\\u%04x", c); break;
-                }
-                if (out_str(o, esc) < 0)
-                        return -1;
-                run = s + 1;
-        }
-        return out_put(o, "\"", 1);
+        o->len += json_string_encode_to(s, len, JSON_ENCODE_WTF8, o->p + o->len);
+        return 0;
 }
 
 /* Compact JSON, as JSON.stringify(v) would give it (numbers included). */

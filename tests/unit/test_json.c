@@ -288,6 +288,13 @@ static void string_encode(void **state)
         o = json_string_encode("\xed\xa0\x80", 3, 0, NULL); /* not WTF-8: invalid, three U+FFFD as node */
         assert_string_equal(o, "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");
         free(o);
+        /* into a buffer, measured first; RAW copies bytes >= 0x80 as they are (as cJSON prints) */
+        const char raw[] = "a\"\xed\xa0\x80\xff\x01\n";
+        char buf[64];
+        size_t n = json_string_encode_to(raw, sizeof(raw) - 1, JSON_ENCODE_RAW, NULL);
+        assert_int_equal(json_string_encode_to(raw, sizeof(raw) - 1, JSON_ENCODE_RAW, buf), n);
+        buf[n] = '\0';
+        assert_string_equal(buf, "\"a\\\"\xed\xa0\x80\xff\\u0001\\n\"");
 }
 
 /* encode(decode(x)) == x for literals in the form JSON.stringify writes. */

@@ -97,6 +97,15 @@ static void test_value_types(void **state)
         /* control characters and UTF-8 inside inserted JSON, as JSON.stringify */
         check("{{ x }}", "{\"x\":[\"tab\\there\",\"\\u0001\",\"é日🎉\",\"\\\\\"]}",
               "[\"tab\\there\",\"\\u0001\",\"é日🎉\",\"\\\\\"]");
+        /* a lone surrogate (WTF-8, as a frame carries a JS string's) as JSON.stringify: \udXXX */
+        cJSON *v = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(v, "x");
+        cJSON_AddItemToArray(arr, cJSON_CreateString("a\xed\xa0\x80" "b"));
+        char *out = NULL;
+        struct err *e = NULL;
+        assert_int_equal(template_render("{{ x }}", v, &out, &e), 0);
+        assert_string_equal(out, "[\"a\\ud800b\"]");
+        free(out);
+        cJSON_Delete(v);
 }
 
 static void test_numbers_like_js(void **state)
