@@ -162,7 +162,8 @@ static void route_readyz(struct server *srv, struct http_req *r)
                 return;
         }
         /* The store answers (PostgreSQL: a round trip, reconnecting once
-         * when the connection was lost; SQLite: always). */
+         * when the connection was lost; SQLite: unless its disk was found
+         * full and has no room yet). */
         struct err *e = NULL;
         bool ok = store_ready(srv->store, &e) == 0;
         cJSON *doc = cJSON_CreateObject();

@@ -384,8 +384,9 @@ int server_new(struct evloop *loop, const struct server_config *cfg, struct serv
                 server_free(srv);
                 return -1;
         }
-        /* The sweep: the TTLs, and a PostgreSQL store's recovery after an outage. */
-        if (srv->store && (cfg->approval_ttl_s || cfg->session_ttl_s || strcmp(store_kind(srv->store), "postgres") == 0) &&
+        /* The sweep: the TTLs, and the store's recovery after an outage
+         * (PostgreSQL unreachable, SQLite's disk full). */
+        if (srv->store &&
             evloop_timer_add(loop, mono_ms() + SWEEP_MS, on_sweep, srv, &srv->sweep, err) < 0) {
                 server_free(srv);
                 return -1;

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sqlite3.h>
+#include <sys/statvfs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +38,10 @@ static int db_err(struct sq_store *st, int rc, struct err **err, const char *wha
                 code = STORE_E_CORRUPT;
         else if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED)
                 code = STORE_E_BUSY;
-        if (code == STORE_E_FULL)
+        if (code == STORE_E_FULL) {
+                st->base.lost = true; /* sq_ready says when there is room again */
                 return err_setc(err, code, ENOSPC, "%s: %s: the disk is full", st->path, what);
+        }
         return err_setc(err, code, 0, "%s: %s: %s", st->path, what, sqlite3_errmsg(st->db));
 }
 
@@ -232,6 +235,31 @@ static int sq_commit(struct store *base, struct err **err)
         st->in_batch = false;
         st->batch_lines = 0;
         return reattach_if_deleted(st, err);
+}
+
+/* Room a full disk must have again before the store counts as writable:
+ * a few pages of the journal, the WAL and the session's ending. */
+#define ROOM_MIN (256u * 1024)
+
+/* Ready unless a write found the disk full (db_err sets lost): then ready
+ * again once the filesystem has ROOM_MIN free and a committed write
+ * succeeds, so that sessions_sweep resumes what could not be recorded. */
+static int sq_ready(struct store *base, struct err **err)
+{
+        struct sq_store *st = (struct sq_store *)base;
+        if (!base->lost)
+                return 0;
+        struct statvfs v;
+        if (statvfs(st->path, &v) == 0) {
+                unsigned long long room = (unsigned long long)v.f_bavail * v.f_frsize;
+                if (room < ROOM_MIN)
+                        return err_setc(err, STORE_E_FULL, ENOSPC,
+                                        "%s: the disk is full (%llu KiB free, at least %u KiB needed); free space",
+                                        st->path, room / 1024, ROOM_MIN / 1024);
+        }
+        if (st->in_batch)
+                return 0; /* a session is writing its journal: the batch's commit is the test */
+        return exec(st, "UPDATE schema_version SET version = version", err);
 }
 
 static void bind_text(sqlite3_stmt *q, int i, const char *s)
@@ -751,6 +779,7 @@ fail:
 
 static const struct store_ops sq_ops = {
         .close = sq_close,
+        .ready = sq_ready,
         .session_insert = sq_session_insert,
         .session_get = sq_session_get,
         .session_update = sq_session_update,

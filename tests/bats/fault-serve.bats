@@ -98,6 +98,43 @@ JS
   assert_nothing_left
 }
 
+@test "fault: serve: the state directory fills, then has room again: /readyz 503 naming the disk, then 200; the session cut short resumes by replay without a restart" {
+  need_unshare
+  cat >"$T/agent.js" <<'JS'
+export default async (input) => {
+  const big = "x".repeat(20000);
+  for (let i = 0; i < input.n; i++) await chidori.memory.set("k" + i, big);
+  return "done " + input.n;
+};
+JS
+  # 4 MiB, 3 of them taken by a file the test removes later
+  start_server_ns 'mount -t tmpfs -o size=4m none "$1" && head -c 3M /dev/zero >"$1/filler" || exit 99' \
+    --listen 127.0.0.1:0 --state-dir "$T/st"
+  req "$URL/readyz"
+  assert_code 200
+  req -X POST -d '{"input": {"n": 30}, "wait": true}' "$URL/sessions"
+  local id; id=$(jq -r .id <<<"$body")
+  [[ $id == s* ]] || { echo "$body"; return 1; }
+  wait_for "$T/server.err" "chidori: serve: session $id: $T/st/serve.db: update the session: the disk is full: No space left on device"
+  req "$URL/readyz"
+  assert_code 503
+  assert_body_has "the disk is full ("
+  assert_body_has "KiB free, at least 256 KiB needed); free space"
+  # Room again (the file is in the server's mount namespace): within the
+  # sweep's second the store is writable, the session resumes by replay.
+  rm "/proc/$SERVER_PID/root$T/st/filler"
+  wait_for "$T/server.err" "chidori: serve: the store answers again: 1 session(s) resumed by replay"
+  wait_status "$id" done
+  [[ $(jq -r .result <<<"$body") == "done 30" ]] || { echo "$body"; return 1; }
+  req "$URL/readyz"
+  assert_code 200
+  req -X POST -d '{"input": {"n": 1}}' "$URL/sessions"
+  assert_code 201
+  see_tree "$SERVER_PID"
+  stop_server_ns
+  assert_nothing_left
+}
+
 @test "fault: serve: serve.db locked by another process: 503 naming the lock, then served again once it lets go" {
   echo 'export default async (input) => ({ echo: input })' >"$T/agent.js"
   start_server --listen 127.0.0.1:0 --state-dir "$T/st"
