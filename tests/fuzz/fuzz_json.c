@@ -7,7 +7,9 @@
  *  - a valid string literal decodes (WTF-8) and encodes back to a literal
  *    that decodes to the same bytes (encode(decode(x)) round trip);
  *  - any bytes encode to a valid literal that decodes to the same bytes
- *    when they are valid UTF-8 without encoded surrogates. */
+ *    when they are valid UTF-8 without encoded surrogates;
+ *  - the raw encoding (bytes >= 0x80 as they are) is as long as measured,
+ *    and the same as the default one for valid UTF-8. */
 #include <cjson/cJSON.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -128,6 +130,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!lit || json_validate(lit, elen, NULL, NULL, NULL) != 0)
                 __builtin_trap();
         free(lit);
+        /* Into a buffer, bytes >= 0x80 as they are (the result frame's
+         * strings): measured as written; for valid UTF-8, the same literal
+         * as the default encoding (nothing to replace). */
+        size_t rlen = json_string_encode_to(text, size, JSON_ENCODE_RAW, NULL);
+        char *raw = malloc(rlen + 1);
+        if (!raw || json_string_encode_to(text, size, JSON_ENCODE_RAW, raw) != rlen)
+                __builtin_trap();
+        if (json_utf8_valid(text, size)) {
+                lit = json_string_encode(text, size, 0, &elen);
+                if (!lit || elen != rlen || memcmp(lit, raw, rlen) != 0)
+                        __builtin_trap();
+                free(lit);
+        }
+        free(raw);
 
         char num[JSON_NUMBER_MAX];
         if (size >= sizeof(double)) {
