@@ -3,11 +3,11 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sqlite3.h>
-#include <sys/statvfs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
