@@ -167,9 +167,12 @@ big_journal() {
 @test "replay: loading a big journal is interrupted by SIGTERM (143)" {
   big_journal
   start_bg replay --quiet "$T/big.jsonl"
-  # the loader has the journal open (then, if loading is fast, the agent loops)
-  local k
-  for ((k = 0; k < 2000; k++)); do
+  # the loader has the journal open (then, if loading is fast, the agent
+  # loops).  Bounded by wall time, not by a count: listing /proc/PID/fd costs
+  # ~30 ms here, and a loader quicker than the first look left 2000 looks
+  # (70 s) to run into the replay's 60 s CPU budget (exit 152, not 143).
+  local s=$EPOCHREALTIME
+  while (( (${EPOCHREALTIME/./} - ${s/./}) / 1000 < 2000 )); do
     ls -l "/proc/$bg/fd" 2>/dev/null | grep -q big.jsonl && break
     sleep 0.005
   done
