@@ -72,7 +72,7 @@ PROBE_BIN := $(patsubst tests/probes/%.c,$(BUILD)/probes/%,$(PROBE_SRC))
 MAN_PAGES := $(BUILD)/man/chidori.1 $(BUILD)/man/chidori-launch.1 $(BUILD)/man/chidori-serve.1
 
 .PHONY: all deps test test-docs unit asan fuzz fuzz-long soak bench lint install uninstall clean check-deps test-vm FORCE
-all: $(BUILD)/chidori $(BUILD)/chidori-launch $(MAN_PAGES) $(BUILD)/chidori-worker $(BUILD)/chidori-broker $(BUILD)/chidori-monitor $(BUILD)/start-broker $(BUILD)/libchidori-engine.so $(BUILD)/libchidori-net.so $(BUILD)/jsrun $(BUILD)/vfsrun $(UNIT_BIN) $(PROBE_BIN) $(BUILD)/jsc_hello
+all: $(BUILD)/chidori $(BUILD)/chidori-launch $(MAN_PAGES) $(BUILD)/chidori-worker $(BUILD)/chidori-broker $(BUILD)/chidori-monitor $(BUILD)/chidori-privhelper $(BUILD)/start-broker $(BUILD)/libchidori-engine.so $(BUILD)/libchidori-net.so $(BUILD)/jsrun $(BUILD)/vfsrun $(UNIT_BIN) $(PROBE_BIN) $(BUILD)/jsc_hello
 
 deps:
 	./scripts/deps.sh
@@ -215,8 +215,22 @@ $(BUILD)/libchidori-monitor.a: $(MONITOR_BIN_OBJ)
 $(BUILD)/chidori-monitor: $(BUILD)/obj/monitor/main.o $(BUILD)/libchidori-monitor.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(MONITOR_LIBS)
 
+# The privileged helper (privhelper/): what keeps root under
+# CHIDORI_PRIVSEP=1 — the supervisor's user namespace and cgroup, detached
+# mounts of the operator's folders, the agent's files.  No cJSON, libcurl,
+# SQLite, JavaScriptCore, ICU; scripts/privileged-loc.sh counts it.
+PRIVHELPER_OBJ := $(call obj,privhelper/main.c privhelper/deleg.c chan/blob.c common/err.c common/util.c common/tmpown.c common/tmpreap.c \
+                    sandbox/idmap.c sandbox/cgroup/util.c sandbox/cgroup/kill.c sandbox/cgroup/parse.c monitor/agentfile.c)
+$(BUILD)/chidori-privhelper: $(PRIVHELPER_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(call libs_of,libcap)
+
 # The broker probe plays chidori-broker (its lockdown, HELLO) in the posture tests.
 $(BUILD)/probes/broker_probe: tests/probes/broker_probe.c $(BROKER_CORE_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(filter-out -MMD -MP,$(CFLAGS)) $^ -o $@ $(LDFLAGS)
+
+# The supervisor probe plays chidori-monitor under the helper (tests/bats/privsep.bats).
+$(BUILD)/probes/supervisor_probe: tests/probes/supervisor_probe.c $(call obj,sandbox/privclient.c common/err.c)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(filter-out -MMD -MP,$(CFLAGS)) $^ -o $@ $(LDFLAGS)
 
@@ -348,13 +362,13 @@ lint:
 # libraries relative to itself, so the staged tree runs where it is too.
 # esbuild (from `make deps`) is copied beside the worker when present.
 ESBUILD_SRC := tools/node_modules/.bin/esbuild
-INSTALL_FILES := $(BINDIR)/chidori $(LIBEXECDIR)/chidori-worker $(LIBEXECDIR)/chidori-broker $(LIBEXECDIR)/chidori-monitor \
+INSTALL_FILES := $(BINDIR)/chidori $(LIBEXECDIR)/chidori-worker $(LIBEXECDIR)/chidori-broker $(LIBEXECDIR)/chidori-monitor $(LIBEXECDIR)/chidori-privhelper \
                  $(LIBEXECDIR)/libchidori-engine.so \
                  $(LIBEXECDIR)/libchidori-net.so $(LIBEXECDIR)/esbuild \
                  $(DATADIR)/bash-completion/completions/chidori $(DATADIR)/zsh/site-functions/_chidori \
                  $(BINDIR)/chidori-launch $(patsubst $(BUILD)/man/%,$(DATADIR)/man/man1/%,$(MAN_PAGES))
 
-install: $(BUILD)/chidori $(BUILD)/chidori-launch $(MAN_PAGES) $(BUILD)/chidori-worker $(BUILD)/chidori-broker $(BUILD)/chidori-monitor $(BUILD)/chidori-broker $(BUILD)/start-broker $(BUILD)/libchidori-engine.so $(BUILD)/libchidori-net.so
+install: $(BUILD)/chidori $(BUILD)/chidori-launch $(MAN_PAGES) $(BUILD)/chidori-worker $(BUILD)/chidori-broker $(BUILD)/chidori-monitor $(BUILD)/chidori-privhelper $(BUILD)/chidori-broker $(BUILD)/start-broker $(BUILD)/libchidori-engine.so $(BUILD)/libchidori-net.so
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(DATADIR)/bash-completion/completions \
 		$(DESTDIR)$(DATADIR)/zsh/site-functions $(DESTDIR)$(DATADIR)/man/man1
 	install -m 0755 $(BUILD)/chidori $(DESTDIR)$(BINDIR)/chidori
@@ -363,6 +377,7 @@ install: $(BUILD)/chidori $(BUILD)/chidori-launch $(MAN_PAGES) $(BUILD)/chidori-
 	install -m 0755 $(BUILD)/chidori-worker $(DESTDIR)$(LIBEXECDIR)/chidori-worker
 	install -m 0755 $(BUILD)/chidori-broker $(DESTDIR)$(LIBEXECDIR)/chidori-broker
 	install -m 0755 $(BUILD)/chidori-monitor $(DESTDIR)$(LIBEXECDIR)/chidori-monitor
+	install -m 0755 $(BUILD)/chidori-privhelper $(DESTDIR)$(LIBEXECDIR)/chidori-privhelper
 	install -m 0755 $(BUILD)/libchidori-engine.so $(DESTDIR)$(LIBEXECDIR)/libchidori-engine.so
 	install -m 0755 $(BUILD)/libchidori-net.so $(DESTDIR)$(LIBEXECDIR)/libchidori-net.so
 	@if [ -x $(ESBUILD_SRC) ]; then \

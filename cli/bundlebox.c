@@ -1,6 +1,7 @@
 /* cli/bundlebox.c — esbuild in a box (bundlebox.h). */
 #define _GNU_SOURCE
 #include "cli/bundlebox.h"
+#include "privhelper/proto.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -100,6 +101,8 @@ int bundle_box_start(const char *esbuild, char *const *argv, const char *dir, co
         /* The box binds the file itself at its real path (a symlink's
          * target would not be there). */
         char *real = realpath(esbuild, NULL);
+        if (!real && errno == EACCES && priv_helper_fd >= 0 && esbuild[0] == '/')
+                real = strdup(esbuild); /* the helper binds it (privhelper/) */
         if (!real)
                 return err_set(err, errno, "esbuild %s", esbuild);
         /* p[2k] read end, p[2k+1] write end: stdin, stdout, stderr, metafile. */

@@ -152,6 +152,18 @@ static char *find_monitor(struct err **err)
         return f;
 }
 
+/* chidori-privhelper: $CHIDORI_PRIVHELPER, else next to chidori or in its
+ * libexec directory. */
+static char *find_privhelper(struct err **err)
+{
+        const char *p = getenv("CHIDORI_PRIVHELPER");
+        char *f = p && *p ? strdup(p) : dlib_find("chidori-privhelper", X_OK);
+        if (!f)
+                err_set(err, 0, "cannot find chidori-privhelper in %s (CHIDORI_PRIVSEP=1; set CHIDORI_PRIVHELPER to "
+                                "its path, or reinstall)", dlib_dirs_text());
+        return f;
+}
+
 /* A copy of fd at 3 or above without close-on-exec: inherited by the
  * monitor; "key=N" among its settings. */
 static void pass_fd(struct handover *set, const char *key, int fd, int *kept, size_t *nkept)
@@ -286,13 +298,27 @@ int handover_run(struct handover *h, const struct handover_run *r)
         if (!set.failed && chan_blob_create("monitor", (const char *const *)set.strs, set.n, &set_fd, &e) == 0) {
                 char fdtext[16];
                 snprintf(fdtext, sizeof(fdtext), "%d", set_fd);
-                if (fcntl(set_fd, F_SETFD, 0) == 0) {
+                /* CHIDORI_PRIVSEP=1 as root: chidori-privhelper keeps root and
+                 * runs the monitor as an unprivileged supervisor
+                 * (privhelper/main.c, decision 163). */
+                const char *ps = getenv("CHIDORI_PRIVSEP");
+                bool privsep = ps && strcmp(ps, "1") == 0 && geteuid() == 0;
+                _cleanup_free_ char *helper = privsep ? find_privhelper(&e) : NULL;
+                if (privsep && !helper) {
+                        /* e says where it looked */
+                } else if (fcntl(set_fd, F_SETFD, 0) == 0) {
                         char *argv[] = { "chidori-monitor", "--handover", fdtext, NULL };
+                        char *hargv[] = { "chidori-privhelper", "--monitor", monitor, "--handover", fdtext, NULL };
                         cli_json_stop();
                         fflush(NULL);
-                        execv(monitor, argv);
+                        if (helper)
+                                execv(helper, hargv);
+                        else
+                                execv(monitor, argv);
+                        err_set(&e, errno, "exec %s", helper ? helper : monitor);
+                } else {
+                        err_set(&e, errno, "exec %s", monitor);
                 }
-                err_set(&e, errno, "exec %s", monitor);
         } else if (!e) {
                 err_set(&e, ENOMEM, "its settings");
         }

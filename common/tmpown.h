@@ -34,5 +34,10 @@ int tmp_pidns(unsigned long long *ret);
 #define TMP_KIND_SHIMS "shims"   /* the node: shims of a bundle box (cli/bundlebox.c) */
 #define TMP_KIND_BUNDLE "bundle" /* a copy of a stdin agent to bundle (cli/agent.c) */
 #define TMP_KIND_NESTED "nested" /* a nested run's journal (effects/proc/agent-call.c) */
+#define TMP_KIND_SUPERVISOR "sup" /* the supervisor's TMPDIR, made by chidori-privhelper */
+
+/* Removes NAME below dfd: a file, or a folder and what it holds (depth:
+ * 0; at most a few levels). */
+void tmp_remove_at(int dfd, const char *name, int depth);
 
 #endif

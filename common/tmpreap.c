@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *const kinds[] = { TMP_KIND_STDIN, TMP_KIND_SHIMS, TMP_KIND_BUNDLE, TMP_KIND_NESTED };
+static const char *const kinds[] = { TMP_KIND_STDIN, TMP_KIND_SHIMS, TMP_KIND_BUNDLE, TMP_KIND_NESTED, TMP_KIND_SUPERVISOR };
 
 /* A decimal number without leading zeros, then '-'. */
 static bool number(const char **p, unsigned long long *ret)
@@ -62,7 +62,7 @@ static bool parse_name(const char *name, pid_t *pid, unsigned long long *start, 
 
 /* Removes NAME below dfd: a file, or a folder and what it holds (at most
  * a few levels: the shims' folder is the deepest). */
-static void remove_at(int dfd, const char *name, int depth)
+void tmp_remove_at(int dfd, const char *name, int depth)
 {
         if (unlinkat(dfd, name, 0) == 0 || errno != EISDIR || depth > 8)
                 return;
@@ -76,7 +76,7 @@ static void remove_at(int dfd, const char *name, int depth)
         struct dirent *de;
         while ((de = readdir(d)))
                 if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-                        remove_at(dirfd(d), de->d_name, depth + 1);
+                        tmp_remove_at(dirfd(d), de->d_name, depth + 1);
         closedir(d);
         unlinkat(dfd, name, AT_REMOVEDIR);
 }
@@ -107,7 +107,7 @@ int tmp_reap_stale(const char *dir)
                 int r = tmp_starttime(pid, &now);
                 if (!(r == -ENOENT || (r == 0 && now != start)))
                         continue; /* alive, or unknown: theirs to remove */
-                remove_at(dirfd(d), de->d_name, 0);
+                tmp_remove_at(dirfd(d), de->d_name, 0);
                 removed++;
         }
         closedir(d);

@@ -36,6 +36,7 @@
 #include "sandbox/caps.h"
 #include "sandbox/fds.h"
 #include "sandbox/idmap.h"
+#include "privhelper/proto.h"
 #include "sandbox/landlock.h"
 #include "sandbox/rootfs.h"
 #include "sandbox/seccomp.h"
@@ -455,14 +456,19 @@ static int write_maps(pid_t pid, enum broker_mode mode, struct err **err)
  * sends the start to the uid0 mode (or fails under `require`). */
 static int make_trees(struct bctx *c, struct broker *b, struct err **err)
 {
-        _cleanup_close_ int ns = idmap_userns(c->s->uid, c->s->gid, err);
-        if (ns < 0)
+        /* Under the privileged helper its trees: this process (uid 65532)
+         * can neither id-map a mount nor maybe reach the folders. */
+        bool helper = priv_helper_fd >= 0;
+        _cleanup_close_ int ns = helper ? -1 : idmap_userns(c->s->uid, c->s->gid, err);
+        if (ns < 0 && !helper)
                 return err_wrap(err, "id-mapped folders for the broker");
         for (int i = 0; i < NDIRS; i++) {
                 if (!c->dirs[i])
                         continue;
                 struct err *e = NULL;
-                int t = idmap_tree(c->dirs[i], DIR_IS_COPY(i) ? -1 : ns, COPY_ATTR(i), &e);
+                long mu = DIR_IS_COPY(i) ? -1 : (long)c->s->uid, mg = DIR_IS_COPY(i) ? -1 : (long)c->s->gid;
+                int t = helper ? priv_request(PRIV_TREE, c->dirs[i], mu, mg, COPY_ATTR(i), &e)
+                               : idmap_tree(c->dirs[i], DIR_IS_COPY(i) ? -1 : ns, COPY_ATTR(i), &e);
                 if (t >= 0) {
                         c->trees[i] = t;
                         continue;
@@ -571,9 +577,12 @@ int monitor_start_broker(const struct broker_spawn *s, struct broker *b, struct 
                 if (c.dirs[i] && c.dirs[i][0] != '/')
                         return err_setc(err, BROKER_E_SETUP, 0, "the broker's %s '%s' is not an absolute path",
                                         what[i], c.dirs[i]);
-                if (c.dirs[i] && stat(c.dirs[i], &st) < 0)
+                /* Under the privileged helper a folder this uid cannot reach
+                 * (a 0700 /root) is checked by the helper, which opens it. */
+                bool unseen = false;
+                if (c.dirs[i] && stat(c.dirs[i], &st) < 0 && !(unseen = priv_helper_fd >= 0 && errno == EACCES))
                         return err_setc(err, BROKER_E_SETUP, errno, "the broker's %s %s", what[i], c.dirs[i]);
-                if (c.dirs[i] && !S_ISDIR(st.st_mode))
+                if (c.dirs[i] && !unseen && !S_ISDIR(st.st_mode))
                         return err_setc(err, BROKER_E_SETUP, 0, "the broker's %s %s is not a folder", what[i],
                                         c.dirs[i]);
         }

@@ -34,6 +34,8 @@
 #include "cli/bundle.h"
 #include "cli/bundlebox.h"
 #include "runtime/evloop.h"
+#include "privhelper/proto.h"
+#include <sys/prctl.h>
 
 
 struct settings {
@@ -350,6 +352,22 @@ static int serve(struct settings *st)
 int main(int argc, char **argv)
 {
         stop_handlers_install();
+        /* Under chidori-privhelper (CHIDORI_PRIVSEP=1): "--helper FD", its
+         * socket, and "--cgroup-delegated": our own cgroup is the one it
+         * delegated (the operator's --cgroup-parent is above it). */
+        bool delegated = false;
+        if (argc >= 5 && strcmp(argv[3], "--helper") == 0) {
+                uint64_t n;
+                if (number(argv[4], INT_MAX, &n) < 0 || n < 3 || fcntl((int)n, F_SETFD, FD_CLOEXEC) < 0) {
+                        fprintf(stderr, "chidori-monitor: --helper %s is not the helper's socket\n", argv[4]);
+                        return EXIT_USAGE;
+                }
+                priv_helper_fd = (int)n;
+                delegated = argc == 6 && strcmp(argv[5], "--cgroup-delegated") == 0;
+                /* Other processes of uid 65532 (other runs' supervisors) may not ptrace us. */
+                prctl(PR_SET_DUMPABLE, 0);
+                argc = argc == 5 || delegated ? 3 : argc;
+        }
         if (argc != 3 || strcmp(argv[1], "--handover") != 0) {
                 fprintf(stderr, "chidori-monitor: started by 'chidori run' and 'chidori replay' only (usage: "
                                 "chidori-monitor --handover FD); run 'chidori run AGENT'\n");
@@ -360,6 +378,8 @@ int main(int argc, char **argv)
         sigemptyset(&st.unblock);
         struct chan_blob blob = { 0 };
         int rc = read_settings(argv[2], &st, &blob);
+        if (delegated)
+                st.sb.cgroup_parent = NULL;
         sigprocmask(SIG_UNBLOCK, &st.unblock, NULL);
         int code = rc < 0 ? EXIT_PROTOCOL : serve(&st);
         if (st.unlink_socket)

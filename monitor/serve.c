@@ -20,6 +20,7 @@
 #include "monitor/broker.h"
 #include "monitor/commit.h"
 #include "monitor/serve.h"
+#include "privhelper/proto.h"
 #include "runtime/evloop.h"
 #include "sandbox/box.h"
 #include "sandbox/tz.h"
@@ -682,7 +683,9 @@ static void on_open(struct srv *s, const struct chan_open_agent_file *o)
         chan_init(&m, CHAN_OPENED, o->h.id);
         int fd = -1;
         struct err *e = NULL;
-        if (s->agent_dirfd < 0)
+        if (priv_helper_fd >= 0) /* the supervisor's uid may not read the agent's folder */
+                fd = priv_request(PRIV_AGENT_FILE, o->path, -1, -1, 0, &e), m.opened.errnum = fd < 0 ? (e && e->errnum > 0 ? e->errnum : EIO) : 0;
+        else if (s->agent_dirfd < 0)
                 m.opened.errnum = EACCES;
         else if ((fd = monitor_open_agent_file(s->agent_dirfd, o->path, &e)) < 0)
                 m.opened.errnum = e && e->errnum > 0 ? e->errnum : EINVAL;
@@ -708,7 +711,18 @@ static void on_open_agent(struct srv *s, const struct chan_open_agent *o)
         struct err *e = NULL;
         char *dir = strdup(o->path);
         char *slash = dir ? strrchr(dir, '/') : NULL;
-        if (!slash) {
+        if (slash && priv_helper_fd >= 0) {
+                /* the helper opens it, once, and the agent's other files after */
+                fd = priv_request(PRIV_AGENT, o->path, -1, -1, 0, &e);
+                m.opened.errnum = fd < 0 ? (e && e->errnum > 0 ? e->errnum : EIO) : 0;
+                if (fd >= 0) {
+                        *slash = '\0';
+                        if (slash == dir)
+                                memcpy(dir, "/", 2);
+                        s->agent_dir = dir;
+                        dir = NULL;
+                }
+        } else if (!slash) {
                 m.opened.errnum = ENOMEM;
         } else {
                 *slash = '\0';

@@ -38,6 +38,7 @@ struct box_child {
         int program_fd;                /* O_PATH, opened before becoming root of the user ns */
         int bind_fds[BOX_MAX_BINDS];   /* O_PATH of each --bind source, likewise */
         int bind_idmap[BOX_MAX_BINDS]; /* id-mapped trees made by the parent (ids.c), or -1 */
+        int program_tree;              /* the program, a tree from the privileged helper, or -1 */
         int listener;                  /* the seccomp notification fd, or -1 */
         int missing_ns;                /* --require-sandbox and this namespace could not be made, or -1 */
         struct box_report rep;
@@ -59,6 +60,9 @@ int rootfs_setup(struct box_child *c, struct err **err);
 int ids_write_maps(pid_t pid, struct err **err);
 int ids_idmap_binds(const struct box_opts *o, int bind_idmap[BOX_MAX_BINDS], struct box *b, struct err **err);
 void ids_close_idmap_binds(int bind_idmap[BOX_MAX_BINDS]);
+/* Under the privileged helper (privhelper/proto.h): every bind and the
+ * program as trees it made (the supervisor's uid may not reach them). */
+int ids_helper_trees(const struct box_opts *o, struct box_child *c, struct box *b, struct err **err);
 
 /* box-child.c: the child's lockdown (a list of named steps), the report,
  * execve.  Never returns. */

@@ -30,6 +30,7 @@
 #include "common/cleanup.h"
 #include "sandbox/box-internal.h"
 #include "sandbox/idmap.h"
+#include "privhelper/proto.h"
 #define NS_LAYERS                                                                                    \
         (LAYER_BIT(LAYER_USERNS) | LAYER_BIT(LAYER_PIDNS) | LAYER_BIT(LAYER_MNTNS) |                  \
          LAYER_BIT(LAYER_NETNS) | LAYER_BIT(LAYER_IPCNS) | LAYER_BIT(LAYER_UTSNS) |                   \
@@ -211,18 +212,23 @@ int box_spawn(const struct box_opts *o, struct box *b, struct err **err)
         struct box_child c;
         memset(&c, 0, sizeof(c));
         c.o = o;
-        c.program_fd = c.listener = -1;
+        c.program_fd = c.listener = c.program_tree = -1;
         for (size_t i = 0; i < BOX_MAX_BINDS; i++)
                 c.bind_fds[i] = c.bind_idmap[i] = -1;
 
-        if (ids_idmap_binds(o, c.bind_idmap, b, err) < 0) {
+        if ((priv_helper_fd >= 0 ? ids_helper_trees(o, &c, b, err) : ids_idmap_binds(o, c.bind_idmap, b, err)) < 0) {
+                if (c.program_tree >= 0)
+                        close(c.program_tree);
                 ids_close_idmap_binds(c.bind_idmap);
                 return -1;
         }
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+                int e = errno;
                 ids_close_idmap_binds(c.bind_idmap);
-                return err_set(err, errno, "socketpair");
+                if (c.program_tree >= 0)
+                        close(c.program_tree);
+                return err_set(err, e, "socketpair");
         }
         unsigned want;
         bool late;
@@ -248,6 +254,8 @@ int box_spawn(const struct box_opts *o, struct box *b, struct err **err)
                         int e = errno;
                         close(sv[0]), close(sv[1]);
                         ids_close_idmap_binds(c.bind_idmap);
+                        if (c.program_tree >= 0)
+                                close(c.program_tree);
                         return err_setc(err, BOX_E_LAYER, 0, "sandbox layer unavailable: user namespace (%s%s)",
                                         none ? nomap : strerror(e), hint);
                 }
@@ -259,6 +267,8 @@ int box_spawn(const struct box_opts *o, struct box *b, struct err **err)
                 int e = errno;
                 close(sv[0]), close(sv[1]);
                 ids_close_idmap_binds(c.bind_idmap);
+                if (c.program_tree >= 0)
+                        close(c.program_tree);
                 return err_setc(err, BOX_E_SETUP, e, "clone3%s", e == ENOSYS ? SECCOMP_PROFILE_HINT : "");
         }
         if (pid == 0) {
@@ -267,6 +277,8 @@ int box_spawn(const struct box_opts *o, struct box *b, struct err **err)
         }
         close(sv[1]);
         ids_close_idmap_binds(c.bind_idmap); /* the child has its copies */
+        if (c.program_tree >= 0)
+                close(c.program_tree);
         b->pid = pid;
         b->pidfd = pidfd;
         size_t k = strlen(b->notes);

@@ -13,6 +13,7 @@
 #include "common/cleanup.h"
 #include "sandbox/box-internal.h"
 #include "sandbox/idmap.h"
+#include "privhelper/proto.h"
 
 int ids_write_maps(pid_t pid, struct err **err)
 {
@@ -105,4 +106,42 @@ void ids_close_idmap_binds(int bind_idmap[BOX_MAX_BINDS])
         for (size_t i = 0; i < BOX_MAX_BINDS; i++)
                 if (bind_idmap[i] >= 0)
                         bind_idmap[i] = (close(bind_idmap[i]), -1);
+}
+
+int ids_helper_trees(const struct box_opts *o, struct box_child *c, struct box *b, struct err **err)
+{
+        bool ns = !(o->disable & (LAYER_BIT(LAYER_USERNS) | LAYER_BIT(LAYER_MNTNS)));
+        size_t plain = 0;
+        const char *first = NULL;
+        char why[160] = "";
+        for (size_t i = 0; ns && i < o->nbinds && i < BOX_MAX_BINDS; i++) {
+                bool mapped = o->binds[i].rw || o->binds[i].idmap;
+                struct err *e = NULL;
+                int t = priv_request(PRIV_TREE, o->binds[i].src, mapped ? 65534 : -1, mapped ? 65534 : -1,
+                                     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                                             (o->binds[i].rw ? MOUNT_ATTR_NOEXEC : MOUNT_ATTR_RDONLY),
+                                     &e);
+                if (t >= 0) {
+                        c->bind_idmap[i] = t;
+                } else if (mapped && !first) {
+                        /* not the operator's folder, or not id-mappable: a plain bind the child opens */
+                        first = o->binds[i].src;
+                        snprintf(why, sizeof(why), "%s", err_msg(e));
+                        plain++;
+                } else if (mapped) {
+                        plain++;
+                }
+                err_free(e);
+        }
+        if (plain && o->require)
+                return err_setc(err, BOX_E_LAYER, 0,
+                                "sandbox layer unavailable: id-mapped --bind of %s (%s): files the box writes there "
+                                "would be owned by 65534", first, why);
+        if (plain)
+                snprintf(b->notes, sizeof(b->notes),
+                         "--bind %.120s%s not id-mapped (%s): files the box writes there are owned by 65534", first,
+                         plain > 1 ? " and others" : "", why);
+        if (ns)
+                c->program_tree = priv_request(PRIV_TREE, o->program, -1, -1, MOUNT_ATTR_RDONLY, NULL);
+        return 0;
 }

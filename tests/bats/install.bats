@@ -11,7 +11,7 @@ make_install() {
   local b
   b=$(realpath --relative-to="$REPO" "$BUILD_DIR")
   env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$REPO" BUILD="$b" \
-    -o "$b/chidori" -o "$b/chidori-worker" -o "$b/chidori-broker" -o "$b/chidori-monitor" -o "$b/libchidori-engine.so" \
+    -o "$b/chidori" -o "$b/chidori-worker" -o "$b/chidori-broker" -o "$b/chidori-monitor" -o "$b/chidori-privhelper" -o "$b/libchidori-engine.so" \
     -o "$b/libchidori-net.so" "$@"
 }
 

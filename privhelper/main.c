@@ -1,0 +1,569 @@
+/* privhelper/main.c — chidori-privhelper: the only code that keeps root
+ * while an agent runs under CHIDORI_PRIVSEP=1 (docs/architecture.md,
+ * "Privilege separation of the monitor").
+ *
+ *   chidori-privhelper --monitor PATH --handover FD
+ *
+ * `chidori run`, `replay` and `serve`, as root, exec this instead of
+ * chidori-monitor (same pid).  It reads from the handover only the folders
+ * and ids the operator named, then starts the supervisor — chidori-monitor,
+ * unchanged — in a user namespace of its own where its root is uid 65532
+ * outside and only the boxes' 65534 and the broker's uid are mapped besides,
+ * with no supplementary groups, in a cgroup delegated to it (deleg.c).
+ * From then on this process only answers the supervisor's requests
+ * (proto.h): detached mounts of the operator's folders (id-mapped for the
+ * boxes or the broker), the agent's files, and forwards the operator's stop
+ * signals; when the supervisor exits it removes the cgroup and the
+ * operator's temporary names and exits with the supervisor's status. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "chan/chan.h"
+#include "common/exit.h"
+#include "common/tmpown.h"
+#include "monitor/broker.h"
+#include "privhelper/deleg.h"
+#include "privhelper/proto.h"
+#include "sandbox/idmap.h"
+
+#define MAX_ROOTS 8
+
+struct root {
+        char path[PATH_MAX];
+        int fd;    /* O_PATH */
+        bool file; /* only the path itself (a binary) */
+};
+
+struct helper {
+        struct root roots[MAX_ROOTS];
+        size_t nroots;
+        const char *agent_dir, *remove_after, *unlink_socket, *cgroup_parent;
+        bool agent_from_broker, agent_given;
+        int agent_dirfd;
+        unsigned broker_uid, broker_gid;
+        bool have_broker;
+        int userns_box, userns_broker; /* id-mapping namespaces, made on first use */
+        int inherited[BROKER_MAX_EXTRA + 2];
+        size_t ninherited;
+        pid_t sup;
+        int sup_pidfd, sock;
+        char tmp[PATH_MAX]; /* TMPDIR/chidori-sup-<owner>-XXXXXX: root's, 0711; its "tmp" the supervisor's TMPDIR */
+        struct deleg cg;
+};
+
+static void add_root(struct helper *h, const char *path, bool file)
+{
+        if (h->nroots >= MAX_ROOTS || path[0] != '/')
+                return;
+        struct root *r = &h->roots[h->nroots];
+        snprintf(r->path, sizeof(r->path), "%s", path);
+        size_t l = strlen(r->path);
+        while (l > 1 && r->path[l - 1] == '/')
+                r->path[--l] = '\0';
+        r->fd = open(r->path, O_PATH | O_CLOEXEC | (file ? 0 : O_DIRECTORY));
+        r->file = file;
+        if (r->fd >= 0)
+                h->nroots++;
+}
+
+static bool number(const char *v, unsigned long max, unsigned long *ret)
+{
+        char *end;
+        errno = 0;
+        unsigned long n = strtoul(v, &end, 10);
+        if (*v < '0' || *v > '9' || errno || *end || n > max)
+                return false;
+        *ret = n;
+        return true;
+}
+
+/* What this process takes from the monitor's settings (monitor/main.c
+ * reads them all again, as the supervisor). */
+static int read_handover(struct helper *h, int fd)
+{
+        struct chan_blob_hdr hdr;
+        struct chan_blob blob = { 0 };
+        struct err *e = NULL;
+        if (pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) || chan_blob_map(fd, hdr.nstrings, &blob, &e) < 0) {
+                fprintf(stderr, "chidori: the privileged helper's settings: %s\n", e ? err_msg(e) : "not a settings descriptor");
+                err_free(e);
+                return -1;
+        }
+        for (size_t i = 0; i < blob.nstrings; i++) {
+                const char *kv = blob.strs[i], *v = strchr(kv, '=');
+                if (!v)
+                        continue;
+                size_t kl = (size_t)(v++ - kv);
+                unsigned long n;
+#define KEY(k) (kl == sizeof(k) - 1 && memcmp(kv, k, kl) == 0)
+                if (KEY("worker") || KEY("esbuild"))
+                        add_root(h, v, true);
+                else if (KEY("state_dir") || KEY("workspace") || KEY("store_dir") || KEY("store_socket_dir"))
+                        add_root(h, v, false);
+                else if (KEY("agent_dir"))
+                        h->agent_dir = strdup(v), add_root(h, v, false);
+                else if (KEY("agent_from_broker"))
+                        h->agent_from_broker = strcmp(v, "1") == 0;
+                else if (KEY("remove_after"))
+                        h->remove_after = strdup(v);
+                else if (KEY("unlink_socket"))
+                        h->unlink_socket = strdup(v);
+                else if (KEY("cgroup_parent"))
+                        h->cgroup_parent = strdup(v);
+                else if (KEY("broker_uid") && number(v, UINT32_MAX - 1, &n))
+                        h->broker_uid = (unsigned)n, h->have_broker = true;
+                else if (KEY("broker_gid") && number(v, UINT32_MAX - 1, &n))
+                        h->broker_gid = (unsigned)n;
+                else if ((KEY("config_fd") || KEY("fd")) && number(v, INT_MAX, &n) && n > 2 &&
+                         h->ninherited < sizeof(h->inherited) / sizeof(h->inherited[0]))
+                        h->inherited[h->ninherited++] = (int)n;
+#undef KEY
+        }
+        chan_blob_unmap(&blob);
+        if (h->agent_dir)
+                h->agent_dirfd = open(h->agent_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (!h->have_broker || h->broker_uid == PRIV_SUPERVISOR_ID || h->broker_gid == PRIV_SUPERVISOR_ID) {
+                fprintf(stderr, "chidori: the broker's user must not be uid or gid %u (the supervisor's under "
+                                "CHIDORI_PRIVSEP=1); choose another with --broker-user\n", PRIV_SUPERVISOR_ID);
+                return -1;
+        }
+        return 0;
+}
+
+static int write_proc(pid_t pid, const char *file, const char *text)
+{
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        ssize_t n = (ssize_t)strlen(text);
+        int ok = fd >= 0 && write(fd, text, (size_t)n) == n;
+        int e = errno;
+        if (fd >= 0)
+                close(fd);
+        errno = e;
+        return ok ? 0 : -1;
+}
+
+/* ---- the supervisor ---- */
+
+__attribute__((noreturn)) static void supervisor_child(int sync, int sock, int handover, int monitor_fd,
+                                                       const sigset_t *mask, bool delegated)
+{
+        char go = 0;
+        pid_t helper = getppid();
+        if (read(sync, &go, 1) != 1 || go != 'g')
+                _exit(EXIT_PROTOCOL);
+        /* root of its namespace = 65532 outside; no supplementary groups
+         * (root's would keep gid 0's files open to it).  The parent-death
+         * signal after the uid change, which clears it. */
+        if (setgroups(0, NULL) < 0 || setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0 ||
+            prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
+                fprintf(stderr, "chidori: become the supervisor (uid %u): %s\n", PRIV_SUPERVISOR_ID, strerror(errno));
+                _exit(EXIT_PROTOCOL);
+        }
+        if (getppid() != helper)
+                _exit(EXIT_PROTOCOL);
+        int s = fcntl(sock, F_DUPFD, 3);
+        if (s < 0) {
+                fprintf(stderr, "chidori: become the supervisor: %s\n", strerror(errno));
+                _exit(EXIT_PROTOCOL);
+        }
+        char hfd[16], sfd[16];
+        snprintf(hfd, sizeof(hfd), "%d", handover);
+        snprintf(sfd, sizeof(sfd), "%d", s);
+        char *argv[] = { "chidori-monitor", "--handover", hfd, "--helper", sfd,
+                         delegated ? "--cgroup-delegated" : NULL, NULL };
+        sigprocmask(SIG_SETMASK, mask, NULL);
+        syscall(SYS_execveat, monitor_fd, "", argv, environ, AT_EMPTY_PATH);
+        fprintf(stderr, "chidori: start the supervisor (chidori-monitor): %s\n", strerror(errno));
+        _exit(EXIT_PROTOCOL);
+}
+
+/* The supervisor's TMPDIR (the bundle box's shims, a nested run's
+ * journal): a folder of its own in the operator's TMPDIR, which it may not
+ * be able to write; named so that the next run removes it if we are killed. */
+static bool others_can_search(const char *dir) /* every folder on the way: o+x */
+{
+        char buf[PATH_MAX];
+        if (snprintf(buf, sizeof(buf), "%s", dir) >= (int)sizeof(buf) || buf[0] != '/')
+                return false;
+        for (char *p = buf + strlen(buf);; *p = '\0') {
+                struct stat st;
+                if (stat(buf[0] ? buf : "/", &st) < 0 || !(st.st_mode & S_IXOTH))
+                        return false;
+                p = strrchr(buf, '/');
+                if (!p || p == buf)
+                        return stat("/", &st) == 0 && (st.st_mode & S_IXOTH);
+        }
+}
+
+static int make_tmp(struct helper *h)
+{
+        char sub[PATH_MAX + 8];
+        /* The operator's TMPDIR when the supervisor can reach it, else /tmp
+         * (a TMPDIR inside a 0700 folder of root's) */
+        struct stat st;
+        if (stat(tmp_dir(), &st) < 0)
+                return 0; /* the supervisor says so where it needs one (bundling) */
+        const char *dir = others_can_search(tmp_dir()) ? tmp_dir() : "/tmp";
+        if (tmp_owned_template(h->tmp, sizeof(h->tmp), dir, TMP_KIND_SUPERVISOR) < 0 || !mkdtemp(h->tmp)) {
+                fprintf(stderr, "chidori: make the supervisor's temporary folder in %s: %s\n", dir, strerror(errno));
+                h->tmp[0] = '\0';
+                return -1;
+        }
+        snprintf(sub, sizeof(sub), "%s/tmp", h->tmp);
+        if (chmod(h->tmp, 0711) < 0 || mkdir(sub, 0700) < 0 || chown(sub, PRIV_SUPERVISOR_ID, PRIV_SUPERVISOR_ID) < 0 ||
+            setenv("TMPDIR", sub, 1) < 0) {
+                fprintf(stderr, "chidori: make the supervisor's temporary folder %s: %s\n", sub, strerror(errno));
+                return -1;
+        }
+        return 0;
+}
+
+static void remove_tmp(struct helper *h)
+{
+        if (!h->tmp[0])
+                return;
+        char *slash = strrchr(h->tmp, '/');
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof(dir), "%.*s", slash == h->tmp ? 1 : (int)(slash - h->tmp), h->tmp);
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0) {
+                tmp_remove_at(dfd, slash + 1, 0);
+                close(dfd);
+        }
+}
+
+static int start_supervisor(struct helper *h, const char *monitor, int handover, const sigset_t *mask)
+{
+        int monitor_fd = open(monitor, O_PATH | O_CLOEXEC);
+        if (monitor_fd < 0) {
+                fprintf(stderr, "chidori: open %s: %s (set CHIDORI_MONITOR or reinstall)\n", monitor, strerror(errno));
+                return -1;
+        }
+        int sv[2], sync[2];
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 || pipe2(sync, O_CLOEXEC) < 0) {
+                fprintf(stderr, "chidori: start the supervisor: %s\n", strerror(errno));
+                return -1;
+        }
+        pid_t self = getpid();
+        struct clone_args a = { .flags = CLONE_NEWUSER | CLONE_PIDFD, .pidfd = (uint64_t)(uintptr_t)&h->sup_pidfd,
+                                .exit_signal = SIGCHLD };
+        pid_t pid = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
+        if (pid == 0) {
+                close(sv[0]), close(sync[1]);
+                if (getppid() != self)
+                        _exit(EXIT_PROTOCOL);
+                supervisor_child(sync[0], sv[1], handover, monitor_fd, mask, true);
+        }
+        close(sv[1]), close(sync[0]), close(monitor_fd);
+        if (pid < 0) {
+                fprintf(stderr, "chidori: start the supervisor in a user namespace (clone3): %s\n", strerror(errno));
+                close(sv[0]), close(sync[1]);
+                return -1;
+        }
+        h->sup = pid;
+        h->sock = sv[0];
+        char umap[128], gmap[128];
+        snprintf(umap, sizeof(umap), "0 %u 1\n%u %u 1\n65534 65534 1\n", PRIV_SUPERVISOR_ID, h->broker_uid,
+                 h->broker_uid);
+        snprintf(gmap, sizeof(gmap), "0 %u 1\n%u %u 1\n65534 65534 1\n", PRIV_SUPERVISOR_ID, h->broker_gid,
+                 h->broker_gid);
+        struct err *e = NULL;
+        const char *what = "uid_map";
+        int rc = write_proc(pid, "uid_map", umap);
+        if (rc == 0 && (what = "gid_map", rc = write_proc(pid, "gid_map", gmap)) == 0 &&
+            deleg_create(&h->cg, h->cgroup_parent, pid, PRIV_SUPERVISOR_ID, PRIV_SUPERVISOR_ID, &e) < 0) {
+                fprintf(stderr, "chidori: delegate a cgroup to the supervisor: %s\n", err_msg(e));
+                err_free(e);
+                rc = -1, what = NULL;
+        } else if (rc < 0) {
+                fprintf(stderr, "chidori: write the supervisor's %s: %s\n", what, strerror(errno));
+        }
+        if (rc < 0 || write(sync[1], "g", 1) != 1) {
+                close(sync[1]);
+                kill(pid, SIGKILL);
+                waitpid(pid, NULL, 0);
+                return -1;
+        }
+        close(sync[1]);
+        return 0;
+}
+
+/* ---- requests ---- */
+
+static int idmap_ns(struct helper *h, long uid, long gid)
+{
+        int *slot = uid == 65534 && gid == 65534 ? &h->userns_box
+                    : uid == (long)h->broker_uid && gid == (long)h->broker_gid ? &h->userns_broker
+                                                                               : NULL;
+        if (!slot)
+                return -EPERM;
+        if (*slot < 0) {
+                struct err *e = NULL;
+                *slot = idmap_userns((uid_t)uid, (gid_t)gid, &e);
+                int r = *slot < 0 ? -(e && e->errnum ? e->errnum : EIO) : 0;
+                err_free(e);
+                if (r < 0)
+                        return r;
+        }
+        return *slot;
+}
+
+/* The operator's folder (or binary) holding path, and path beneath it. */
+static int beneath_root(const struct helper *h, const char *path, int flags)
+{
+        for (size_t i = 0; i < h->nroots; i++) {
+                const struct root *r = &h->roots[i];
+                size_t l = strlen(r->path);
+                if (strncmp(path, r->path, l) != 0 || (path[l] != '\0' && path[l] != '/'))
+                        continue;
+                if (strcmp(r->path, "/") == 0)
+                        l = 0;
+                const char *rel = path + l;
+                while (*rel == '/')
+                        rel++;
+                if (r->file && *rel)
+                        continue;
+                if (!*rel)
+                        return fcntl(r->fd, F_DUPFD_CLOEXEC, 3);
+                struct open_how how = { .flags = flags | O_CLOEXEC,
+                                        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS };
+                int fd = (int)syscall(SYS_openat2, r->fd, rel, &how, sizeof(how));
+                return fd < 0 ? -errno : fd;
+        }
+        return -EPERM;
+}
+
+static int do_tree(struct helper *h, const struct priv_req *q)
+{
+        const uint64_t allowed = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+        if (q->attr & ~allowed)
+                return -EINVAL;
+        int ns = -1;
+        if (q->map_uid >= 0 || q->map_gid >= 0) {
+                ns = idmap_ns(h, q->map_uid, q->map_gid);
+                if (ns < 0)
+                        return ns;
+        }
+        int src = beneath_root(h, q->path, O_PATH);
+        if (src < 0)
+                return src;
+        int t = open_tree(src, "", AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+        int e = errno;
+        close(src);
+        if (t < 0)
+                return -e;
+        struct mount_attr a = { .attr_set = q->attr | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+        if (ns >= 0) {
+                a.attr_set |= MOUNT_ATTR_IDMAP;
+                a.userns_fd = (uint64_t)ns;
+        }
+        if (mount_setattr(t, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) < 0) {
+                e = errno;
+                close(t);
+                return -e;
+        }
+        return t;
+}
+
+static int do_agent(struct helper *h, const struct priv_req *q)
+{
+        struct err *e = NULL;
+        int fd;
+        if (q->op == PRIV_AGENT_FILE) {
+                if (h->agent_dirfd < 0)
+                        return -EACCES;
+                fd = monitor_open_agent_file(h->agent_dirfd, q->path, &e);
+        } else {
+                /* the journal's agent, as chidori replay always opened it: once */
+                const char *slash = strrchr(q->path, '/');
+                if (!h->agent_from_broker || h->agent_dir || h->agent_given || q->path[0] != '/' || !slash[1])
+                        return -EPERM;
+                h->agent_given = true;
+                char dir[PRIV_PATH_MAX];
+                snprintf(dir, sizeof(dir), "%.*s", slash == q->path ? 1 : (int)(slash - q->path), q->path);
+                int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (dfd < 0)
+                        return -errno;
+                fd = monitor_open_agent_file(dfd, slash + 1, &e);
+                if (fd >= 0) {
+                        /* its other files (imports) come by PRIV_AGENT_FILE, and
+                         * the bundle box binds its folder: one of the operator's now */
+                        h->agent_dirfd = dfd;
+                        add_root(h, dir, false);
+                } else {
+                        close(dfd);
+                }
+        }
+        int r = fd >= 0 ? fd : -(e && e->errnum > 0 ? e->errnum : EINVAL);
+        err_free(e);
+        return r;
+}
+
+static void answer(int reply, int r)
+{
+        struct priv_rep rep = { .magic = PRIV_MAGIC, .err = r < 0 ? -r : 0 };
+        union {
+                char buf[CMSG_SPACE(sizeof(int))];
+                struct cmsghdr align;
+        } u;
+        memset(&u, 0, sizeof(u));
+        struct iovec iov = { .iov_base = &rep, .iov_len = sizeof(rep) };
+        struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+        if (r >= 0) {
+                m.msg_control = u.buf;
+                m.msg_controllen = sizeof(u.buf);
+                struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(c), &r, sizeof(int));
+        }
+        (void)sendmsg(reply, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (r >= 0)
+                close(r);
+}
+
+/* One request: exactly a struct priv_req and one descriptor, a socket;
+ * anything else is dropped (its descriptors closed). */
+static void serve_one(struct helper *h)
+{
+        static struct priv_req q;
+        union {
+                char buf[CMSG_SPACE(sizeof(int) * 4)];
+                struct cmsghdr align;
+        } u;
+        struct iovec iov = { .iov_base = &q, .iov_len = sizeof(q) };
+        struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+        ssize_t n = recvmsg(h->sock, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+        if (n <= 0) {
+                if (n == 0 || (errno != EAGAIN && errno != EINTR))
+                        h->sock = (close(h->sock), -1); /* the supervisor is gone */
+                return;
+        }
+        int fds[4], nfds = 0;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+                        for (size_t k = 0; k < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) && nfds < 4; k++)
+                                memcpy(&fds[nfds++], CMSG_DATA(c) + k * sizeof(int), sizeof(int));
+        struct stat st;
+        bool ok = n == (ssize_t)sizeof(q) && !(m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) && nfds == 1 &&
+                  q.magic == PRIV_MAGIC && memchr(q.path, '\0', sizeof(q.path)) && fstat(fds[0], &st) == 0 &&
+                  S_ISSOCK(st.st_mode);
+        if (ok) {
+                int r = q.op == PRIV_TREE ? do_tree(h, &q)
+                        : q.op == PRIV_AGENT_FILE || q.op == PRIV_AGENT ? do_agent(h, &q)
+                                                                        : -EINVAL;
+                answer(fds[0], r);
+        }
+        for (int i = 0; i < nfds; i++)
+                close(fds[i]);
+}
+
+/* ---- the end ---- */
+
+static void finish(struct helper *h, int status)
+{
+        deleg_remove(&h->cg);
+        remove_tmp(h);
+        if (h->unlink_socket)
+                unlink(h->unlink_socket);
+        if (h->remove_after) {
+                char dir[PATH_MAX];
+                snprintf(dir, sizeof(dir), "%s", h->remove_after);
+                unlink(dir);
+                char *slash = strrchr(dir, '/');
+                if (slash && slash != dir) {
+                        *slash = '\0';
+                        rmdir(dir);
+                }
+        }
+        fflush(NULL);
+        if (WIFSIGNALED(status)) {
+                int sig = WTERMSIG(status);
+                signal(sig, SIG_DFL);
+                sigset_t s;
+                sigemptyset(&s);
+                sigaddset(&s, sig);
+                sigprocmask(SIG_UNBLOCK, &s, NULL);
+                raise(sig);
+                _exit(128 + sig);
+        }
+        _exit(WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_PROTOCOL);
+}
+
+int main(int argc, char **argv)
+{
+        unsigned long handover;
+        if (argc != 5 || strcmp(argv[1], "--monitor") != 0 || strcmp(argv[3], "--handover") != 0 ||
+            !number(argv[4], INT_MAX, &handover)) {
+                fprintf(stderr, "chidori-privhelper: started by 'chidori run', 'replay' and 'serve' as root with "
+                                "CHIDORI_PRIVSEP=1 only; run 'chidori run AGENT'\n");
+                return EXIT_USAGE;
+        }
+        static struct helper h = { .agent_dirfd = -1, .userns_box = -1, .userns_broker = -1, .sup_pidfd = -1,
+                                   .sock = -1 };
+        if (geteuid() != 0) {
+                fprintf(stderr, "chidori-privhelper: needs root (it is what keeps it); run chidori-monitor instead\n");
+                return EXIT_USAGE;
+        }
+        /* The stop signals stay blocked (chidori blocked them before the
+         * exec): read here and forwarded, unless the terminal sent them to
+         * the supervisor as well (it is in our process group). */
+        sigset_t old, sigs;
+        sigprocmask(SIG_SETMASK, NULL, &old);
+        sigemptyset(&sigs);
+        sigaddset(&sigs, SIGINT);
+        sigaddset(&sigs, SIGTERM);
+        sigaddset(&sigs, SIGHUP);
+        sigprocmask(SIG_BLOCK, &sigs, NULL);
+        int sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (read_handover(&h, (int)handover) < 0 || sfd < 0 || make_tmp(&h) < 0 ||
+            start_supervisor(&h, argv[2], (int)handover, &old) < 0) {
+                remove_tmp(&h);
+                return EXIT_PROTOCOL;
+        }
+        close((int)handover);
+        for (size_t i = 0; i < h.ninherited; i++)
+                close(h.inherited[i]);
+        for (;;) {
+                struct pollfd p[3] = { { .fd = h.sup_pidfd, .events = POLLIN }, { .fd = sfd, .events = POLLIN },
+                                       { .fd = h.sock, .events = POLLIN } };
+                if (poll(p, h.sock >= 0 ? 3 : 2, -1) < 0 && errno != EINTR)
+                        break;
+                if (p[2].revents && h.sock >= 0)
+                        serve_one(&h);
+                struct signalfd_siginfo si;
+                while (p[1].revents && read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+                        if (si.ssi_code != SI_KERNEL) /* the terminal's reached the supervisor already */
+                                syscall(SYS_pidfd_send_signal, h.sup_pidfd, (int)si.ssi_signo, NULL, 0);
+                if (p[0].revents)
+                        break;
+        }
+        int status = 0;
+        while (waitpid(h.sup, &status, 0) < 0 && errno == EINTR)
+                ;
+        finish(&h, status);
+        return EXIT_PROTOCOL;
+}
