@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,6 +27,9 @@
 #include "common/dlib.h"
 #include "common/exit.h"
 #include "monitor/broker.h"
+#include "privhelper/proto.h"
+#include "sandbox/idmap.h"
+#include <sys/capability.h>
 
 void handover_init(struct handover *h)
 {
@@ -152,6 +156,38 @@ static char *find_monitor(struct err **err)
         return f;
 }
 
+/* Whether root's run keeps root only in chidori-privhelper (decision 163):
+ * the default as root when it is possible; CHIDORI_PRIVSEP=1 requires it,
+ * 0 declines it.  It needs what the helper does: CAP_SETUID/SETGID with
+ * 65532, the broker's and the boxes' ids mapped (its user namespace's
+ * maps), CAP_SYS_ADMIN (detached mounts) and CAP_CHOWN (the delegated
+ * cgroup).  1: use it; 0: the monitor keeps root (*why set when it was not
+ * declined: a container without those); -1: required and not possible. */
+static int privsep_choice(uid_t broker_uid, char *why, size_t len)
+{
+        const char *v = getenv("CHIDORI_PRIVSEP");
+        if (geteuid() != 0 || (v && strcmp(v, "0") == 0))
+                return 0;
+        bool required = v && strcmp(v, "1") == 0;
+        cap_t c = cap_get_proc();
+        cap_flag_value_t adm = CAP_CLEAR, own = CAP_CLEAR;
+        if (c) {
+                cap_get_flag(c, CAP_SYS_ADMIN, CAP_EFFECTIVE, &adm);
+                cap_get_flag(c, CAP_CHOWN, CAP_EFFECTIVE, &own);
+                cap_free(c);
+        }
+        char m[160] = "";
+        if (idmap_root_mapping(PRIV_SUPERVISOR_ID, m, sizeof(m)) != IDMAP_OTHER ||
+            idmap_root_mapping(65534, m, sizeof(m)) != IDMAP_OTHER ||
+            idmap_root_mapping(broker_uid, m, sizeof(m)) != IDMAP_OTHER)
+                snprintf(why, len, "%s", m[0] ? m : "the ids it maps are not mapped here");
+        else if (adm != CAP_SET || own != CAP_SET)
+                snprintf(why, len, "no CAP_SYS_ADMIN or CAP_CHOWN");
+        else
+                return 1;
+        return required ? -1 : 0;
+}
+
 /* chidori-privhelper: $CHIDORI_PRIVHELPER, else next to chidori or in its
  * libexec directory. */
 static char *find_privhelper(struct err **err)
@@ -261,6 +297,15 @@ int handover_run(struct handover *h, const struct handover_run *r)
         _cleanup_free_ char *worker = NULL;
         if (find_worker(&worker, &e) < 0)
                 return fail("find the worker", e, EXIT_USAGE);
+        if (worker[0] != '/') {
+                /* the operator's cwd, which the supervisor may not be able
+                 * to search (decision 163): absolute, the name kept */
+                char cwd[PATH_MAX], *abs = NULL;
+                if (getcwd(cwd, sizeof(cwd)) && asprintf(&abs, "%s/%s", cwd, worker) > 0) {
+                        free(worker);
+                        worker = abs;
+                }
+        }
         uid_t uid;
         gid_t gid;
         if (monitor_broker_user(r->broker_user, &uid, &gid, &e) < 0)
@@ -301,10 +346,16 @@ int handover_run(struct handover *h, const struct handover_run *r)
                 /* CHIDORI_PRIVSEP=1 as root: chidori-privhelper keeps root and
                  * runs the monitor as an unprivileged supervisor
                  * (privhelper/main.c, decision 163). */
-                const char *ps = getenv("CHIDORI_PRIVSEP");
-                bool privsep = ps && strcmp(ps, "1") == 0 && geteuid() == 0;
-                _cleanup_free_ char *helper = privsep ? find_privhelper(&e) : NULL;
-                if (privsep && !helper) {
+                char why[200] = "";
+                int privsep = privsep_choice(uid, why, sizeof(why));
+                _cleanup_free_ char *helper = privsep > 0 ? find_privhelper(&e) : NULL;
+                if (privsep == 0 && why[0] && !r->quiet)
+                        fprintf(stderr, "chidori: note: the monitor keeps root: privilege separation is not possible "
+                                        "here (%s)\n", why);
+                if (privsep < 0) {
+                        err_setc(&e, EXIT_LAYER_UNAVAILABLE, 0, "CHIDORI_PRIVSEP=1: privilege separation is not "
+                                 "possible here (%s); unset it to let the monitor keep root", why);
+                } else if (privsep > 0 && !helper) {
                         /* e says where it looked */
                 } else if (fcntl(set_fd, F_SETFD, 0) == 0) {
                         char *argv[] = { "chidori-monitor", "--handover", fdtext, NULL };
@@ -329,7 +380,8 @@ int handover_run(struct handover *h, const struct handover_run *r)
                 close(kept[i]);
         close(config_fd);
         handover_free(&set);
-        return fail("start the monitor (chidori-monitor)", e, EXIT_PROTOCOL);
+        return fail("start the monitor (chidori-monitor)", e,
+                    err_code(e) == EXIT_LAYER_UNAVAILABLE ? EXIT_LAYER_UNAVAILABLE : EXIT_PROTOCOL);
 }
 
 static const char *secrets_env(const char *name)

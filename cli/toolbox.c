@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "privhelper/proto.h"
 #include "common/cleanup.h"
 #include "common/exit.h"
 #include "common/stop.h"
@@ -101,7 +102,13 @@ static _Noreturn void tool_child(const struct cli_tools *c, const struct box_req
 {
         if (dup2(p[0][0], 0) < 0 || dup2(p[1][1], 1) < 0 || dup2(p[2][1], 2) < 0)
                 _exit(EXIT_PROTOCOL);
-        close_range(3, ~0u, 0);
+        /* Under the privileged helper its socket stays, at 3, close-on-exec:
+         * the tool's box asks it for the program and the binds. */
+        if (priv_helper_fd >= 0 && (priv_helper_fd == 3 || dup3(priv_helper_fd, 3, O_CLOEXEC) == 3))
+                priv_helper_fd = 3;
+        else
+                priv_helper_fd = -1;
+        close_range(priv_helper_fd == 3 ? 4 : 3, ~0u, 0);
         if (chdir("/") < 0 || setsid() < 0)
                 _exit(EXIT_PROTOCOL);
         sigset_t none;

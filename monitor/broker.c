@@ -179,7 +179,7 @@ static int step_copy_folders(void *arg, struct err **err)
         if (c->mode == BROKER_ROOT)
                 return 0;
         for (int i = 0; i < NDIRS; i++) {
-                if (!c->dirs[i])
+                if (!c->dirs[i] || c->trees[i] >= 0) /* >= 0: the privileged helper's copy */
                         continue;
                 c->trees[i] = idmap_tree(c->dirs[i], -1, COPY_ATTR(i), err);
                 if (c->trees[i] < 0)
@@ -490,6 +490,11 @@ static int make_trees(struct bctx *c, struct broker *b, struct err **err)
                          c->dirs[i], err_msg(e));
                 err_free(e);
                 c->mode = BROKER_UID0;
+                /* The child copies the folders itself, unless this uid cannot
+                 * reach them: then the privileged helper's plain copies. */
+                for (int j = 0; helper && j < NDIRS; j++)
+                        if (c->dirs[j])
+                                c->trees[j] = priv_request(PRIV_TREE, c->dirs[j], -1, -1, COPY_ATTR(j), NULL);
                 return 0;
         }
         return 0;
@@ -586,12 +591,16 @@ int monitor_start_broker(const struct broker_spawn *s, struct broker *b, struct 
                         return err_setc(err, BROKER_E_SETUP, 0, "the broker's %s %s is not a folder", what[i],
                                         c.dirs[i]);
         }
-        _cleanup_free_ char *path = find_binary(s, err);
-        if (!path)
-                return -1;
         /* Opened now, with the caller's credentials: the build tree or the
-         * install may sit where the broker uid cannot look. */
-        _cleanup_close_ int bin = open(path, O_PATH | O_CLOEXEC);
+         * install may sit where the broker uid cannot look (under the
+         * privileged helper, where this uid cannot look either: it opens it). */
+        bool helper = priv_helper_fd >= 0 && !s->binary;
+        _cleanup_free_ char *path = helper ? strdup("chidori-broker") : find_binary(s, err);
+        if (!path)
+                return helper ? err_set(err, ENOMEM, "broker path") : -1;
+        _cleanup_close_ int bin = helper ? priv_request(PRIV_BROKER, "", -1, -1, 0, err) : open(path, O_PATH | O_CLOEXEC);
+        if (bin < 0 && helper)
+                return err_wrap(err, "open the broker binary");
         if (bin < 0)
                 return err_setc(err, BROKER_E_SETUP, errno, "open the broker binary %s", path);
         c.bin = bin;

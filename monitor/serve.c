@@ -677,6 +677,19 @@ static void on_spawn(struct srv *s, const struct chan_spawn *sp, int blob_fd)
         chan_blob_unmap(&spec);
 }
 
+/* Under the privileged helper: the committed tools' commands and binds
+ * become paths it opens for their boxes (this uid may not reach them);
+ * then the list is closed.  A path it refuses is left to the box's own
+ * open, which says why. */
+static void allow_tools(const struct monitor_commit *c)
+{
+        for (size_t i = 0; i < c->n_commands + c->n_ro_binds; i++) {
+                const char *p = i < c->n_commands ? c->commands[i] : c->ro_binds[i - c->n_commands];
+                (void)priv_request(PRIV_ALLOW, p, -1, -1, 0, NULL);
+        }
+        (void)priv_request(PRIV_ALLOW_DONE, "", -1, -1, 0, NULL);
+}
+
 static void on_open(struct srv *s, const struct chan_open_agent_file *o)
 {
         union chan_msg m;
@@ -791,6 +804,8 @@ static void on_message(struct srv *s, const union chan_msg *m, const int *fds, s
                 if (monitor_commit_accept(&s->commit, &m->commit, fds[0], &e) < 0) {
                         broken(s, "sent a COMMIT that was refused (%s)", err_msg(e));
                         err_free(e);
+                } else if (priv_helper_fd >= 0) {
+                        allow_tools(&s->commit);
                 }
                 return;
         case CHAN_SPAWN: on_spawn(s, &m->spawn, nfds ? fds[0] : -1); return;

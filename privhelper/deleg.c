@@ -98,6 +98,32 @@ static int make_one(struct deleg *d, size_t i, pid_t pid, uid_t uid, gid_t gid, 
         return 0;
 }
 
+/* The cgroup path the operator's --cgroup-parent names in a hierarchy of
+ * version v2, as the supervisor's own detection reads it
+ * (sandbox/cgroup/detect.c): a filesystem path under a cgroup mount is
+ * taken relative to that mount (NULL: it names a hierarchy of the other
+ * version), anything else is a cgroup path. */
+static char *override_cg(const struct cg_mount *m, size_t nm, const char *override, bool v2)
+{
+        const struct cg_mount *best = NULL;
+        size_t best_len = 0;
+        for (size_t i = 0; i < nm; i++) {
+                size_t ml = strlen(m[i].mount);
+                if (ml > best_len && strncmp(override, m[i].mount, ml) == 0 &&
+                    (override[ml] == '/' || override[ml] == '\0')) {
+                        best = &m[i];
+                        best_len = ml;
+                }
+        }
+        if (!best)
+                return strdup(override);
+        if (best->v2 != v2)
+                return NULL;
+        const char *rel = override + best_len, *root = strcmp(best->root, "/") == 0 ? "" : best->root;
+        char *r = NULL;
+        return asprintf(&r, "%s%s", root, *rel ? rel : (*root ? "" : "/")) < 0 ? NULL : r;
+}
+
 int deleg_create(struct deleg *d, const char *override, pid_t pid, uid_t uid, gid_t gid, struct err **err)
 {
         memset(d, 0, sizeof(*d));
@@ -124,12 +150,14 @@ int deleg_create(struct deleg *d, const char *override, pid_t pid, uid_t uid, gi
                                 ctl = cgroup_ctl_name(c);
                 _cleanup_free_ char *own = NULL, *fs = NULL;
                 if (override) {
-                        own = strdup(override);
+                        if (!(own = override_cg(m, nm, override, m[k].v2)))
+                                continue;
                 } else if (cg_proc_cgroup_path(self, ctl, &own, NULL) < 0) {
                         continue;
                 }
-                if (!own || cg_resolve(m[k].mount, m[k].root, own, &fs) < 0)
-                        continue;
+                struct stat ps;
+                if (!own || cg_resolve(m[k].mount, m[k].root, own, &fs) < 0 || stat(fs, &ps) < 0 || !S_ISDIR(ps.st_mode))
+                        continue; /* not in this hierarchy: the supervisor's detection says what is missing */
                 bool seen = false; /* co-mounted controllers: one hierarchy */
                 for (size_t j = 0; j < d->n; j++)
                         seen |= strcmp(d->h[j].mount, m[k].mount) == 0;

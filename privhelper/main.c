@@ -46,20 +46,22 @@
 #include "privhelper/proto.h"
 #include "sandbox/idmap.h"
 
-#define MAX_ROOTS 8
+#define MAX_ROOTS 64 /* the run's folders and binaries, its tools' commands and binds */
 
 struct root {
         char path[PATH_MAX];
-        int fd;    /* O_PATH */
-        bool file; /* only the path itself (a binary) */
+        int fd;      /* O_PATH */
+        bool file;   /* only the path itself (a binary) */
+        bool writes; /* the broker writes it (state dir, workspace, store): id-mapped to its uid */
 };
 
 struct helper {
         struct root roots[MAX_ROOTS];
         size_t nroots;
         const char *agent_dir, *remove_after, *unlink_socket, *cgroup_parent;
-        bool agent_from_broker, agent_given;
+        bool agent_from_broker, agent_given, allow_done, quiet;
         int agent_dirfd;
+        const char *monitor;
         unsigned broker_uid, broker_gid;
         bool have_broker;
         int userns_box, userns_broker; /* id-mapping namespaces, made on first use */
@@ -118,10 +120,14 @@ static int read_handover(struct helper *h, int fd)
 #define KEY(k) (kl == sizeof(k) - 1 && memcmp(kv, k, kl) == 0)
                 if (KEY("worker") || KEY("esbuild"))
                         add_root(h, v, true);
-                else if (KEY("state_dir") || KEY("workspace") || KEY("store_dir") || KEY("store_socket_dir"))
+                else if (KEY("state_dir") || KEY("workspace") || KEY("store_dir"))
+                        add_root(h, v, false), h->nroots ? h->roots[h->nroots - 1].writes = true : 0;
+                else if (KEY("store_socket_dir"))
                         add_root(h, v, false);
                 else if (KEY("agent_dir"))
                         h->agent_dir = strdup(v), add_root(h, v, false);
+                else if (KEY("quiet"))
+                        h->quiet = strcmp(v, "1") == 0;
                 else if (KEY("agent_from_broker"))
                         h->agent_from_broker = strcmp(v, "1") == 0;
                 else if (KEY("remove_after"))
@@ -164,7 +170,40 @@ static int write_proc(pid_t pid, const char *file, const char *text)
         return ok ? 0 : -1;
 }
 
+static int do_tree(struct helper *h, const struct priv_req *q);
+
 /* ---- the supervisor ---- */
+
+/* A folder the broker writes that cannot be id-mapped to its uid (ramfs,
+ * tmpfs before Linux 6.3) would need the broker's uid-0 fallback, which is
+ * root's own uid: only the monitor's own mode has it.  The folder, or NULL. */
+static const char *unmappable(struct helper *h)
+{
+        for (size_t i = 0; i < h->nroots; i++) {
+                if (!h->roots[i].writes)
+                        continue;
+                struct priv_req q = { .magic = PRIV_MAGIC, .op = PRIV_TREE, .map_uid = (int32_t)h->broker_uid,
+                                      .map_gid = (int32_t)h->broker_gid };
+                snprintf(q.path, sizeof(q.path), "%s", h->roots[i].path);
+                int t = do_tree(h, &q);
+                if (t < 0)
+                        return h->roots[i].path;
+                close(t);
+        }
+        return NULL;
+}
+
+/* The monitor's own mode: it keeps root (as without this helper). */
+__attribute__((noreturn)) static void monitor_keeps_root(const char *monitor, const char *handover, const char *why,
+                                                         bool quiet)
+{
+        if (!quiet)
+                fprintf(stderr, "chidori: note: the monitor keeps root: %s\n", why);
+        char *argv[] = { "chidori-monitor", "--handover", (char *)handover, NULL };
+        execv(monitor, argv);
+        fprintf(stderr, "chidori: start the monitor (chidori-monitor): exec %s: %s\n", monitor, strerror(errno));
+        _exit(EXIT_PROTOCOL);
+}
 
 __attribute__((noreturn)) static void supervisor_child(int sync, int sock, int handover, int monitor_fd,
                                                        const sigset_t *mask, bool delegated)
@@ -421,9 +460,52 @@ static int do_agent(struct helper *h, const struct priv_req *q)
         return r;
 }
 
+/* The tools' commands and read-only binds, from the COMMIT the supervisor
+ * accepted (once, before the broker read anything the agent wrote): paths
+ * as the tools file named them, which the supervisor's uid may not reach. */
+static int do_allow(struct helper *h, const struct priv_req *q)
+{
+        if (h->allow_done)
+                return -EPERM;
+        if (q->op == PRIV_ALLOW_DONE) {
+                h->allow_done = true;
+                return 0;
+        }
+        struct stat st;
+        if (q->path[0] != '/' || strstr(q->path, "/../") || stat(q->path, &st) < 0)
+                return -EINVAL;
+        size_t n = h->nroots;
+        add_root(h, q->path, !S_ISDIR(st.st_mode));
+        return h->nroots > n ? 0 : -ENOSPC;
+}
+
+/* The broker's binary, found as the monitor was (the same folder). */
+static int do_broker(const struct helper *h)
+{
+        const char *env = getenv("CHIDORI_BROKER");
+        char path[PATH_MAX];
+        const char *slash = strrchr(h->monitor, '/');
+        if (env && *env)
+                snprintf(path, sizeof(path), "%s", env);
+        else
+                snprintf(path, sizeof(path), "%.*s/chidori-broker", slash ? (int)(slash - h->monitor) : 1,
+                         slash ? h->monitor : ".");
+        int fd = open(path, O_PATH | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                int e = fd < 0 ? errno : EACCES;
+                if (fd >= 0)
+                        close(fd);
+                return -e;
+        }
+        return fd;
+}
+
+/* r: a descriptor to send, -errno, or NOFD (success without one) */
+#define NOFD (-0x10000)
 static void answer(int reply, int r)
 {
-        struct priv_rep rep = { .magic = PRIV_MAGIC, .err = r < 0 ? -r : 0 };
+        struct priv_rep rep = { .magic = PRIV_MAGIC, .err = r < 0 && r != NOFD ? -r : 0 };
         union {
                 char buf[CMSG_SPACE(sizeof(int))];
                 struct cmsghdr align;
@@ -431,7 +513,7 @@ static void answer(int reply, int r)
         memset(&u, 0, sizeof(u));
         struct iovec iov = { .iov_base = &rep, .iov_len = sizeof(rep) };
         struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
-        if (r >= 0) {
+        if (r >= 0 && r != NOFD) {
                 m.msg_control = u.buf;
                 m.msg_controllen = sizeof(u.buf);
                 struct cmsghdr *c = CMSG_FIRSTHDR(&m);
@@ -441,7 +523,7 @@ static void answer(int reply, int r)
                 memcpy(CMSG_DATA(c), &r, sizeof(int));
         }
         (void)sendmsg(reply, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (r >= 0)
+        if (r >= 0 && r != NOFD)
                 close(r);
 }
 
@@ -474,7 +556,11 @@ static void serve_one(struct helper *h)
         if (ok) {
                 int r = q.op == PRIV_TREE ? do_tree(h, &q)
                         : q.op == PRIV_AGENT_FILE || q.op == PRIV_AGENT ? do_agent(h, &q)
+                        : q.op == PRIV_BROKER                           ? do_broker(h)
+                        : q.op == PRIV_ALLOW || q.op == PRIV_ALLOW_DONE ? do_allow(h, &q)
                                                                         : -EINVAL;
+                if (r == 0 && (q.op == PRIV_ALLOW || q.op == PRIV_ALLOW_DONE))
+                        r = NOFD;
                 answer(fds[0], r);
         }
         for (int i = 0; i < nfds; i++)
@@ -539,7 +625,24 @@ int main(int argc, char **argv)
         sigaddset(&sigs, SIGHUP);
         sigprocmask(SIG_BLOCK, &sigs, NULL);
         int sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
-        if (read_handover(&h, (int)handover) < 0 || sfd < 0 || make_tmp(&h) < 0 ||
+        h.monitor = argv[2];
+        if (read_handover(&h, (int)handover) < 0)
+                return EXIT_PROTOCOL;
+        const char *unmapped = unmappable(&h);
+        if (unmapped) {
+                char why[PATH_MAX + 128];
+                snprintf(why, sizeof(why), "%s cannot be id-mapped for the broker (ramfs, tmpfs before Linux 6.3)",
+                         unmapped);
+                const char *ps = getenv("CHIDORI_PRIVSEP");
+                if (ps && strcmp(ps, "1") == 0) {
+                        fprintf(stderr, "chidori: CHIDORI_PRIVSEP=1: privilege separation is not possible here "
+                                        "(%s); unset it to let the monitor keep root\n", why);
+                        return EXIT_LAYER_UNAVAILABLE;
+                }
+                sigprocmask(SIG_SETMASK, &old, NULL);
+                monitor_keeps_root(argv[2], argv[4], why, h.quiet);
+        }
+        if (sfd < 0 || make_tmp(&h) < 0 ||
             start_supervisor(&h, argv[2], (int)handover, &old) < 0) {
                 remove_tmp(&h);
                 return EXIT_PROTOCOL;

@@ -31,6 +31,9 @@ enum priv_op {
         PRIV_TREE = 1,       /* a detached mount of path (open_tree), maybe id-mapped */
         PRIV_AGENT_FILE = 2, /* a regular file beneath the agent folder (relative path) */
         PRIV_AGENT = 3,      /* chidori replay without --agent: the journal's agent file, once */
+        PRIV_BROKER = 4,     /* chidori-broker (O_PATH, to exec): $CHIDORI_BROKER, else beside the monitor */
+        PRIV_ALLOW = 5,      /* a tool's command or read-only bind from the COMMIT becomes one of the operator's */
+        PRIV_ALLOW_DONE = 6, /* no more PRIV_ALLOW: the COMMIT is accepted once, so is this list */
 };
 
 struct priv_req {
@@ -49,8 +52,9 @@ struct priv_rep {
  * CHIDORI_PRIVSEP=1 as root). */
 extern int priv_helper_fd;
 
-/* Ask the helper; the descriptor, or -1 with *err set (its errno says why:
- * EPERM for a path outside the operator's folders). */
+/* Ask the helper; the descriptor (0 for PRIV_ALLOW and PRIV_ALLOW_DONE),
+ * or -1 with *err set (its errno says why: EPERM for a path outside the
+ * operator's folders). */
 int priv_request(enum priv_op op, const char *path, long map_uid, long map_gid, uint64_t attr, struct err **err);
 
 #endif

@@ -46,7 +46,8 @@ unset CHIDORI_ISOLATE CHIDORI_ISOLATE_REQUIRE_SANDBOX CHIDORI_JS_MEM_CAP_MB CHID
 # two builds in one table (chidori finds chidori-worker next to itself).
 mkdir "$tmp/bin"
 chmod 755 "$tmp" "$tmp/bin" # the box binds the worker as an unprivileged uid: mktemp's 0700 would hide it
-cp "$BUILD/chidori" "$BUILD/chidori-worker" "$BUILD/chidori-broker" "$BUILD/chidori-monitor" "$BUILD/libchidori-engine.so" \
+cp "$BUILD/chidori" "$BUILD/chidori-worker" "$BUILD/chidori-broker" "$BUILD/chidori-monitor" "$BUILD/chidori-privhelper" \
+  "$BUILD/libchidori-engine.so" \
   "$BUILD/libchidori-net.so" "$BUILD/jsc_hello" "$tmp/bin/"
 # esbuild (make deps) stays where it is: found by its absolute path.
 if [[ -z ${CHIDORI_ESBUILD:-} && -x tools/node_modules/.bin/esbuild ]]; then
@@ -225,6 +226,7 @@ measure S "$N_START" -T "$((30 * SCALE_T))" -- \
   inproc "$CH" run --quiet --no-isolate "$tmp/hello.js" ::: \
   proc "$CH" run --quiet --unsafe-disable="$ALL_OFF" "$tmp/hello.js" ::: \
   one env CHIDORI_RUN_BROKER=0 "$CH" run --quiet "$tmp/hello.js" ::: \
+  mon env CHIDORI_PRIVSEP=0 "$CH" run --quiet "$tmp/hello.js" ::: \
   full "$CH" run --quiet "$tmp/hello.js" \
   "${bw_js[@]+"${bw_js[@]}"}" "${base_run[@]+"${base_run[@]}"}"
 rule; head_row "what (+ms/ratio vs jsc_hello)"; rule
@@ -232,7 +234,8 @@ row "jsc_hello: bare C, JSC context + one eval" S bare
 row "chidori run --no-isolate (engine in the launcher)" S inproc bare
 row "chidori run, process isolation only (all layers off)" S proc bare
 row "chidori run, one process (CHIDORI_RUN_BROKER=0: before the split)" S one bare
-row "chidori run (full sandbox: every layer; monitor + broker)" S full bare
+row "chidori run, the monitor keeps root (CHIDORI_PRIVSEP=0)" S mon bare
+row "chidori run (full sandbox: every layer; helper + supervisor + broker as root)" S full bare
 [[ $have_bwrap == 1 ]] && row "peer: bwrap --unshare-all --ro-bind / / --dev /dev jsc_hello" S bw_js bare
 [[ -n $BASE_DESC ]] && row "baseline: chidori run of BENCH_BASELINE ($BASE_DESC)" S base bare
 row "diagnostic: bare JSC + eval prelude.js (jsc_files: every start)" S files bare
@@ -242,8 +245,10 @@ iso=$(calc 'a - b' "$(v S proc med)" "$(v S inproc med)")
 lay=$(calc 'a - b' "$(v S full med)" "$(v S proc med)")
 target "process isolation over the bare engine (process-only - --no-isolate)" "$iso" ms "<" 1
 target "all OS layers over the unsandboxed worker (full - process-only)" "$lay" ms "<=" 1.5
-split=$(calc 'a - b' "$(v S full med)" "$(v S one med)")
-target "monitor + broker over the one-process parent (full - one process)" "$split" ms "<=" 0.5
+split=$(calc 'a - b' "$(v S mon med)" "$(v S one med)")
+target "monitor + broker over the one-process parent (CHIDORI_PRIVSEP=0 - one process)" "$split" ms "<=" 0.5
+target "the privileged helper over the monitor keeping root (full - CHIDORI_PRIVSEP=0)" \
+  "$(calc 'a - b' "$(v S full med)" "$(v S mon med)")" ms "<=" 0.5
 if [[ -n $BASE_DESC ]]; then
   target "one-process parent over the baseline's chidori run (one - baseline)" "$(calc 'a - b' "$(v S one med)" "$(v S base med)")" ms "<=" 0
   target "  the same in CPU (user+sys of the process tree)" "$(calc 'a - b' "$(v S one cpu)" "$(v S base cpu)")" ms "<=" 0

@@ -18,6 +18,9 @@ load helpers
 is_root() { [[ $(id -u) -eq 0 ]]; }
 
 setup() {
+  # The monitor's own mode: it keeps root here and these tests read it (the
+  # helper's mode, the default as root, is tests/bats/privsep.bats').
+  export CHIDORI_PRIVSEP=0
   T=$(mktemp -d /tmp/chidori-bats.XXXXXX)
   chmod 0755 "$T"
   mkdir -p "$T/state" "$T/ws" "$T/agent"
@@ -289,7 +292,7 @@ print("up", flush=True); time.sleep(60)' "$sock" >"$T/sock.out" &
 
 # The ceiling of chidori-monitor's C lines (docs/architecture.md, "Lines of
 # code with privilege"): raise it only with a reason written there.
-MONITOR_MAX_LINES=9400
+MONITOR_MAX_LINES=9450
 
 @test "privileged-loc: chidori-monitor links none of cJSON, libcurl, SQLite, JavaScriptCore, ICU and stays within its ceiling of lines; one line less fails" {
   [[ -x $BUILD_DIR/chidori-monitor ]] || { echo "build/chidori-monitor is not built (make all)"; false; }

@@ -51,10 +51,15 @@ EOF
 
 # The box is a child of the launcher (the worker, or launch's program); the
 # launcher may have other, short-lived children first.
-box_pid() { # LAUNCHER_PID TEXT -> the pid of its child whose command line has TEXT, waiting up to 30 s
-  local i c
+box_pid() { # LAUNCHER_PID TEXT -> the pid of its child (or, under chidori-privhelper, the
+  local i c p kids      # supervisor's child) whose command line has TEXT, waiting up to 30 s
   for ((i = 0; i < 600; i++)); do
-    for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+    kids=$(cat /proc/"$1"/task/*/children 2>/dev/null)
+    for p in $kids; do
+      [[ $(tr '\0' ' ' </proc/"$p"/cmdline 2>/dev/null) == chidori-monitor* ]] &&
+        kids="$kids $(cat /proc/"$p"/task/*/children 2>/dev/null)"
+    done
+    for c in $kids; do
       [[ $(tr '\0' ' ' </proc/"$c"/cmdline 2>/dev/null) == *"$2"* ]] && { echo "$c"; return 0; }
     done
     sleep 0.05

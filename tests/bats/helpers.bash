@@ -53,3 +53,16 @@ bad_worker() { # mode -> path of a symlink selecting that misbehaviour
   ln -sf "$BUILD_DIR/probes/bad_worker" "$T/bad-$1"
   echo "$T/bad-$1"
 }
+
+# sup_of PID: the process whose children are the run's boxes and broker:
+# PID itself, or under chidori-privhelper (decision 163) its supervisor
+# child, chidori-monitor.
+sup_of() {
+  local c
+  if [[ $(cat "/proc/$1/comm" 2>/dev/null) == chidori-privhel* ]]; then
+    for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+      [[ $(cat "/proc/$c/comm" 2>/dev/null) == chidori-monitor ]] && { echo "$c"; return 0; }
+    done
+  fi
+  echo "$1"
+}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # Privilege separation of the monitor (issue 10 item 1, decision 163):
-# with CHIDORI_PRIVSEP=1 as root, chidori-privhelper keeps root and runs
+# as root (the default where possible; CHIDORI_PRIVSEP=1 requires it, 0
+# declines it), chidori-privhelper keeps root and runs
 # chidori-monitor as the supervisor — uid 65532 outside, root only of a user
 # namespace of its own, no supplementary groups, in a cgroup delegated to it.
 #
@@ -53,6 +54,15 @@ deleg_dirs() {
   [[ $(readlink /proc/$sup/ns/user) != $(readlink /proc/self/ns/user) ]]
   # its namespace maps itself, the broker's uid and the boxes' 65534, nothing else
   [[ $(awk '{print $1, $2, $3}' /proc/$sup/uid_map | tr '\n' ';') == "0 65532 1;65533 65533 1;65534 65534 1;" ]]
+  # the broker below it: its own uid, no capability, no_new_privs, its filters
+  local br
+  br=$(pgrep -P "$sup" -x chidori-broker | head -1)
+  [[ -n $br ]]
+  grep -E '^Uid:\s+65533\s+65533\s+65533\s+65533$' /proc/$br/status
+  grep -E '^CapEff:\s+0+$' /proc/$br/status
+  grep -E '^CapBnd:\s+0+$' /proc/$br/status
+  grep -E '^NoNewPrivs:\s+1$' /proc/$br/status
+  grep -E '^Seccomp_filters:\s+2$' /proc/$br/status
   # it lives in the delegated cgroup, the helper's
   grep -q "chidori-$bg-" /proc/$sup/cgroup
   [[ -n $(deleg_dirs "$bg") ]]
@@ -175,4 +185,23 @@ PRIVHELPER_MAX_LINES=5000
   local n=${output#*chidori-privhelper: }; n=${n%% lines*}
   run "$BATS_TEST_DIRNAME/../../scripts/privileged-loc.sh" --max-lines "$((n - 1))" "$BUILD_DIR/chidori-privhelper"
   [[ $status -eq 1 && $output == *"over the ceiling: $n lines of C, at most $((n - 1))"* ]]
+}
+
+@test "privsep: a state dir that cannot be id-mapped (ramfs): the monitor keeps root, said in a note; CHIDORI_PRIVSEP=1 refuses it (78); 0 declines the helper" {
+  is_root || skip "privilege separation applies to root runs only"
+  mkdir "$T/ram"
+  mount -t ramfs none "$T/ram" || skip "cannot mount a ramfs here"
+  agent a.js <<<'async function main() { await chidori.memory.set("a", 1); return await chidori.memory.get("a"); }'
+  unset CHIDORI_PRIVSEP
+  chid run --state-dir "$T/ram" "$T/a.js"
+  local rc=$status out=$output err=$stderr
+  CHIDORI_PRIVSEP=1 chid run --quiet --state-dir "$T/ram" "$T/a.js"
+  local rc1=$status err1=$stderr
+  CHIDORI_PRIVSEP=0 chid run --state-dir "$T/ram" "$T/a.js"
+  local rc0=$status err0=$stderr
+  umount "$T/ram"
+  echo "$err"; echo "$err1"
+  [[ $rc -eq 0 && $out == 1 && $err == *"chidori: note: the monitor keeps root: $T/ram cannot be id-mapped for the broker"* ]]
+  [[ $rc1 -eq 78 && $err1 == *"CHIDORI_PRIVSEP=1: privilege separation is not possible here ($T/ram cannot be id-mapped"* ]]
+  [[ $rc0 -eq 0 && $err0 != *"the monitor keeps root"* ]]
 }

@@ -197,6 +197,7 @@ JS
   [[ $(id -u) -eq 0 ]] || skip "needs root: the box's uid is nobody only when chidori runs as root"
   mkdir -p "$T/private/bin" && chmod 700 "$T/private" "$T"
   cp "$BUILD_DIR/chidori" "$BUILD_DIR/chidori-worker" "$BUILD_DIR/chidori-broker" "$BUILD_DIR/chidori-monitor" \
+    "$BUILD_DIR/chidori-privhelper" \
     "$BUILD_DIR/libchidori-engine.so" \
     "$T/private/bin/"
   echo 'function main(){ return "ok from a private build" }' >"$T/private/a.js"

@@ -876,7 +876,7 @@ JS
   for i in $(seq 1000); do
     # The run's children: the broker and the worker's box (pick the box).
     w=
-    for c in $(pgrep -P "$cp"); do
+    for c in $(pgrep -P "$(sup_of "$cp")"); do
       [[ $(readlink "/proc/$c/exe" 2>/dev/null) == *chidori-broker* ]] || w=$c
     done
     [[ -n $w ]] && grep -q $'^Seccomp_filters:\t2' "/proc/$w/status" 2>/dev/null && break

@@ -32,7 +32,7 @@ JS
   [[ $(jq -r '.pending_approval | "\(.id) \(.target) \(.args.path)"' <<<"$body") == "1 workspace:write a.txt" ]]
   [[ $(jq -r '.pending_approval.reason' <<<"$body") == *"needs approval"* ]]
   # Pause is the worker exiting: the server has no child process at all.
-  ! pgrep -P "$SERVER_PID" >/dev/null
+  ! pgrep -P "$(sup_of "$SERVER_PID")" >/dev/null
   # Wrong state, older id, bad decision.
   req -X POST -d '{"value": 1}' "$URL/sessions/$id/input"
   assert_code 409
@@ -53,7 +53,7 @@ JS
   assert_code 200
   [[ $(jq -r .status <<<"$body") == awaitinginput ]]
   [[ $(jq -r .pending_input.prompt <<<"$body") == "your name?" ]]
-  ! pgrep -P "$SERVER_PID" >/dev/null
+  ! pgrep -P "$(sup_of "$SERVER_PID")" >/dev/null
   req -X POST -d '{"decision": "allow"}' "$URL/sessions/$id/approve"
   assert_code 409
   req -X POST -d '{"value": {"name": "bob", "n": 1.50}}' "$URL/sessions/$id/input"

@@ -21,7 +21,7 @@ JS
 
 # The server's child whose command is NAME (one of them).
 child_named() { # NAME
-  pgrep -P "$SERVER_PID" -x "$1" | head -n 1
+  pgrep -P "$(sup_of "$SERVER_PID")" -x "$1" | head -n 1
 }
 
 # A process's cgroup directory (the memory controller's on cgroup v1, else v2's).
@@ -82,7 +82,7 @@ JS
   wait_status "$c" running
   local i ws=
   for ((i = 0; i < 100; i++)); do
-    ws=$(pgrep -P "$SERVER_PID" -x chidori-worker | tr '\n' ' ')
+    ws=$(pgrep -P "$(sup_of "$SERVER_PID")" -x chidori-worker | tr '\n' ' ')
     [[ $(wc -w <<<"$ws") -eq 2 ]] && break
     sleep 0.1
   done
@@ -165,7 +165,7 @@ JS
   local id; id=$(jq -r .id <<<"$body")
   local i ws=
   for ((i = 0; i < 200; i++)); do
-    ws=$(pgrep -P "$SERVER_PID" -x chidori-worker | tr '\n' ' ')
+    ws=$(pgrep -P "$(sup_of "$SERVER_PID")" -x chidori-worker | tr '\n' ' ')
     [[ $(wc -w <<<"$ws") -eq 2 ]] && break
     sleep 0.1
   done

@@ -49,7 +49,7 @@ JS
   req -X POST -d '{"input": "forever", "wait": false}' "$URL/sessions"
   local id; id=$(jq -r .id <<<"$body")
   wait_status "$id" running
-  local kids; kids=$(pgrep -P "$SERVER_PID" | tr '\n' ' ')
+  local kids; kids=$(pgrep -P "$(sup_of "$SERVER_PID")" | tr '\n' ' ')
   [[ -n $kids ]]
   kill -TERM "$SERVER_PID"
   local rc=0

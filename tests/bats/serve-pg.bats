@@ -87,7 +87,7 @@ JS
   assert_code 201
   local id; id=$(jq -r .id <<<"$body")
   [[ $(jq -r .status <<<"$body") == awaitingapproval ]]
-  ! pgrep -P "$SERVER_PID" >/dev/null
+  ! pgrep -P "$(sup_of "$SERVER_PID")" >/dev/null
   [[ $(sql "SELECT status FROM sessions WHERE id = '$id'") == awaitingapproval ]]
   [[ $(sql "SELECT pending FROM sessions WHERE id = '$id'") == *'"approval"'* ]]
   req -X POST -d '{"decision": "allow", "approval_id": 1}' "$URL/sessions/$id/approve"

@@ -320,7 +320,7 @@ JS
   grep -q '"type":"start".*"op":"http".*delay' <<<"$body"
   # kill -9 of the process that keeps the state (the broker runs the server's
   # sessions and writes serve.db): nothing of it gets to write anything more.
-  local b; b=$(pgrep -P "$SERVER_PID" -x chidori-broker | head -n 1)
+  local b; b=$(pgrep -P "$(sup_of "$SERVER_PID")" -x chidori-broker | head -n 1)
   [[ -n $b ]]
   kill -KILL "$b"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=
   start_server --listen 127.0.0.1:0 --state-dir "$T/st" --trusted --allow-host 127.0.0.1 --quotas "$T/quotas.json"
@@ -383,7 +383,7 @@ JS
   local b; b=$(jq -r .id <<<"$body")
   wait_status "$a" running
   wait_status "$b" running
-  local br; br=$(pgrep -P "$SERVER_PID" -x chidori-broker | head -n 1)
+  local br; br=$(pgrep -P "$(sup_of "$SERVER_PID")" -x chidori-broker | head -n 1)
   [[ -n $br ]]
   kill -KILL "$br"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=
   # Restarted with a limit of one session at a time for the tenant.

@@ -562,7 +562,7 @@ JS
   [[ $(jq -r .status <<<"$body") == queued ]]
   # The spinning session's box, seen from outside; it must not outlive the server.
   local box="" i
-  for ((i = 0; i < 100; i++)); do box=$(pgrep -P "$SERVER_PID" | head -n 1) || true; [[ -n $box ]] && break; sleep 0.05; done
+  for ((i = 0; i < 100; i++)); do box=$(pgrep -P "$(sup_of "$SERVER_PID")" | head -n 1) || true; [[ -n $box ]] && break; sleep 0.05; done
   [[ -n $box ]]
   kill -KILL "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=
   for ((i = 0; i < 100; i++)); do

@@ -445,7 +445,7 @@ JSON
 
 broker_workers() { # the run's workers: chidori-worker children of the monitor $BGPID
   local p
-  for p in $(pgrep -P "$BGPID" 2>/dev/null); do
+  for p in $(pgrep -P "$(sup_of "$BGPID")" 2>/dev/null); do
     [[ $(cat "/proc/$p/comm" 2>/dev/null) == chidori-worker ]] && echo "$p"
   done
   return 0
