@@ -281,8 +281,10 @@ int handover_run(struct handover *h, const struct handover_run *r)
         /* esbuild is the monitor's choice (the broker only names it back in
          * a SPAWN of kind bundle). */
         _cleanup_free_ char *esbuild = agent_find_esbuild();
-        if (esbuild && esbuild[0] != '/') {
-                /* CHIDORI_ESBUILD=bin/esbuild: the operator's, from their cwd. */
+        if (esbuild) {
+                /* CHIDORI_ESBUILD=bin/esbuild: the operator's, from their cwd;
+                 * and the file itself, not a symlink to it, which the
+                 * supervisor may be unable to follow (decision 163). */
                 char *abs = realpath(esbuild, NULL);
                 free(esbuild);
                 esbuild = abs;

@@ -372,6 +372,13 @@ static int idmap_ns(struct helper *h, long uid, long gid)
 /* The operator's folder (or binary) holding path, and path beneath it. */
 static int beneath_root(const struct helper *h, const char *path, int flags)
 {
+        /* The path itself first (a binary inside an operator's folder is
+         * its own root: its symlinks were the operator's to follow), then
+         * beneath each folder holding it, the first that resolves. */
+        for (size_t i = 0; i < h->nroots; i++)
+                if (strcmp(path, h->roots[i].path) == 0)
+                        return fcntl(h->roots[i].fd, F_DUPFD_CLOEXEC, 3);
+        int err = -EPERM;
         for (size_t i = 0; i < h->nroots; i++) {
                 const struct root *r = &h->roots[i];
                 size_t l = strlen(r->path);
@@ -389,9 +396,11 @@ static int beneath_root(const struct helper *h, const char *path, int flags)
                 struct open_how how = { .flags = flags | O_CLOEXEC,
                                         .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS };
                 int fd = (int)syscall(SYS_openat2, r->fd, rel, &how, sizeof(how));
-                return fd < 0 ? -errno : fd;
+                if (fd >= 0)
+                        return fd;
+                err = -errno;
         }
-        return -EPERM;
+        return err;
 }
 
 static int do_tree(struct helper *h, const struct priv_req *q)

@@ -147,16 +147,6 @@ static int binds(struct box_child *c, struct err **err)
                         if (bind_one(etc[i], etc[i], false, false, err) < 0)
                                 return -1;
         }
-        /* The program itself, unless a bind above already shows it. */
-        struct stat pst;
-        if (stat(o->program, &pst) < 0 && c->program_tree >= 0) {
-                if (idmap_attach(c->program_tree, o->program, err) < 0)
-                        return err_wrap(err, "bind the program %s", o->program);
-                c->program_tree = (close(c->program_tree), -1);
-        } else if (stat(o->program, &pst) < 0 &&
-                   rootfs_bind(o->program, c->program_fd, o->program, false, false, err) < 0) {
-                return -1;
-        }
         for (size_t i = 0; i < o->nbinds; i++) {
                 const char *dst = o->binds[i].dst ? o->binds[i].dst : o->binds[i].src;
                 if (i < BOX_MAX_BINDS && c->bind_idmap[i] >= 0) {
@@ -167,6 +157,18 @@ static int binds(struct box_child *c, struct err **err)
                                    false, err) < 0) {
                         return -1;
                 }
+        }
+        /* The program itself, unless a bind above already shows it; after
+         * the --bind folders, which would hide it if it lies in one (a
+         * symlink there, under the privileged helper, points elsewhere). */
+        struct stat pst;
+        if (stat(o->program, &pst) < 0 && c->program_tree >= 0) {
+                if (idmap_attach(c->program_tree, o->program, err) < 0)
+                        return err_wrap(err, "bind the program %s", o->program);
+                c->program_tree = (close(c->program_tree), -1);
+        } else if (stat(o->program, &pst) < 0 &&
+                   rootfs_bind(o->program, c->program_fd, o->program, false, false, err) < 0) {
+                return -1;
         }
         return 0;
 }
