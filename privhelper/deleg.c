@@ -49,7 +49,7 @@ static void remove_stale(const struct deleg *d, size_t i, int pfd, uint64_t pidn
 
 /* v2: the controllers chidori uses enabled below the parent; a parent that
  * holds this process moves it into a leaf first (no internal processes). */
-static void enable_v2(const struct deleg *d, size_t i, int pfd)
+static void enable_v2(int pfd)
 {
         _cleanup_free_ char *avail = NULL;
         if (cg_read_at(pfd, "cgroup.controllers", &avail) < 0)
@@ -69,7 +69,6 @@ static void enable_v2(const struct deleg *d, size_t i, int pfd)
         snprintf(pid, sizeof(pid), "%d", (int)getpid());
         if (lfd >= 0 && cg_write_at(lfd, "cgroup.procs", pid) == 0)
                 (void)cg_write_at(pfd, "cgroup.subtree_control", buf);
-        (void)d, (void)i;
 }
 
 static int make_one(struct deleg *d, size_t i, pid_t pid, uid_t uid, gid_t gid, uint64_t pidns, struct err **err)
@@ -79,7 +78,7 @@ static int make_one(struct deleg *d, size_t i, pid_t pid, uid_t uid, gid_t gid, 
                 return err_set(err, errno, "open %s", d->h[i].parent_fs);
         remove_stale(d, i, pfd, pidns);
         if (d->h[i].v2)
-                enable_v2(d, i, pfd);
+                enable_v2(pfd);
         if (mkdirat(pfd, d->name, 0755) < 0)
                 return err_set(err, errno, "mkdir %s/%s", d->h[i].parent_fs, d->name);
         _cleanup_close_ int fd = openat(pfd, d->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -653,6 +653,7 @@ int main(int argc, char **argv)
         }
         if (sfd < 0 || make_tmp(&h) < 0 ||
             start_supervisor(&h, argv[2], (int)handover, &old) < 0) {
+                deleg_remove(&h.cg); /* made before a later step failed */
                 remove_tmp(&h);
                 return EXIT_PROTOCOL;
         }

@@ -28,6 +28,17 @@ teardown() {
   rm -rf "$T"
 }
 
+# wait_supervisor HELPER_PID: the supervisor's pid once it runs a child (4 s at most)
+wait_supervisor() {
+  local sup k
+  for ((k = 0; k < 200; k++)); do
+    sup=$(pgrep -P "$1" -f chidori-monitor || true)
+    [[ -n $sup && -n $(pgrep -P "$sup" || true) ]] && { echo "$sup"; return 0; }
+    sleep 0.02
+  done
+  return 1
+}
+
 # The delegated cgroup folders of pid (every hierarchy), as paths.
 deleg_dirs() {
   find /sys/fs/cgroup -maxdepth 4 -type d -name "chidori-$1-*" 2>/dev/null
@@ -38,13 +49,8 @@ deleg_dirs() {
   agent a.js <<<'async function main() { const t = Date.now(); while (Date.now() - t < 1500) {} return {ok: 1}; }'
   "$CHIDORI" run --quiet --state-dir "$T/state" "$T/a.js" >"$T/out" 2>"$T/err" </dev/null &
   bg=$!
-  local sup="" k
-  for ((k = 0; k < 200; k++)); do
-    sup=$(pgrep -P "$bg" -f chidori-monitor || true)
-    [[ -n $sup ]] && break
-    sleep 0.02
-  done
-  [[ -n $sup ]] || { cat "$T/err"; false; }
+  local sup k
+  sup=$(wait_supervisor "$bg") || { cat "$T/err"; false; }
   # the helper: root, this pid; the supervisor: 65532 everywhere
   [[ $(awk '/^Uid:/ {print $2}' /proc/$bg/status) == 0 ]]
   [[ $(tr '\0' ' ' </proc/$bg/cmdline) == chidori-privhelper* ]]
@@ -147,13 +153,8 @@ deleg_dirs() {
   agent loop.js <<<'function main() { while (true) {} }'
   "$CHIDORI" run --quiet --state-dir "$T/state" "$T/loop.js" >"$T/out" 2>"$T/err" </dev/null &
   bg=$!
-  local sup="" k
-  for ((k = 0; k < 200; k++)); do
-    sup=$(pgrep -P "$bg" -f chidori-monitor || true)
-    [[ -n $sup ]] && [[ -n $(pgrep -P "$sup" || true) ]] && break
-    sleep 0.02
-  done
-  [[ -n $sup ]]
+  local sup k
+  sup=$(wait_supervisor "$bg")
   local killed=$bg
   kill -KILL "$bg"
   wait "$bg" || true
