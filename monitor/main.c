@@ -378,6 +378,10 @@ int main(int argc, char **argv)
         sigemptyset(&st.unblock);
         struct chan_blob blob = { 0 };
         int rc = read_settings(argv[2], &st, &blob);
+        /* Under the helper: nothing that makes a process or touches a cgroup
+         * before its word (it moves us into the delegated cgroup meanwhile). */
+        if (rc == 0 && priv_helper_fd >= 0 && priv_wait_ready() < 0)
+                rc = -1;
         if (delegated)
                 st.sb.cgroup_parent = NULL;
         sigprocmask(SIG_UNBLOCK, &st.unblock, NULL);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,12 @@ static int make_one(struct deleg *d, size_t i, pid_t pid, uid_t uid, gid_t gid, 
         char text[24];
         snprintf(text, sizeof(text), "%d", (int)pid);
         int r = cg_write_at(fd, "cgroup.procs", text);
+        int policy = sched_getscheduler(pid);
+        if (r == -EINVAL && !d->h[i].v2 && (d->h[i].ctls & CTL_BIT(CGROUP_CTL_CPU)) &&
+            (policy == SCHED_FIFO || policy == SCHED_RR))
+                return err_set(err, -r, "move the supervisor into %s/%s: a realtime-scheduled process cannot join a "
+                               "cgroup v1 cpu folder whose cpu.rt_runtime_us is 0; run chidori with a normal "
+                               "scheduling policy (not chrt -f/-r), or CHIDORI_PRIVSEP=0", d->h[i].parent_fs, d->name);
         if (r < 0)
                 return err_set(err, -r, "move the supervisor into %s/%s", d->h[i].parent_fs, d->name);
         return 0;

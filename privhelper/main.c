@@ -293,6 +293,14 @@ static void remove_tmp(struct helper *h)
         }
 }
 
+static void stop_supervisor(struct helper *h)
+{
+        kill(h->sup, SIGKILL);
+        while (waitpid(h->sup, NULL, 0) < 0 && errno == EINTR)
+                ;
+        h->sup = 0;
+}
+
 static int start_supervisor(struct helper *h, const char *monitor, int handover, const sigset_t *mask)
 {
         int monitor_fd = open(monitor, O_PATH | O_CLOEXEC);
@@ -328,24 +336,39 @@ static int start_supervisor(struct helper *h, const char *monitor, int handover,
                  h->broker_uid);
         snprintf(gmap, sizeof(gmap), "0 %u 1\n%u %u 1\n65534 65534 1\n", PRIV_SUPERVISOR_ID, h->broker_gid,
                  h->broker_gid);
-        struct err *e = NULL;
         const char *what = "uid_map";
         int rc = write_proc(pid, "uid_map", umap);
-        if (rc == 0 && (what = "gid_map", rc = write_proc(pid, "gid_map", gmap)) == 0 &&
-            deleg_create(&h->cg, h->cgroup_parent, pid, PRIV_SUPERVISOR_ID, PRIV_SUPERVISOR_ID, &e) < 0) {
-                fprintf(stderr, "chidori: delegate a cgroup to the supervisor: %s\n", err_msg(e));
-                err_free(e);
-                rc = -1, what = NULL;
-        } else if (rc < 0) {
+        if (rc == 0 && (what = "gid_map", rc = write_proc(pid, "gid_map", gmap)) < 0)
                 fprintf(stderr, "chidori: write the supervisor's %s: %s\n", what, strerror(errno));
-        }
+        else if (rc < 0)
+                fprintf(stderr, "chidori: write the supervisor's %s: %s\n", what, strerror(errno));
         if (rc < 0 || write(sync[1], "g", 1) != 1) {
                 close(sync[1]);
-                kill(pid, SIGKILL);
-                waitpid(pid, NULL, 0);
+                stop_supervisor(h);
                 return -1;
         }
         close(sync[1]);
+        return 0;
+}
+
+/* While the supervisor starts (it waits for our word before it does
+ * anything), the checks and the cgroup: both off the critical path.
+ * 0, or the folder that cannot be id-mapped (unmapped), or -1. */
+static int ready_supervisor(struct helper *h, const char **unmapped)
+{
+        *unmapped = unmappable(h);
+        if (*unmapped)
+                return 0;
+        struct err *e = NULL;
+        if (deleg_create(&h->cg, h->cgroup_parent, h->sup, PRIV_SUPERVISOR_ID, PRIV_SUPERVISOR_ID, &e) < 0) {
+                fprintf(stderr, "chidori: delegate a cgroup to the supervisor: %s\n", err_msg(e));
+                err_free(e);
+                return -1;
+        }
+        /* Not sent: the supervisor has already exited (its settings were
+         * refused, and it said so); the loop collects its status. */
+        struct priv_rep r = { .magic = PRIV_MAGIC, .err = 0 };
+        (void)!send(h->sock, &r, sizeof(r), MSG_NOSIGNAL);
         return 0;
 }
 
@@ -637,8 +660,21 @@ int main(int argc, char **argv)
         h.monitor = argv[2];
         if (read_handover(&h, (int)handover) < 0)
                 return EXIT_PROTOCOL;
-        const char *unmapped = unmappable(&h);
+        const char *tmpdir = getenv("TMPDIR");
+        char *operator_tmpdir = tmpdir ? strdup(tmpdir) : NULL;
+        const char *unmapped = NULL;
+        if (sfd < 0 || make_tmp(&h) < 0 || start_supervisor(&h, argv[2], (int)handover, &old) < 0 ||
+            ready_supervisor(&h, &unmapped) < 0 || unmapped) {
+                if (h.sup > 0)
+                        stop_supervisor(&h);
+                deleg_remove(&h.cg); /* made before a later step failed */
+                remove_tmp(&h);
+                if (!unmapped)
+                        return EXIT_PROTOCOL;
+        }
         if (unmapped) {
+                if (operator_tmpdir ? setenv("TMPDIR", operator_tmpdir, 1) : unsetenv("TMPDIR"))
+                        return EXIT_PROTOCOL;
                 char why[PATH_MAX + 128];
                 snprintf(why, sizeof(why), "%s cannot be id-mapped for the broker (ramfs, tmpfs before Linux 6.3)",
                          unmapped);
@@ -651,12 +687,7 @@ int main(int argc, char **argv)
                 sigprocmask(SIG_SETMASK, &old, NULL);
                 monitor_keeps_root(argv[2], argv[4], why, h.quiet);
         }
-        if (sfd < 0 || make_tmp(&h) < 0 ||
-            start_supervisor(&h, argv[2], (int)handover, &old) < 0) {
-                deleg_remove(&h.cg); /* made before a later step failed */
-                remove_tmp(&h);
-                return EXIT_PROTOCOL;
-        }
+        free(operator_tmpdir);
         close((int)handover);
         for (size_t i = 0; i < h.ninherited; i++)
                 close(h.inherited[i]);

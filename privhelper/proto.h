@@ -3,7 +3,8 @@
  * (chidori-privhelper), and the client side of them.
  *
  * One SOCK_SEQPACKET socket, inherited by the supervisor (and the launcher
- * children it forks).  A request is one fixed-size `struct priv_req` with
+ * children it forks).  The helper's first message on it is its word to go
+ * on (priv_wait_ready).  A request is one fixed-size `struct priv_req` with
  * exactly one SCM_RIGHTS descriptor: one end of a fresh socketpair, on which
  * the helper answers with one `struct priv_rep` and, when err is 0, one
  * descriptor.  Requests from several processes can therefore never receive
@@ -51,6 +52,12 @@ struct priv_rep {
 /* The helper's socket, or -1 when there is none (every run but
  * CHIDORI_PRIVSEP=1 as root). */
 extern int priv_helper_fd;
+
+/* The supervisor's first step: wait for the helper's word that its cgroup
+ * is delegated and the checks passed (one priv_rep with err 0, sent once on
+ * the socket: the helper does both while the supervisor execs).  0, or -1:
+ * the helper said why and will stop us. */
+int priv_wait_ready(void);
 
 /* Ask the helper; the descriptor (0 for PRIV_ALLOW and PRIV_ALLOW_DONE),
  * or -1 with *err set (its errno says why: EPERM for a path outside the

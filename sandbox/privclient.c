@@ -83,3 +83,12 @@ int priv_request(enum priv_op op, const char *path, long map_uid, long map_gid, 
         }
         return fd;
 }
+
+int priv_wait_ready(void)
+{
+        struct priv_rep r;
+        ssize_t n;
+        while ((n = recv(priv_helper_fd, &r, sizeof(r), 0)) < 0 && errno == EINTR)
+                ;
+        return n == (ssize_t)sizeof(r) && r.magic == PRIV_MAGIC && r.err == 0 ? 0 : -1;
+}

@@ -59,6 +59,12 @@ for bin in "${bins[@]}"; do
   done
   libs=$(ldd "$bin" 2>/dev/null | awk '{print $1}' | grep -E "$forbidden" | tr '\n' ' ')
   syms=$(nm -D --undefined-only "$bin" 2>/dev/null | awk '{print $NF}' | sed 's/@.*//' | grep -cE "$symbols")
+  # A static binary (chidori-privhelper) has no libraries to list: what it
+  # linked in is in its own symbol table.
+  if ! readelf -d "$bin" 2>/dev/null | grep -q NEEDED; then
+    syms=$(nm "$bin" 2>/dev/null | awk '{print $NF}' | grep -cE "$symbols")
+    ((syms)) && libs="(linked in statically) "
+  fi
   if [[ -n $libs ]]; then
     echo "  links: $libs($syms symbols used from them)"
     rc=1

@@ -186,6 +186,15 @@ PRIVHELPER_MAX_LINES=5000
   local n=${output#*chidori-privhelper: }; n=${n%% lines*}
   run "$BATS_TEST_DIRNAME/../../scripts/privileged-loc.sh" --max-lines "$((n - 1))" "$BUILD_DIR/chidori-privhelper"
   [[ $status -eq 1 && $output == *"over the ceiling: $n lines of C, at most $((n - 1))"* ]]
+  # The helper is linked statically (not under the sanitizers): a static
+  # binary with a parser linked in is caught by its own symbol table.
+  if ! readelf -d "$BUILD_DIR/chidori-privhelper" | grep -q NEEDED; then
+    printf 'int cJSON_Parse(void) { return 0; }\nint main(void) { return cJSON_Parse(); }\n' >"$T/p.c"
+    (cd "$T" && cc -g -static-pie -o p p.c)
+    run "$BATS_TEST_DIRNAME/../../scripts/privileged-loc.sh" "$T/p"
+    echo "$output"
+    [[ $status -eq 1 && $output == *"links: (linked in statically)"* ]]
+  fi
 }
 
 @test "privsep: a state dir that cannot be id-mapped (ramfs): the monitor keeps root, said in a note; CHIDORI_PRIVSEP=1 refuses it (78); 0 declines the helper" {
@@ -205,4 +214,16 @@ PRIVHELPER_MAX_LINES=5000
   [[ $rc -eq 0 && $out == 1 && $err == *"chidori: note: the monitor keeps root: $T/ram cannot be id-mapped for the broker"* ]]
   [[ $rc1 -eq 78 && $err1 == *"CHIDORI_PRIVSEP=1: privilege separation is not possible here ($T/ram cannot be id-mapped"* ]]
   [[ $rc0 -eq 0 && $err0 != *"the monitor keeps root"* ]]
+}
+
+@test "privsep: a realtime-scheduled run where cgroup v1 has a cpu hierarchy is refused with the reason and the way out (70); CHIDORI_PRIVSEP=0 runs it" {
+  is_root || skip "privilege separation applies to root runs only"
+  grep -qE '^[0-9]+:([^:]*,)?cpu(,[^:]*)?:' /proc/self/cgroup || skip "no cgroup v1 cpu hierarchy on this host (the qemu guest has none)"
+  command -v chrt >/dev/null || skip "no chrt"
+  agent a.js <<<'function main() { return 7; }'
+  run chrt -f 10 "$CHIDORI" run --quiet "$T/a.js"
+  echo "$output"
+  [[ $status -eq 70 && $output == *"a realtime-scheduled process cannot join a cgroup v1 cpu folder"*"CHIDORI_PRIVSEP=0"* ]]
+  run env CHIDORI_PRIVSEP=0 chrt -f 10 "$CHIDORI" run --quiet "$T/a.js"
+  [[ $status -eq 0 && $output == 7 ]]
 }

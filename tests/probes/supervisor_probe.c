@@ -88,6 +88,8 @@ int main(int argc, char **argv)
         for (int i = 1; i + 1 < argc; i++)
                 if (strcmp(argv[i], "--helper") == 0)
                         priv_helper_fd = (int)strtol(argv[i + 1], NULL, 10);
+        if (priv_helper_fd >= 0 && priv_wait_ready() < 0) /* as the supervisor: in its cgroup first */
+                return 1;
         const char *state = getenv("PROBE_STATE");
         char p[PATH_MAX];
         setvbuf(stdout, NULL, _IOLBF, 0);
