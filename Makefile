@@ -197,7 +197,7 @@ BROKER_OBJ := $(BROKER_CORE_OBJ) \
               $(call obj,broker/main.c $(BROKER_LIB_SRC) $(filter-out common/err.c,$(COMMON_SRC)) $(PROTO_SRC) \
                 $(RUNTIME_SRC) $(POLICY_SRC) $(filter-out $(NET_SRC),$(EFFECTS_SRC)) $(SERVER_SRC) cli/report.c cli/sink.c cli/bundle.c cli/sourcemap.c sandbox/seccomp-names.c \
                 sandbox/tz.c)
-BROKER_LIBS = $(call libs_of,libcjson sqlite3 libpq) -lpthread -ldl -lm
+BROKER_LIBS = $(call libs_of,libcjson sqlite3) -lpthread -ldl -lm
 $(BUILD)/chidori-broker: $(BROKER_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(BROKER_LIBS)
 

@@ -604,12 +604,16 @@ for mode in $modes; do
   if [[ -n $SP && $mode == broker ]]; then
     # Server RSS after 10,000 sessions (scaled): it must not grow without bound.
     # The server is the broker (HTTP, SQLite, the sessions); the monitor keeps the boxes.
-    bpid=$(pgrep -P "$spid" -x chidori-broker | head -n 1)
+    # As root the server's pid is chidori-privhelper's; the broker is below
+    # its supervisor (chidori-monitor), whose RSS is the monitor's.
+    mpid=$(pgrep -P "$spid" -x chidori-monitor | head -n 1)
+    mpid=${mpid:-$spid}
+    bpid=$(pgrep -P "$mpid" -x chidori-broker | head -n 1)
     N10K=$(n_of 10000)
     rss0=$(awk '/^VmRSS/ { print $2 }' "/proc/$bpid/status")
     read -r ok secs rate _ _ errs < <("$tmp/loadgen" -p "$SP" -c 32 -n "$N10K" || echo "fail fail fail fail fail fail")
     rss1=$(awk '/^VmRSS/ { print $2 }' "/proc/$bpid/status")
-    mrss=$(awk '/^VmRSS/ { print $2 }' "/proc/$spid/status")
+    mrss=$(awk '/^VmRSS/ { print $2 }' "/proc/$mpid/status")
     printf '  %-70s %9s MiB\n' "server (broker) RSS after the table above" "$(calc 'a / 1024' "$rss0")"
     printf '  %-70s %9s MiB\n' "server (broker) RSS after $ok more sessions ($rate/s, $errs errors)" "$(calc 'a / 1024' "$rss1")"
     printf '  %-70s %9s MiB\n' "monitor RSS then" "$(calc 'a / 1024' "$mrss")"

@@ -8,7 +8,6 @@
  * schema newer than this build is refused. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <libpq-fe.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 
 #include "common/util.h"
 #include "effects/memory/memstore.h"
+#include "server/pq.h"
 #include "server/store-internal.h"
 
 struct pg_store {
@@ -806,7 +806,8 @@ static void pg_close(struct store *base)
                 return;
         if (st->in_batch && st->conn)
                 pg_commit(base, NULL);
-        PQfinish(st->conn);
+        if (st->conn)
+                PQfinish(st->conn);
         free(st->url);
         free(st->base.desc);
         free(st);
@@ -875,6 +876,10 @@ int store_pg_open(const char *url, struct store **ret, struct err **err)
         }
         st->base.ops = &pg_ops;
         st->base.kind = "postgres";
+        if (pq_load(err) < 0) {
+                pg_close(&st->base);
+                return -1;
+        }
         /* libpq's own check of the URL first: a malformed one is a usage error. */
         char *bad = NULL;
         PQconninfoOption *opts = PQconninfoParse(url, &bad);

@@ -211,7 +211,7 @@ int store_open_spec(const char *spec, const char *dir, struct store **ret, struc
                 return store_sqlite_open(spec + 7, ret, err);
         if (!pg_open)
                 return err_setc(err, STORE_E_USAGE, 0,
-                                "a PostgreSQL store is served by the broker (chidori-broker links libpq); the "
+                                "a PostgreSQL store is served by the broker (chidori-broker loads libpq); the "
                                 "one-process server (CHIDORI_RUN_BROKER=0) keeps its sessions in SQLite only");
         return pg_open(spec, ret, err);
 }
