@@ -26,6 +26,8 @@
 #include "common/cleanup.h"
 #include "common/dlib.h"
 #include "monitor/broker.h"
+#include "privhelper/proto.h"
+#include "cli/handover.h"
 #include "sandbox/cgroup/cgroup.h"
 #include "sandbox/idmap.h"
 #include "sandbox/landlock.h"
@@ -303,6 +305,45 @@ static void apply_box(struct probe *pr, int n, bool started, const struct sandbo
                 }
 }
 
+/* Who keeps root while a run goes on (decision 163): as root, the small
+ * helper (the monitor runs as uid 65532), or the monitor itself. */
+static void probe_monitor(struct probe *p, uid_t buid)
+{
+        p->layer = "monitor";
+        p->key = "monitor";
+        const char *v = getenv("CHIDORI_PRIVSEP");
+        p->core = v && strcmp(v, "1") == 0;
+        p->ok = true;
+        if (geteuid() != 0) {
+                snprintf(p->detail, sizeof(p->detail), "runs as you (uid %u); root is not involved", (unsigned)geteuid());
+                return;
+        }
+        char why[200] = "";
+        int ps = handover_privsep(buid, why, sizeof(why));
+        struct err *e = NULL;
+        char *helper = ps > 0 ? handover_find_privhelper(&e) : NULL;
+        if (ps > 0 && helper && access(helper, X_OK) != 0) {
+                p->ok = false;
+                snprintf(p->detail, sizeof(p->detail), "cannot start chidori-privhelper: %.300s: %s (set "
+                         "CHIDORI_PRIVHELPER to its path, or reinstall)", helper, strerror(errno));
+        } else if (ps > 0 && helper)
+                snprintf(p->detail, sizeof(p->detail), "uid %u in its own user namespace; root stays in %.300s",
+                         PRIV_SUPERVISOR_ID, helper);
+        else if (ps > 0) {
+                p->ok = false;
+                snprintf(p->detail, sizeof(p->detail), "cannot start: %.400s", err_msg(e));
+        } else if (ps < 0) {
+                p->ok = false;
+                snprintf(p->detail, sizeof(p->detail), "CHIDORI_PRIVSEP=1 but not possible here: %.300s", why);
+        } else {
+                p->degraded = true;
+                snprintf(p->detail, sizeof(p->detail), "keeps root: %.300s",
+                         why[0] ? why : "CHIDORI_PRIVSEP=0 declines the privileged helper");
+        }
+        free(helper);
+        err_free(e);
+}
+
 /* clone3 as the broker's start makes it; 0 or the errno. */
 static int try_clone3(uint64_t flags)
 {
@@ -500,6 +541,7 @@ int cmd_doctor(int argc, char **argv)
         else
                 snprintf(bp->detail, sizeof(bp->detail), "cannot start: %s; run as a non-root user (the rootless "
                          "path needs no capability) or grant CAP_SETUID and CAP_SETGID", broker_why);
+        probe_monitor(&pr[n++], buid);
         for (int i = 0; i < n; i++)
                 if (strcmp(pr[i].key, "cgroup") == 0 && !pr[i].ok) {
                         size_t k = strlen(pr[i].detail);

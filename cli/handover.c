@@ -163,7 +163,7 @@ static char *find_monitor(struct err **err)
  * maps), CAP_SYS_ADMIN (detached mounts) and CAP_CHOWN (the delegated
  * cgroup).  1: use it; 0: the monitor keeps root (*why set when it was not
  * declined: a container without those); -1: required and not possible. */
-static int privsep_choice(uid_t broker_uid, char *why, size_t len)
+int handover_privsep(uid_t broker_uid, char *why, size_t len)
 {
         const char *v = getenv("CHIDORI_PRIVSEP");
         if (geteuid() != 0 || (v && strcmp(v, "0") == 0))
@@ -190,7 +190,7 @@ static int privsep_choice(uid_t broker_uid, char *why, size_t len)
 
 /* chidori-privhelper: $CHIDORI_PRIVHELPER, else next to chidori or in its
  * libexec directory. */
-static char *find_privhelper(struct err **err)
+char *handover_find_privhelper(struct err **err)
 {
         const char *p = getenv("CHIDORI_PRIVHELPER");
         char *f = p && *p ? strdup(p) : dlib_find("chidori-privhelper", X_OK);
@@ -349,8 +349,8 @@ int handover_run(struct handover *h, const struct handover_run *r)
                  * runs the monitor as an unprivileged supervisor
                  * (privhelper/main.c, decision 163). */
                 char why[200] = "";
-                int privsep = privsep_choice(uid, why, sizeof(why));
-                _cleanup_free_ char *helper = privsep > 0 ? find_privhelper(&e) : NULL;
+                int privsep = handover_privsep(uid, why, sizeof(why));
+                _cleanup_free_ char *helper = privsep > 0 ? handover_find_privhelper(&e) : NULL;
                 if (privsep == 0 && why[0] && !r->quiet)
                         fprintf(stderr, "chidori: note: the monitor keeps root: privilege separation is not possible "
                                         "here (%s)\n", why);

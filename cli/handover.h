@@ -9,6 +9,7 @@
 
 #include "monitor/serve.h"
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "monitor/broker.h"
 
@@ -36,6 +37,15 @@ void handover_file(struct handover *h, const char *name, const char *path);
 void handover_free(struct handover *h);
 /* libchidori-net.so as a sealed memfd copy: "net_lib_fd=N" (fetch, prompt). */
 void handover_net_lib(struct handover *h);
+
+/* Root's run keeps root only in chidori-privhelper (decision 163)?  1: yes;
+ * 0: the monitor keeps root (*why says why unless CHIDORI_PRIVSEP=0
+ * declined it, or the caller is not root); -1: CHIDORI_PRIVSEP=1 and not
+ * possible (*why).  What `chidori doctor` reports as the monitor's row. */
+int handover_privsep(uid_t broker_uid, char *why, size_t len);
+/* chidori-privhelper: $CHIDORI_PRIVHELPER, else next to chidori or in its
+ * libexec directory; NULL with *err saying where it looked. */
+char *handover_find_privhelper(struct err **err);
 
 struct handover_run {
         const struct sandbox_opts *sb;     /* the operator's box options */

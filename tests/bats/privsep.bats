@@ -227,3 +227,14 @@ PRIVHELPER_MAX_LINES=5000
   run env CHIDORI_PRIVSEP=0 chrt -f 10 "$CHIDORI" run --quiet "$T/a.js"
   [[ $status -eq 0 && $output == 7 ]]
 }
+
+@test "privsep: doctor says who keeps root: the helper (ok), the monitor (CHIDORI_PRIVSEP=0: degraded), a required helper that cannot start (missing, 78 with --require)" {
+  is_root || skip "privilege separation applies to root runs only"
+  run "$CHIDORI" doctor --json
+  [[ $(jq -r '.layers[] | select(.name == "monitor") | "\(.state) \(.reason)"' <<<"$output") == "ok uid 65532 in its own user namespace; root stays in "*chidori-privhelper ]] || { echo "$output"; false; }
+  run env CHIDORI_PRIVSEP=0 "$CHIDORI" doctor --json
+  [[ $(jq -r '.layers[] | select(.name == "monitor") | "\(.state) \(.reason)"' <<<"$output") == "degraded keeps root: CHIDORI_PRIVSEP=0 declines the privileged helper" ]] || { echo "$output"; false; }
+  run env CHIDORI_PRIVSEP=1 CHIDORI_PRIVHELPER="$T/none" "$CHIDORI" doctor --json --require
+  [[ $status -eq 78 ]]
+  [[ $(jq -r '.layers[] | select(.name == "monitor") | "\(.state) \(.core) \(.reason)"' <<<"$output") == "missing true cannot start chidori-privhelper: $T/none: No such file or directory"* ]] || { echo "$output"; false; }
+}
