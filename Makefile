@@ -219,7 +219,7 @@ $(BUILD)/chidori-monitor: $(BUILD)/obj/monitor/main.o $(BUILD)/libchidori-monito
 # CHIDORI_PRIVSEP=1 — the supervisor's user namespace and cgroup, detached
 # mounts of the operator's folders, the agent's files.  No cJSON, libcurl,
 # SQLite, JavaScriptCore, ICU; scripts/privileged-loc.sh counts it.
-PRIVHELPER_OBJ := $(call obj,privhelper/main.c privhelper/deleg.c chan/blob.c common/err.c common/util.c common/tmpown.c common/tmpreap.c \
+PRIVHELPER_OBJ := $(call obj,privhelper/main.c privhelper/deleg.c chan/blob.c common/err.c common/fdpass.c common/util.c common/tmpown.c common/tmpreap.c \
                     sandbox/idmap.c sandbox/cgroup/util.c sandbox/cgroup/kill.c sandbox/cgroup/parse.c monitor/agentfile.c)
 # Linked statically (a static PIE): it is exec'd on every run's critical path
 # and loading nothing saves ~0.7 ms of its start (docs/decisions.md 164); the
@@ -238,7 +238,7 @@ $(BUILD)/probes/broker_probe: tests/probes/broker_probe.c $(BROKER_CORE_OBJ)
 	$(CC) $(CPPFLAGS) $(filter-out -MMD -MP,$(CFLAGS)) $^ -o $@ $(LDFLAGS)
 
 # The supervisor probe plays chidori-monitor under the helper (tests/bats/privsep.bats).
-$(BUILD)/probes/supervisor_probe: tests/probes/supervisor_probe.c $(call obj,sandbox/privclient.c common/err.c)
+$(BUILD)/probes/supervisor_probe: tests/probes/supervisor_probe.c $(call obj,sandbox/privclient.c common/err.c common/fdpass.c)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(filter-out -MMD -MP,$(CFLAGS)) $^ -o $@ $(LDFLAGS)
 

@@ -40,6 +40,7 @@
 
 #include "chan/chan.h"
 #include "common/exit.h"
+#include "common/fdpass.h"
 #include "common/tmpown.h"
 #include "monitor/broker.h"
 #include "privhelper/deleg.h"
@@ -538,23 +539,7 @@ static int do_broker(const struct helper *h)
 static void answer(int reply, int r)
 {
         struct priv_rep rep = { .magic = PRIV_MAGIC, .err = r < 0 && r != NOFD ? -r : 0 };
-        union {
-                char buf[CMSG_SPACE(sizeof(int))];
-                struct cmsghdr align;
-        } u;
-        memset(&u, 0, sizeof(u));
-        struct iovec iov = { .iov_base = &rep, .iov_len = sizeof(rep) };
-        struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
-        if (r >= 0 && r != NOFD) {
-                m.msg_control = u.buf;
-                m.msg_controllen = sizeof(u.buf);
-                struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-                c->cmsg_level = SOL_SOCKET;
-                c->cmsg_type = SCM_RIGHTS;
-                c->cmsg_len = CMSG_LEN(sizeof(int));
-                memcpy(CMSG_DATA(c), &r, sizeof(int));
-        }
-        (void)sendmsg(reply, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void)fd_send(reply, &rep, sizeof(rep), r >= 0 && r != NOFD ? r : -1, MSG_DONTWAIT);
         if (r >= 0 && r != NOFD)
                 close(r);
 }

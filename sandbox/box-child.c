@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/fdpass.h"
 #include "sandbox/box-internal.h"
 #include "sandbox/caps.h"
 #include "sandbox/fds.h"
@@ -28,26 +29,7 @@
 
 static void send_report(struct box_child *c, int pass_fd)
 {
-        struct iovec iov = { .iov_base = &c->rep, .iov_len = sizeof(c->rep) };
-        union {
-                char buf[CMSG_SPACE(sizeof(int))];
-                struct cmsghdr align;
-        } u;
-        struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
-        if (pass_fd >= 0) {
-                memset(&u, 0, sizeof(u));
-                m.msg_control = u.buf;
-                m.msg_controllen = sizeof(u.buf);
-                struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-                h->cmsg_level = SOL_SOCKET;
-                h->cmsg_type = SCM_RIGHTS;
-                h->cmsg_len = CMSG_LEN(sizeof(int));
-                memcpy(CMSG_DATA(h), &pass_fd, sizeof(int));
-        }
-        ssize_t n;
-        while ((n = sendmsg(c->sync_fd, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR)
-                ;
-        if (n < 0)
+        if (fd_send(c->sync_fd, &c->rep, sizeof(c->rep), pass_fd, 0) < 0)
                 _exit(78); /* the parent is gone: never run unsupervised */
 }
 

@@ -7,29 +7,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/fdpass.h"
 #include "privhelper/proto.h"
 
 int priv_helper_fd = -1;
 
-static int send_with_fd(int sock, const void *buf, size_t len, int fd)
-{
-        union {
-                char buf[CMSG_SPACE(sizeof(int))];
-                struct cmsghdr align;
-        } u;
-        memset(&u, 0, sizeof(u));
-        struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-        struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
-        struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &fd, sizeof(int));
-        ssize_t n;
-        while ((n = sendmsg(sock, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR)
-                ;
-        return n == (ssize_t)len ? 0 : -1;
-}
 
 int priv_request(enum priv_op op, const char *path, long map_uid, long map_gid, uint64_t attr, struct err **err)
 {
@@ -47,7 +29,7 @@ int priv_request(enum priv_op op, const char *path, long map_uid, long map_gid, 
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
                 return err_set(err, errno, "socketpair");
-        if (send_with_fd(priv_helper_fd, &q, sizeof(q), sv[1]) < 0) {
+        if (fd_send(priv_helper_fd, &q, sizeof(q), sv[1], 0) != (ssize_t)sizeof(q)) {
                 int e = errno;
                 close(sv[0]), close(sv[1]);
                 return err_set(err, e, "ask the privileged helper (chidori-privhelper)");

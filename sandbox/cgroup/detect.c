@@ -224,6 +224,23 @@ static unsigned v2_available(const struct hier *hi, char **ret_ctls)
         return avail;
 }
 
+/* Our uid as the cgroup files' owners see it: outside our user namespace
+ * (the supervisor's root is uid 65532 there, decision 163). */
+static int outside_uid(void)
+{
+        unsigned in, out, count, me = (unsigned)geteuid();
+        FILE *f = fopen("/proc/self/uid_map", "re");
+        int r = (int)me;
+        while (f && fscanf(f, "%u %u %u", &in, &out, &count) == 3)
+                if (me >= in && me - in < count) {
+                        r = (int)(out + (me - in));
+                        break;
+                }
+        if (f)
+                fclose(f);
+        return r;
+}
+
 /* Can we create run cgroups below the parent and move processes there?
  * true, or false with h->v2_note saying why. */
 static bool v2_delegated(struct cgroup_host *h, struct scan *s, const struct cg_mount *m, const struct hier *hi,
@@ -232,7 +249,7 @@ static bool v2_delegated(struct cgroup_host *h, struct scan *s, const struct cg_
         static const char *const need[] = { "cgroup.procs", "cgroup.subtree_control", NULL };
         char *what = NULL;
         if (!writable(hi->parent_fs, need, &what)) {
-                h->v2_note = xasprintf("no cgroup delegation (uid %d): %s", (int)geteuid(), what ? what : "");
+                h->v2_note = xasprintf("no cgroup delegation (uid %d): %s", outside_uid(), what ? what : "");
                 free(what);
                 s->deleg_fail = true;
                 return false;
@@ -247,7 +264,7 @@ static bool v2_delegated(struct cgroup_host *h, struct scan *s, const struct cg_
                 static const char *const procs[] = { "cgroup.procs", NULL };
                 if (!writable(anc, procs, &what)) {
                         h->v2_note = xasprintf("no cgroup delegation (uid %d) to move processes from %s: %s",
-                                               (int)geteuid(), own, what ? what : "");
+                                               outside_uid(), own, what ? what : "");
                         free(what);
                         s->deleg_fail = true;
                         return false;
@@ -397,7 +414,7 @@ static int try_v1(struct cgroup_host *h, struct scan *s)
                 char *what = NULL;
                 if (!writable(hi.parent_fs, need, &what)) {
                         h->ctl_why[c] = xasprintf("no cgroup delegation (uid %d): %s",
-                                                  (int)geteuid(), what ? what : "");
+                                                  outside_uid(), what ? what : "");
                         free(what);
                         if (c == CGROUP_CTL_MEMORY)
                                 s->deleg_fail = true;
