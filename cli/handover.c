@@ -23,6 +23,7 @@
 #include "cli/handover.h"
 #include "effects/net/secrets.h"
 #include "cli/suggest.h"
+#include "cli/supervisor.h"
 #include "common/cleanup.h"
 #include "common/dlib.h"
 #include "common/exit.h"
@@ -361,14 +362,24 @@ int handover_run(struct handover *h, const struct handover_run *r)
                         /* e says where it looked */
                 } else if (fcntl(set_fd, F_SETFD, 0) == 0) {
                         char *argv[] = { "chidori-monitor", "--handover", fdtext, NULL };
-                        char *hargv[] = { "chidori-privhelper", "--monitor", monitor, "--handover", fdtext, NULL };
                         cli_json_stop();
                         fflush(NULL);
-                        if (helper)
-                                execv(helper, hargv);
-                        else
+                        struct supervisor sup;
+                        if (!helper) {
                                 execv(monitor, argv);
-                        err_set(&e, errno, "exec %s", helper ? helper : monitor);
+                                err_set(&e, errno, "exec %s", monitor);
+                        } else if (supervisor_start(monitor, set_fd, uid, gid, &sup, &e) == 0) {
+                                /* The supervisor execs while the helper does (decision 164). */
+                                char ptext[16], pfdtext[16], stext[16];
+                                snprintf(ptext, sizeof(ptext), "%d", (int)sup.pid);
+                                snprintf(pfdtext, sizeof(pfdtext), "%d", sup.pidfd);
+                                snprintf(stext, sizeof(stext), "%d", sup.sock);
+                                char *hargv[] = { "chidori-privhelper", "--monitor", monitor, "--handover", fdtext,
+                                                  "--supervisor", ptext, pfdtext, stext, NULL };
+                                execv(helper, hargv);
+                                err_set(&e, errno, "exec %s", helper);
+                                supervisor_stop(&sup);
+                        }
                 } else {
                         err_set(&e, errno, "exec %s", monitor);
                 }

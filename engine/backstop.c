@@ -97,7 +97,7 @@ static void *backstop_main(void *arg)
                 if (write_frame_waiting(e->out_fd, text, strlen(text), &err) < 0)
                         err_free(err);
                 if (engine_exit_after_done)
-                        _exit(0);
+                        engine_exit_done(e->in_fd, e->out_fd);
                 break;
         }
         pthread_mutex_unlock(&e->out_lock);

@@ -354,6 +354,16 @@ static void start_run(struct engine *e)
 
 bool engine_exit_after_done;
 
+void engine_exit_done(int in_fd, int out_fd)
+{
+        close(out_fd);
+        if (in_fd != out_fd)
+                close(in_fd);
+        close(STDOUT_FILENO);
+        close(STDERR_FILENO);
+        _exit(0);
+}
+
 static int send_done(struct engine *e, struct err **err)
 {
         if (e->end == ENGINE_TRANSPORT || e->transport_err) {
@@ -409,7 +419,7 @@ static int send_done(struct engine *e, struct err **err)
         /* The worker process ends here: no context teardown (a GC) once the
          * outcome is out.  In-process callers get the normal return. */
         if (engine_exit_after_done)
-                _exit(0);
+                engine_exit_done(e->in_fd, e->out_fd);
         return 0;
 }
 

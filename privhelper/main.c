@@ -33,7 +33,10 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/utsname.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -157,20 +160,6 @@ static int read_handover(struct helper *h, int fd)
         return 0;
 }
 
-static int write_proc(pid_t pid, const char *file, const char *text)
-{
-        char path[64];
-        snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
-        int fd = open(path, O_WRONLY | O_CLOEXEC);
-        ssize_t n = (ssize_t)strlen(text);
-        int ok = fd >= 0 && write(fd, text, (size_t)n) == n;
-        int e = errno;
-        if (fd >= 0)
-                close(fd);
-        errno = e;
-        return ok ? 0 : -1;
-}
-
 static int do_tree(struct helper *h, const struct priv_req *q);
 
 /* ---- the supervisor ---- */
@@ -178,10 +167,25 @@ static int do_tree(struct helper *h, const struct priv_req *q);
 /* A folder the broker writes that cannot be id-mapped to its uid (ramfs,
  * tmpfs before Linux 6.3) would need the broker's uid-0 fallback, which is
  * root's own uid: only the monitor's own mode has it.  The folder, or NULL. */
+/* ext4 and XFS took id-mapped mounts in 5.12, with mount_setattr itself;
+ * tmpfs in 6.3: those need no trial. */
+static bool known_mappable(int fd)
+{
+        struct statfs sf;
+        if (fstatfs(fd, &sf) < 0)
+                return false;
+        if (sf.f_type == EXT4_SUPER_MAGIC || sf.f_type == XFS_SUPER_MAGIC)
+                return true;
+        struct utsname u;
+        unsigned major = 0, minor = 0;
+        return sf.f_type == TMPFS_MAGIC && uname(&u) == 0 && sscanf(u.release, "%u.%u", &major, &minor) == 2 &&
+               (major > 6 || (major == 6 && minor >= 3));
+}
+
 static const char *unmappable(struct helper *h)
 {
         for (size_t i = 0; i < h->nroots; i++) {
-                if (!h->roots[i].writes)
+                if (!h->roots[i].writes || known_mappable(h->roots[i].fd))
                         continue;
                 struct priv_req q = { .magic = PRIV_MAGIC, .op = PRIV_TREE, .map_uid = (int32_t)h->broker_uid,
                                       .map_gid = (int32_t)h->broker_gid };
@@ -203,39 +207,6 @@ __attribute__((noreturn)) static void monitor_keeps_root(const char *monitor, co
         char *argv[] = { "chidori-monitor", "--handover", (char *)handover, NULL };
         execv(monitor, argv);
         fprintf(stderr, "chidori: start the monitor (chidori-monitor): exec %s: %s\n", monitor, strerror(errno));
-        _exit(EXIT_PROTOCOL);
-}
-
-__attribute__((noreturn)) static void supervisor_child(int sync, int sock, int handover, int monitor_fd,
-                                                       const sigset_t *mask, bool delegated)
-{
-        char go = 0;
-        pid_t helper = getppid();
-        if (read(sync, &go, 1) != 1 || go != 'g')
-                _exit(EXIT_PROTOCOL);
-        /* root of its namespace = 65532 outside; no supplementary groups
-         * (root's would keep gid 0's files open to it).  The parent-death
-         * signal after the uid change, which clears it. */
-        if (setgroups(0, NULL) < 0 || setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0 ||
-            prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
-                fprintf(stderr, "chidori: become the supervisor (uid %u): %s\n", PRIV_SUPERVISOR_ID, strerror(errno));
-                _exit(EXIT_PROTOCOL);
-        }
-        if (getppid() != helper)
-                _exit(EXIT_PROTOCOL);
-        int s = fcntl(sock, F_DUPFD, 3);
-        if (s < 0) {
-                fprintf(stderr, "chidori: become the supervisor: %s\n", strerror(errno));
-                _exit(EXIT_PROTOCOL);
-        }
-        char hfd[16], sfd[16];
-        snprintf(hfd, sizeof(hfd), "%d", handover);
-        snprintf(sfd, sizeof(sfd), "%d", s);
-        char *argv[] = { "chidori-monitor", "--handover", hfd, "--helper", sfd,
-                         delegated ? "--cgroup-delegated" : NULL, NULL };
-        sigprocmask(SIG_SETMASK, mask, NULL);
-        syscall(SYS_execveat, monitor_fd, "", argv, environ, AT_EMPTY_PATH);
-        fprintf(stderr, "chidori: start the supervisor (chidori-monitor): %s\n", strerror(errno));
         _exit(EXIT_PROTOCOL);
 }
 
@@ -272,8 +243,7 @@ static int make_tmp(struct helper *h)
                 return -1;
         }
         snprintf(sub, sizeof(sub), "%s/tmp", h->tmp);
-        if (chmod(h->tmp, 0711) < 0 || mkdir(sub, 0700) < 0 || chown(sub, PRIV_SUPERVISOR_ID, PRIV_SUPERVISOR_ID) < 0 ||
-            setenv("TMPDIR", sub, 1) < 0) {
+        if (chmod(h->tmp, 0711) < 0 || mkdir(sub, 0700) < 0 || chown(sub, PRIV_SUPERVISOR_ID, PRIV_SUPERVISOR_ID) < 0) {
                 fprintf(stderr, "chidori: make the supervisor's temporary folder %s: %s\n", sub, strerror(errno));
                 return -1;
         }
@@ -302,56 +272,6 @@ static void stop_supervisor(struct helper *h)
         h->sup = 0;
 }
 
-static int start_supervisor(struct helper *h, const char *monitor, int handover, const sigset_t *mask)
-{
-        int monitor_fd = open(monitor, O_PATH | O_CLOEXEC);
-        if (monitor_fd < 0) {
-                fprintf(stderr, "chidori: open %s: %s (set CHIDORI_MONITOR or reinstall)\n", monitor, strerror(errno));
-                return -1;
-        }
-        int sv[2], sync[2];
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 || pipe2(sync, O_CLOEXEC) < 0) {
-                fprintf(stderr, "chidori: start the supervisor: %s\n", strerror(errno));
-                return -1;
-        }
-        pid_t self = getpid();
-        struct clone_args a = { .flags = CLONE_NEWUSER | CLONE_PIDFD, .pidfd = (uint64_t)(uintptr_t)&h->sup_pidfd,
-                                .exit_signal = SIGCHLD };
-        pid_t pid = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
-        if (pid == 0) {
-                close(sv[0]), close(sync[1]);
-                if (getppid() != self)
-                        _exit(EXIT_PROTOCOL);
-                supervisor_child(sync[0], sv[1], handover, monitor_fd, mask, true);
-        }
-        close(sv[1]), close(sync[0]), close(monitor_fd);
-        if (pid < 0) {
-                fprintf(stderr, "chidori: start the supervisor in a user namespace (clone3): %s\n", strerror(errno));
-                close(sv[0]), close(sync[1]);
-                return -1;
-        }
-        h->sup = pid;
-        h->sock = sv[0];
-        char umap[128], gmap[128];
-        snprintf(umap, sizeof(umap), "0 %u 1\n%u %u 1\n65534 65534 1\n", PRIV_SUPERVISOR_ID, h->broker_uid,
-                 h->broker_uid);
-        snprintf(gmap, sizeof(gmap), "0 %u 1\n%u %u 1\n65534 65534 1\n", PRIV_SUPERVISOR_ID, h->broker_gid,
-                 h->broker_gid);
-        const char *what = "uid_map";
-        int rc = write_proc(pid, "uid_map", umap);
-        if (rc == 0 && (what = "gid_map", rc = write_proc(pid, "gid_map", gmap)) < 0)
-                fprintf(stderr, "chidori: write the supervisor's %s: %s\n", what, strerror(errno));
-        else if (rc < 0)
-                fprintf(stderr, "chidori: write the supervisor's %s: %s\n", what, strerror(errno));
-        if (rc < 0 || write(sync[1], "g", 1) != 1) {
-                close(sync[1]);
-                stop_supervisor(h);
-                return -1;
-        }
-        close(sync[1]);
-        return 0;
-}
-
 /* While the supervisor starts (it waits for our word before it does
  * anything), the checks and the cgroup: both off the critical path.
  * 0, or the folder that cannot be id-mapped (unmapped), or -1. */
@@ -368,7 +288,10 @@ static int ready_supervisor(struct helper *h, const char **unmapped)
         }
         /* Not sent: the supervisor has already exited (its settings were
          * refused, and it said so); the loop collects its status. */
-        struct priv_rep r = { .magic = PRIV_MAGIC, .err = 0 };
+        static struct priv_ready r;
+        r.magic = PRIV_MAGIC;
+        if (h->tmp[0])
+                snprintf(r.tmpdir, sizeof(r.tmpdir), "%s/tmp", h->tmp);
         (void)!send(h->sock, &r, sizeof(r), MSG_NOSIGNAL);
         return 0;
 }
@@ -616,11 +539,43 @@ static void finish(struct helper *h, int status)
         _exit(WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_PROTOCOL);
 }
 
+/* The supervisor chidori started before its exec (cli/supervisor.c): our
+ * child, its pidfd and the requests' socket, made ours here. */
+static int adopt(struct helper *h, unsigned long pid, unsigned long pidfd, unsigned long sock)
+{
+        char path[64], *line = NULL;
+        size_t cap = 0;
+        long fpid = -1;
+        snprintf(path, sizeof(path), "/proc/self/fdinfo/%lu", pidfd);
+        FILE *f = fopen(path, "re");
+        while (f && getline(&line, &cap, f) > 0 && sscanf(line, "Pid: %ld", &fpid) != 1)
+                ;
+        free(line);
+        if (f)
+                fclose(f);
+        siginfo_t si;
+        memset(&si, 0, sizeof(si));
+        struct stat st;
+        if (fpid != (long)pid || waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED | WNOHANG | WNOWAIT) < 0 ||
+            fstat((int)sock, &st) < 0 || !S_ISSOCK(st.st_mode) || fcntl((int)pidfd, F_SETFD, FD_CLOEXEC) < 0 ||
+            fcntl((int)sock, F_SETFD, FD_CLOEXEC) < 0) {
+                fprintf(stderr, "chidori-privhelper: --supervisor %lu %lu %lu is not the supervisor chidori started\n",
+                        pid, pidfd, sock);
+                return -1;
+        }
+        h->sup = (pid_t)pid;
+        h->sup_pidfd = (int)pidfd;
+        h->sock = (int)sock;
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
-        unsigned long handover;
-        if (argc != 5 || strcmp(argv[1], "--monitor") != 0 || strcmp(argv[3], "--handover") != 0 ||
-            !number(argv[4], INT_MAX, &handover)) {
+        unsigned long handover, sup_pid, sup_pidfd, sup_sock;
+        if (argc != 9 || strcmp(argv[1], "--monitor") != 0 || strcmp(argv[3], "--handover") != 0 ||
+            !number(argv[4], INT_MAX, &handover) || strcmp(argv[5], "--supervisor") != 0 ||
+            !number(argv[6], INT_MAX, &sup_pid) || !number(argv[7], INT_MAX, &sup_pidfd) ||
+            !number(argv[8], INT_MAX, &sup_sock)) {
                 fprintf(stderr, "chidori-privhelper: started by 'chidori run', 'replay' and 'serve' as root with "
                                 "CHIDORI_PRIVSEP=1 only; run 'chidori run AGENT'\n");
                 return EXIT_USAGE;
@@ -645,10 +600,8 @@ int main(int argc, char **argv)
         h.monitor = argv[2];
         if (read_handover(&h, (int)handover) < 0)
                 return EXIT_PROTOCOL;
-        const char *tmpdir = getenv("TMPDIR");
-        char *operator_tmpdir = tmpdir ? strdup(tmpdir) : NULL;
         const char *unmapped = NULL;
-        if (sfd < 0 || make_tmp(&h) < 0 || start_supervisor(&h, argv[2], (int)handover, &old) < 0 ||
+        if (sfd < 0 || adopt(&h, sup_pid, sup_pidfd, sup_sock) < 0 || make_tmp(&h) < 0 ||
             ready_supervisor(&h, &unmapped) < 0 || unmapped) {
                 if (h.sup > 0)
                         stop_supervisor(&h);
@@ -658,8 +611,6 @@ int main(int argc, char **argv)
                         return EXIT_PROTOCOL;
         }
         if (unmapped) {
-                if (operator_tmpdir ? setenv("TMPDIR", operator_tmpdir, 1) : unsetenv("TMPDIR"))
-                        return EXIT_PROTOCOL;
                 char why[PATH_MAX + 128];
                 snprintf(why, sizeof(why), "%s cannot be id-mapped for the broker (ramfs, tmpfs before Linux 6.3)",
                          unmapped);
@@ -669,10 +620,10 @@ int main(int argc, char **argv)
                                         "(%s); unset it to let the monitor keep root\n", why);
                         return EXIT_LAYER_UNAVAILABLE;
                 }
+                close(h.sup_pidfd), close(h.sock);
                 sigprocmask(SIG_SETMASK, &old, NULL);
                 monitor_keeps_root(argv[2], argv[4], why, h.quiet);
         }
-        free(operator_tmpdir);
         close((int)handover);
         for (size_t i = 0; i < h.ninherited; i++)
                 close(h.inherited[i]);

@@ -53,10 +53,17 @@ struct priv_rep {
  * CHIDORI_PRIVSEP=1 as root). */
 extern int priv_helper_fd;
 
+/* The helper's word to go on, its first message on the socket. */
+struct priv_ready {
+        uint32_t magic;
+        int32_t err;                  /* 0 */
+        char tmpdir[PRIV_PATH_MAX];   /* the supervisor's TMPDIR (a folder of its own), or "" */
+};
+
 /* The supervisor's first step: wait for the helper's word that its cgroup
- * is delegated and the checks passed (one priv_rep with err 0, sent once on
- * the socket: the helper does both while the supervisor execs).  0, or -1:
- * the helper said why and will stop us. */
+ * is delegated and the checks passed (one struct priv_ready, sent once on
+ * the socket: the helper does both while the supervisor execs), and take
+ * the TMPDIR it made.  0, or -1: the helper said why and will stop us. */
 int priv_wait_ready(void);
 
 /* Ask the helper; the descriptor (0 for PRIV_ALLOW and PRIV_ALLOW_DONE),

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -68,9 +69,11 @@ int priv_request(enum priv_op op, const char *path, long map_uid, long map_gid, 
 
 int priv_wait_ready(void)
 {
-        struct priv_rep r;
+        static struct priv_ready r;
         ssize_t n;
         while ((n = recv(priv_helper_fd, &r, sizeof(r), 0)) < 0 && errno == EINTR)
                 ;
-        return n == (ssize_t)sizeof(r) && r.magic == PRIV_MAGIC && r.err == 0 ? 0 : -1;
+        if (n != (ssize_t)sizeof(r) || r.magic != PRIV_MAGIC || r.err != 0 || !memchr(r.tmpdir, '\0', sizeof(r.tmpdir)))
+                return -1;
+        return r.tmpdir[0] && setenv("TMPDIR", r.tmpdir, 1) < 0 ? -1 : 0;
 }
