@@ -598,10 +598,12 @@ int main(int argc, char **argv)
         sigprocmask(SIG_BLOCK, &sigs, NULL);
         int sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
         h.monitor = argv[2];
+        if (adopt(&h, sup_pid, sup_pidfd, sup_sock) < 0)
+                return EXIT_PROTOCOL;
         if (read_handover(&h, (int)handover) < 0)
                 return EXIT_PROTOCOL;
         const char *unmapped = NULL;
-        if (sfd < 0 || adopt(&h, sup_pid, sup_pidfd, sup_sock) < 0 || make_tmp(&h) < 0 ||
+        if (sfd < 0 || make_tmp(&h) < 0 ||
             ready_supervisor(&h, &unmapped) < 0 || unmapped) {
                 if (h.sup > 0)
                         stop_supervisor(&h);

@@ -238,3 +238,18 @@ PRIVHELPER_MAX_LINES=5000
   [[ $status -eq 78 ]]
   [[ $(jq -r '.layers[] | select(.name == "monitor") | "\(.state) \(.core) \(.reason)"' <<<"$output") == "missing true cannot start chidori-privhelper: $T/none: No such file or directory"* ]] || { echo "$output"; false; }
 }
+
+@test "privsep: the helper adopts only its own child as the supervisor: init's pidfd, or a descriptor that is no pidfd, is refused (70)" {
+  is_root || skip "privilege separation applies to root runs only"
+  run python3 - "$BUILD_DIR/chidori-privhelper" <<'PY'
+import os, socket, subprocess, sys
+a, _ = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+for pid, fd in ((1, os.pidfd_open(1)), (1, os.open("/dev/null", os.O_RDONLY))):
+    r = subprocess.run([sys.argv[1], "--monitor", "/bin/true", "--handover", "0", "--supervisor", str(pid), str(fd),
+                        str(a.fileno())], pass_fds=(fd, a.fileno()), capture_output=True, text=True)
+    print(r.returncode, r.stderr.strip())
+PY
+  echo "$output"
+  [[ ${lines[0]} == "70 chidori-privhelper: --supervisor 1 "*" is not the supervisor chidori started" ]]
+  [[ ${lines[1]} == "70 chidori-privhelper: --supervisor 1 "*" is not the supervisor chidori started" ]]
+}
