@@ -19,20 +19,7 @@
 
 #include "common/exit.h"
 #include "privhelper/proto.h"
-
-static int write_proc(pid_t pid, const char *file, const char *text)
-{
-        char path[64];
-        snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
-        int fd = open(path, O_WRONLY | O_CLOEXEC);
-        ssize_t n = (ssize_t)strlen(text);
-        int ok = fd >= 0 && write(fd, text, (size_t)n) == n;
-        int e = errno;
-        if (fd >= 0)
-                close(fd);
-        errno = e;
-        return ok ? 0 : -1;
-}
+#include "sandbox/idmap.h"
 
 /* In the child: root of its namespace = 65532 outside once the maps are
  * written; no supplementary groups (root's would keep gid 0's files open to
@@ -105,12 +92,11 @@ int supervisor_start(const char *monitor, int handover_fd, uid_t buid, gid_t bgi
                  (unsigned)buid);
         snprintf(gmap, sizeof(gmap), "0 %u 1\n%u %u 1\n65534 65534 1\n", PRIV_SUPERVISOR_ID, (unsigned)bgid,
                  (unsigned)bgid);
-        const char *what = "uid_map";
-        int rc = write_proc(pid, "uid_map", umap);
+        int rc = idmap_write_proc(pid, "uid_map", umap, err);
         if (rc == 0)
-                what = "gid_map", rc = write_proc(pid, "gid_map", gmap);
+                rc = idmap_write_proc(pid, "gid_map", gmap, err);
         if (rc < 0)
-                err_set(err, errno, "write the supervisor's %s", what);
+                err_wrap(err, "the supervisor's id maps");
         else if (write(sync[1], "g", 1) != 1)
                 rc = err_set(err, errno, "start the supervisor");
         close(sync[1]);

@@ -8,6 +8,8 @@
 #ifndef CHIDORI_COMMON_DLIB_H
 #define CHIDORI_COMMON_DLIB_H
 
+#include <stddef.h>
+
 #include "common/err.h"
 
 /* The directories searched, in order: the running binary's own directory
@@ -28,5 +30,16 @@ const char *dlib_dirs_text(void);
  * variable `env_var` if set, else dlib_find(name); then dlsym(`symbol`).
  * NULL with err naming the file and the variable that overrides it. */
 void *dlib_symbol(const char *name, const char *env_var, const char *symbol, struct err **err);
+
+/* A system library opened on first use (server/mhd.h, server/pq.h): each
+ * symbol's address stored at its offset in `table` (size bytes, written only
+ * when every symbol is found).  -1 with *err naming what needs it (`who`),
+ * the library and Debian's package to install. */
+struct dlib_sym {
+        const char *name;
+        size_t off;
+};
+int dlib_table(const char *soname, const char *who, const char *lib, const char *pkg, const struct dlib_sym *syms,
+               size_t n, void *table, size_t size, struct err **err);
 
 #endif

@@ -426,17 +426,6 @@ __attribute__((noreturn)) static void child_main(struct bctx *c)
 
 /* ---- parent ---- */
 
-static int write_proc(pid_t pid, const char *file, const char *text, struct err **err)
-{
-        char path[64];
-        snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
-        _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
-        ssize_t n = (ssize_t)strlen(text);
-        if (fd < 0 || write(fd, text, (size_t)n) != n)
-                return err_set(err, errno, "write %s", path);
-        return 0;
-}
-
 /* rootless: the caller's ids to themselves; uid0: 0 to 0. */
 static int write_maps(pid_t pid, enum broker_mode mode, struct err **err)
 {
@@ -445,8 +434,8 @@ static int write_maps(pid_t pid, enum broker_mode mode, struct err **err)
         unsigned gid = mode == BROKER_UID0 ? 0 : (unsigned)getgid();
         snprintf(u, sizeof(u), "%u %u 1\n", uid, uid);
         snprintf(g, sizeof(g), "%u %u 1\n", gid, gid);
-        if (write_proc(pid, "setgroups", "deny", err) < 0 || write_proc(pid, "uid_map", u, err) < 0 ||
-            write_proc(pid, "gid_map", g, err) < 0)
+        if (idmap_write_proc(pid, "setgroups", "deny", err) < 0 || idmap_write_proc(pid, "uid_map", u, err) < 0 ||
+            idmap_write_proc(pid, "gid_map", g, err) < 0)
                 return err_wrap(err, "the broker's id maps");
         return 0;
 }

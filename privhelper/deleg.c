@@ -93,9 +93,8 @@ static int make_one(struct deleg *d, size_t i, pid_t pid, uid_t uid, gid_t gid, 
         char text[24];
         snprintf(text, sizeof(text), "%d", (int)pid);
         int r = cg_write_at(fd, "cgroup.procs", text);
-        int policy = sched_getscheduler(pid);
         if (r == -EINVAL && !d->h[i].v2 && (d->h[i].ctls & CTL_BIT(CGROUP_CTL_CPU)) &&
-            (policy == SCHED_FIFO || policy == SCHED_RR))
+            (sched_getscheduler(pid) == SCHED_FIFO || sched_getscheduler(pid) == SCHED_RR))
                 return err_set(err, -r, "move the supervisor into %s/%s: a realtime-scheduled process cannot join a "
                                "cgroup v1 cpu folder whose cpu.rt_runtime_us is 0; run chidori with a normal "
                                "scheduling policy (not chrt -f/-r), or CHIDORI_PRIVSEP=0", d->h[i].parent_fs, d->name);

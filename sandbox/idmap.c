@@ -21,7 +21,7 @@
 
 #include "common/cleanup.h"
 
-static int write_file(pid_t pid, const char *file, const char *text, struct err **err)
+int idmap_write_proc(pid_t pid, const char *file, const char *text, struct err **err)
 {
         char path[64];
         snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
@@ -73,8 +73,8 @@ int idmap_userns(uid_t uid, gid_t gid, struct err **err)
         char umap[64], gmap[64];
         snprintf(umap, sizeof(umap), "0 %u 1\n", (unsigned)uid);
         snprintf(gmap, sizeof(gmap), "0 %u 1\n", (unsigned)gid);
-        if (write_file(c, "setgroups", "deny", err) == 0 && write_file(c, "uid_map", umap, err) == 0 &&
-            write_file(c, "gid_map", gmap, err) == 0) {
+        if (idmap_write_proc(c, "setgroups", "deny", err) == 0 && idmap_write_proc(c, "uid_map", umap, err) == 0 &&
+            idmap_write_proc(c, "gid_map", gmap, err) == 0) {
                 char path[64];
                 snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)c);
                 fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -16,6 +16,8 @@
  * denied).  A short-lived child makes it; the namespace outlives it through
  * the returned fd.  -1 with err set. */
 int idmap_userns(uid_t uid, gid_t gid, struct err **err);
+/* Write text to /proc/PID/FILE (uid_map, gid_map, setgroups) in one write. */
+int idmap_write_proc(pid_t pid, const char *file, const char *text, struct err **err);
 
 /* A detached copy of the mount tree at `path` (open_tree OPEN_TREE_CLONE,
  * recursive), id-mapped through `userns` and given `attr` (MOUNT_ATTR_*,

@@ -1,11 +1,10 @@
 /* server/mhd.c — libmicrohttpd's functions, looked up on first use (mhd.h). */
 #define CHIDORI_MHD_IMPL
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include <string.h>
 
+#include "common/dlib.h"
 #include "server/mhd.h"
 
 struct mhd_api mhd_api;
@@ -20,15 +19,7 @@ int mhd_load(struct err **err)
                 pthread_mutex_unlock(&lock);
                 return 0;
         }
-        void *h = dlopen("libmicrohttpd.so.12", RTLD_NOW | RTLD_LOCAL);
-        if (!h) {
-                pthread_mutex_unlock(&lock);
-                return err_set(err, 0, "serve needs libmicrohttpd (%s): install Debian's libmicrohttpd12", dlerror());
-        }
-        static const struct {
-                const char *name;
-                size_t off;
-        } fns[] = {
+        static const struct dlib_sym fns[] = {
 #define F(field, fn) { #fn, offsetof(struct mhd_api, field) }
                 F(start_daemon, MHD_start_daemon),
                 F(stop_daemon, MHD_stop_daemon),
@@ -45,18 +36,11 @@ int mhd_load(struct err **err)
                 F(destroy_response, MHD_destroy_response),
 #undef F
         };
-        struct mhd_api a;
-        for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
-                void *p = dlsym(h, fns[i].name);
-                if (!p) {
-                        dlclose(h);
-                        pthread_mutex_unlock(&lock);
-                        return err_set(err, 0, "libmicrohttpd.so.12 has no %s: install Debian 12's libmicrohttpd12",
-                                       fns[i].name);
-                }
-                memcpy((char *)&a + fns[i].off, &p, sizeof(p));
+        if (dlib_table("libmicrohttpd.so.12", "serve", "libmicrohttpd", "libmicrohttpd12", fns,
+                       sizeof(fns) / sizeof(fns[0]), &mhd_api, sizeof(mhd_api), err) < 0) {
+                pthread_mutex_unlock(&lock);
+                return -1;
         }
-        mhd_api = a;
         loaded = true;
         pthread_mutex_unlock(&lock);
         return 0;
