@@ -33,6 +33,7 @@ struct worker {
                                    * outlive this struct if the thread has to be abandoned) */
         pthread_t thread;
         int notify_fd;     /* seccomp listener, -1 if none */
+        int loaded_fd;     /* the loader cue's read end (spawn_opts.loaded_cue), -1 if none */
         struct sandbox_run sr;
         bool have_sr;
 };
@@ -54,6 +55,10 @@ struct spawn_opts {
         const char *worker_path; /* resolved path of chidori-worker */
         const char *run_id;
         const struct sandbox_opts *sandbox;
+        /* A pipe whose write end is the worker's fd 5: it hangs up once the
+         * worker's main() runs (its libraries are loaded); struct worker's
+         * loaded_fd is the read end. */
+        bool loaded_cue;
         char banner[1024];       /* out: the Isolation: line's text */
 };
 
@@ -117,6 +122,9 @@ static inline void cli_boxes_init(struct cli_boxes *o, struct spawn_opts *so, st
 /* The box's pidfd (readable once the worker has exited), -1 in-process: the
  * monitor's channel server watches it (monitor/serve.h).  grants may be NULL. */
 int cli_boxes_exit_fd(void *arg, void *handle);
+/* The worker's loader cue (spawn_opts.loaded_cue): readable (hung up) once
+ * its main() runs, or once it ended; -1 if it has none. */
+int cli_boxes_loaded_fd(void *arg, void *handle);
 
 /* ---- sink.c: the CLI's events sink ---- */
 struct cli_sink {

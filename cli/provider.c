@@ -194,6 +194,7 @@ static int spawn(void *arg, struct evloop *loop, const struct box_request *req, 
                 sb.engine_cpu_ms = req->cpu_budget_ms;
         if (req->tz)
                 sb.tz = req->tz;
+        so.loaded_cue = req->loaded_cue;
         /* A second box of the run (a nested agent's, asked by the broker):
          * a run id of its own (its cgroup leaf), its node below the tree's
          * box's, so that the run's --memory and --pids bound both. */
@@ -267,6 +268,13 @@ void cli_boxes_setup(struct cli_boxes *o, struct spawn_opts *so)
 {
         *o = (struct cli_boxes){ .spawn = so };
         o->provider = (struct box_provider){ .spawn = spawn, .finish = finish, .arg = o };
+}
+
+int cli_boxes_loaded_fd(void *arg, void *handle)
+{
+        (void)arg;
+        const struct cli_box *b = handle;
+        return b->tool ? -1 : b->w.loaded_fd;
 }
 
 int cli_boxes_exit_fd(void *arg, void *handle)

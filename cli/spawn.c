@@ -63,6 +63,7 @@ int spawn_worker(struct spawn_opts *o, struct worker *w, struct err **err)
         w->stderr_fd = -1;
         w->frame_fd = -1;
         w->notify_fd = -1;
+        w->loaded_fd = -1;
         if (o->in_process) {
                 snprintf(o->banner, sizeof(o->banner), "off (in-process engine: --no-isolate / CHIDORI_ISOLATE=off)");
                 /* The engine reads TZ from this process: the same zone as a
@@ -82,6 +83,12 @@ int spawn_worker(struct spawn_opts *o, struct worker *w, struct err **err)
                 close(sv[0]), close(sv[1]);
                 return err_set(err, e, "pipe");
         }
+        int lp[2] = { -1, -1 };
+        if (o->loaded_cue && pipe2(lp, O_CLOEXEC) < 0) {
+                int e = errno;
+                close(sv[0]), close(sv[1]), close(ep[0]), close(ep[1]);
+                return err_set(err, e, "pipe");
+        }
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         /* argv[0] is the path as found: a test worker reads its mode from it. */
         char *argv[] = { (char *)o->worker_path, NULL };
@@ -94,6 +101,8 @@ int spawn_worker(struct spawn_opts *o, struct worker *w, struct err **err)
         if (!real) {
                 int e = errno;
                 close(sv[0]), close(sv[1]), close(ep[0]), close(ep[1]);
+                if (lp[0] >= 0)
+                        close(lp[0]), close(lp[1]);
                 if (null >= 0)
                         close(null);
                 return err_set(err, e, "resolve the worker path '%s'", o->worker_path);
@@ -107,15 +116,20 @@ int spawn_worker(struct spawn_opts *o, struct worker *w, struct err **err)
                 .fd1 = null,
                 .fd2 = ep[1],
                 .frame_fd = sv[1],
+                .loaded_fd = lp[1],
         };
         struct sandbox_run *sr = &w->sr;
         int code = sandbox_start(o->sandbox, &bo, o->run_id, sr, err);
         free(real);
         close(sv[1]), close(ep[1]);
+        if (lp[1] >= 0)
+                close(lp[1]);
         if (null >= 0)
                 close(null);
         if (code != 0) {
                 close(sv[0]), close(ep[0]);
+                if (lp[0] >= 0)
+                        close(lp[0]);
                 return -1;
         }
         snprintf(o->banner, sizeof(o->banner), "%s", sr->banner);
@@ -125,6 +139,7 @@ int spawn_worker(struct spawn_opts *o, struct worker *w, struct err **err)
         w->notify_fd = sr->box.notify_fd;
         w->frame_fd = sv[0];
         w->stderr_fd = ep[0];
+        w->loaded_fd = lp[0];
         return 0;
 }
 
@@ -159,7 +174,9 @@ int worker_finish(struct worker *w, bool kill_first, int *ret_status, struct san
         }
         if (w->frame_fd >= 0)
                 close(w->frame_fd);
-        w->frame_fd = w->stderr_fd = w->pidfd = w->notify_fd = -1;
+        if (w->loaded_fd >= 0)
+                close(w->loaded_fd);
+        w->frame_fd = w->stderr_fd = w->pidfd = w->notify_fd = w->loaded_fd = -1;
         *ret_status = status;
         return 0;
 }

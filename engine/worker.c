@@ -16,6 +16,10 @@
 
 int main(void)
 {
+        /* The loader cue (sandbox/box.h, loaded_fd): the engine's libraries
+         * are mapped and relocated by now; the monitor starts the broker on
+         * this hang-up.  Closed when not passed. */
+        close(5);
         /* A parent that goes away shows up as EPIPE on the next write. */
         signal(SIGPIPE, SIG_IGN);
         /* The watchdog's slices are cheap with polling traps (engine.h). */

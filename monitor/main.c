@@ -37,6 +37,10 @@
 #include "privhelper/proto.h"
 #include <sys/prctl.h>
 
+/* How long the broker's start waits for the early worker's libraries
+ * (monitor_early_wait_loaded): ~15-25 ms here, far more under ASan. */
+#define EARLY_LOADED_WAIT_MS 250
+
 
 struct settings {
         const char *worker, *run_id, *agent_dir, *state_dir, *workspace, *json_usage, *esbuild;
@@ -299,6 +303,7 @@ static int serve(struct settings *st)
         }
         if (!early) /* else the broker shares our cgroup: no run could have it */
                 sandbox_cgroup_early(&st->sb);
+        monitor_early_wait_loaded(&boxes.provider, cli_boxes_loaded_fd, early, EARLY_LOADED_WAIT_MS);
         struct broker b;
         int rc = monitor_start_broker(&s, &b, &e);
         close(st->config_fd);

@@ -511,6 +511,7 @@ int monitor_prestart_box(const struct box_provider *p, struct evloop *loop, long
         *b = (struct mbox){ .kind = CHAN_BOX_WORKER, .parked = true, .posture = *w, .in_spawn = true };
         struct box_request req = {
                 .kind = BOX_WORKER, .deadline_at = deadline_ms > 0 ? mono_ms() + (double)deadline_ms : 0,
+                .loaded_cue = true,
                 .tz = w->tz[0] ? w->tz : NULL, .no_jit = w->no_jit, .cpu_budget_ms = w->cpu_budget_ms,
         };
         struct box_events ev = { .started = ev_started, .failed = ev_failed, .ended = ev_ended, .arg = b };
@@ -526,6 +527,27 @@ int monitor_prestart_box(const struct box_provider *p, struct evloop *loop, long
         x->b = b;
         *ret = x;
         return 0;
+}
+
+void monitor_early_wait_loaded(const struct box_provider *p, int (*loaded_fd)(void *, void *),
+                               const struct monitor_early *x, int cap_ms)
+{
+        int lfd = x && loaded_fd ? loaded_fd(p->arg, x->b->handle) : -1;
+        if (lfd < 0)
+                return;
+        /* The cue hangs up when the worker's main() runs or the worker ends;
+         * a worker that writes first (a test's) ends the wait too. */
+        struct pollfd pf[2] = { { .fd = lfd, .events = POLLIN }, { .fd = x->b->frame_fd, .events = POLLIN } };
+        double until = mono_ms() + cap_ms;
+        for (;;) {
+                double left = until - mono_ms();
+                if (left <= 0)
+                        return;
+                int n = poll(pf, x->b->frame_fd >= 0 ? 2 : 1, (int)left + 1);
+                /* EINTR: a stop signal; the broker's start (and the stop) goes on. */
+                if (n != 0)
+                        return;
+        }
 }
 
 void monitor_early_discard(const struct box_provider *p, struct monitor_early *x)

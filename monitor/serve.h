@@ -105,6 +105,15 @@ struct monitor_early;
 int monitor_prestart_box(const struct box_provider *p, struct evloop *loop, long deadline_ms,
                          const struct monitor_prestart *w, struct monitor_early **ret);
 
+/* Wait, at most cap_ms, until the early worker's libraries are loaded (its
+ * main() runs: loaded_fd, cli_boxes_loaded_fd, hangs up), it wrote a frame
+ * or it ended.  The broker is started after it: its start (a mount
+ * namespace, an exec, its libraries) on the other CPU slowed the dynamic
+ * loading of the engine's libraries by more than it saved (docs/bench.md,
+ * decision 166).  x NULL or without a cue: returns at once. */
+void monitor_early_wait_loaded(const struct box_provider *p, int (*loaded_fd)(void *, void *),
+                               const struct monitor_early *x, int cap_ms);
+
 /* Kill and forget an early box monitor_serve will not adopt (the broker
  * did not start).  NULL is fine. */
 void monitor_early_discard(const struct box_provider *p, struct monitor_early *x);

@@ -252,6 +252,10 @@ struct box_request {
         bool no_jit;              /* the JIT off (the broker's policy is not permissive) */
         long cpu_budget_ms;       /* the engine's CPU budget, if shorter than the provider's; 0 = its own */
         const char *tz;           /* the box's time zone (a replay's is the journal's); NULL = the provider's */
+        /* BOX_WORKER: keep a descriptor that hangs up once the worker's
+         * libraries are loaded (its main() runs): the CLI provider's
+         * cli_boxes_loaded_fd, for monitor_early_wait_loaded. */
+        bool loaded_cue;
 
         /* BOX_TOOL (the provider checks it against what the operator
          * declared: monitor/commit.c): */

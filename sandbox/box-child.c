@@ -184,14 +184,14 @@ static int step_setsid(void *arg, struct err **err)
         return 0;
 }
 
-/* 0-2, then 3 (frames) and 4 (stage-2 filter) for the worker; everything
- * else closes at exec. */
+/* 0-2, then 3 (frames), 4 (stage-2 filter) and 5 (the loader cue, or
+ * closed) for the worker; everything else closes at exec. */
 static int step_fds(void *arg, struct err **err)
 {
         struct box_child *c = arg;
         const struct box_opts *o = c->o;
-        int src[5] = { o->fd0, o->fd1, o->fd2, o->frame_fd, o->stage2_fd };
-        if (fds_place(src, o->worker ? 5 : o->frame_fd >= 0 ? 4 : 3, &c->sync_fd, 1, err) < 0)
+        int src[6] = { o->fd0, o->fd1, o->fd2, o->frame_fd, o->stage2_fd, o->worker ? o->loaded_fd : -1 };
+        if (fds_place(src, o->worker ? 6 : o->frame_fd >= 0 ? 4 : 3, &c->sync_fd, 1, err) < 0)
                 return err_wrap(err, "%s", "close inherited descriptors");
         return 0;
 }

@@ -9,6 +9,8 @@
  *   -> hostname, lo up -> rlimits -> setsid, fds -> no_new_privs, not
  *      dumpable, pdeathsig -> capabilities dropped -> Landlock -> seccomp
  *   -> report to the parent -> execve.
+ * The worker gets 0-2, 3 (frames), 4 (stage-2 filter) and 5 (the loader
+ * cue, or closed).
  * The child's lockdown is one list of named steps (sandbox/box-child.c,
  * sandbox/steps.h); the root filesystem is sandbox/rootfs.c, the id maps
  * sandbox/ids.c.  Any failure after clone is sent to the parent with the
@@ -67,6 +69,11 @@ struct box_opts {
         int fd0, fd1, fd2;             /* become 0, 1, 2 in the box */
         int frame_fd;                  /* worker: becomes fd 3 (frames); other programs: fd 3 if >= 0 */
         int stage2_fd;                 /* worker: becomes fd 4 */
+        /* worker: becomes fd 5 if >= 0 (set it: 0 is a descriptor), the
+         * write end of the loader cue: chidori-worker closes fd 5 first thing
+         * in main(), once the dynamic loader has mapped and relocated the
+         * engine's libraries (monitor_early_wait_loaded). */
+        int loaded_fd;
         const struct seccomp_prog *filter; /* stage 1 (worker) or launch filter; NULL if disabled */
         unsigned disable;              /* layers turned off (--unsafe-disable), bitmask of 1<<LAYER_* */
         bool require;                  /* fail closed when a core layer cannot be applied */

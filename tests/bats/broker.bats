@@ -292,7 +292,7 @@ print("up", flush=True); time.sleep(60)' "$sock" >"$T/sock.out" &
 
 # The ceiling of chidori-monitor's C lines (docs/architecture.md, "Lines of
 # code with privilege"): raise it only with a reason written there.
-MONITOR_MAX_LINES=9450
+MONITOR_MAX_LINES=9500
 
 @test "privileged-loc: chidori-monitor links none of cJSON, libcurl, SQLite, JavaScriptCore, ICU and stays within its ceiling of lines; one line less fails" {
   [[ -x $BUILD_DIR/chidori-monitor ]] || { echo "build/chidori-monitor is not built (make all)"; false; }
@@ -846,4 +846,16 @@ print("up", flush=True); time.sleep(60)' "$T/pg/sock/.s.PGSQL.5432" >"$T/sock.ou
   rm -f "$T/db/serve.db"
   sb --state "$T/state" -- create "$T/db/serve.db"
   [[ $output == DENIED* && ! -e $T/db/serve.db ]]
+}
+
+@test "broker: the broker starts once the worker's libraries are loaded: a worker that keeps its loader cue (fd 5) open gets no init frame before it closes it; as root with the helper and with the monitor keeping root" {
+  echo 'function main() { return 1 }' >"$T/agent/a.js"
+  local w; w=$(bad_worker late-loader)
+  for privsep in "" 0; do
+    # the real broker; CHIDORI_PRIVSEP unset: the default (the helper, as root)
+    run env -u CHIDORI_BROKER -u CHIDORI_PRIVSEP ${privsep:+CHIDORI_PRIVSEP=$privsep} CHIDORI_WORKER="$w" \
+      "$CHIDORI" run --quiet "$T/agent/a.js"
+    echo "CHIDORI_PRIVSEP=$privsep: $status $output"
+    [[ $status -eq 0 && $output == *'"fd 5 a pipe, init before the cue: no"'* ]]
+  done
 }

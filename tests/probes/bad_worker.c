@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,6 +159,23 @@ static int run(int argc, char **argv)
                 }
                 ready_init();
                 frame("{\"type\":\"done\",\"ok\":true,\"value\":\"16 threads started\"}");
+                return 0;
+        }
+        if (!strcmp(mode, "late-loader")) {
+                /* A worker whose libraries take 100 ms to load: fd 5 (the
+                 * loader cue) stays open that long.  The monitor starts the
+                 * broker only on its hang-up, so no init frame may come
+                 * before (broker.bats). */
+                struct stat st;
+                int pipe5 = fstat(5, &st) == 0 && S_ISFIFO(st.st_mode);
+                struct pollfd p = { .fd = FD, .events = POLLIN };
+                int early = poll(&p, 1, 100);
+                close(5);
+                ready_init();
+                char v[128];
+                snprintf(v, sizeof(v), "{\"type\":\"done\",\"ok\":true,\"value\":\"fd 5 %s, init before the cue: %s\"}",
+                         pipe5 ? "a pipe" : "not a pipe", early > 0 ? "yes" : "no");
+                frame(v);
                 return 0;
         }
         if (!strcmp(mode, "stall-midframe")) {
