@@ -55,6 +55,9 @@ static void enable_v2(int pfd)
         _cleanup_free_ char *avail = NULL;
         if (cg_read_at(pfd, "cgroup.controllers", &avail) < 0)
                 return;
+        char *nl = strchr(avail, '\n'); /* the last word ends with it: "cpu memory pids\n" */
+        if (nl)
+                *nl = '\0';
         char buf[64] = "";
         size_t len = 0;
         for (int c = 0; c < CGROUP_CTL_MAX; c++)

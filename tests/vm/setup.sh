@@ -68,7 +68,21 @@ fi
 [[ -n $want_pkg ]] || want_pkg="$have_pkg"
 [[ -n $want_pkg ]] || { log "cannot determine the kernel package (apt lists missing, nothing cached)"; exit 1; }
 
-if [[ $want_pkg != "$have_pkg" || ! -f $CACHE/kernel/$want_pkg/vmlinuz ]]; then
+# The modules kept of the package (relative to kernel/): overlay, veth, dummy, tun, and
+# a block filesystem that can be id-mapped before 6.3 (ext4 on a loop device: the
+# privileged helper's case, tests/vm/cases/44-helper-cgroup2.sh).
+KEEP_MODULES=(fs/overlayfs/overlay.ko drivers/net/veth.ko drivers/net/dummy.ko drivers/net/tun.ko
+              drivers/block/loop.ko fs/ext4/ext4.ko fs/jbd2/jbd2.ko fs/mbcache.ko lib/crc16.ko
+              crypto/crc32c_generic.ko)
+missing_module() { # a kept module absent from the cache: fetch the package again
+  local m f
+  for m in "${KEEP_MODULES[@]}"; do
+    for f in "$CACHE/kernel/$want_pkg/modules/lib/modules"/*/kernel/"$m"{,.xz,.zst}; do [[ -f $f ]] && continue 2; done
+    return 0
+  done
+  return 1
+}
+if [[ $want_pkg != "$have_pkg" || ! -f $CACHE/kernel/$want_pkg/vmlinuz ]] || missing_module; then
   log "fetching $want_pkg"
   work="$(mktemp -d "$CACHE/tmp.XXXXXX")"
   trap 'rm -rf "$work"' EXIT
@@ -97,7 +111,7 @@ if [[ $want_pkg != "$have_pkg" || ! -f $CACHE/kernel/$want_pkg/vmlinuz ]]; then
   # needed. Keep a few that chidori might want later (overlay, veth, dummy, tun) plus
   # modules.dep, and drop the remaining ~400 MB.
   mroot="$work/x/lib/modules/$kver"
-  keep=(fs/overlayfs/overlay.ko drivers/net/veth.ko drivers/net/dummy.ko drivers/net/tun.ko)
+  keep=("${KEEP_MODULES[@]}")
   for m in "${keep[@]}"; do
     for f in "$mroot/kernel/$m" "$mroot/kernel/$m".xz "$mroot/kernel/$m".zst; do
       [[ -f $f ]] || continue
