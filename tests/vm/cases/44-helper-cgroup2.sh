@@ -5,13 +5,14 @@
 # as root then keeps root in chidori-privhelper and runs the monitor as uid 65532 in the
 # cgroup v2 folder the helper delegated (CHIDORI_PRIVSEP=1 requires it: 78 otherwise).
 # The value and the memory store come back through the broker, the store is root's on
-# disk, --memory holds in the delegated cgroup (137), and nothing is left behind.
+# disk, --memory holds in the delegated cgroup (137), nested agents' tools share the
+# run's --pids, and nothing is left behind.
 # vm-users: root
 # vm-timeout: 150
 # shellcheck source=tests/vm/lib.sh
 . "$CHIDORI_VM_LIB"
 
-vm_need_chidori
+vm_need_chidori fork_hold
 modprobe loop 2>/dev/null
 modprobe ext4 2>/dev/null
 grep -qw ext4 /proc/filesystems || vm_skip "no ext4 in this guest's kernel (tests/vm/setup.sh keeps the module)"
@@ -83,6 +84,24 @@ vm_err_has "cgroup2 memory.max=96M" || vm_fail "the banner does not say cgroup2 
 vm_err_has "pids.max=64" || vm_fail "the banner does not say pids.max=64 (the pids ceiling is the cgroup's under the helper too)"
 vm_err_has "chidori: memory limit exceeded (limit 96 MiB)" || vm_fail "stderr lacks the memory limit message"
 echo "  ok: --memory 96M holds in the delegated cgroup (137)"
+
+# The run tree under the helper: two nested agents' boxed tools fork at once below the
+# run's folder, under one --pids 64 (40-run-tree-pids, through the helper).
+cat >"$A/child.js" <<'JS'
+module.exports = async () => chidori.tool('fork', {}).catch((e) => ({ held: 0, error: e.message }));
+JS
+cat >"$A/tree.js" <<'JS'
+module.exports = async () => {
+  const held = (p) => p.then((r) => r.held, () => 0);
+  const r = await Promise.all([held(chidori.callAgent('child.js', {})), held(chidori.callAgent('child.js', {}))]);
+  return r[0] + r[1];
+};
+JS
+echo "{\"fork\": {\"command\": [\"$PROBES/fork_hold\", \"4000\", \"200\", \"12\"]}}" >"$TMPDIR/tools.json"
+vm_run tree 120 env CHIDORI_PRIVSEP=1 "$CHIDORI" run --quiet --state-dir "$S" --pids 64 --tools "$TMPDIR/tools.json" "$A/tree.js"
+vm_expect_rc 0 "nested agents' tools under the helper"
+[ "$OUT" -gt 10 ] && [ "$OUT" -lt 64 ] || vm_fail "held $OUT processes at once in all, --pids 64"
+echo "  ok: the tools of two nested agents held $OUT processes together under --pids 64, through the helper"
 
 left="$(vm_chidori_dirs "$CHIDORI_CGROUP_PARENT")"
 [ -z "$left" ] || vm_fail "cgroup folders left behind: $left"
