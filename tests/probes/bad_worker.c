@@ -162,14 +162,14 @@ static int run(int argc, char **argv)
                 return 0;
         }
         if (!strcmp(mode, "late-loader")) {
-                /* A worker whose libraries take 100 ms to load: fd 5 (the
+                /* A worker whose libraries take 20 ms to load: fd 5 (the
                  * loader cue) stays open that long.  The monitor starts the
                  * broker only on its hang-up, so no init frame may come
                  * before (broker.bats). */
                 struct stat st;
                 int pipe5 = fstat(5, &st) == 0 && S_ISFIFO(st.st_mode);
                 struct pollfd p = { .fd = FD, .events = POLLIN };
-                int early = poll(&p, 1, 100);
+                int early = poll(&p, 1, 20);
                 close(5);
                 ready_init();
                 char v[128];
