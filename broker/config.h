@@ -140,6 +140,7 @@ struct broker_config {
         const char *store_env[BROKER_CONFIG_STORE_ENV_MAX]; /* "PGNAME=VALUE" */
         size_t n_store_env;
         long max_body, conn_timeout, max_conns, max_running, max_queued, grace, approval_ttl, session_ttl, lease;
+        long pool;                         /* --pool: the monitor's warm pool (for /metrics) */
         const char *replica_id;            /* --replica-id, or NULL: made up */
 };
 

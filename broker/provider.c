@@ -138,8 +138,13 @@ static size_t on_message(struct chan_boxes *o, const union chan_msg *m, const in
                 }
                 b->started = true;
                 b->box = m->spawned.box;
-                if (b->tree && !*b->tree && !b->tool) /* kept after it ends: a later box never starts a tree of its own */
+                if (b->tree && !*b->tree && !b->tool) { /* kept after it ends: a later box never starts a tree of its own */
                         *b->tree = b->box;
+                        if (m->spawned.flags & CHAN_SPAWNED_POOLED)
+                                o->pool_hits++;
+                        else if (o->pool_on)
+                                o->pool_misses++;
+                }
                 if (b->kill_on_start)
                         send_kill(o, b);
                 if (b->tool) {

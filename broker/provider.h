@@ -57,6 +57,10 @@ struct chan_boxes {
         bool no_jit;                       /* the JIT off */
         long cpu_budget_ms;                /* the engine's CPU budget; 0: the monitor's */
         const char *tz;                    /* the box's zone (a replay's: the journal's); NULL: the monitor's */
+        /* chidori serve --pool: run trees whose first worker came from the
+         * monitor's warm pool (SPAWNED's CHAN_SPAWNED_POOLED), and not. */
+        bool pool_on;
+        uint64_t pool_hits, pool_misses;
 };
 
 /* chidori serve: one session's provider over the channel `o` serves; its

@@ -207,6 +207,7 @@ int broker_serve(int chan, const struct broker_serve *x, struct err **err)
         st.cb.no_jit = x->no_jit;
         st.cb.cpu_budget_ms = x->js_deadline_ms;
         st.cb.tz = x->tz;
+        st.cb.pool_on = x->pool > 0;
         st.cb.on_stop = on_stop;
         st.cb.on_broken = on_broken;
         st.cb.cb_arg = &st;
@@ -222,6 +223,7 @@ int broker_serve(int chan, const struct broker_serve *x, struct err **err)
                 .auth = x->auth,
                 .agent = x->agent_path,
                 .max_running = x->max_running,
+                .pool = x->pool, .pool_hits = &st.cb.pool_hits, .pool_misses = &st.cb.pool_misses,
                 .max_queued = x->max_queued,
                 .store = store,
                 .approval_ttl_s = x->approval_ttl_s,

@@ -48,6 +48,7 @@ struct broker_serve {
         long js_deadline_ms, deadline_ms, grace_s, max_tools, http_timeout_ms;
         size_t max_body, http_max_response;
         unsigned conn_timeout_s, max_conns, max_running, max_queued, approval_ttl_s, session_ttl_s;
+        unsigned pool;                     /* --pool (the monitor's): hits and misses counted for /metrics */
         const char *replica_id;            /* --replica-id, or NULL: made up */
         unsigned lease_ms;                 /* --lease */
         struct session_limits limits;

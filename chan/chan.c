@@ -137,8 +137,11 @@ static int check_fields(const union chan_msg *m, struct err **err)
                 return 0;
         }
         case CHAN_SPAWNED:
-                if (m->spawned.kind < CHAN_BOX_WORKER || m->spawned.kind > CHAN_BOX_BUNDLE || m->spawned.pad)
+                if (m->spawned.kind < CHAN_BOX_WORKER || m->spawned.kind > CHAN_BOX_BUNDLE)
                         return PROTO("SPAWNED: unknown box kind %u", m->spawned.kind);
+                if (m->spawned.flags & ~CHAN_SPAWNED_POOLED ||
+                    (m->spawned.flags && m->spawned.kind != CHAN_BOX_WORKER))
+                        return PROTO("SPAWNED: flags %#x for kind %u", m->spawned.flags, m->spawned.kind);
                 if (!terminated(m->spawned.banner, sizeof(m->spawned.banner)))
                         return PROTO("SPAWNED: the banner is not NUL-terminated");
                 return 0;

@@ -137,9 +137,11 @@ struct chan_spawned {
         struct chan_hdr h;
         uint64_t box;                  /* the monitor's handle of the box */
         uint32_t kind;                 /* as asked */
-        uint32_t pad;
+        uint32_t flags;                /* CHAN_SPAWNED_POOLED (a worker only) */
         char banner[CHAN_BANNER_MAX];  /* the Isolation: text, NUL-terminated */
 };
+/* The worker came from chidori serve's warm pool (monitor/serve.c). */
+#define CHAN_SPAWNED_POOLED 1u
 
 struct chan_spawn_failed {
         struct chan_hdr h;

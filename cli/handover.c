@@ -268,8 +268,12 @@ static void monitor_settings(struct handover *set, const struct handover_run *r,
                 handover_add(set, "remove_after=%s", r->remove_after);
         /* The worker to start before the broker (monitor/serve.h). */
         const struct monitor_prestart *w = &r->prestart;
-        if (w->on) {
-                handover_add(set, "prestart=1");
+        if (r->pool > 0) {
+                handover_add(set, "pool=%ld", r->pool);
+                handover_add(set, "pool_refill_ms=%ld", r->pool_refill_ms);
+        }
+        if (w->on || r->pool > 0) {
+                handover_add(set, "prestart=%d", w->on);
                 handover_add(set, "prestart_no_jit=%d", w->no_jit);
                 handover_add(set, "prestart_cpu_ms=%ld", w->cpu_budget_ms);
                 if (w->tz[0])

@@ -63,6 +63,7 @@ struct handover_run {
         bool serve;
         long stop_grace_ms;
         long max_trees;                    /* run trees at once: sessions and replays (2 x --max-running) */
+        long pool, pool_refill_ms;         /* --pool N (workers of prestart's posture; prestart.on false) */
         const char *unlink_socket;
         /* serve --store: sqlite:PATH's folder (read-write) and a PostgreSQL
          * unix socket's folder (a read-only copy), absolute or NULL. */

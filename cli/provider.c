@@ -195,6 +195,7 @@ static int spawn(void *arg, struct evloop *loop, const struct box_request *req, 
         if (req->tz)
                 sb.tz = req->tz;
         so.loaded_cue = req->loaded_cue;
+        sb.pooled = req->pooled;
         /* A second box of the run (a nested agent's, asked by the broker):
          * a run id of its own (its cgroup leaf), its node below the tree's
          * box's, so that the run's --memory and --pids bound both. */
@@ -264,10 +265,21 @@ static void finish(void *arg, void *handle, bool kill_first)
         reap(handle, kill_first, kill_first ? BOX_KILLED : BOX_EXITED, 0);
 }
 
+static int set_deadline(void *arg, void *handle, double deadline_at, struct err **err)
+{
+        (void)arg;
+        struct cli_box *b = handle;
+        if (b->tool || b->ended)
+                return err_set(err, EINVAL, "arm the deadline: not a running worker");
+        evloop_timer_del(b->loop, b->deadline);
+        b->deadline = NULL;
+        return deadline_at > 0 ? evloop_timer_add(b->loop, deadline_at, on_deadline, b, &b->deadline, err) : 0;
+}
+
 void cli_boxes_setup(struct cli_boxes *o, struct spawn_opts *so)
 {
         *o = (struct cli_boxes){ .spawn = so };
-        o->provider = (struct box_provider){ .spawn = spawn, .finish = finish, .arg = o };
+        o->provider = (struct box_provider){ .spawn = spawn, .finish = finish, .deadline = set_deadline, .arg = o };
 }
 
 int cli_boxes_loaded_fd(void *arg, void *handle)

@@ -70,6 +70,7 @@ struct serve_opts {
         const char *health_listen; /* --health-listen HOST:PORT [CHIDORI_HEALTH_LISTEN], NULL: none */
         const char *replica_id;   /* --replica-id ID [CHIDORI_REPLICA_ID], NULL: host-pid-random */
         long lease_s;             /* --lease SECS [CHIDORI_LEASE]: a running session's lease */
+        long pool, pool_refill_ms; /* --pool N, --pool-refill-ms MS: the warm pool (monitor/serve.c) */
         struct quotas *quotas;    /* ... read and checked (serve_check_args) */
 };
 
@@ -109,6 +110,13 @@ static void serve_help(void)
                "  --max-connections N   connections at once (default 256)\n"
                "  --max-running N       sessions running at once (default 2 x CPUs)\n"
                "  --max-queued N        sessions waiting for a slot; past it 429 (default 64)\n"
+               "  --pool N              keep N boxes started ahead (0-64, default 0: none), each with its\n"
+               "                        worker's engine ready, each handed to one session and never\n"
+               "                        again; a session takes one instead of starting a box\n"
+               "                        (chidori_pool_hits_total and _misses_total in /metrics)\n"
+               "  --pool-refill-ms MS   after a session took a pooled box, wait MS before starting its\n"
+               "                        replacement (default 0; more keeps bursts from sharing the CPU\n"
+               "                        with refills)\n"
                "  --state-dir DIR       where the sessions (DIR/serve.db) and agent memory are kept\n"
                "                        [default $XDG_STATE_HOME/chidori or ~/.local/state/chidori]\n"
                "  --store SPEC          where the sessions are kept: sqlite:PATH (a database file) or\n"
@@ -160,6 +168,7 @@ enum {
         SVOPT_MAX_RUNNING, SVOPT_MAX_QUEUED, SVOPT_TRUSTED, SVOPT_UNTRUSTED, SVOPT_QUIET, SVOPT_STATE_DIR,
         SVOPT_SHARED_MEMORY, SVOPT_JS_DEADLINE, SVOPT_GRACE, SVOPT_APPROVAL_TTL, SVOPT_SESSION_TTL,
         SVOPT_SHARED_WORKSPACE, SVOPT_QUOTAS, SVOPT_BROKER_USER, SVOPT_HEALTH_LISTEN, SVOPT_STORE, SVOPT_REPLICA_ID, SVOPT_LEASE,
+        SVOPT_POOL, SVOPT_POOL_REFILL,
 };
 
 /* ---- the box of a session: the CLI's provider, as `run` uses it ---- */
@@ -466,6 +475,8 @@ static const struct option serve_longopts[] = {
         { "max-connections", required_argument, NULL, SVOPT_MAX_CONNS },
         { "max-running", required_argument, NULL, SVOPT_MAX_RUNNING },
         { "max-queued", required_argument, NULL, SVOPT_MAX_QUEUED },
+        { "pool", required_argument, NULL, SVOPT_POOL },
+        { "pool-refill-ms", required_argument, NULL, SVOPT_POOL_REFILL },
         { "trusted", no_argument, NULL, SVOPT_TRUSTED },
         { "untrusted", no_argument, NULL, SVOPT_UNTRUSTED },
         { "quiet", no_argument, NULL, SVOPT_QUIET },
@@ -574,6 +585,8 @@ static int serve_option(struct serve_opts *o, int c, const char *arg)
         case SVOPT_MAX_CONNS: return parse_count("--max-connections", arg, 1, 65536, &o->max_conns);
         case SVOPT_MAX_RUNNING: return parse_count("--max-running", arg, 1, 4096, &o->max_running);
         case SVOPT_MAX_QUEUED: return parse_count("--max-queued", arg, 0, 1000000, &o->max_queued);
+        case SVOPT_POOL: return parse_count("--pool", arg, 0, SERVE_POOL_MAX, &o->pool);
+        case SVOPT_POOL_REFILL: return parse_count("--pool-refill-ms", arg, 0, SERVE_POOL_REFILL_MAX_MS, &o->pool_refill_ms);
         case SVOPT_TRUSTED: o->trusted = true; return 0;
         case SVOPT_UNTRUSTED: o->untrusted = true; return 0;
         case SVOPT_QUIET: o->quiet = true; return 0;
@@ -1172,6 +1185,7 @@ static int broker_server(const struct serve_opts *o, struct serve_run *r, struct
         handover_add(h, "conn_timeout=%ld", o->conn_timeout);
         handover_add(h, "max_conns=%ld", o->max_conns);
         handover_add(h, "max_running=%ld", o->max_running);
+        handover_add(h, "pool=%ld", o->pool);
         handover_add(h, "max_queued=%ld", o->max_queued);
         handover_add(h, "grace=%ld", o->grace);
         handover_add(h, "approval_ttl=%ld", o->approval_ttl);
@@ -1183,6 +1197,21 @@ static int broker_server(const struct serve_opts *o, struct serve_run *r, struct
         handover_add(h, "shared_workspace=%d", o->shared_workspace);
         handover_add(h, "quiet=%d", o->quiet);
         return 0;
+}
+
+/* The posture of the pool's boxes: what the broker will ask for every
+ * session (broker/config.c): the JIT and the CPU budget follow the
+ * policy's strictness, strict unless --trusted (a policy file the broker
+ * finds permissive costs one miss: the pool then turns to what is asked). */
+static void pool_posture(const struct serve_opts *o, struct monitor_prestart *w)
+{
+        bool strict = !o->trusted;
+        w->on = false;
+        w->no_jit = o->sb.jit == 0 || (o->sb.jit < 0 && strict);
+        w->cpu_budget_ms = o->js_deadline_ms >= 0 ? o->js_deadline_ms
+                           : strict               ? CLI_JS_BUDGET_UNTRUSTED_MS
+                                                  : CLI_JS_BUDGET_DEFAULT_MS;
+        snprintf(w->tz, sizeof(w->tz), "%s", o->sb.tz && strlen(o->sb.tz) < sizeof(w->tz) ? o->sb.tz : "");
 }
 
 /* chidori serve through the broker: the tokens (checked here: listening
@@ -1229,7 +1258,9 @@ static int serve_broker(struct serve_opts *o)
                 /* The drain's --grace, and time to end the sessions after it. */
                 .stop_grace_ms = o->grace * 1000 + 10000, .unlink_socket = sock[0] == '/' ? sock : NULL,
                 .store_dir = store_dir, .store_socket_dir = store_sock,
+                .pool = o->pool, .pool_refill_ms = o->pool_refill_ms,
         };
+        pool_posture(o, &hr.prestart);
         code = handover_run(&h, &hr);
 out:
         handover_free(&h);
@@ -1259,6 +1290,11 @@ int cmd_serve(int argc, char **argv)
         bool one_process;
         if (cli_broker_switch(&one_process) < 0)
                 return EXIT_USAGE;
+        if (one_process && o.pool > 0) {
+                quotas_free(o.quotas);
+                return usage_error("--pool keeps boxes started ahead by the monitor, and CHIDORI_RUN_BROKER=0 runs "
+                                   "none (the server is one process): drop one of them");
+        }
         if (one_process && o.broker_user) {
                 quotas_free(o.quotas);
                 return usage_error("--broker-user names the user of the broker process, and CHIDORI_RUN_BROKER=0 "

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 #include "common/cleanup.h"
@@ -324,6 +325,9 @@ static void start_run(struct engine *e)
         JSValueRef v = engine_read_json_frame(e, "init");
         if (!v)
                 return;
+        /* A warm pool's box (worker.c) is a session's worker from now. */
+        if (getenv("CHIDORI_POOLED"))
+                prctl(PR_SET_NAME, "chidori-worker", 0, 0, 0);
         struct init_fields f;
         if (read_init(e, (JSObjectRef)v, &f) < 0)
                 return;

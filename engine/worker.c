@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "common/err.h"
@@ -20,6 +21,10 @@ int main(void)
          * are mapped and relocated by now; the monitor starts the broker on
          * this hang-up.  Closed when not passed. */
         close(5);
+        /* A box of chidori serve's warm pool: named apart from a session's
+         * worker until its init frame comes (engine.c start_run). */
+        if (getenv("CHIDORI_POOLED"))
+                prctl(PR_SET_NAME, "chidori-pooled", 0, 0, 0);
         /* A parent that goes away shows up as EPIPE on the next write. */
         signal(SIGPIPE, SIG_IGN);
         /* The watchdog's slices are cheap with polling traps (engine.h). */

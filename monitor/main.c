@@ -55,6 +55,7 @@ struct settings {
         bool serve;                        /* chidori serve: a run tree per session, every stop forwarded */
         long stop_grace_ms;                /* after the first STOP, before the broker is killed (0: 2 s) */
         uint64_t max_trees;                /* chidori serve: run trees at once (0: no limit) */
+        uint64_t pool, pool_refill_ms;     /* chidori serve --pool, --pool-refill-ms */
         sigset_t unblock;
         uid_t uid;
         gid_t gid;
@@ -124,6 +125,10 @@ static int setting(struct settings *s, const char *kv)
                 s->stop_grace_ms = (long)n;
         else if (KEY("max_trees") && NUM(UINT32_MAX))
                 s->max_trees = n;
+        else if (KEY("pool") && NUM(SERVE_POOL_MAX))
+                s->pool = n;
+        else if (KEY("pool_refill_ms") && NUM(SERVE_POOL_REFILL_MAX_MS))
+                s->pool_refill_ms = n;
         else if (KEY("unlink_socket") && v[0] == '/')
                 s->unlink_socket = v;
         else if (KEY("prestart") && NUM(1))
@@ -340,7 +345,7 @@ static int serve(struct settings *st)
                 .deadline_ms = st->sb.deadline_ms, .broker_pidfd = b.pidfd,
                 .stop = &launcher_stop_signal, .prestart = st->prestart, .loop = loop, .early = early,
                 .many_trees = st->serve, .stop_count = &launcher_stop_count, .grace_ms = st->stop_grace_ms,
-                .max_trees = (size_t)st->max_trees,
+                .max_trees = (size_t)st->max_trees, .pool = (size_t)st->pool, .pool_refill_ms = (long)st->pool_refill_ms,
                 .esbuild = st->esbuild, .bundle_deadline_ms = BUNDLE_DEADLINE_MS, .bundle_start = bundle_start,
                 .bundle_finish = bundle_end, .bundle_arg = (void *)&st->sb,
                 .welcome_flags = (b.mode == BROKER_ROOTLESS ? CHAN_WELCOME_ROOTLESS : 0) |

@@ -50,6 +50,7 @@ struct mbox {
         struct box_ended end;    /*   how; the SPAWN that claims it is told, as if after SPAWNED */
         char banner[CHAN_BANNER_MAX];
         struct monitor_prestart posture;
+        bool pooled;             /* chidori serve's warm pool: started with no deadline, armed when claimed */
         bool bundle;             /* esbuild's box (m->bundle_*), not the provider's */
         bool root;               /* the first worker of a run tree */
         bool deadline_hit;
@@ -65,6 +66,12 @@ struct srv {
         char *agent_dir;         /* OPEN_AGENT's folder (owned); else m->agent_dir */
         struct mbox *boxes;
         struct mbox *parked;     /* the worker started ahead, until claimed */
+        /* chidori serve's warm pool (m->pool): parked boxes of pool_posture,
+         * refilled by `refill`; pool_deaths counts boxes that ended parked
+         * on their own (or failed to start) since the last hand-out. */
+        struct monitor_prestart pool_posture;
+        struct ev_timer *refill;
+        unsigned pool_deaths;
         uint64_t next_box;       /* numbers given so far: 1..next_box-1 */
         uint64_t tree;           /* the run's first worker box: every later worker joins its run tree */
         bool hello, done, quiet, stop_sent, reset_seen;
@@ -135,6 +142,7 @@ static void send_worker(struct srv *s, struct mbox *b, int frame_fd, int stderr_
         chan_init(&m, CHAN_SPAWNED, b->req);
         m.spawned.box = b->id;
         m.spawned.kind = CHAN_BOX_WORKER;
+        m.spawned.flags = b->pooled ? CHAN_SPAWNED_POOLED : 0;
         snprintf(m.spawned.banner, sizeof(m.spawned.banner), "%s", banner ? banner : "");
         if (fds[1] >= 0)
                 send_msg(s, &m, fds, 2);
@@ -203,6 +211,7 @@ static uint32_t chan_reason(enum box_end_reason r)
 }
 
 static void send_ended(struct srv *s, struct mbox *b, const struct box_ended *be);
+static void pool_lost(struct srv *s);
 
 static void ev_ended(void *arg, const struct box_ended *be)
 {
@@ -232,8 +241,11 @@ static void ev_ended(void *arg, const struct box_ended *be)
                 }
                 if (s->parked == b)
                         s->parked = NULL;
+                bool lost = b->pooled && !b->killed && !b->in_spawn;
                 if (!b->in_spawn)
                         box_unlink(s, b);
+                if (lost) /* a pool box that ended parked on its own: refilled, later each time */
+                        pool_lost(s);
                 return;
         }
         send_ended(s, b, be);
@@ -454,15 +466,23 @@ static bool start_box(struct srv *s, struct mbox *b, const struct box_request *r
 /* The worker started ahead (monitor_serve.prestart), while the broker
  * started: the first worker SPAWN takes it when it asks for the same
  * posture; otherwise it is killed unseen and a box started as asked. */
+static bool same_posture(const struct monitor_prestart *w, const struct chan_spawn *sp)
+{
+        return w->no_jit == (sp->jit == 0) && (uint64_t)w->cpu_budget_ms == sp->cpu_budget_ms &&
+               strcmp(w->tz, sp->tz) == 0;
+}
+
+static bool claim_pooled(struct srv *s, const struct chan_spawn *sp);
+
 static bool claim_parked(struct srv *s, const struct chan_spawn *sp)
 {
         struct mbox *b = s->parked;
-        if (!b || sp->kind != CHAN_BOX_WORKER)
+        if (sp->kind != CHAN_BOX_WORKER)
                 return false;
+        if (!b)
+                return s->m->pool > 0 && s->m->boxes->deadline && claim_pooled(s, sp);
         s->parked = NULL;
-        const struct monitor_prestart *w = &b->posture;
-        bool same = w->no_jit == (sp->jit == 0) && (uint64_t)w->cpu_budget_ms == sp->cpu_budget_ms &&
-                    strcmp(w->tz, sp->tz) == 0;
+        bool same = same_posture(&b->posture, sp);
         if (b->died_parked) {
                 b->parked = false;
                 if (!same) { /* not the worker asked for: a box as asked */
@@ -488,6 +508,120 @@ static bool claim_parked(struct srv *s, const struct chan_spawn *sp)
         b->root = true;
         s->tree = b->id;
         send_worker(s, b, b->frame_fd, b->stderr_fd, b->banner);
+        return true;
+}
+
+/* ---- chidori serve's warm pool (m->pool) ----
+ * Up to m->pool worker boxes of s->pool_posture, started ahead and parked
+ * (their worker has its context and prelude ready and waits for its init
+ * frame), each handed to exactly one session: a claimed box is a run
+ * tree's first worker like any other and ends with its session.  The
+ * pool is refilled one box per loop turn, m->pool_refill_ms after a
+ * hand-out; a box that ended parked on its own (or failed to start) makes
+ * the next refill wait longer (250 ms doubling, at most 30 s), so a
+ * broken worker cannot spin.  A SPAWN of another posture is a miss and
+ * the pool turns to that posture.  No refill once a stop came. */
+
+static size_t pool_parked(struct srv *s)
+{
+        size_t n = 0;
+        for (struct mbox *b = s->boxes; b; b = b->next)
+                n += b->pooled && b->parked && !b->finishing && !b->ended;
+        return n;
+}
+
+static void pool_schedule(struct srv *s, long delay_ms);
+
+static void on_refill(struct evloop *loop, struct ev_timer *t, void *arg)
+{
+        (void)loop, (void)t;
+        struct srv *s = arg;
+        s->refill = NULL;
+        if (s->done || s->stop_sent || pool_parked(s) >= s->m->pool)
+                return;
+        struct mbox *b = calloc(1, sizeof(*b));
+        if (!b) {
+                pool_lost(s);
+                return;
+        }
+        const struct monitor_prestart *w = &s->pool_posture;
+        *b = (struct mbox){ .srv = s, .id = s->next_box++, .kind = CHAN_BOX_WORKER, .parked = true, .pooled = true,
+                            .posture = *w };
+        struct box_request req = {
+                .kind = BOX_WORKER, .pooled = true, .tz = w->tz[0] ? w->tz : NULL, .no_jit = w->no_jit,
+                .cpu_budget_ms = w->cpu_budget_ms,
+        };
+        if (!start_box(s, b, &req)) {
+                pool_lost(s);
+                return;
+        }
+        if (pool_parked(s) < s->m->pool)
+                pool_schedule(s, 0);
+}
+
+static void pool_schedule(struct srv *s, long delay_ms)
+{
+        if (s->refill || s->done || s->stop_sent)
+                return;
+        struct err *e = NULL;
+        if (evloop_timer_add(s->loop, mono_ms() + (double)delay_ms, on_refill, s, &s->refill, &e) < 0)
+                err_free(e); /* no refill: SPAWNs start boxes as asked */
+}
+
+static void pool_lost(struct srv *s)
+{
+        unsigned d = s->pool_deaths < 7 ? s->pool_deaths : 7;
+        s->pool_deaths++;
+        evloop_timer_del(s->loop, s->refill);
+        s->refill = NULL;
+        pool_schedule(s, 250L << d);
+}
+
+/* A worker SPAWN starting a run tree: the oldest parked box of its
+ * posture, its deadline armed from now, or false (a miss). */
+static bool claim_pooled(struct srv *s, const struct chan_spawn *sp)
+{
+        const struct box_provider *p = s->m->boxes;
+        struct mbox *hit = NULL;
+        bool other = false;
+        for (struct mbox *b = s->boxes; b; b = b->next) {
+                if (!b->pooled || !b->parked || b->finishing || b->ended || !b->started)
+                        continue;
+                if (same_posture(&b->posture, sp))
+                        hit = b; /* the list is newest first: the last is the oldest */
+                else
+                        other = true;
+        }
+        if (!hit && other) {
+                /* The sessions ask for another posture than the pool's (a
+                 * policy the CLI could not tell): the pool turns to theirs. */
+                for (struct mbox *b = s->boxes, *nx; b; b = nx) {
+                        nx = b->next; /* its end unlinks and frees it */
+                        if (b->pooled && b->parked)
+                                box_finish(s, b, true);
+                }
+                s->pool_posture = (struct monitor_prestart){ .no_jit = sp->jit == 0,
+                                                             .cpu_budget_ms = (long)sp->cpu_budget_ms };
+                snprintf(s->pool_posture.tz, sizeof(s->pool_posture.tz), "%s", sp->tz);
+        }
+        long d = s->m->deadline_ms;
+        if (sp->deadline_ms > 0 && (d <= 0 || (long)sp->deadline_ms < d))
+                d = (long)sp->deadline_ms;
+        struct err *e = NULL;
+        if (hit && p->deadline(p->arg, hit->handle, d > 0 ? mono_ms() + (double)d : 0, &e) < 0) {
+                err_free(e);
+                box_finish(s, hit, true);
+                hit = NULL;
+        }
+        pool_schedule(s, s->m->pool_refill_ms);
+        if (!hit)
+                return false;
+        s->pool_deaths = 0;
+        hit->parked = false;
+        hit->req = sp->h.id;
+        hit->root = true;
+        s->tree = hit->id;
+        send_worker(s, hit, hit->frame_fd, hit->stderr_fd, hit->banner);
         return true;
 }
 
@@ -960,6 +1094,10 @@ int monitor_serve(const struct monitor_serve *m, struct err **err)
          * is done once, in parallel. */
         if (m->prestart.on && !m->early)
                 prestart(&s);
+        if (m->pool > 0 && m->boxes->deadline) {
+                s.pool_posture = m->prestart;
+                pool_schedule(&s, 0);
+        }
         while (!s.done) {
                 check_stop(&s);
                 struct err *e = NULL;
@@ -989,6 +1127,7 @@ int monitor_serve(const struct monitor_serve *m, struct err **err)
                 }
         }
         evloop_timer_del(s.loop, s.grace);
+        evloop_timer_del(s.loop, s.refill);
         if (!m->loop)
                 evloop_free(s.loop);
         monitor_commit_free(&s.commit);

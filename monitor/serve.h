@@ -51,6 +51,10 @@ struct monitor_prestart {
         char tz[64];                       /* CHAN_TZ_MAX; "" = UTC */
 };
 
+/* chidori serve --pool N and --pool-refill-ms MS: the bounds. */
+#define SERVE_POOL_MAX 64
+#define SERVE_POOL_REFILL_MAX_MS 3600000L
+
 struct monitor_serve {
         int chan;                          /* the monitor's end (not closed here) */
         /* How boxes start and end: the CLI's provider (cli/provider.c:
@@ -79,6 +83,12 @@ struct monitor_serve {
         size_t max_trees;                  /* run trees at once (0: no limit): chidori serve's 2 x --max-running */
         const volatile sig_atomic_t *stop_count;
         struct monitor_prestart prestart;  /* .on: start the first worker ahead */
+        /* chidori serve --pool N: N workers of prestart's posture kept
+         * started ahead, each handed to one session (its SPAWNED says
+         * CHAN_SPAWNED_POOLED), refilled pool_refill_ms after a hand-out
+         * (monitor/serve.c).  Needs boxes->deadline. */
+        size_t pool;
+        long pool_refill_ms;
         /* The loop to serve on (the boxes' watchers may be on it already),
          * NULL: monitor_serve makes its own; and a worker started before
          * the broker (monitor_prestart_box), adopted and freed here. */

@@ -256,6 +256,12 @@ struct box_request {
          * libraries are loaded (its main() runs): the CLI provider's
          * cli_boxes_loaded_fd, for monitor_early_wait_loaded. */
         bool loaded_cue;
+        /* BOX_WORKER: a box of chidori serve's warm pool (monitor/serve.c):
+         * the worker calls itself chidori-pooled until its init frame comes
+         * (CHIDORI_POOLED in its environment), so a paused session's "no
+         * worker runs" stays checkable.  Its deadline is armed when it is
+         * handed out (box_provider.deadline). */
+        bool pooled;
 
         /* BOX_TOOL (the provider checks it against what the operator
          * declared: monitor/commit.c): */
@@ -313,6 +319,10 @@ struct box_provider {
          * run ended otherwise than by `done`), reap it, report `ended` (if
          * not already).  The handle is freed after `ended`. */
         void (*finish)(void *arg, void *handle, bool kill_first);
+        /* (Re)arm a running box's deadline: killed at deadline_at (mono_ms(),
+         * reason DEADLINE), 0 = none.  May be NULL (then boxes of the warm
+         * pool are not offered). */
+        int (*deadline)(void *arg, void *handle, double deadline_at, struct err **err);
         void *arg;
 };
 

@@ -82,7 +82,7 @@ static int stage2_memfd(bool jit, struct err **err)
         return fd;
 }
 
-char **sandbox_worker_env(bool jit, bool stage2, const char *tz)
+char **sandbox_worker_env(bool jit, bool stage2, const char *tz, bool pooled)
 {
         static char *env[9];
         static const char *pass[] = { "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS" };
@@ -97,6 +97,8 @@ char **sandbox_worker_env(bool jit, bool stage2, const char *tz)
                 env[n++] = "JSC_useJIT=false";
         if (stage2)
                 env[n++] = "CHIDORI_STAGE2_FD=4";
+        if (pooled)
+                env[n++] = "CHIDORI_POOLED=1";
         /* The sanitizer variables pass through: sanitizer builds' test runs need them. */
         for (size_t i = 0; i < ARRAY_SIZE(pass); i++) {
                 const char *v = getenv(pass[i]);
@@ -327,7 +329,7 @@ int sandbox_start(const struct sandbox_opts *o, struct box_opts *bo, const char 
         bo->fsize = o->fsize;
         bo->cgroup_fd = -1;
         if (bo->worker)
-                bo->envp = sandbox_worker_env(r->jit, !(o->disable & (1u << LAYER_SECCOMP)), o->tz);
+                bo->envp = sandbox_worker_env(r->jit, !(o->disable & (1u << LAYER_SECCOMP)), o->tz, o->pooled);
         struct limits_plan plan;
         int code = limits_setup(o, bo, run_id, r, &plan, err);
         if (code != 0)

@@ -26,6 +26,7 @@ struct sandbox_opts {
         uint64_t pids_max;       /* --pids / CHIDORI_PIDS_MAX (default 64) */
         double cpus;             /* --cpus, 0 = no cpu.max */
         const char *cgroup_parent; /* --cgroup-parent / CHIDORI_CGROUP_PARENT */
+        bool pooled;             /* a warm pool's worker (box_request.pooled): CHIDORI_POOLED=1 in its environment */
         const char *tz;          /* the worker's TZ, checked (sandbox/tz.h); set by run and replay, NULL = UTC */
         bool seccomp_errno;      /* launch --seccomp-errno: EPERM instead of kill outside the allowlist */
         unsigned set;            /* SB_SET_*: what the user gave (flag or variable), not defaults */
@@ -102,7 +103,7 @@ void sandbox_kill(struct sandbox_run *r);
 long sandbox_cpu_secs(const struct sandbox_opts *o, bool worker);
 /* Environment for the worker given the JIT posture and its time zone (NULL =
  * UTC) (static storage). */
-char **sandbox_worker_env(bool jit, bool stage2, const char *tz);
+char **sandbox_worker_env(bool jit, bool stage2, const char *tz, bool pooled);
 
 
 /* ---- child.c ---- */

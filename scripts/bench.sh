@@ -567,17 +567,22 @@ run_rate=$(awk -v n="$run_ok" -v ns="$(($(date +%s%N) - run_t0))" 'BEGIN { print
 # default; then the default on PostgreSQL (--store, a throwaway cluster of
 # tests/lib/pg.sh) when it is installed.
 source tests/lib/pg.sh
-modes="broker one"
+modes="broker pool one"
 if pg_available && pg_start >"$tmp/pg.log" 2>&1; then
   modes+=" pg"
   trap 'pg_teardown; rm -rf "$tmp"' EXIT
 else echo "   (PostgreSQL row left out: ${PG_MISSING:-the cluster did not start: $(tail -1 "$tmp/pg.log")})"; fi
 for mode in $modes; do
   label="serve"; [[ $mode == one ]] && label="serve, one process"; [[ $mode == pg ]] && label="serve, PostgreSQL"
+  [[ $mode == pool ]] && label="serve --pool 4"
   rm -f "$tmp/serve.err"
   if [[ $mode == pg ]]; then
     "$CH" serve "$tmp/one.js" --listen 127.0.0.1:0 --state-dir "$tmp/serve-state-$mode" --max-queued 4096 --quiet \
       --store "$PG_URL" 2>"$tmp/serve.err" </dev/null &
+  elif [[ $mode == pool ]]; then
+    # The warm pool (issue 14 item 2): the boxes the sessions take were started ahead.
+    "$CH" serve "$tmp/one.js" --listen 127.0.0.1:0 --state-dir "$tmp/serve-state-$mode" --max-queued 4096 --quiet \
+      --pool 4 2>"$tmp/serve.err" </dev/null &
   elif [[ $mode == one ]]; then
     CHIDORI_RUN_BROKER=0 "$CH" serve "$tmp/one.js" --listen 127.0.0.1:0 --state-dir "$tmp/serve-state-$mode" \
       --max-queued 4096 --quiet 2>"$tmp/serve.err" </dev/null &
@@ -588,6 +593,7 @@ for mode in $modes; do
   spid=$!
   for _ in $(seq 200); do grep -q '^Listening: ' "$tmp/serve.err" 2>/dev/null && break; sleep 0.05; done
   SP=$(sed -n 's/^Listening: http:.*:\([0-9]*\)$/\1/p' "$tmp/serve.err")
+  [[ $mode == pool ]] && sleep 2 # its boxes started
   if [[ -z $SP ]]; then
     echo "   n/a ($label): the server did not start: $(head -3 "$tmp/serve.err")"
   else
@@ -597,7 +603,12 @@ for mode in $modes; do
     for c in 1 8 32; do
       read -r ok secs rate p50 p99 errs < <("$tmp/loadgen" -p "$SP" -c "$c" -n "$NS" || echo "fail fail fail fail fail fail")
       printf '  %-30s %10s %10s %12s %10s %10s %8s\n' "$label, $c" "$ok" "$secs" "$rate" "$p50" "$p99" "$errs"
+      [[ $c == 1 ]] && { eval "s1_${mode}_p50=\$p50"; eval "s1_${mode}_p99=\$p99"; }
     done
+    if [[ $mode == pool ]]; then
+      req_m=$(curl -s "http://127.0.0.1:$SP/metrics" | awk '$1 ~ /^chidori_pool_(hits|misses)_total$/ { printf "%s=%s ", $1, $2 }')
+      printf '  %-70s %s\n' "pool after the table" "$req_m"
+    fi
     printf '  %-30s %10s %10s %12s\n' "chidori run, one after another" "$run_ok" "" "$run_rate"
     rule
   fi
@@ -618,6 +629,10 @@ for mode in $modes; do
     printf '  %-70s %9s MiB\n' "server (broker) RSS after $ok more sessions ($rate/s, $errs errors)" "$(calc 'a / 1024' "$rss1")"
     printf '  %-70s %9s MiB\n' "monitor RSS then" "$(calc 'a / 1024' "$mrss")"
     printf '  %-70s %9s\n' "(no target yet: issue 11 asks for these figures to be measured and published)" ""
+  fi
+  if [[ -n $SP && $mode == pool ]]; then
+    target "serve --pool 4, one-liner session, concurrency 1: p50 (no pool: ${s1_broker_p50:-n/a} ms)" "${s1_pool_p50:-n/a}" ms "<=" 3
+    target "serve --pool 4, one-liner session, concurrency 1: p99 (no pool: ${s1_broker_p99:-n/a} ms)" "${s1_pool_p99:-n/a}" ms "<=" 15
   fi
   kill -TERM "$spid" 2>/dev/null || true
   sleep 0.2

@@ -254,6 +254,15 @@ static void route_metrics(struct server *srv, struct http_req *r)
         metric_hist(f, "run_duration_seconds", "Wall time of a run, from its box's request to its end.",
                     &st->run_duration);
         metric_hist(f, "box_start_seconds", "Time from asking for a box to its worker running.", &st->box_start);
+        metric_head(f, "pool_size", "gauge", "Boxes the warm pool keeps started ahead (--pool).");
+        fprintf(f, "chidori_pool_size %u\n", srv->cfg.pool);
+        metric_head(f, "pool_hits_total", "counter", "Runs whose box came from the warm pool.");
+        fprintf(f, "chidori_pool_hits_total %llu\n",
+                (unsigned long long)(srv->cfg.pool_hits ? *srv->cfg.pool_hits : 0));
+        metric_head(f, "pool_misses_total", "counter",
+                    "Runs that started a box of their own although --pool is set (none ready, or another posture).");
+        fprintf(f, "chidori_pool_misses_total %llu\n",
+                (unsigned long long)(srv->cfg.pool_misses ? *srv->cfg.pool_misses : 0));
         metric_head(f, "effects_total", "counter", "Effects by op and the policy's decision.");
         for (size_t i = 0; i < st->n_effects; i++)
                 fprintf(f, "chidori_effects_total{op=\"%s\",decision=\"%s\"} %llu\n", st->effects[i].op,

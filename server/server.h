@@ -133,6 +133,10 @@ struct server_config {
         const char *agent;        /* the agent's path as given (session JSON) */
         unsigned max_running;
         unsigned max_queued;
+        /* chidori serve --pool: its size and the provider's counts of
+         * run trees started with a pooled box and without (NULL: none). */
+        unsigned pool;
+        const uint64_t *pool_hits, *pool_misses;
         struct store *store;      /* opened by the caller, used (not owned) */
         unsigned approval_ttl_s;  /* a pending approval older than this is denied (0: never) */
         unsigned session_ttl_s;   /* a finished session older than this is deleted (0: never) */

@@ -153,6 +153,41 @@ static void test_spawned_bundle_fds(void **state)
                 close(four[i]);
 }
 
+/* SPAWNED's flags: POOLED on a worker arrives; on a tool, or an unknown
+ * bit, is refused (chan_send checks what the peer would). */
+static void test_spawned_flags(void **state)
+{
+        (void)state;
+        int p[2], q[2];
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        assert_int_equal(pipe2(q, O_CLOEXEC), 0);
+        int three[3] = { p[0], p[1], q[0] };
+        union chan_msg m, got;
+        struct err *e = NULL;
+        chan_init(&m, CHAN_SPAWNED, 7);
+        m.spawned.box = 9;
+        m.spawned.kind = CHAN_BOX_WORKER;
+        m.spawned.flags = CHAN_SPAWNED_POOLED | 2u;
+        assert_int_equal(chan_send(sv[1], &m, p, 2, &e), -1);
+        assert_non_null(strstr(err_msg(e), "flags"));
+        err_free(e);
+        e = NULL;
+        m.spawned.kind = CHAN_BOX_TOOL;
+        m.spawned.flags = CHAN_SPAWNED_POOLED;
+        assert_int_equal(chan_send(sv[1], &m, three, 3, &e), -1);
+        err_free(e);
+        e = NULL;
+        m.spawned.kind = CHAN_BOX_WORKER;
+        assert_int_equal(chan_send(sv[1], &m, p, 2, &e), 0);
+        int fds[CHAN_MAX_FDS];
+        size_t n = 0;
+        assert_int_equal(chan_recv(sv[0], CHAN_FROM_MONITOR, &got, fds, &n, &e), 0);
+        assert_int_equal(got.spawned.flags, CHAN_SPAWNED_POOLED);
+        for (size_t i = 0; i < n; i++)
+                close(fds[i]);
+        close(p[0]), close(p[1]), close(q[0]), close(q[1]);
+}
+
 /* chan_send refuses to build what the peer would refuse. */
 static void test_send_checks(void **state)
 {
@@ -413,6 +448,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_roundtrip_hello, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_roundtrip_spawned_fds, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_spawned_flags, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_spawned_bundle_fds, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_send_checks, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_wrong_length, setup, teardown),
