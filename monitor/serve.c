@@ -27,7 +27,8 @@
 
 #define GRACE_DEFAULT_MS 2000
 #define TOOL_TIMEOUT_MAX_MS 3600000L  /* a tool's timeout at most (effects/proc/tools.h's limit) */
-#define TOOL_BACKSTOP_MS 5000L        /* after it, if neither its box nor the broker ended it */
+#define TOOL_BACKSTOP_MS 5000L
+#define POOL_REFILL_LATEST_MS 1000L   /* a pooled box's replacement, if its run goes on that long */        /* after it, if neither its box nor the broker ended it */
 
 struct srv;
 
@@ -71,6 +72,7 @@ struct srv {
          * on their own (or failed to start) since the last hand-out. */
         struct monitor_prestart pool_posture;
         struct ev_timer *refill;
+        double refill_at;        /* mono_ms() when `refill` fires */
         unsigned pool_deaths;
         uint64_t next_box;       /* numbers given so far: 1..next_box-1 */
         uint64_t tree;           /* the run's first worker box: every later worker joins its run tree */
@@ -212,6 +214,7 @@ static uint32_t chan_reason(enum box_end_reason r)
 
 static void send_ended(struct srv *s, struct mbox *b, const struct box_ended *be);
 static void pool_lost(struct srv *s);
+static void pool_refill_soon(struct srv *s);
 
 static void ev_ended(void *arg, const struct box_ended *be)
 {
@@ -250,8 +253,11 @@ static void ev_ended(void *arg, const struct box_ended *be)
         }
         send_ended(s, b, be);
         b->ended = true;
+        bool was_pooled = b->pooled;
         if (!b->in_spawn)
                 box_unlink(s, b);
+        if (was_pooled && s) /* a pooled box's run ended: its replacement starts now */
+                pool_refill_soon(s);
 }
 
 static void send_ended(struct srv *s, struct mbox *b, const struct box_ended *be)
@@ -516,8 +522,9 @@ static bool claim_parked(struct srv *s, const struct chan_spawn *sp)
  * (their worker has its context and prelude ready and waits for its init
  * frame), each handed to exactly one session: a claimed box is a run
  * tree's first worker like any other and ends with its session.  The
- * pool is refilled one box per loop turn, m->pool_refill_ms after a
- * hand-out; a box that ended parked on its own (or failed to start) makes
+ * pool is refilled one box per loop turn, m->pool_refill_ms after the
+ * run of a box it handed out ended (or 1 s after the hand-out, if the run
+ * goes on), so a refill does not share the CPU with that run; a box that ended parked on its own (or failed to start) makes
  * the next refill wait longer (250 ms doubling, at most 30 s), so a
  * broken worker cannot spin.  A SPAWN of another posture is a miss and
  * the pool turns to that posture.  No refill once a stop came. */
@@ -564,8 +571,20 @@ static void pool_schedule(struct srv *s, long delay_ms)
         if (s->refill || s->done || s->stop_sent)
                 return;
         struct err *e = NULL;
-        if (evloop_timer_add(s->loop, mono_ms() + (double)delay_ms, on_refill, s, &s->refill, &e) < 0)
+        s->refill_at = mono_ms() + (double)delay_ms;
+        if (evloop_timer_add(s->loop, s->refill_at, on_refill, s, &s->refill, &e) < 0)
                 err_free(e); /* no refill: SPAWNs start boxes as asked */
+}
+
+/* A claimed box's run ended: the refill it scheduled comes now (after
+ * --pool-refill-ms), not while the session's run had the CPU. */
+static void pool_refill_soon(struct srv *s)
+{
+        if (s->pool_deaths || !s->refill || s->refill_at <= mono_ms() + (double)s->m->pool_refill_ms)
+                return;
+        evloop_timer_del(s->loop, s->refill);
+        s->refill = NULL;
+        pool_schedule(s, s->m->pool_refill_ms);
 }
 
 static void pool_lost(struct srv *s)
@@ -613,7 +632,11 @@ static bool claim_pooled(struct srv *s, const struct chan_spawn *sp)
                 box_finish(s, hit, true);
                 hit = NULL;
         }
-        pool_schedule(s, s->m->pool_refill_ms);
+        /* The replacement: when this run ends (pool_refill_soon), so that
+         * its start does not share the CPU with the session's, or after
+         * POOL_REFILL_LATEST_MS if the run goes on. */
+        long later = s->m->pool_refill_ms > POOL_REFILL_LATEST_MS ? s->m->pool_refill_ms : POOL_REFILL_LATEST_MS;
+        pool_schedule(s, hit ? later : s->m->pool_refill_ms);
         if (!hit)
                 return false;
         s->pool_deaths = 0;
