@@ -38,11 +38,8 @@
 #include <sys/prctl.h>
 
 /* How long the broker's start waits for the early worker's libraries
- * (monitor_early_wait_loaded): ~15-25 ms here, far more under ASan.
- * Only a worker that neither closes fd 5 nor writes waits it out; 250 ms
- * was once outlasted in CI (a stalled machine) and let the init frame in
- * before the cue. */
-#define EARLY_LOADED_WAIT_MS 2000
+ * (monitor_early_wait_loaded): ~15-25 ms here, far more under ASan. */
+#define EARLY_LOADED_WAIT_MS 250
 
 
 struct settings {
