@@ -652,9 +652,20 @@ struct monitor_early {
         struct mbox *b;
 };
 
+static int prestart_box(const struct box_provider *p, struct evloop *loop, long deadline_ms,
+                        const struct monitor_prestart *w, bool cue, struct monitor_early **ret);
 
 int monitor_prestart_box(const struct box_provider *p, struct evloop *loop, long deadline_ms,
                          const struct monitor_prestart *w, struct monitor_early **ret)
+{
+        return prestart_box(p, loop, deadline_ms, w, true, ret);
+}
+
+
+/* cue: give the worker its loader cue (only a box started before the
+ * broker has one awaited: monitor_early_wait_loaded). */
+static int prestart_box(const struct box_provider *p, struct evloop *loop, long deadline_ms,
+                        const struct monitor_prestart *w, bool cue, struct monitor_early **ret)
 {
         *ret = NULL;
         struct monitor_early *x = calloc(1, sizeof(*x));
@@ -668,7 +679,7 @@ int monitor_prestart_box(const struct box_provider *p, struct evloop *loop, long
         *b = (struct mbox){ .kind = CHAN_BOX_WORKER, .parked = true, .posture = *w, .in_spawn = true };
         struct box_request req = {
                 .kind = BOX_WORKER, .deadline_at = deadline_ms > 0 ? mono_ms() + (double)deadline_ms : 0,
-                .loaded_cue = true,
+                .loaded_cue = cue,
                 .tz = w->tz[0] ? w->tz : NULL, .no_jit = w->no_jit, .cpu_budget_ms = w->cpu_budget_ms,
         };
         struct box_events ev = { .started = ev_started, .failed = ev_failed, .ended = ev_ended, .arg = b };
@@ -739,7 +750,8 @@ static void adopt_early(struct srv *s, struct monitor_early *x)
 static void prestart(struct srv *s)
 {
         struct monitor_early *x = NULL;
-        if (monitor_prestart_box(s->m->boxes, s->loop, s->m->deadline_ms, &s->m->prestart, &x) == 0)
+        /* The broker runs already: no loader cue to wait for. */
+        if (prestart_box(s->m->boxes, s->loop, s->m->deadline_ms, &s->m->prestart, false, &x) == 0)
                 adopt_early(s, x);
 }
 

@@ -848,7 +848,7 @@ print("up", flush=True); time.sleep(60)' "$T/pg/sock/.s.PGSQL.5432" >"$T/sock.ou
   [[ $output == DENIED* && ! -e $T/db/serve.db ]]
 }
 
-@test "broker: the broker starts once the worker's libraries are loaded: a worker that keeps its loader cue (fd 5) open gets no init frame before it closes it; as root with the helper and with the monitor keeping root" {
+@test "broker: the broker starts once the worker's libraries are loaded: a worker that keeps its loader cue (fd 5) open gets no init frame before it closes it; as root with the helper and with the monitor keeping root; rootless, a cue is given only when it is awaited" {
   echo 'function main() { return 1 }' >"$T/agent/a.js"
   local w; w=$(bad_worker late-loader)
   for privsep in "" 0; do
@@ -856,6 +856,14 @@ print("up", flush=True); time.sleep(60)' "$T/pg/sock/.s.PGSQL.5432" >"$T/sock.ou
     run env -u CHIDORI_BROKER -u CHIDORI_PRIVSEP ${privsep:+CHIDORI_PRIVSEP=$privsep} CHIDORI_WORKER="$w" \
       "$CHIDORI" run --quiet "$T/agent/a.js"
     echo "CHIDORI_PRIVSEP=$privsep: $status $output"
-    [[ $status -eq 0 && $output == *'"fd 5 a pipe, init before the cue: no"'* ]]
+    if [[ $(id -u) -eq 0 ]]; then
+      [[ $status -eq 0 && $output == *'"fd 5 a pipe, init before the cue: no"'* ]]
+    else
+      # Rootless without a delegated cgroup the memory watchdog's thread
+      # means the worker starts after the broker (no early box): then no
+      # cue is given, as nothing waits for it.  With a cgroup: as root.
+      [[ $status -eq 0 && ( $output == *'"fd 5 a pipe, init before the cue: no"'* ||
+                            $output == *'"fd 5 not a pipe, init before the cue: '* ) ]]
+    fi
   done
 }
