@@ -410,6 +410,17 @@ static void save_pending(struct live *l, const cJSON *what)
         free(text);
 }
 
+/* store_release after a session's pause or end: a failed commit lost the
+ * record, said on stderr as each write's failure is. */
+static void release_record(struct live *l)
+{
+        struct err *err = NULL;
+        if (store_release(l->srv->store, &err) < 0) {
+                fprintf(stderr, "chidori: serve: session %s: %s\n", l->id, err_msg(err));
+                err_free(err);
+        }
+}
+
 /* Paused ("pause is the worker exiting"): the box is gone, the journal
  * holds everything; the session waits for approve / input. */
 static void ended_paused(struct live *l, const struct session_outcome *o)
@@ -419,6 +430,9 @@ static void ended_paused(struct live *l, const struct session_outcome *o)
         histogram_observe(&srv->stats.run_duration, o->wall_ms / 1000.0);
         if (!l->deleted) {
                 struct err *err = NULL;
+                /* The pause is one record (store_hold): the journal's pure
+                 * lines, the pending request, the use, the status, its event. */
+                store_hold(srv->store);
                 if (store_commit(srv->store, &err) < 0) {
                         fprintf(stderr, "chidori: serve: session %s: %s\n", l->id, err_msg(err));
                         err_free(err);
@@ -437,6 +451,7 @@ static void ended_paused(struct live *l, const struct session_outcome *o)
                 }
                 free(stats);
                 emit_session(srv, l->id, "status");
+                release_record(l);
         }
         live_unlink(srv, l);
         waiters_wake(srv, l->id);
@@ -462,6 +477,10 @@ static void sink_ended(void *arg, struct session *s)
                 srv->stats.memory_kills++;
         histogram_observe(&srv->stats.run_duration, o->wall_ms / 1000.0);
         if (!l->deleted) {
+                /* The end is one record (store_hold): the journal's end line,
+                 * the tenant's use, the outcome and the "done" event,
+                 * committed before any waiter is answered. */
+                store_hold(srv->store);
                 char *result = o->end == SESSION_END_DONE_OK ? value_text(o->value) : NULL;
                 if (o->end == SESSION_END_DONE_OK && !result)
                         result = strdup("null");
@@ -503,6 +522,7 @@ static void sink_ended(void *arg, struct session *s)
                 free(error);
                 free(stats_text);
                 emit_session(srv, l->id, "done");
+                release_record(l);
         }
         live_unlink(srv, l);
         waiters_wake(srv, l->id);
@@ -799,13 +819,22 @@ static int live_start(struct live *l, struct err **err)
         }
         if (session_new(srv->loop, &l->cfg, &l->sink, l->boxes, &l->s, err) < 0)
                 return -1;
-        /* A resumed session's journal goes on; a new one starts with its header. */
-        if (!l->resume && live_header(l, err) < 0)
+        /* The start is one record (store_hold): the journal's header (a
+         * resumed session's journal goes on; a new one starts with it), the
+         * status and its event, committed before the box is asked for. */
+        store_hold(srv->store);
+        if (!l->resume && live_header(l, err) < 0) {
+                store_release(srv->store, NULL);
                 return -1;
+        }
         l->queued = false;
         srv->running++;
         l->started = mono_ms();
         set_status(l, SESS_RUNNING);
+        if (store_release(srv->store, err) < 0) {
+                srv->running--;
+                return -1;
+        }
         if (session_start(l->s, err) < 0) {
                 srv->running--;
                 return -1;

@@ -31,6 +31,10 @@ struct store_ops {
         int (*idem_get)(struct store *st, const char *tenant, const char *key, char **ret_id, struct err **err);
         int (*journal_append)(struct store *st, const char *id, const char *line, bool batch, struct err **err);
         int (*commit)(struct store *st, struct err **err);
+        /* store_hold / store_release: NULL for a backend that commits each
+         * write as it comes (PostgreSQL: each write is its own round trip). */
+        void (*hold)(struct store *st);
+        int (*release)(struct store *st, struct err **err);
         int (*journal_bytes)(struct store *st, const char *id, uint64_t *ret, struct err **err);
         int (*journal_each)(struct store *st, const char *id, int (*fn)(void *arg, const char *line, size_t len),
                             void *arg, struct err **err);

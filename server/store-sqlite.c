@@ -21,6 +21,7 @@ struct sq_store {
         char *path;
         bool in_batch;       /* a transaction holds pure journal lines not yet committed */
         unsigned batch_lines;
+        unsigned held;       /* store_hold: commits wait for store_release */
 };
 
 #define BATCH_MAX 256
@@ -28,6 +29,7 @@ struct sq_store {
 static const struct store_ops sq_ops;
 static void sq_close(struct store *base);
 static int sq_commit(struct store *base, struct err **err);
+static int sq_commit_now(struct sq_store *st, const char *what, struct err **err);
 
 static int db_err(struct sq_store *st, int rc, struct err **err, const char *what)
 {
@@ -151,7 +153,7 @@ static void sq_close(struct store *base)
         if (!st)
                 return;
         if (st->in_batch)
-                sq_commit(&st->base, NULL);
+                sq_commit_now(st, "commit", NULL);
         sqlite3_close(st->db);
         free(st->path);
         free(st);
@@ -221,20 +223,54 @@ static int reattach_if_deleted(struct sq_store *st, struct err **err)
         return 0;
 }
 
-static int sq_commit(struct store *base, struct err **err)
+/* Commit the open transaction now, held or not; `what` names it in a
+ * failure. */
+static int sq_commit_now(struct sq_store *st, const char *what, struct err **err)
 {
-        struct sq_store *st = (struct sq_store *)base;
         if (!st->in_batch)
                 return reattach_if_deleted(st, err);
         int rc = sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
         if (rc != SQLITE_OK) {
                 sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
                 st->in_batch = false;
-                return db_err(st, rc, err, "commit");
+                return db_err(st, rc, err, what);
         }
         st->in_batch = false;
         st->batch_lines = 0;
         return reattach_if_deleted(st, err);
+}
+
+/* A commit: deferred to store_release while the store is held. */
+static int sq_commit(struct store *base, struct err **err)
+{
+        struct sq_store *st = (struct sq_store *)base;
+        return st->held ? 0 : sq_commit_now(st, "commit", err);
+}
+
+/* A statement that would be its own transaction joins the held one
+ * (opened here, BEGIN IMMEDIATE like a batch). */
+static int join_held(struct sq_store *st, struct err **err)
+{
+        if (!st->held || st->in_batch)
+                return 0;
+        if (exec(st, "BEGIN IMMEDIATE", err) < 0)
+                return -1;
+        st->in_batch = true;
+        return 0;
+}
+
+static void sq_hold(struct store *base)
+{
+        ((struct sq_store *)base)->held++;
+}
+
+static int sq_release(struct store *base, struct err **err)
+{
+        struct sq_store *st = (struct sq_store *)base;
+        if (st->held && --st->held)
+                return 0;
+        /* What is held is a session's record: its start, pause or end. */
+        return sq_commit_now(st, "update the session", err);
 }
 
 /* Room a full disk must have again before the store counts as writable:
@@ -289,7 +325,7 @@ static void now_iso(char out[40])
 static int sq_session_insert(struct store *base, const struct store_session *s, const char *idem_key, struct err **err)
 {
         struct sq_store *st = (struct sq_store *)base;
-        if (sq_commit(&st->base, err) < 0)
+        if (sq_commit_now(st, "commit", err) < 0) /* its own transaction, even when held */
                 return -1;
         if (exec(st, "BEGIN IMMEDIATE", err) < 0)
                 return -1;
@@ -387,7 +423,7 @@ static int sq_session_update(struct store *base, const char *id, const char *sta
                          const char *error, int exit, const char *stats, struct err **err)
 {
         struct sq_store *st = (struct sq_store *)base;
-        if (sq_commit(&st->base, err) < 0)
+        if (sq_commit(&st->base, err) < 0 || join_held(st, err) < 0)
                 return -1;
         char ts[40];
         now_iso(ts);
@@ -415,7 +451,7 @@ static int sq_session_update(struct store *base, const char *id, const char *sta
 static int sq_session_delete(struct store *base, const char *id, struct err **err)
 {
         struct sq_store *st = (struct sq_store *)base;
-        if (sq_commit(&st->base, err) < 0 || exec(st, "BEGIN IMMEDIATE", err) < 0)
+        if (sq_commit_now(st, "commit", err) < 0 || exec(st, "BEGIN IMMEDIATE", err) < 0)
                 return -1;
         static const char *const sqls[] = {
                 "DELETE FROM journal WHERE session = ?",
@@ -569,7 +605,7 @@ static int sq_status_counts(struct store *base, void (*fn)(void *arg, const char
 static int sq_session_set_pending(struct store *base, const char *id, const char *pending, struct err **err)
 {
         struct sq_store *st = (struct sq_store *)base;
-        if (sq_commit(&st->base, err) < 0)
+        if (sq_commit(&st->base, err) < 0 || join_held(st, err) < 0)
                 return -1;
         sqlite3_stmt *q = NULL;
         int rc = sqlite3_prepare_v2(st->db, "UPDATE sessions SET pending = ? WHERE id = ?", -1, &q, NULL);
@@ -710,7 +746,7 @@ static int sq_tenant_usage_put(struct store *base, const char *tenant, int64_t w
                            struct err **err)
 {
         struct sq_store *st = (struct sq_store *)base;
-        if (sq_commit(&st->base, err) < 0)
+        if (sq_commit(&st->base, err) < 0 || join_held(st, err) < 0)
                 return -1;
         sqlite3_stmt *q = NULL;
         int rc = sqlite3_prepare_v2(st->db,
@@ -791,6 +827,8 @@ static const struct store_ops sq_ops = {
         .idem_get = sq_idem_get,
         .journal_append = sq_journal_append,
         .commit = sq_commit,
+        .hold = sq_hold,
+        .release = sq_release,
         .journal_bytes = sq_journal_bytes,
         .journal_each = sq_journal_each,
         .session_set_pending = sq_session_set_pending,

@@ -307,6 +307,17 @@ int store_commit(struct store *st, struct err **err)
         return st->ops->commit(st, err);
 }
 
+void store_hold(struct store *st)
+{
+        if (st->ops->hold)
+                st->ops->hold(st);
+}
+
+int store_release(struct store *st, struct err **err)
+{
+        return st->ops->release ? st->ops->release(st, err) : 0;
+}
+
 int store_journal_bytes(struct store *st, const char *id, uint64_t *ret, struct err **err)
 {
         return st->ops->journal_bytes(st, id, ret, err);

@@ -121,6 +121,17 @@ int store_idem_get(struct store *st, const char *tenant, const char *key, char *
  * result: it goes with the next commit). */
 int store_journal_append(struct store *st, const char *id, const char *line, bool batch, struct err **err);
 int store_commit(struct store *st, struct err **err);
+/* Writes that make one record (a session's start: its journal header, its
+ * status and the event saying so; its end: the journal's end line, the
+ * tenant's use, the outcome and the "done" event) committed together: from
+ * store_hold to store_release every commit waits, and store_release commits
+ * them in one transaction (one fsync, not four).  Nothing they record may
+ * be acted on outside the process before store_release returns 0 (no
+ * effect performed, no answer sent): the caller holds only within one
+ * synchronous stretch of its loop.  Holds nest; session_insert and
+ * session_delete commit what is held first (their own transaction). */
+void store_hold(struct store *st);
+int store_release(struct store *st, struct err **err);
 /* Bytes of a session's journal lines (each with its newline, as NDJSON). */
 int store_journal_bytes(struct store *st, const char *id, uint64_t *ret, struct err **err);
 int store_journal_each(struct store *st, const char *id, int (*fn)(void *arg, const char *line, size_t len),

@@ -1,7 +1,9 @@
 /* tests/unit/test_store_spec.c — server/store.c: the --store forms, the
  * password never shown (store_redact, the usage error), what the CLI reads
  * of a postgres:// URL (its unix socket folder, its user), and SQLite
- * behind the same interface (sqlite:PATH). */
+ * behind the same interface (sqlite:PATH); store_hold / store_release on
+ * SQLite: a session's record committed as one transaction, seen by another
+ * connection only after the release. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <sqlite3.h>
 
 #include "common/err.h"
 #include "server/store.h"
@@ -140,6 +143,81 @@ static void test_sqlite_path(void **state)
         assert_int_equal(rmdir(dir), 0);
 }
 
+/* Rows of `sql` (a SELECT COUNT(*)) as another connection sees them:
+ * what is committed. */
+static int committed(const char *path, const char *sql)
+{
+        sqlite3 *db = NULL;
+        assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+        sqlite3_stmt *q = NULL;
+        assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+        int n = sqlite3_column_int(q, 0);
+        sqlite3_finalize(q);
+        sqlite3_close(db);
+        return n;
+}
+
+static void test_sqlite_hold(void **state)
+{
+        (void)state;
+        char dir[] = "/tmp/chidori-store-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        char spec[160], path[128];
+        snprintf(path, sizeof(path), "%s/s.db", dir);
+        snprintf(spec, sizeof(spec), "sqlite:%s", path);
+        struct store *st = NULL;
+        struct err *e = NULL;
+        assert_int_equal(store_open_spec(spec, "/nonexistent", &st, &e), 0);
+        struct store_session s = { .id = "s1", .tenant = "t", .agent = "a.js", .status = "queued",
+                                   .input = "null", .created_at = "x", .updated_at = "x" };
+        assert_int_equal(store_session_insert(st, &s, NULL, &e), 0);
+        const char *running = "SELECT COUNT(*) FROM sessions WHERE status = 'running'";
+        const char *lines = "SELECT COUNT(*) FROM journal";
+        const char *events = "SELECT COUNT(*) FROM events";
+        /* Held (twice: holds nest): a journal line that would commit, the
+         * status, an event that would commit: none of it is committed. */
+        store_hold(st);
+        store_hold(st);
+        assert_int_equal(store_journal_append(st, "s1", "{\"type\":\"header\"}", false, &e), 0);
+        assert_int_equal(store_session_update(st, "s1", "running", NULL, NULL, -1, NULL, &e), 0);
+        uint64_t seq = 0;
+        assert_int_equal(store_event_append(st, "s1", "status", "{}", false, &seq, &e), 0);
+        assert_int_equal(seq, 1);
+        assert_int_equal(store_commit(st, &e), 0);
+        assert_int_equal(committed(path, running) + committed(path, lines) + committed(path, events), 0);
+        /* This connection reads what it holds. */
+        struct store_session got = { 0 };
+        assert_int_equal(store_session_get(st, "s1", &got, &e), 0);
+        assert_string_equal(got.status, "running");
+        store_session_clear(&got);
+        assert_int_equal(store_release(st, &e), 0);
+        assert_int_equal(committed(path, running), 0); /* the outer hold still holds */
+        assert_int_equal(store_release(st, &e), 0);
+        assert_int_equal(committed(path, running), 1);
+        assert_int_equal(committed(path, lines), 1);
+        assert_int_equal(committed(path, events), 1);
+        /* Not held: each write is committed when it returns, as before. */
+        assert_int_equal(store_journal_append(st, "s1", "{\"type\":\"end\"}", false, &e), 0);
+        assert_int_equal(committed(path, lines), 2);
+        /* A new session's insert is its own transaction even when held: what
+         * was held before it is committed with it. */
+        store_hold(st);
+        assert_int_equal(store_session_update(st, "s1", "done", NULL, NULL, 0, NULL, &e), 0);
+        struct store_session s2 = s;
+        s2.id = "s2";
+        assert_int_equal(store_session_insert(st, &s2, NULL, &e), 0);
+        assert_int_equal(committed(path, "SELECT COUNT(*) FROM sessions WHERE status = 'done' OR id = 's2'"), 2);
+        assert_int_equal(store_release(st, &e), 0);
+        store_close(st);
+        static const char *const left[] = { "s.db", "s.db-wal", "s.db-shm" };
+        for (size_t i = 0; i < sizeof(left) / sizeof(left[0]); i++) {
+                snprintf(path, sizeof(path), "%s/%s", dir, left[i]);
+                unlink(path);
+        }
+        assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -147,6 +225,7 @@ int main(void)
                 cmocka_unit_test(test_redact),
                 cmocka_unit_test(test_socket_dir),
                 cmocka_unit_test(test_sqlite_path),
+                cmocka_unit_test(test_sqlite_hold),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
