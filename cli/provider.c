@@ -21,6 +21,7 @@
 
 #include "cli/cli.h"
 #include "runtime/evloop.h"
+#include "sandbox/cgroup/cgroup.h"
 
 struct cli_box {
         struct cli_boxes *owner;
@@ -78,7 +79,10 @@ static void reap(struct cli_box *b, bool kill_first, enum box_end_reason reason,
         struct err *err = NULL;
         if (b->owner->set_cgroup)
                 b->owner->set_cgroup(b->owner->grants, NULL); /* worker_finish removes it */
-        if (worker_finish(&b->w, kill_first, &e.wait_status, &usage, &e.cpu_ms, &err) < 0) {
+        /* The cgroup leaf is removed after the end is reported (BOX_ENDED
+         * goes out first): a session's answer does not wait for the rmdir. */
+        struct cgroup_run *cg = NULL;
+        if (worker_finish(&b->w, kill_first, &e.wait_status, &usage, &e.cpu_ms, &cg, &err) < 0) {
                 fprintf(stderr, "chidori: %s\n", err_msg(err));
                 err_free(err);
         }
@@ -94,6 +98,8 @@ static void reap(struct cli_box *b, bool kill_first, enum box_end_reason reason,
         struct box_events ev = b->ev;
         box_free(b);
         ev.ended(ev.arg, &e);
+        if (cg)
+                cgroup_run_destroy(cg, NULL);
 }
 
 static void no_report(void *arg, const struct box_ended *e)

@@ -406,6 +406,15 @@ void sandbox_kill(struct sandbox_run *r)
 
 void sandbox_finish(struct sandbox_run *r, struct sandbox_usage *u)
 {
+        struct cgroup_run *cg = NULL;
+        sandbox_finish_keep_cgroup(r, u, &cg);
+        if (cg)
+                cgroup_run_destroy(cg, NULL);
+}
+
+void sandbox_finish_keep_cgroup(struct sandbox_run *r, struct sandbox_usage *u, struct cgroup_run **ret_cg)
+{
+        *ret_cg = NULL;
         if (u)
                 memset(u, 0, sizeof(*u));
         struct memwatch_result mr = { 0 };
@@ -421,7 +430,7 @@ void sandbox_finish(struct sandbox_run *r, struct sandbox_usage *u)
                         u->peak_bytes = st.peak_known ? st.peak_bytes : 0;
                         u->memory_limit = st.memory_limit;
                 }
-                cgroup_run_destroy(r->cg, NULL);
+                *ret_cg = r->cg;
                 r->cg = NULL;
         }
         /* The watchdog held the memory ceiling (the cgroup, if any, only

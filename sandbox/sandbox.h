@@ -94,6 +94,12 @@ void sandbox_cgroup_early(const struct sandbox_opts *o);
 /* Read the cgroup's counters, kill what is left, remove the leaf, close the
  * box's fds.  usage may be NULL. */
 void sandbox_finish(struct sandbox_run *r, struct sandbox_usage *usage);
+/* sandbox_finish, but the cgroup leaf (its counters read) is handed over in
+ * *ret_cg (NULL: none) for the caller to remove with cgroup_run_destroy once
+ * it has reported the box's end: the removal (kill what is left, wait until
+ * empty, rmdir) is then off the path of whoever waits for that report. */
+struct cgroup_run;
+void sandbox_finish_keep_cgroup(struct sandbox_run *r, struct sandbox_usage *usage, struct cgroup_run **ret_cg);
 /* Kill everything the box started (deadline). */
 void sandbox_kill(struct sandbox_run *r);
 /* The worker's RLIMIT_CPU in seconds (0 = none): --cpu-secs when given,
