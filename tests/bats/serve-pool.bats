@@ -69,9 +69,15 @@ JS
   wait_pooled 2
 }
 
-@test "serve pool: a box is handed out once: eight sessions one after another each find a fresh engine (a global the agent bumps is 1 each time), every one a hit" {
+@test "serve pool: a box is handed out once: eight sessions one after another each find a fresh engine (a global the agent bumps is 1 each time, nothing of the box's warm-up on its global), every one a hit" {
+  # The warm-up (engine.c warm_up) ran its own __defProp/__export in a
+  # throwaway context: the agent's global has none of it.
   cat >"$T/agent.js" <<'JS'
-export default async () => { globalThis.__runs = (globalThis.__runs || 0) + 1; return globalThis.__runs; };
+export default async () => {
+  if ("__defProp" in globalThis || "__export" in globalThis) return "warm-up leaked";
+  globalThis.__runs = (globalThis.__runs || 0) + 1;
+  return globalThis.__runs;
+};
 JS
   start_server --listen 127.0.0.1:0 --state-dir "$T/st" --pool 2
   local n
