@@ -5,8 +5,11 @@
  *
  *      sessions  seconds  sessions_per_s  p50_ms  p99_ms  errors
  *
- * Usage: loadgen -p PORT [-c CLIENTS] [-n SESSIONS] [-b BODY]  (host 127.0.0.1)
- * A session answered with anything but 201 counts as an error. */
+ * Usage: loadgen -p PORT [-c CLIENTS] [-n SESSIONS] [-b BODY] [-g GAP_MS]  (host 127.0.0.1)
+ * A session answered with anything but 201 counts as an error.  -g: each
+ * client waits GAP_MS before each request (not counted in its latency; the
+ * seconds and rate then include the gaps): with -c 1, sessions that find
+ * serve's warm pool full again. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -20,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int port = 8080, clients = 1, total = 100;
+static int port = 8080, clients = 1, total = 100, gap_ms;
 static const char *body = "{\"input\": 1}";
 static int next_job;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -95,6 +98,8 @@ static void *client(void *arg)
                 pthread_mutex_unlock(&mu);
                 if (job < 0)
                         break;
+                if (gap_ms > 0)
+                        nanosleep(&(struct timespec){ gap_ms / 1000, (long)(gap_ms % 1000) * 1000000 }, NULL);
                 double t0 = now_ms();
                 int st = fd >= 0 ? one(fd) : -1;
                 if (st < 0) { /* closed by the server: once more on a new connection */
@@ -134,19 +139,20 @@ static int number(const char *s)
 int main(int argc, char **argv)
 {
         int c;
-        while ((c = getopt(argc, argv, "p:c:n:b:")) != -1) {
+        while ((c = getopt(argc, argv, "p:c:n:b:g:")) != -1) {
                 switch (c) {
                 case 'p': port = number(optarg); break;
                 case 'c': clients = number(optarg); break;
                 case 'n': total = number(optarg); break;
                 case 'b': body = optarg; break;
+                case 'g': gap_ms = number(optarg); break;
                 default:
-                        fprintf(stderr, "usage: loadgen -p PORT [-c CLIENTS] [-n SESSIONS] [-b BODY]\n");
+                        fprintf(stderr, "usage: loadgen -p PORT [-c CLIENTS] [-n SESSIONS] [-b BODY] [-g GAP_MS]\n");
                         return 2;
                 }
         }
-        if (clients < 1 || total < 1 || port < 1) {
-                fprintf(stderr, "loadgen: -c, -n and -p must be positive\n");
+        if (clients < 1 || total < 1 || port < 1 || gap_ms < 0) {
+                fprintf(stderr, "loadgen: -c, -n, -p and -g must be positive\n");
                 return 2;
         }
         lat = calloc((size_t)total, sizeof(*lat));
