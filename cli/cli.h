@@ -68,9 +68,9 @@ int spawn_worker(struct spawn_opts *o, struct worker *ret, struct err **err);
  * Kills it first when kill_first is set (in-process: sets the engine's stop
  * flag).  Closes the worker's fds.  An in-process engine that does not stop
  * within a second (JS the watchdog cannot reach) is left running, with a
- * note on stderr: the CLI exits right after.  ret_cg: NULL to remove the
- * box's cgroup leaf here, else it is handed over (sandbox_finish_keep_cgroup)
- * for cgroup_run_destroy after the end is reported. */
+ * note on stderr: the CLI exits right after.  The box's cgroup leaf (its
+ * counters read) is handed over in *ret_cg (sandbox_finish_keep_cgroup), for
+ * cgroup_run_destroy after the end is reported; NULL: none. */
 int worker_finish(struct worker *w, bool kill_first, int *ret_status, struct sandbox_usage *ret_usage,
                   double *ret_cpu_ms, struct cgroup_run **ret_cg, struct err **err);
 /* In-process: the flag that stops the engine's JS (for the broker), else NULL. */

@@ -98,8 +98,7 @@ static void reap(struct cli_box *b, bool kill_first, enum box_end_reason reason,
         struct box_events ev = b->ev;
         box_free(b);
         ev.ended(ev.arg, &e);
-        if (cg)
-                cgroup_run_destroy(cg, NULL);
+        cgroup_run_destroy(cg, NULL);
 }
 
 static void no_report(void *arg, const struct box_ended *e)

@@ -147,8 +147,7 @@ int worker_finish(struct worker *w, bool kill_first, int *ret_status, struct san
                   double *ret_cpu_ms, struct cgroup_run **ret_cg, struct err **err)
 {
         int status = 0;
-        if (ret_cg)
-                *ret_cg = NULL;
+        *ret_cg = NULL;
         if (ret_usage)
                 memset(ret_usage, 0, sizeof(*ret_usage));
         if (ret_cpu_ms)
@@ -168,10 +167,8 @@ int worker_finish(struct worker *w, bool kill_first, int *ret_status, struct san
                 if (ret_cpu_ms)
                         *ret_cpu_ms = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
                                       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
-                if (w->have_sr && ret_cg)
+                if (w->have_sr)
                         sandbox_finish_keep_cgroup(&w->sr, ret_usage, ret_cg); /* closes pidfd and notify fd */
-                else if (w->have_sr)
-                        sandbox_finish(&w->sr, ret_usage);
                 w->have_sr = false;
                 if (w->stderr_fd >= 0)
                         close(w->stderr_fd);

@@ -408,8 +408,7 @@ void sandbox_finish(struct sandbox_run *r, struct sandbox_usage *u)
 {
         struct cgroup_run *cg = NULL;
         sandbox_finish_keep_cgroup(r, u, &cg);
-        if (cg)
-                cgroup_run_destroy(cg, NULL);
+        cgroup_run_destroy(cg, NULL);
 }
 
 void sandbox_finish_keep_cgroup(struct sandbox_run *r, struct sandbox_usage *u, struct cgroup_run **ret_cg)
