@@ -247,16 +247,22 @@ static int sq_commit(struct store *base, struct err **err)
         return st->held ? 0 : sq_commit_now(st, "commit", err);
 }
 
-/* A statement that would be its own transaction joins the held one
- * (opened here, BEGIN IMMEDIATE like a batch). */
-static int join_held(struct sq_store *st, struct err **err)
+/* The open transaction, or a new one (BEGIN IMMEDIATE: the write lock is
+ * held from its start). */
+static int begin_batch(struct sq_store *st, struct err **err)
 {
-        if (!st->held || st->in_batch)
+        if (st->in_batch)
                 return 0;
         if (exec(st, "BEGIN IMMEDIATE", err) < 0)
                 return -1;
         st->in_batch = true;
         return 0;
+}
+
+/* A statement that would be its own transaction joins the held one. */
+static int join_held(struct sq_store *st, struct err **err)
+{
+        return st->held ? begin_batch(st, err) : 0;
 }
 
 static void sq_hold(struct store *base)
@@ -546,11 +552,8 @@ static int sq_idem_get(struct store *base, const char *tenant, const char *key, 
 static int sq_journal_append(struct store *base, const char *id, const char *line, bool batch, struct err **err)
 {
         struct sq_store *st = (struct sq_store *)base;
-        if (!st->in_batch) {
-                if (exec(st, "BEGIN IMMEDIATE", err) < 0)
-                        return -1;
-                st->in_batch = true;
-        }
+        if (begin_batch(st, err) < 0)
+                return -1;
         sqlite3_stmt *q = NULL;
         int rc = sqlite3_prepare_v2(st->db,
                                     "INSERT INTO journal(session, seq, line) VALUES (?1, (SELECT COALESCE(MAX(seq), 0) "
@@ -620,11 +623,8 @@ static int sq_event_append(struct store *base, const char *id, const char *event
                        uint64_t *ret_seq, struct err **err)
 {
         struct sq_store *st = (struct sq_store *)base;
-        if (!st->in_batch) {
-                if (exec(st, "BEGIN IMMEDIATE", err) < 0)
-                        return -1;
-                st->in_batch = true;
-        }
+        if (begin_batch(st, err) < 0)
+                return -1;
         sqlite3_stmt *q = NULL;
         int rc = sqlite3_prepare_v2(st->db,
                                     "INSERT INTO events(session, seq, event, data) VALUES (?1, (SELECT "
@@ -764,12 +764,9 @@ static int sq_tenant_usage_add(struct store *base, const char *tenant, int64_t w
                                bool batch, char **ret, struct err **err)
 {
         struct sq_store *st = (struct sq_store *)base;
-        bool began = false;
-        if (!st->in_batch) { /* a batch is opened with BEGIN IMMEDIATE: the write lock is held */
-                if (exec(st, "BEGIN IMMEDIATE", err) < 0)
-                        return -1;
-                st->in_batch = began = true;
-        }
+        bool began = !st->in_batch; /* a batch is opened with BEGIN IMMEDIATE: the write lock is held */
+        if (begin_batch(st, err) < 0)
+                return -1;
         char *row = NULL, *text = NULL;
         int rc = sq_tenant_usage_get(base, tenant, window_start, &row, err);
         if (rc < 0)

@@ -105,6 +105,18 @@ static int one_id(void *arg, const char *id)
         return 0;
 }
 
+/* The folder of a test's s.db, with the database's files. */
+static void remove_store_dir(const char *dir)
+{
+        static const char *const left[] = { "s.db", "s.db-wal", "s.db-shm" };
+        char path[128];
+        for (size_t i = 0; i < sizeof(left) / sizeof(left[0]); i++) {
+                snprintf(path, sizeof(path), "%s/%s", dir, left[i]);
+                unlink(path);
+        }
+        assert_int_equal(rmdir(dir), 0);
+}
+
 static void test_sqlite_path(void **state)
 {
         (void)state;
@@ -135,12 +147,7 @@ static void test_sqlite_path(void **state)
         assert_int_equal(err_code(e), STORE_E_USAGE);
         assert_non_null(strstr(err_msg(e), "served by the broker"));
         err_free(e);
-        static const char *const left[] = { "s.db", "s.db-wal", "s.db-shm" };
-        for (size_t i = 0; i < sizeof(left) / sizeof(left[0]); i++) {
-                snprintf(path, sizeof(path), "%s/%s", dir, left[i]);
-                unlink(path);
-        }
-        assert_int_equal(rmdir(dir), 0);
+        remove_store_dir(dir);
 }
 
 /* Rows of `sql` (a SELECT COUNT(*)) as another connection sees them:
@@ -210,12 +217,7 @@ static void test_sqlite_hold(void **state)
         assert_int_equal(committed(path, "SELECT COUNT(*) FROM sessions WHERE status = 'done' OR id = 's2'"), 2);
         assert_int_equal(store_release(st, &e), 0);
         store_close(st);
-        static const char *const left[] = { "s.db", "s.db-wal", "s.db-shm" };
-        for (size_t i = 0; i < sizeof(left) / sizeof(left[0]); i++) {
-                snprintf(path, sizeof(path), "%s/%s", dir, left[i]);
-                unlink(path);
-        }
-        assert_int_equal(rmdir(dir), 0);
+        remove_store_dir(dir);
 }
 
 int main(void)
