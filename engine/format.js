@@ -5,8 +5,8 @@
  * formatting (format.js) is evaluated on first use"): the prelude's
  * fmt() calls the natives' load('format', intrinsics) the first time a value
  * is formatted.  The script's `this` is that object: the intrinsics the
- * prelude captured before any agent code ran (and GLOBAL_CTORS, the global
- * constructors that existed then), so what an agent did to the globals
+ * prelude captured before any agent code ran (and GLOBAL_CTORS, web.js's
+ * classes as web.js defined them), so what an agent did to the globals
  * meanwhile changes nothing here; it reads and defines no global.  Its
  * completion value is {format, inspect, formatError}.  The code is the
  * script's own top-level block (not a function it returns), so JSC parses
