@@ -25,6 +25,7 @@
 #include "cli/suggest.h"
 #include "common/cleanup.h"
 #include "common/dlib.h"
+#include "cli/brokeruser.h"
 #include "monitor/broker.h"
 #include "privhelper/proto.h"
 #include "cli/handover.h"

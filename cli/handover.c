@@ -27,6 +27,7 @@
 #include "common/cleanup.h"
 #include "common/dlib.h"
 #include "common/exit.h"
+#include "cli/brokeruser.h"
 #include "monitor/broker.h"
 #include "privhelper/proto.h"
 #include "sandbox/idmap.h"

@@ -15,7 +15,6 @@
 #include <linux/sched.h>
 #include <linux/seccomp.h>
 #include <poll.h>
-#include <pwd.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -41,56 +40,6 @@
 #include "sandbox/rootfs.h"
 #include "sandbox/seccomp.h"
 #include "sandbox/steps.h"
-
-/* ---- the broker uid ---- */
-
-static int refuse_id(const char *what, unsigned id, struct err **err)
-{
-        return err_setc(err, BROKER_E_USAGE, 0,
-                        "the broker's %s must not be %u (%s); choose another with --broker-user or "
-                        "CHIDORI_BROKER_USER",
-                        what, id, id == 0 ? "root" : "the boxes' nobody");
-}
-
-int monitor_broker_user(const char *spec, uid_t *ret_uid, gid_t *ret_gid, struct err **err)
-{
-        const char *from = "--broker-user";
-        if (!spec || !*spec) {
-                spec = getenv("CHIDORI_BROKER_USER");
-                from = "CHIDORI_BROKER_USER";
-        }
-        uid_t uid;
-        gid_t gid;
-        if (spec && *spec) {
-                long n;
-                if (parse_nonneg(spec, &n) == 0) {
-                        if (n > 0x7fffffffL)
-                                return err_setc(err, BROKER_E_USAGE, 0, "%s: uid %s is out of range", from, spec);
-                        uid = (uid_t)n;
-                        struct passwd *pw = getpwuid(uid);
-                        gid = pw ? pw->pw_gid : (gid_t)n;
-                } else {
-                        struct passwd *pw = getpwnam(spec);
-                        if (!pw)
-                                return err_setc(err, BROKER_E_USAGE, 0,
-                                                "%s: no user '%s' (expected a user name or a numeric uid)", from,
-                                                spec);
-                        uid = pw->pw_uid;
-                        gid = pw->pw_gid;
-                }
-        } else {
-                struct passwd *pw = getpwnam("chidori-broker");
-                uid = pw ? pw->pw_uid : BROKER_DEFAULT_UID;
-                gid = pw ? pw->pw_gid : BROKER_DEFAULT_UID;
-        }
-        if (uid == 0 || uid == 65534)
-                return refuse_id("uid", (unsigned)uid, err);
-        if (gid == 0 || gid == 65534)
-                return refuse_id("gid", (unsigned)gid, err);
-        *ret_uid = uid;
-        *ret_gid = gid;
-        return 0;
-}
 
 /* ---- child -> parent report ---- */
 

@@ -88,12 +88,7 @@ struct broker {
         char notes[256];           /* for the banner: "broker: uid 0 of its own user namespace (...)" */
 };
 
-/* The broker uid: `spec` (--broker-user NAME|UID), else
- * $CHIDORI_BROKER_USER, else the user `chidori-broker` if it exists, else
- * BROKER_DEFAULT_UID (gid: the user's group, or the same number).  Never 0
- * or 65534, as uid or gid.  BROKER_E_USAGE for an unknown name, a malformed
- * number or a refused id. */
-int monitor_broker_user(const char *spec, uid_t *ret_uid, gid_t *ret_gid, struct err **err);
+/* The broker uid is chosen by chidori before the monitor starts: cli/brokeruser.h. */
 
 /* Start the broker.  On success it has exec'd (its lockdown done), and *ret
  * owns pidfd and chan; the broker's first message is HELLO.  -1 with err

@@ -43,6 +43,7 @@
 
 #include "chan/chan.h"
 #include "cli/cli.h"
+#include "cli/brokeruser.h"
 #include "monitor/broker.h"
 #include "monitor/serve.h"
 #include "sandbox/box.h"

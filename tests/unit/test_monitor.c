@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "cli/brokeruser.h"
 #include "monitor/broker.h"
 #include "monitor/commit.h"
 
@@ -175,6 +176,34 @@ static void test_broker_user(void **state)
         err_free(e);
 }
 
+/* The default broker user is read from /etc/passwd itself (no NSS): the
+ * lookup finds a listed user among others and malformed lines, and says
+ * "not listed" for a missing user or file. */
+static void test_passwd_file_user(void **state)
+{
+        (void)state;
+        char path[] = "/tmp/chidori-test-passwd-XXXXXX";
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        const char text[] = "root:x:0:0:root:/root:/bin/bash\n"
+                            "garbage line without colons\n"
+                            "chidori-brokerx:x:7001:7001::/:/usr/sbin/nologin\n"
+                            "chidori-broker:x:4321:4322:chidori broker:/nonexistent:/usr/sbin/nologin\n"
+                            "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+        assert_int_equal(write(fd, text, sizeof(text) - 1), (ssize_t)(sizeof(text) - 1));
+        close(fd);
+        uid_t u = 1;
+        gid_t g = 1;
+        assert_int_equal(passwd_file_user(path, "chidori-broker", &u, &g), 1);
+        assert_int_equal(u, 4321);
+        assert_int_equal(g, 4322);
+        assert_int_equal(passwd_file_user(path, "chidori-brok", &u, &g), 0);
+        assert_int_equal(passwd_file_user(path, "nosuchuser", &u, &g), 0);
+        assert_int_equal(u, 4321); /* untouched when not found */
+        unlink(path);
+        assert_int_equal(passwd_file_user(path, "chidori-broker", &u, &g), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -182,6 +211,7 @@ int main(void)
                 cmocka_unit_test(test_allowed_and_refused),
                 cmocka_unit_test(test_commit_once_and_checked),
                 cmocka_unit_test(test_broker_user),
+                cmocka_unit_test(test_passwd_file_user),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
