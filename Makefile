@@ -12,8 +12,9 @@ SAN        ?=
 PKG_CONFIG ?= pkg-config
 
 PKGS_WORKER := javascriptcoregtk-4.1 libcjson
-PKGS_HOST   := libcjson sqlite3 libseccomp libcap libmnl
-PKGS_CLI    := javascriptcoregtk-4.1 $(PKGS_HOST) libcurl libpq
+PKGS_HOST   := libcjson sqlite3 libseccomp libcap
+# libmnl: sandbox/netns/describe.c, the tests' list of a namespace's links.
+PKGS_CLI    := javascriptcoregtk-4.1 $(PKGS_HOST) libmnl libcurl libpq
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-format-nonliteral -Werror=implicit-function-declaration -Werror=vla
 CPPFLAGS += -I.
@@ -207,7 +208,14 @@ $(BUILD)/chidori-broker: $(BROKER_OBJ)
 # them); no cJSON, libcurl, SQLite, JavaScriptCore or ICU.
 MONITOR_BIN_OBJ := $(call obj,$(MONITOR_SRC) $(CHAN_SRC) $(SANDBOX_SRC) $(COMMON_SRC) runtime/evloop.c \
                      cli/provider.c cli/spawn.c cli/toolbox.c cli/bundlebox.c) $(BUILD)/obj/gen/seccomp_bpf.o
-MONITOR_LIBS = $(call libs_of,libcap libmnl) -lpthread -ldl
+# A static PIE, as the helper: it loads no library at its exec, and the boxes
+# and the broker it clones copy a smaller address space (decision 171); the
+# sanitizers need the dynamic loader, so `make asan` links it as the others.
+ifeq ($(SAN),1)
+MONITOR_LIBS = $(call libs_of,libcap) -lpthread
+else
+MONITOR_LIBS = -static-pie -l:libcap.a -lpthread
+endif
 $(BUILD)/libchidori-monitor.a: $(MONITOR_BIN_OBJ)
 	@rm -f $@
 	ar rcs $@ $^

@@ -1,6 +1,5 @@
 /* common/dlib.c — see dlib.h. */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -81,26 +80,4 @@ const char *dlib_dirs_text(void)
                 free(dirs[i]);
         }
         return buf;
-}
-
-void *dlib_symbol(const char *name, const char *env_var, const char *symbol, struct err **err)
-{
-        const char *env = getenv(env_var);
-        char *found = env && *env ? strdup(env) : dlib_find(name, R_OK);
-        void *h = found ? dlopen(found, RTLD_NOW | RTLD_LOCAL) : NULL;
-        if (!h) {
-                if (found)
-                        err_set(err, 0, "cannot load %s: %s; reinstall chidori or set %s=/path/to/%s", found, dlerror(),
-                                env_var, name);
-                else
-                        err_set(err, 0, "cannot find %s in %s; reinstall chidori or set %s=/path/to/%s", name,
-                                dlib_dirs_text(), env_var, name);
-                free(found);
-                return NULL;
-        }
-        void *sym = dlsym(h, symbol);
-        if (!sym)
-                err_set(err, 0, "%s has no %s: %s", found, symbol, dlerror());
-        free(found);
-        return sym;
 }

@@ -2,7 +2,6 @@
  * RTM_GETLINK dump (netns_describe): for the tests, not linked by the monitor. */
 #define _GNU_SOURCE
 #include "sandbox/netns/netns.h"
-#include "sandbox/netns/netns-internal.h"
 
 #include <errno.h>
 #include <net/if.h>
@@ -21,6 +20,37 @@
 #include <linux/rtnetlink.h>
 
 #include "common/cleanup.h"
+
+static void cleanup_mnlp(struct mnl_socket **nl)
+{
+        if (*nl) {
+                int saved = errno;
+                mnl_socket_close(*nl);
+                errno = saved;
+        }
+}
+
+/* Open and bind a NETLINK_ROUTE socket; errno is set on failure. */
+static struct mnl_socket *rtnl_open(void)
+{
+        struct mnl_socket *nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
+        if (!nl)
+                return NULL;
+        if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+                int saved = errno;
+                mnl_socket_close(nl);
+                errno = saved;
+                return NULL;
+        }
+        /* Extended ACKs carry the kernel's own error text; best effort
+         * (kernels before 4.12 lack it, and then we simply get less detail). */
+        int one = 1;
+        (void)mnl_socket_setsockopt(nl, NETLINK_EXT_ACK, &one, sizeof(one));
+        return nl;
+}
+
+/* Copy NLMSGERR_ATTR_MSG of an extended ACK into msg (empty if none). */
+#define _cleanup_mnl_ __attribute__((cleanup(cleanup_mnlp)))
 
 /* A dump may hand back up to 32 KiB per recvmsg (MNL_SOCKET_DUMP_SIZE in
  * libmnl >= 1.0.5; Debian 12 ships 1.0.4). */
@@ -69,7 +99,7 @@ int netns_describe(char *buf, size_t len)
         else
                 ctx.len = 0;
 
-        _cleanup_mnl_ struct mnl_socket *nl = netns_rtnl_open();
+        _cleanup_mnl_ struct mnl_socket *nl = rtnl_open();
         if (!nl)
                 return -errno;
         _cleanup_free_ char *rx = malloc(DUMP_BUF_SIZE);

@@ -292,7 +292,7 @@ print("up", flush=True); time.sleep(60)' "$sock" >"$T/sock.out" &
 
 # The ceiling of chidori-monitor's C lines (docs/architecture.md, "Lines of
 # code with privilege"): raise it only with a reason written there.
-MONITOR_MAX_LINES=9650
+MONITOR_MAX_LINES=9550
 
 @test "privileged-loc: chidori-monitor links none of cJSON, libcurl, SQLite, JavaScriptCore, ICU and stays within its ceiling of lines; one line less fails" {
   [[ -x $BUILD_DIR/chidori-monitor ]] || { echo "build/chidori-monitor is not built (make all)"; false; }
