@@ -149,8 +149,16 @@ $(BUILD)/libchidori-host.a: $(HOST_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+# chidori links SQLite and libcap statically (not under the sanitizers): two
+# libraries fewer for the loader at every start, ~0.6 ms of `chidori launch`
+# and `chidori --version` (decision 172); the broker links SQLite as before.
+ifeq ($(SAN),1)
+LAUNCHER_LIBS = $(HOST_LIBS)
+else
+LAUNCHER_LIBS = $(call libs_of,libcjson libseccomp) -l:libsqlite3.a -l:libcap.a -lpthread -ldl -lm
+endif
 $(BUILD)/chidori: $(BUILD)/obj/cli/main.o $(BUILD)/libchidori-host.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(HOST_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LAUNCHER_LIBS)
 
 # chidori-launch is `chidori launch` (cli/main.c dispatches on argv[0]): a link.
 $(BUILD)/chidori-launch: $(BUILD)/chidori
