@@ -59,11 +59,16 @@ for bin in "${bins[@]}"; do
   done
   libs=$(ldd "$bin" 2>/dev/null | awk '{print $1}' | grep -E "$forbidden" | tr '\n' ' ')
   syms=$(nm -D --undefined-only "$bin" 2>/dev/null | awk '{print $NF}' | sed 's/@.*//' | grep -cE "$symbols")
-  # A static binary (chidori-privhelper) has no libraries to list: what it
-  # linked in is in its own symbol table.
-  if ! readelf -d "$bin" 2>/dev/null | grep -q NEEDED; then
-    syms=$(nm "$bin" 2>/dev/null | awk '{print $NF}' | grep -cE "$symbols")
-    ((syms)) && libs="(linked in statically) "
+  # What a binary linked in statically (all of a static one, such as
+  # chidori-privhelper and chidori-monitor; an archive in a dynamic one, such
+  # as chidori's SQLite) is in its own symbol table: named by its prefix.
+  defined=$(nm --defined-only "$bin" 2>/dev/null | awk '{print $NF}' | grep -E "$symbols")
+  if [[ -n $defined ]]; then
+    syms=$((syms + $(wc -l <<<"$defined")))
+    for pair in cJSON_:libcjson curl_:libcurl sqlite3_:libsqlite3 PQ:libpq 'JS[A-Z]:libjavascriptcoregtk' \
+      jsc_:libjavascriptcoregtk 'u_:libicu' ucol_:libicu ubrk_:libicu; do
+      grep -qE "^${pair%%:*}" <<<"$defined" && [[ $libs != *"${pair#*:} (static)"* ]] && libs+="${pair#*:} (static) "
+    done
   fi
   if [[ -n $libs ]]; then
     echo "  links: $libs($syms symbols used from them)"

@@ -186,14 +186,18 @@ PRIVHELPER_MAX_LINES=5000
   local n=${output#*chidori-privhelper: }; n=${n%% lines*}
   run "$BATS_TEST_DIRNAME/../../scripts/privileged-loc.sh" --max-lines "$((n - 1))" "$BUILD_DIR/chidori-privhelper"
   [[ $status -eq 1 && $output == *"over the ceiling: $n lines of C, at most $((n - 1))"* ]]
-  # The helper is linked statically (not under the sanitizers): a static
-  # binary with a parser linked in is caught by its own symbol table.
+  # The helper and the monitor are linked statically (not under the
+  # sanitizers): a parser linked in is caught by the binary's own symbol
+  # table, in a static binary and in an archive linked into a dynamic one.
   if ! readelf -d "$BUILD_DIR/chidori-privhelper" | grep -q NEEDED; then
     printf 'int cJSON_Parse(void) { return 0; }\nint main(void) { return cJSON_Parse(); }\n' >"$T/p.c"
-    (cd "$T" && cc -g -static-pie -o p p.c)
+    (cd "$T" && cc -g -static-pie -o p p.c && cc -g -o d p.c)
     run "$BATS_TEST_DIRNAME/../../scripts/privileged-loc.sh" "$T/p"
     echo "$output"
-    [[ $status -eq 1 && $output == *"links: (linked in statically)"* ]]
+    [[ $status -eq 1 && $output == *"links: libcjson (static)"* ]]
+    run "$BATS_TEST_DIRNAME/../../scripts/privileged-loc.sh" "$T/d"
+    echo "$output"
+    [[ $status -eq 1 && $output == *"links: libcjson (static)"* ]]
   fi
 }
 
