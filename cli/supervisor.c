@@ -6,11 +6,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <linux/sched.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -21,34 +23,64 @@
 #include "privhelper/proto.h"
 #include "sandbox/idmap.h"
 
+/* The child shares our memory (CLONE_VM: nothing is copied, no page of
+ * ours faults for it) and runs on a stack of its own, with every signal
+ * blocked, until it execs (the idmap holder's shape, sandbox/idmap.c).  So it
+ * makes system calls only: no stdio (its locks are ours), no allocation, and
+ * everything it reads was prepared here, in its stack's mapping, before the
+ * clone.  exec gives it a memory of its own; we may have exec'd the helper
+ * by then, which leaves it the old one until its own exec. */
+#define CHILD_STACK (64 * 1024)
+
+struct child_args {
+        pid_t parent;
+        int sync, sock, monitor_fd;
+        sigset_t mask; /* ours before the clone: restored just before the exec */
+        char hfd[16], sfd[16];
+        char *argv[7];
+};
+
+static void child_say(const char *what)
+{
+        static const char pre[] = "chidori: become the supervisor (uid 65532): ";
+        (void)!write(2, pre, sizeof(pre) - 1);
+        (void)!write(2, what, strlen(what));
+        (void)!write(2, "\n", 1);
+}
+
 /* In the child: root of its namespace = 65532 outside once the maps are
  * written; no supplementary groups (root's would keep gid 0's files open to
  * it); the parent-death signal after the uid change, which clears it.
  * Nothing of chidori's runs in it but these calls and the exec. */
-__attribute__((noreturn)) static void child(pid_t parent, int sync, int sock, int monitor_fd, int handover_fd)
+static int child(void *arg)
 {
+        const struct child_args *c = arg;
         char go = 0;
-        if (read(sync, &go, 1) != 1 || go != 'g')
+        if (read(c->sync, &go, 1) != 1 || go != 'g')
                 _exit(EXIT_PROTOCOL);
         if (setgroups(0, NULL) < 0 || setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0 ||
             prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
-                fprintf(stderr, "chidori: become the supervisor (uid %u): %s\n", PRIV_SUPERVISOR_ID, strerror(errno));
+                child_say("setgroups, setresgid, setresuid or the parent-death signal failed");
                 _exit(EXIT_PROTOCOL);
         }
-        if (getppid() != parent)
+        if (getppid() != c->parent)
                 _exit(EXIT_PROTOCOL);
-        int s = fcntl(sock, F_DUPFD, 3);
-        if (s < 0) {
-                fprintf(stderr, "chidori: become the supervisor: %s\n", strerror(errno));
+        /* Our copy of the descriptor table (no CLONE_FILES): the socket
+         * crosses this exec, not the parent's. */
+        if (fcntl(c->sock, F_SETFD, 0) < 0) {
+                child_say("keep the helper's socket across the exec failed");
                 _exit(EXIT_PROTOCOL);
         }
-        char hfd[16], sfd[16];
-        snprintf(hfd, sizeof(hfd), "%d", handover_fd);
-        snprintf(sfd, sizeof(sfd), "%d", s);
-        char *argv[] = { "chidori-monitor", "--handover", hfd, "--helper", sfd, "--cgroup-delegated", NULL };
-        syscall(SYS_execveat, monitor_fd, "", argv, environ, AT_EMPTY_PATH);
-        fprintf(stderr, "chidori: start the supervisor (chidori-monitor): %s\n", strerror(errno));
+        sigprocmask(SIG_SETMASK, &c->mask, NULL);
+        syscall(SYS_execveat, c->monitor_fd, "", c->argv, environ, AT_EMPTY_PATH);
+        child_say("exec chidori-monitor failed");
         _exit(EXIT_PROTOCOL);
+}
+
+static void close_pair(int fd[2])
+{
+        close(fd[0]);
+        close(fd[1]);
 }
 
 int supervisor_start(const char *monitor, int handover_fd, uid_t buid, gid_t bgid, struct supervisor *s,
@@ -56,6 +88,7 @@ int supervisor_start(const char *monitor, int handover_fd, uid_t buid, gid_t bgi
 {
         s->pid = 0;
         s->pidfd = s->sock = -1;
+        s->stack = NULL;
         int monitor_fd = open(monitor, O_PATH | O_CLOEXEC);
         if (monitor_fd < 0)
                 return err_set(err, errno, "open %s (set CHIDORI_MONITOR or reinstall)", monitor);
@@ -66,27 +99,44 @@ int supervisor_start(const char *monitor, int handover_fd, uid_t buid, gid_t bgi
         }
         if (pipe2(sync, O_CLOEXEC) < 0) {
                 int e = errno;
-                close(monitor_fd), close(sv[0]), close(sv[1]);
+                close(monitor_fd), close_pair(sv);
                 return err_set(err, e, "start the supervisor: pipe");
         }
-        pid_t self = getpid();
-        int pidfd = -1;
-        struct clone_args a = { .flags = CLONE_NEWUSER | CLONE_PIDFD, .pidfd = (uint64_t)(uintptr_t)&pidfd,
-                                .exit_signal = SIGCHLD };
-        pid_t pid = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
-        if (pid == 0) {
-                close(sv[0]), close(sync[1]);
-                child(self, sync[0], sv[1], monitor_fd, handover_fd);
+        void *stack = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (stack == MAP_FAILED) {
+                int e = errno;
+                close(monitor_fd), close_pair(sv), close_pair(sync);
+                return err_set(err, e, "start the supervisor: map its stack");
         }
+        /* The arguments at the bottom of its stack's mapping: they stay put
+         * whatever we do meanwhile. */
+        struct child_args *c = stack;
+        c->parent = getpid();
+        c->sync = sync[0];
+        c->sock = sv[1];
+        c->monitor_fd = monitor_fd;
+        snprintf(c->hfd, sizeof(c->hfd), "%d", handover_fd);
+        snprintf(c->sfd, sizeof(c->sfd), "%d", sv[1]);
+        c->argv[0] = "chidori-monitor", c->argv[1] = "--handover", c->argv[2] = c->hfd;
+        c->argv[3] = "--helper", c->argv[4] = c->sfd, c->argv[5] = "--cgroup-delegated", c->argv[6] = NULL;
+        sigset_t all;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &c->mask);
+        int pidfd = -1;
+        pid_t pid = clone(child, (char *)stack + CHILD_STACK, CLONE_VM | CLONE_NEWUSER | CLONE_PIDFD | SIGCHLD, c,
+                          &pidfd);
         int e = errno;
+        pthread_sigmask(SIG_SETMASK, &c->mask, NULL);
         close(sv[1]), close(sync[0]), close(monitor_fd);
         if (pid < 0) {
                 close(sv[0]), close(sync[1]);
-                return err_set(err, e, "start the supervisor in a user namespace (clone3)");
+                munmap(stack, CHILD_STACK);
+                return err_set(err, e, "start the supervisor in a user namespace (clone)");
         }
         s->pid = pid;
         s->pidfd = pidfd;
         s->sock = sv[0];
+        s->stack = stack;
         char umap[128], gmap[128];
         snprintf(umap, sizeof(umap), "0 %u 1\n%u %u 1\n65534 65534 1\n", PRIV_SUPERVISOR_ID, (unsigned)buid,
                  (unsigned)buid);
@@ -121,4 +171,8 @@ void supervisor_stop(struct supervisor *s)
                 close(s->sock);
         s->pid = 0;
         s->pidfd = s->sock = -1;
+        /* Dead and reaped: nothing runs on its stack any more. */
+        if (s->stack)
+                munmap(s->stack, CHILD_STACK);
+        s->stack = NULL;
 }

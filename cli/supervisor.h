@@ -17,6 +17,7 @@ struct supervisor {
         pid_t pid;
         int pidfd; /* without close-on-exec: the helper's */
         int sock;  /* the helper's end of the requests' socket, likewise */
+        void *stack; /* the child's stack until it has exec'd (ours: CLONE_VM) */
 };
 
 /* Start it: monitor is the binary (opened here, as root: its folder may be
