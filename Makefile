@@ -51,7 +51,7 @@ ENGINE_SRC  := $(filter-out engine/worker.c,$(wildcard engine/*.c))
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(patsubst %.S,$(BUILD)/obj/%.o,$(1)))
 
 ENGINE_OBJ := $(call obj,$(ENGINE_SRC) engine/embed.S) $(BUILD)/obj/gen/node-parts.o
-LIB_OBJ    := $(call obj,$(COMMON_SRC) $(PROTO_SRC) $(CHAN_SRC) $(MONITOR_SRC) $(BROKER_LIB_SRC) $(CLI_SRC) $(SANDBOX_SRC) $(RUNTIME_SRC) $(POLICY_SRC) $(EFFECTS_SRC) $(SERVER_SRC)) \
+LIB_OBJ    := $(call obj,$(COMMON_SRC) $(PROTO_SRC) $(CHAN_SRC) $(MONITOR_SRC) $(BROKER_LIB_SRC) $(CLI_SRC) privhelper/deleg.c privhelper/ready.c $(SANDBOX_SRC) $(RUNTIME_SRC) $(POLICY_SRC) $(EFFECTS_SRC) $(SERVER_SRC)) \
               $(ENGINE_OBJ) \
               $(BUILD)/obj/gen/seccomp_bpf.o
 CLI_LIBS    = $(call libs_of,$(PKGS_CLI)) -lpthread
@@ -235,7 +235,7 @@ $(BUILD)/chidori-monitor: $(BUILD)/obj/monitor/main.o $(BUILD)/libchidori-monito
 # CHIDORI_PRIVSEP=1 — the supervisor's user namespace and cgroup, detached
 # mounts of the operator's folders, the agent's files.  No cJSON, libcurl,
 # SQLite, JavaScriptCore, ICU; scripts/privileged-loc.sh counts it.
-PRIVHELPER_OBJ := $(call obj,privhelper/main.c privhelper/deleg.c chan/blob.c common/err.c common/fdpass.c common/util.c common/tmpown.c common/tmpreap.c \
+PRIVHELPER_OBJ := $(call obj,privhelper/main.c privhelper/deleg.c privhelper/ready.c chan/blob.c common/err.c common/fdpass.c common/util.c common/tmpown.c common/tmpreap.c \
                     sandbox/idmap.c sandbox/cgroup/util.c sandbox/cgroup/kill.c sandbox/cgroup/parse.c monitor/agentfile.c)
 # Linked statically (a static PIE): it is exec'd on every run's critical path
 # and loading nothing saves ~0.7 ms of its start (docs/decisions.md 164); the

@@ -29,7 +29,9 @@
 #include "common/exit.h"
 #include "cli/brokeruser.h"
 #include "monitor/broker.h"
+#include "privhelper/deleg.h"
 #include "privhelper/proto.h"
+#include "privhelper/ready.h"
 #include "sandbox/idmap.h"
 #include <sys/capability.h>
 
@@ -282,6 +284,46 @@ static void monitor_settings(struct handover *set, const struct handover_run *r,
         }
 }
 
+/* Decision 174: when every folder the broker writes is on a file system
+ * known to take an id-mapped mount (no trial, privhelper/ready.h), make the
+ * supervisor's TMPDIR and cgroup here and send it its word while it execs,
+ * instead of after the helper's own exec.  1 done (cg, *deleg_fd and tmp
+ * for the helper), 0 not possible (the helper does it all, as before), -1
+ * with *err.  tmp is "" unless made. */
+static int ready_early(const struct handover *set, const struct supervisor *sup, char *tmp, size_t tmplen,
+                       struct deleg *cg, int *deleg_fd, struct err **err)
+{
+        tmp[0] = '\0';
+        const char *cgroup_parent = NULL;
+        for (size_t i = 0; i < set->n; i++) {
+                const char *kv = set->strs[i];
+                static const char *const writes[] = { "state_dir=", "workspace=", "store_dir=" };
+                if (strncmp(kv, "cgroup_parent=", 14) == 0)
+                        cgroup_parent = kv + 14;
+                for (size_t k = 0; k < sizeof(writes) / sizeof(writes[0]); k++) {
+                        size_t l = strlen(writes[k]);
+                        if (strncmp(kv, writes[k], l) != 0)
+                                continue;
+                        int fd = open(kv + l, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                        bool known = fd >= 0 && ready_known_mappable(fd);
+                        if (fd >= 0)
+                                close(fd);
+                        if (!known)
+                                return 0;
+                }
+        }
+        if (ready_make_tmp(tmp, tmplen) < 0)
+                return err_setc(err, EXIT_PROTOCOL, 0, "the supervisor's temporary folder (said above)");
+        if (deleg_create(cg, cgroup_parent, sup->pid, PRIV_SUPERVISOR_ID, PRIV_SUPERVISOR_ID, err) < 0) {
+                err_wrap(err, "delegate a cgroup to the supervisor");
+                return -1;
+        }
+        if (deleg_save(cg, deleg_fd, err) < 0)
+                return -1;
+        ready_send(sup->sock, tmp);
+        return 1;
+}
+
 int handover_run(struct handover *h, const struct handover_run *r)
 {
         /* esbuild is the monitor's choice (the broker only names it back in
@@ -374,16 +416,26 @@ int handover_run(struct handover *h, const struct handover_run *r)
                                 execv(monitor, argv);
                                 err_set(&e, errno, "exec %s", monitor);
                         } else if (supervisor_start(monitor, set_fd, uid, gid, &sup, &e) == 0) {
-                                /* The supervisor execs while the helper does (decision 164). */
-                                char ptext[16], pfdtext[16], stext[16];
+                                /* The supervisor execs while the helper does (decision 164);
+                                 * its word comes from here when nothing needs a trial (174). */
+                                char ptext[16], pfdtext[16], stext[16], dtext[16], tmp[PATH_MAX];
+                                struct deleg cg = { 0 };
+                                int deleg_fd = -1;
+                                int early = ready_early(&set, &sup, tmp, sizeof(tmp), &cg, &deleg_fd, &e);
                                 snprintf(ptext, sizeof(ptext), "%d", (int)sup.pid);
                                 snprintf(pfdtext, sizeof(pfdtext), "%d", sup.pidfd);
                                 snprintf(stext, sizeof(stext), "%d", sup.sock);
+                                snprintf(dtext, sizeof(dtext), "%d", deleg_fd);
                                 char *hargv[] = { "chidori-privhelper", "--monitor", monitor, "--handover", fdtext,
-                                                  "--supervisor", ptext, pfdtext, stext, NULL };
-                                execv(helper, hargv);
-                                err_set(&e, errno, "exec %s", helper);
+                                                  "--supervisor", ptext, pfdtext, stext, early > 0 ? "--ready" : NULL,
+                                                  tmp[0] ? tmp : "-", dtext, NULL };
+                                if (early >= 0) {
+                                        execv(helper, hargv);
+                                        err_set(&e, errno, "exec %s", helper);
+                                }
                                 supervisor_stop(&sup);
+                                deleg_remove(&cg);
+                                ready_remove_tmp(tmp);
                         }
                 } else {
                         err_set(&e, errno, "exec %s", monitor);

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "chan/chan.h"
 #include "common/cleanup.h"
 #include "sandbox/cgroup/cgroup-internal.h"
 
@@ -204,3 +205,67 @@ void deleg_remove(struct deleg *d)
         }
         d->n = 0;
 }
+
+/* The blob's strings: the name, the count, then per hierarchy v2, ctls,
+ * mount, parent_cg, parent_fs. */
+int deleg_save(const struct deleg *d, int *ret_fd, struct err **err)
+{
+        const char *strs[2 + 5 * DELEG_MAX];
+        char num[1 + 2 * DELEG_MAX][24];
+        size_t n = 0;
+        strs[n++] = d->name;
+        snprintf(num[0], sizeof(num[0]), "%zu", d->n);
+        strs[n++] = num[0];
+        for (size_t i = 0; i < d->n; i++) {
+                strs[n++] = d->h[i].v2 ? "1" : "0";
+                snprintf(num[1 + i], sizeof(num[1 + i]), "%u", d->h[i].ctls);
+                strs[n++] = num[1 + i];
+                strs[n++] = d->h[i].mount;
+                strs[n++] = d->h[i].parent_cg;
+                strs[n++] = d->h[i].parent_fs;
+        }
+        if (chan_blob_create("deleg", strs, n, ret_fd, err) < 0)
+                return -1;
+        if (fcntl(*ret_fd, F_SETFD, 0) < 0) {
+                close(*ret_fd);
+                return err_set(err, errno, "keep the delegated cgroup's description across the exec");
+        }
+        return 0;
+}
+
+int deleg_load(struct deleg *d, int fd, struct err **err)
+{
+        memset(d, 0, sizeof(*d));
+        struct chan_blob_hdr hdr;
+        struct chan_blob b = { 0 };
+        if (pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr))
+                return err_set(err, errno, "read the delegated cgroup's description");
+        if (chan_blob_map(fd, hdr.nstrings, &b, err) < 0)
+                return -1;
+        int rc = 0;
+        char *end = NULL;
+        unsigned long n = b.nstrings >= 2 ? strtoul(b.strs[1], &end, 10) : 0;
+        if (b.nstrings < 2 || !end || *end || n > DELEG_MAX || b.nstrings != 2 + 5 * n ||
+            strlen(b.strs[0]) >= sizeof(d->name)) {
+                rc = err_set(err, EINVAL, "the delegated cgroup's description is malformed");
+                goto out;
+        }
+        snprintf(d->name, sizeof(d->name), "%s", b.strs[0]);
+        for (size_t i = 0; i < n; i++) {
+                const char *const *f = b.strs + 2 + 5 * i;
+                d->h[i].v2 = strcmp(f[0], "1") == 0;
+                d->h[i].ctls = (unsigned)strtoul(f[1], NULL, 10);
+                d->h[i].mount = strdup(f[2]);
+                d->h[i].parent_cg = strdup(f[3]);
+                d->h[i].parent_fs = strdup(f[4]);
+                d->n++;
+                if (!d->h[i].mount || !d->h[i].parent_cg || !d->h[i].parent_fs) {
+                        rc = err_set(err, ENOMEM, "the delegated cgroup's description");
+                        goto out;
+                }
+        }
+out:
+        chan_blob_unmap(&b);
+        return rc;
+}
+

@@ -32,6 +32,11 @@ struct deleg {
 /* Make D in each hierarchy and move pid into it.  A hierarchy it cannot
  * use is left out (the supervisor's detection then names what is missing). */
 int deleg_create(struct deleg *d, const char *override, pid_t pid, uid_t uid, gid_t gid, struct err **err);
+/* Hand d to the helper across its exec (decision 174): a sealed memfd
+ * (chan/chan.h's blob) without close-on-exec, and take it back there.
+ * 0, or -1 with *err. */
+int deleg_save(const struct deleg *d, int *ret_fd, struct err **err);
+int deleg_load(struct deleg *d, int fd, struct err **err);
 /* Remove what deleg_create made, with everything below it. */
 void deleg_remove(struct deleg *d);
 

@@ -14,7 +14,10 @@
  * (proto.h): detached mounts of the operator's folders (id-mapped for the
  * boxes or the broker), the agent's files, and forwards the operator's stop
  * signals; when the supervisor exits it removes the cgroup and the
- * operator's temporary names and exits with the supervisor's status. */
+ * operator's temporary names and exits with the supervisor's status.
+ * With `--ready TMP|- FD`, chidori made the supervisor's TMPDIR and cgroup
+ * and sent its word already (ready.h, decision 174): FD describes the
+ * cgroup (deleg_load) for the end. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -48,6 +51,7 @@
 #include "monitor/broker.h"
 #include "privhelper/deleg.h"
 #include "privhelper/proto.h"
+#include "privhelper/ready.h"
 #include "sandbox/idmap.h"
 
 #define MAX_ROOTS 64 /* the run's folders and binaries, its tools' commands and binds */
@@ -167,25 +171,10 @@ static int do_tree(struct helper *h, const struct priv_req *q);
 /* A folder the broker writes that cannot be id-mapped to its uid (ramfs,
  * tmpfs before Linux 6.3) would need the broker's uid-0 fallback, which is
  * root's own uid: only the monitor's own mode has it.  The folder, or NULL. */
-/* ext4 and XFS took id-mapped mounts in 5.12, with mount_setattr itself;
- * tmpfs in 6.3: those need no trial. */
-static bool known_mappable(int fd)
-{
-        struct statfs sf;
-        if (fstatfs(fd, &sf) < 0)
-                return false;
-        if (sf.f_type == EXT4_SUPER_MAGIC || sf.f_type == XFS_SUPER_MAGIC)
-                return true;
-        struct utsname u;
-        unsigned major = 0, minor = 0;
-        return sf.f_type == TMPFS_MAGIC && uname(&u) == 0 && sscanf(u.release, "%u.%u", &major, &minor) == 2 &&
-               (major > 6 || (major == 6 && minor >= 3));
-}
-
 static const char *unmappable(struct helper *h)
 {
         for (size_t i = 0; i < h->nroots; i++) {
-                if (!h->roots[i].writes || known_mappable(h->roots[i].fd))
+                if (!h->roots[i].writes || ready_known_mappable(h->roots[i].fd))
                         continue;
                 struct priv_req q = { .magic = PRIV_MAGIC, .op = PRIV_TREE, .map_uid = (int32_t)h->broker_uid,
                                       .map_gid = (int32_t)h->broker_gid };
@@ -208,60 +197,6 @@ __attribute__((noreturn)) static void monitor_keeps_root(const char *monitor, co
         execv(monitor, argv);
         fprintf(stderr, "chidori: start the monitor (chidori-monitor): exec %s: %s\n", monitor, strerror(errno));
         _exit(EXIT_PROTOCOL);
-}
-
-/* The supervisor's TMPDIR (the bundle box's shims, a nested run's
- * journal): a folder of its own in the operator's TMPDIR, which it may not
- * be able to write; named so that the next run removes it if we are killed. */
-static bool others_can_search(const char *dir) /* every folder on the way: o+x */
-{
-        char buf[PATH_MAX];
-        if (snprintf(buf, sizeof(buf), "%s", dir) >= (int)sizeof(buf) || buf[0] != '/')
-                return false;
-        for (char *p = buf + strlen(buf);; *p = '\0') {
-                struct stat st;
-                if (stat(buf[0] ? buf : "/", &st) < 0 || !(st.st_mode & S_IXOTH))
-                        return false;
-                p = strrchr(buf, '/');
-                if (!p || p == buf)
-                        return stat("/", &st) == 0 && (st.st_mode & S_IXOTH);
-        }
-}
-
-static int make_tmp(struct helper *h)
-{
-        char sub[PATH_MAX + 8];
-        /* The operator's TMPDIR when the supervisor can reach it, else /tmp
-         * (a TMPDIR inside a 0700 folder of root's) */
-        struct stat st;
-        if (stat(tmp_dir(), &st) < 0)
-                return 0; /* the supervisor says so where it needs one (bundling) */
-        const char *dir = others_can_search(tmp_dir()) ? tmp_dir() : "/tmp";
-        if (tmp_owned_template(h->tmp, sizeof(h->tmp), dir, TMP_KIND_SUPERVISOR) < 0 || !mkdtemp(h->tmp)) {
-                fprintf(stderr, "chidori: make the supervisor's temporary folder in %s: %s\n", dir, strerror(errno));
-                h->tmp[0] = '\0';
-                return -1;
-        }
-        snprintf(sub, sizeof(sub), "%s/tmp", h->tmp);
-        if (chmod(h->tmp, 0711) < 0 || mkdir(sub, 0700) < 0 || chown(sub, PRIV_SUPERVISOR_ID, PRIV_SUPERVISOR_ID) < 0) {
-                fprintf(stderr, "chidori: make the supervisor's temporary folder %s: %s\n", sub, strerror(errno));
-                return -1;
-        }
-        return 0;
-}
-
-static void remove_tmp(struct helper *h)
-{
-        if (!h->tmp[0])
-                return;
-        char *slash = strrchr(h->tmp, '/');
-        char dir[PATH_MAX];
-        snprintf(dir, sizeof(dir), "%.*s", slash == h->tmp ? 1 : (int)(slash - h->tmp), h->tmp);
-        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0) {
-                tmp_remove_at(dfd, slash + 1, 0);
-                close(dfd);
-        }
 }
 
 static void stop_supervisor(struct helper *h)
@@ -288,11 +223,7 @@ static int ready_supervisor(struct helper *h, const char **unmapped)
         }
         /* Not sent: the supervisor has already exited (its settings were
          * refused, and it said so); the loop collects its status. */
-        static struct priv_ready r;
-        r.magic = PRIV_MAGIC;
-        if (h->tmp[0])
-                snprintf(r.tmpdir, sizeof(r.tmpdir), "%s/tmp", h->tmp);
-        (void)!send(h->sock, &r, sizeof(r), MSG_NOSIGNAL);
+        ready_send(h->sock, h->tmp);
         return 0;
 }
 
@@ -512,7 +443,7 @@ static void serve_one(struct helper *h)
 static void finish(struct helper *h, int status)
 {
         deleg_remove(&h->cg);
-        remove_tmp(h);
+        ready_remove_tmp(h->tmp);
         if (h->unlink_socket)
                 unlink(h->unlink_socket);
         if (h->remove_after) {
@@ -572,7 +503,12 @@ static int adopt(struct helper *h, unsigned long pid, unsigned long pidfd, unsig
 int main(int argc, char **argv)
 {
         unsigned long handover, sup_pid, sup_pidfd, sup_sock;
-        if (argc != 9 || strcmp(argv[1], "--monitor") != 0 || strcmp(argv[3], "--handover") != 0 ||
+        /* --ready TMP|- FD: chidori made the supervisor's TMPDIR and cgroup
+         * and sent its word (privhelper/ready.h); FD describes the cgroup. */
+        unsigned long deleg_fd = 0;
+        bool ready = argc == 12 && strcmp(argv[9], "--ready") == 0 && strlen(argv[10]) < PATH_MAX &&
+                     number(argv[11], INT_MAX, &deleg_fd) && deleg_fd > 2;
+        if ((argc != 9 && !ready) || strcmp(argv[1], "--monitor") != 0 || strcmp(argv[3], "--handover") != 0 ||
             !number(argv[4], INT_MAX, &handover) || strcmp(argv[5], "--supervisor") != 0 ||
             !number(argv[6], INT_MAX, &sup_pid) || !number(argv[7], INT_MAX, &sup_pidfd) ||
             !number(argv[8], INT_MAX, &sup_sock)) {
@@ -603,12 +539,26 @@ int main(int argc, char **argv)
         if (read_handover(&h, (int)handover) < 0)
                 return EXIT_PROTOCOL;
         const char *unmapped = NULL;
-        if (sfd < 0 || make_tmp(&h) < 0 ||
-            ready_supervisor(&h, &unmapped) < 0 || unmapped) {
+        if (ready) {
+                struct err *e = NULL;
+                snprintf(h.tmp, sizeof(h.tmp), "%s", strcmp(argv[10], "-") == 0 ? "" : argv[10]);
+                if (sfd < 0 || deleg_load(&h.cg, (int)deleg_fd, &e) < 0) {
+                        fprintf(stderr, "chidori: the privileged helper's settings: %s\n",
+                                e ? err_msg(e) : "no signalfd");
+                        err_free(e);
+                        deleg_remove(&h.cg);
+                        stop_supervisor(&h);
+                        ready_remove_tmp(h.tmp);
+                        return EXIT_PROTOCOL;
+                }
+                close((int)deleg_fd);
+        }
+        if (!ready && (sfd < 0 || ready_make_tmp(h.tmp, sizeof(h.tmp)) < 0 ||
+                       ready_supervisor(&h, &unmapped) < 0 || unmapped)) {
                 if (h.sup > 0)
                         stop_supervisor(&h);
                 deleg_remove(&h.cg); /* made before a later step failed */
-                remove_tmp(&h);
+                ready_remove_tmp(h.tmp);
                 if (!unmapped)
                         return EXIT_PROTOCOL;
         }
