@@ -434,6 +434,8 @@ int handover_run(struct handover *h, const struct handover_run *r)
                                         err_set(&e, errno, "exec %s", helper);
                                 }
                                 supervisor_stop(&sup);
+                                if (deleg_fd >= 0)
+                                        close(deleg_fd);
                                 deleg_remove(&cg);
                                 ready_remove_tmp(tmp);
                         }
