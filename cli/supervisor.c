@@ -35,6 +35,7 @@
 struct child_args {
         pid_t parent;
         int sync, sock, monitor_fd;
+        int ours[2]; /* our ends (sync's writer, the socket's other end): closed in its table first */
         sigset_t mask; /* ours before the clone: restored just before the exec */
         char hfd[16], sfd[16];
         char *argv[7];
@@ -55,6 +56,10 @@ static void child_say(const char *what)
 static int child(void *arg)
 {
         const struct child_args *c = arg;
+        /* Else, were we to die before the word, its read would wait on a
+         * writer of its own for ever. */
+        close(c->ours[0]);
+        close(c->ours[1]);
         char go = 0;
         if (read(c->sync, &go, 1) != 1 || go != 'g')
                 _exit(EXIT_PROTOCOL);
@@ -115,6 +120,8 @@ int supervisor_start(const char *monitor, int handover_fd, uid_t buid, gid_t bgi
         c->sync = sync[0];
         c->sock = sv[1];
         c->monitor_fd = monitor_fd;
+        c->ours[0] = sync[1];
+        c->ours[1] = sv[0];
         snprintf(c->hfd, sizeof(c->hfd), "%d", handover_fd);
         snprintf(c->sfd, sizeof(c->sfd), "%d", sv[1]);
         c->argv[0] = "chidori-monitor", c->argv[1] = "--handover", c->argv[2] = c->hfd;
